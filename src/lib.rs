@@ -10,7 +10,6 @@ pub mod principal;
 pub mod seal;
 pub mod service;
 #[cfg(feature = "server")]
-#[cfg(feature = "server")]
 pub mod server;
 pub mod time;
 pub mod wire;
