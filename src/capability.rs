@@ -82,7 +82,7 @@ pub fn missing(declared: &ClientCapabilities, request: &InputRequest) -> Option<
 }
 
 /// Merges `more` into `acc` (union of capability trees).
-fn merge(acc: &mut ClientCapabilities, more: ClientCapabilities) {
+pub(crate) fn merge(acc: &mut ClientCapabilities, more: ClientCapabilities) {
     if let Some(e) = more.elicitation {
         let a = acc.elicitation.get_or_insert_with(Default::default);
         a.form = a.form.take().or(e.form);

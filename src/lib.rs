@@ -3,6 +3,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod capability;
+pub mod answers;
 pub mod carrier;
 pub mod client;
 pub mod error;
