@@ -1,1 +1,540 @@
-//! placeholder: seal
+//! Sealed `requestState`: encrypted, authenticated, bound, expiring tokens.
+//!
+//! `requestState` travels through the client, so it is attacker-controlled
+//! (MRTR §Server Requirements). This module turns the engine's and the handler's
+//! state into an opaque string and back, and refuses anything it did not make
+//! for this very request.
+//!
+//! ```text
+//!  seal:  Claims { iat, exp, deadline, round, flow_id, binding, state }
+//!           → plaintext (141-byte claims header ‖ JSON state)
+//!           → XAES-256-GCM under the ring's sealing key, AAD = label ‖ header
+//!           → base64url(version ‖ kid ‖ nonce ‖ ciphertext ‖ tag)
+//!  open:  UntrustedState → length cap → canonical base64 → version → kid → tag
+//!           → strict claims decode → expiry, far future, deadline → binding,
+//!             principal, audience → Verified<Claims<S>>
+//! ```
+//!
+//! # Security
+//!
+//! - **Secret**: the keys, and the sealed state (encrypted, not only signed).
+//!   The kid (a keyed hash of the key) is in clear and reveals nothing about it.
+//! - **Authenticated**: the whole token. The header is the AEAD's associated
+//!   data, so a token cannot move between format versions or keys.
+//! - **Bound**: each token carries SHA-256 digests of the request (method,
+//!   target, canonical arguments, protocol version), of the principal and of
+//!   the audience; `open` compares them with the current request. They are
+//!   inside the plaintext, not only in the AAD, so the private log can tell a
+//!   tampered token (`tag`) from an authentic one replayed elsewhere
+//!   (`binding`, `principal`, `audience`).
+//! - **Expiring**: a per-round `exp` and an absolute flow deadline fixed in
+//!   round 1, checked with a clock skew; an `exp` beyond `now + max_ttl + skew`
+//!   is refused (`far_future`).
+//! - **Not single-use**: a token stays valid until it expires, and may be
+//!   replayed by the same principal on the same request. Flows that must run at
+//!   most once need a shared store keyed on [`Claims::flow_id`] and round.
+//! - **Uniform failure**: every refusal is the same [`OpenError`], whose text is
+//!   `invalid or expired requestState`; the [`RejectReason`] is for the private
+//!   log and the per-reason counters ([`Sealer::reject_counts`]).
+//!
+//! # Nonces, limits and forks
+//!
+//! XAES-256-GCM derives a fresh AES-256-GCM key from the first half of each
+//! 24-byte random nonce, which lifts AES-GCM's limit of 2^32 random-nonce
+//! messages per key (NIST SP 800-38D §8.3) to about 2^80 at a 2^-32 collision
+//! risk: no seal counting across a fleet is needed. Nonces come from
+//! `rand::rng()` (a per-thread ChaCha12 generator seeded from the operating
+//! system, reseeded periodically). **Fork caveat**: rand does not reseed on
+//! `fork`; a process that forks after sealing must call `rand::rng().reseed()`
+//! in the child before sealing again, or two processes may reuse nonces.
+//! Cipher state is built once per key, when the [`Key`] is built.
+
+mod binding;
+mod claims;
+mod config;
+mod error;
+mod key;
+mod keyring;
+mod token;
+
+use std::fmt;
+use std::ops::Deref;
+use std::sync::Arc;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use rand::Rng as _;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use zeroize::{Zeroize, Zeroizing};
+
+pub use binding::{Binding, BindingInput, canonical_json};
+pub use claims::Claims;
+pub use config::{
+    ConfigError, DEFAULT_CLOCK_SKEW, DEFAULT_FLOW_LIFETIME, DEFAULT_MAX_PLAINTEXT,
+    DEFAULT_MAX_TOKEN_LEN, DEFAULT_MAX_TTL, DEFAULT_TTL, SealConfig,
+};
+pub use error::{OpenError, RejectCounts, RejectReason, SealError};
+pub use key::{KEY_LEN, Key, KeyError, Kid, generate_key_string};
+pub use keyring::{KEYS_ENV, Keyring};
+
+use claims::{CLAIMS_HEADER_LEN, Header, strict_json_bounds};
+use error::Counters;
+use token::{HEADER_LEN, MIN_TOKEN_BYTES, NONCE_LEN, TAG_LEN, VERSION};
+
+use crate::time::Timestamp;
+
+/// A `requestState` string as received: nothing in it is readable or trusted
+/// until [`Sealer::open`] turns it into a [`Verified`] value.
+///
+/// `Debug` shows only its length: tokens are never logged.
+///
+/// ```
+/// use mrtr::seal::UntrustedState;
+/// let s = UntrustedState::new("AQID");
+/// assert_eq!(s.as_str(), "AQID");
+/// assert_eq!(format!("{s:?}"), "UntrustedState { len: 4 }");
+/// ```
+#[derive(Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct UntrustedState(String);
+
+impl UntrustedState {
+    /// Wraps a received token.
+    pub fn new(token: impl Into<String>) -> Self {
+        UntrustedState(token.into())
+    }
+
+    /// The token exactly as received (to echo or compare, never to parse).
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<String> for UntrustedState {
+    fn from(s: String) -> Self {
+        UntrustedState(s)
+    }
+}
+
+impl fmt::Debug for UntrustedState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "UntrustedState {{ len: {} }}", self.0.len())
+    }
+}
+
+/// Proof that a value came out of a successful [`Sealer::open`]: only this
+/// module can build one, so code that takes a `Verified<…>` cannot be reached
+/// with unchecked state.
+#[derive(Debug, Clone)]
+pub struct Verified<T> {
+    inner: T,
+}
+
+impl<T> Verified<T> {
+    /// Private to the seal module (and its children): the only way to mint a proof.
+    fn new(inner: T) -> Self {
+        Verified { inner }
+    }
+
+    /// The verified value.
+    pub fn into_inner(self) -> T {
+        self.inner
+    }
+}
+
+impl<T> Deref for Verified<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.inner
+    }
+}
+
+struct Inner {
+    keyring: Keyring,
+    config: SealConfig,
+    counters: Counters,
+}
+
+/// Seals claims into `requestState` tokens and opens them, with a key ring and limits.
+///
+/// Cheap to clone (one `Arc`); clones share the per-reason counters. `Send + Sync`.
+///
+/// ```
+/// use mrtr::seal::{Binding, BindingInput, Claims, Keyring, SealConfig, Sealer, UntrustedState};
+/// use mrtr::principal::Principal;
+/// use mrtr::time::Timestamp;
+///
+/// let sealer = Sealer::new(Keyring::ephemeral(), SealConfig::default());
+/// let alice = Principal::subject("alice");
+/// let args = serde_json::json!({"env": "prod"});
+/// let binding = Binding::new(&BindingInput {
+///     method: "tools/call", target: "deploy", arguments: Some(&args), principal: &alice,
+///     audience: "https://mcp.example", protocol_version: "2026-07-28",
+/// });
+/// let now = Timestamp::from_unix_secs(1_800_000_000);
+/// let claims = Claims::first_round(binding.clone(), now, sealer.config(), vec!["asked: confirm"]);
+/// let token = sealer.seal(&claims)?;
+///
+/// let later = now.add_secs(30);
+/// let verified = sealer.open::<Vec<String>>(&UntrustedState::new(token), &binding, later)?;
+/// assert_eq!(verified.round(), 1);
+/// assert_eq!(verified.state(), &vec!["asked: confirm".to_string()]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct Sealer {
+    inner: Arc<Inner>,
+}
+
+impl Sealer {
+    /// A sealer over a key ring with a configuration.
+    pub fn new(keyring: Keyring, config: SealConfig) -> Sealer {
+        Sealer {
+            inner: Arc::new(Inner {
+                keyring,
+                config,
+                counters: Counters::new(),
+            }),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &SealConfig {
+        &self.inner.config
+    }
+
+    /// The key ring.
+    pub fn keyring(&self) -> &Keyring {
+        &self.inner.keyring
+    }
+
+    /// A snapshot of refused tokens per reason since this sealer was built.
+    pub fn reject_counts(&self) -> RejectCounts {
+        self.inner.counters.snapshot()
+    }
+
+    // Token format v1. All integers big-endian.
+    //
+    //   offset  len  field
+    //   0       1    version = 0x01 (XAES-256-GCM, 24-byte nonce, 16-byte tag, AAD scheme v1)
+    //   1       4    kid (u32): first 4 bytes of HMAC-SHA256(key, "mrtr/request-state/v1/kid")
+    //   5       24   nonce (random, from the per-thread CSPRNG)
+    //   29      n    ciphertext of the plaintext below (n = plaintext length)
+    //   29+n    16   tag (exactly 16 bytes)
+    //
+    // then base64url without padding; only the canonical encoding is accepted
+    // (no padding, no other alphabet, no whitespace, zero trailing bits).
+    //
+    // AAD = u64le(2) ‖ u64le(21) ‖ "mrtr/request-state/v1" ‖ u64le(29) ‖ bytes 0..29.
+    //
+    // Plaintext (claims format 1):
+    //
+    //   offset  len  field
+    //   0       1    claims format = 0x01
+    //   1       8    iat (u64 Unix seconds)
+    //   9       8    exp (u64 Unix seconds)
+    //   17      8    deadline (u64 Unix seconds)
+    //   25      4    round (u32, 1 = first)
+    //   29      16   flow id (random)
+    //   45      32   request digest  (see Binding::new)
+    //   77      32   principal digest
+    //   109     32   audience digest
+    //   141     ..   state: exactly one JSON text as serde_json writes it
+    //                (no leading or trailing whitespace, nothing after it)
+    //
+    // The request binding is inside the plaintext rather than the AAD so that
+    // the private log can tell tampering (`tag`) from replay (`binding`).
+    /// Seals claims into a token, under the ring's sealing key with a fresh random nonce.
+    ///
+    /// # Errors
+    ///
+    /// [`SealError::TooLarge`] when the plaintext exceeds `max_plaintext`,
+    /// [`SealError::TokenTooLong`] when the token would exceed `max_token_len`,
+    /// [`SealError::Serialize`] when the state does not serialize as JSON.
+    pub fn seal<S: Serialize>(&self, claims: &Claims<S>) -> Result<String, SealError> {
+        let mut nonce = [0u8; NONCE_LEN];
+        rand::rng().fill_bytes(&mut nonce);
+        self.seal_inner(claims, &nonce)
+    }
+
+    /// [`Sealer::seal`] with a caller-chosen nonce, for known-answer vectors and fuzzing only.
+    ///
+    /// Exposed only with the `test-vectors` cargo feature (off by default; the crate's own
+    /// tests turn it on through a dev-dependency on itself). Never use it in production:
+    /// reusing a nonce under one key breaks confidentiality and authenticity.
+    ///
+    /// # Errors
+    ///
+    /// As [`Sealer::seal`].
+    #[cfg(any(test, feature = "test-vectors"))]
+    #[doc(hidden)]
+    pub fn seal_with_nonce<S: Serialize>(
+        &self,
+        claims: &Claims<S>,
+        nonce: [u8; 24],
+    ) -> Result<String, SealError> {
+        self.seal_inner(claims, &nonce)
+    }
+
+    fn seal_inner<S: Serialize>(
+        &self,
+        claims: &Claims<S>,
+        nonce: &[u8; NONCE_LEN],
+    ) -> Result<String, SealError> {
+        let cfg = &self.inner.config;
+        let key = self.inner.keyring.sealing();
+        let mut buf: Vec<u8> = Vec::with_capacity(HEADER_LEN + CLAIMS_HEADER_LEN + 512 + TAG_LEN);
+        buf.push(VERSION);
+        buf.extend_from_slice(&key.kid().to_be_bytes());
+        buf.extend_from_slice(nonce);
+        claims.write_header(&mut buf);
+        if let Err(e) = serde_json::to_writer(&mut buf, &claims.state) {
+            buf.zeroize();
+            return Err(SealError::Serialize(e));
+        }
+        let pt_len = buf.len() - HEADER_LEN;
+        if pt_len > cfg.max_plaintext_value() {
+            buf.zeroize();
+            return Err(SealError::TooLarge {
+                len: pt_len,
+                max: cfg.max_plaintext_value(),
+            });
+        }
+        let token_len = token::encoded_len(buf.len() + TAG_LEN);
+        if token_len > cfg.max_token_len_value() {
+            buf.zeroize();
+            return Err(SealError::TokenTooLong {
+                len: token_len,
+                max: cfg.max_token_len_value(),
+            });
+        }
+        let mut header = [0u8; HEADER_LEN];
+        header.copy_from_slice(&buf[..HEADER_LEN]);
+        let aad = token::aad(&header);
+        if token::encrypt_append(key.cipher(), nonce, &aad, &mut buf, HEADER_LEN).is_err() {
+            buf.zeroize();
+            return Err(SealError::Encrypt);
+        }
+        let mut out = String::with_capacity(token_len);
+        URL_SAFE_NO_PAD.encode_string(&buf, &mut out);
+        Ok(out)
+    }
+
+    /// Opens a token for the current request at time `now`.
+    ///
+    /// Checks, in order: length cap (before any decoding), canonical base64url,
+    /// version, kid (exactly one key), tag, strict claims decoding (including the
+    /// state type `S`), then expiry (`now <= exp + skew`), far future
+    /// (`exp <= now + max_ttl + skew`), deadline (`now <= deadline + skew`), and the
+    /// request, principal and audience digests against `expected`. All claim checks
+    /// are evaluated; the first failing one is the reason.
+    ///
+    /// # Errors
+    ///
+    /// [`OpenError`], whose public text never varies; its [`OpenError::reason`] says
+    /// why, and [`OpenError::is_expired_but_authentic`] flags an authentic, correctly
+    /// bound state whose window lapsed. Each failure bumps one counter and emits one
+    /// `tracing` event (target `mrtr::seal`) with the reason, never the token.
+    pub fn open<S: DeserializeOwned>(
+        &self,
+        token: &UntrustedState,
+        expected: &Binding,
+        now: Timestamp,
+    ) -> Result<Verified<Claims<S>>, OpenError> {
+        self.open_checked(token.as_str(), expected, now)
+            .map_err(|e| self.record(e))
+    }
+
+    fn open_checked<S: DeserializeOwned>(
+        &self,
+        token: &str,
+        expected: &Binding,
+        now: Timestamp,
+    ) -> Result<Verified<Claims<S>>, OpenError> {
+        let (kid, buf) = self.decrypt(token)?;
+        let fail = |r: RejectReason| OpenError::new(r).with_kid(kid);
+        let pt = &buf[HEADER_LEN..buf.len() - TAG_LEN];
+        let (header, state) = Header::parse(pt).ok_or_else(|| fail(RejectReason::Decode))?;
+        if !strict_json_bounds(state) {
+            return Err(fail(RejectReason::Decode));
+        }
+        let state: S = serde_json::from_slice(state).map_err(|_| fail(RejectReason::Decode))?;
+
+        let cfg = &self.inner.config;
+        let (now_s, skew) = (now.unix_secs(), cfg.skew_secs());
+        let exp = header.exp.unix_secs();
+        let expired = now_s > exp.saturating_add(skew);
+        let far_future = exp
+            > now_s
+                .saturating_add(cfg.max_ttl_secs())
+                .saturating_add(skew);
+        let deadline = now_s > header.deadline.unix_secs().saturating_add(skew);
+        let request = header.binding.request != expected.request;
+        let principal = header.binding.principal != expected.principal;
+        let audience = header.binding.audience != expected.audience;
+        let first = [
+            (expired, RejectReason::Expired),
+            (far_future, RejectReason::FarFuture),
+            (deadline, RejectReason::Deadline),
+            (request, RejectReason::Binding),
+            (principal, RejectReason::Principal),
+            (audience, RejectReason::Audience),
+        ]
+        .into_iter()
+        .find_map(|(failed, r)| failed.then_some(r));
+        match first {
+            None => Ok(Verified::new(header.with_state(state))),
+            Some(r) => {
+                let lapsed_but_authentic =
+                    (expired || deadline) && !far_future && !request && !principal && !audience;
+                Err(fail(r).with_expired_but_authentic(lapsed_but_authentic))
+            }
+        }
+    }
+
+    /// For operators (`mrtr inspect`): opens a token with the ring's keys (tag checked)
+    /// without binding or expiry checks, and returns its claims as JSON: `version`, `kid`,
+    /// `iat`, `exp`, `deadline`, `round`, `flow_id` (hex), `binding` (hex digests) and
+    /// `state` (as sealed).
+    ///
+    /// The output holds the decrypted state: show it only to the operator.
+    ///
+    /// # Errors
+    ///
+    /// [`OpenError`] with the reason, for every failure up to and including decoding.
+    pub fn inspect(&self, token: &UntrustedState) -> Result<serde_json::Value, OpenError> {
+        self.inspect_inner(token.as_str())
+            .map_err(|e| self.record(e))
+    }
+
+    fn inspect_inner(&self, token: &str) -> Result<serde_json::Value, OpenError> {
+        let (kid, buf) = self.decrypt(token)?;
+        let fail = || OpenError::new(RejectReason::Decode).with_kid(kid);
+        let pt = &buf[HEADER_LEN..buf.len() - TAG_LEN];
+        let (h, state) = Header::parse(pt).ok_or_else(fail)?;
+        if !strict_json_bounds(state) {
+            return Err(fail());
+        }
+        let state: serde_json::Value = serde_json::from_slice(state).map_err(|_| fail())?;
+        Ok(serde_json::json!({
+            "version": VERSION,
+            "claims_format": claims::CLAIMS_FORMAT,
+            "kid": kid.to_string(),
+            "iat": h.iat.unix_secs(),
+            "exp": h.exp.unix_secs(),
+            "deadline": h.deadline.unix_secs(),
+            "round": h.round,
+            "flow_id": binding::hex(&h.flow_id),
+            "binding": h.binding.to_json(),
+            "state": state,
+        }))
+    }
+
+    /// Length cap, base64, version, kid, tag. Returns the buffer with the plaintext
+    /// at `HEADER_LEN..len - TAG_LEN`; zeroized on drop.
+    fn decrypt(&self, token: &str) -> Result<(Kid, Zeroizing<Vec<u8>>), OpenError> {
+        let cfg = &self.inner.config;
+        if token.len() > cfg.max_token_len_value() {
+            return Err(OpenError::new(RejectReason::TooLarge));
+        }
+        if token.len() < token::encoded_len(MIN_TOKEN_BYTES) {
+            return Err(OpenError::new(RejectReason::Malformed));
+        }
+        let mut buf = Zeroizing::new(Vec::with_capacity(token.len() / 4 * 3 + 3));
+        URL_SAFE_NO_PAD
+            .decode_vec(token.as_bytes(), &mut buf)
+            .map_err(|_| OpenError::new(RejectReason::Malformed))?;
+        if buf.len() < MIN_TOKEN_BYTES {
+            return Err(OpenError::new(RejectReason::Malformed));
+        }
+        if buf[0] != VERSION {
+            return Err(OpenError::new(RejectReason::UnknownVersion));
+        }
+        let kid = Kid::from_be_bytes([buf[1], buf[2], buf[3], buf[4]]);
+        let key = self
+            .inner
+            .keyring
+            .get(kid)
+            .ok_or(OpenError::new(RejectReason::UnknownKey).with_kid(kid))?;
+        let (header_bytes, body) = buf.split_at_mut(HEADER_LEN);
+        let mut header = [0u8; HEADER_LEN];
+        header.copy_from_slice(header_bytes);
+        let mut nonce = [0u8; NONCE_LEN];
+        nonce.copy_from_slice(&header[1 + 4..]);
+        let aad = token::aad(&header);
+        if token::decrypt_in_place(key.cipher(), &nonce, &aad, body).is_err() {
+            // Whatever the AEAD left in the buffer is zeroized on drop and never read.
+            return Err(OpenError::new(RejectReason::Tag).with_kid(kid));
+        }
+        Ok((kid, buf))
+    }
+
+    /// Counts and logs a refusal; never the token, never plaintext.
+    fn record(&self, e: OpenError) -> OpenError {
+        self.inner.counters.bump(e.reason());
+        let kid = e.kid().map(|k| k.to_string());
+        let kid = kid.as_deref().unwrap_or("-");
+        match e.reason() {
+            RejectReason::Tag | RejectReason::UnknownVersion | RejectReason::Decode => {
+                tracing::warn!(target: "mrtr::seal", reason = e.reason().as_str(), kid, "requestState rejected");
+            }
+            _ => {
+                tracing::debug!(
+                    target: "mrtr::seal",
+                    reason = e.reason().as_str(),
+                    kid,
+                    expired_but_authentic = e.is_expired_but_authentic(),
+                    "requestState rejected"
+                );
+            }
+        }
+        e
+    }
+}
+
+impl fmt::Debug for Sealer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sealer")
+            .field("keyring", &self.inner.keyring)
+            .field("config", &self.inner.config)
+            .field("reject_counts", &self.inner.counters)
+            .finish()
+    }
+}
+
+/// The bare XAES-256-GCM primitive as `seal` and `open` call it, for the C2SP and
+/// Wycheproof-style vector tests only (`test-vectors` feature; not part of the API).
+#[cfg(any(test, feature = "test-vectors"))]
+#[doc(hidden)]
+pub mod primitive {
+    use xaes_256_gcm::Xaes256Gcm;
+    use xaes_256_gcm::aead::KeyInit;
+
+    /// Encrypts `plaintext` and returns `ciphertext ‖ tag`, through the same in-place
+    /// path as `Sealer::seal`.
+    pub fn xaes_seal(key: &[u8; 32], nonce: &[u8; 24], aad: &[u8], plaintext: &[u8]) -> Vec<u8> {
+        let cipher = Xaes256Gcm::new(key.into());
+        let mut buf = plaintext.to_vec();
+        super::token::encrypt_append(&cipher, nonce, aad, &mut buf, 0)
+            .expect("within XAES-256-GCM length limits");
+        buf
+    }
+
+    /// Verifies and decrypts `ciphertext ‖ tag` through the same path as `Sealer::open`.
+    pub fn xaes_open(
+        key: &[u8; 32],
+        nonce: &[u8; 24],
+        aad: &[u8],
+        sealed: &[u8],
+    ) -> Option<Vec<u8>> {
+        let cipher = Xaes256Gcm::new(key.into());
+        let mut buf = sealed.to_vec();
+        super::token::decrypt_in_place(&cipher, nonce, aad, &mut buf).ok()?;
+        buf.truncate(buf.len() - super::token::TAG_LEN);
+        Some(buf)
+    }
+}
+
+#[cfg(test)]
+mod tests;

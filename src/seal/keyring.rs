@@ -1,0 +1,283 @@
+//! The key ring: one sealing key, any number of open-only keys, selected by kid.
+
+use std::fmt;
+use std::path::Path;
+
+use super::key::{Key, KeyError, Kid};
+
+/// The environment variable [`Keyring::from_env`] reads.
+pub const KEYS_ENV: &str = "MRTR_KEYS";
+
+/// One key that seals plus any number of keys that only open, each selected by its kid.
+///
+/// A token names its kid in clear; `open` uses exactly the key with that kid and
+/// never tries the others, so rotation never costs trial decryptions and no key
+/// acts as an oracle for another. Two keys with one kid are refused.
+///
+/// # Rotation runbook
+///
+/// 1. Add the new key as open-only on every instance (`MRTR_KEYS=old,new`).
+/// 2. Once all instances have it, make it the sealing key (`MRTR_KEYS=new,old`).
+/// 3. After `max_ttl` plus clock skew (and the flow lifetime, if longer), remove
+///    the old key (`MRTR_KEYS=new`): its tokens then fail with `unknown_key`.
+///
+/// ```
+/// use mrtr::seal::{Key, Keyring};
+/// let old = Key::from_secret(&[1u8; 32]).unwrap();
+/// let new = Key::from_secret(&[2u8; 32]).unwrap();
+/// let (old_kid, new_kid) = (old.kid(), new.kid());
+/// let ring = Keyring::new(new).with_open_only(old).unwrap();
+/// assert_eq!(ring.sealing_kid(), new_kid);
+/// assert_eq!(ring.kids(), vec![new_kid, old_kid]);
+/// ```
+#[derive(Clone)]
+pub struct Keyring {
+    /// `keys[0]` seals; all open.
+    keys: Vec<Key>,
+    ephemeral: bool,
+}
+
+impl Keyring {
+    /// A ring whose only key, `sealing`, seals and opens.
+    pub fn new(sealing: Key) -> Keyring {
+        Keyring {
+            keys: vec![sealing],
+            ephemeral: false,
+        }
+    }
+
+    /// Adds a key that opens tokens but never seals.
+    ///
+    /// # Errors
+    ///
+    /// [`KeyError::DuplicateKid`] if a key with the same kid is already in the ring.
+    pub fn with_open_only(mut self, key: Key) -> Result<Keyring, KeyError> {
+        if self.get(key.kid()).is_some() {
+            return Err(KeyError::DuplicateKid { kid: key.kid() });
+        }
+        self.keys.push(key);
+        Ok(self)
+    }
+
+    /// A ring with one fresh random key, for a single process.
+    ///
+    /// Tokens do not survive a restart and other instances cannot open them:
+    /// use `MRTR_KEYS` or a key file for fleets.
+    pub fn ephemeral() -> Keyring {
+        Keyring {
+            keys: vec![Key::generate()],
+            ephemeral: true,
+        }
+    }
+
+    /// Whether this ring came from [`Keyring::ephemeral`].
+    pub fn is_ephemeral(&self) -> bool {
+        self.ephemeral
+    }
+
+    /// The ring described by the `MRTR_KEYS` environment variable (format of
+    /// [`Keyring::parse_keys`]), or `None` when it is unset or blank.
+    ///
+    /// # Errors
+    ///
+    /// [`KeyError::EnvNotUnicode`], or any error of [`Keyring::parse_keys`].
+    pub fn from_env() -> Result<Option<Keyring>, KeyError> {
+        match std::env::var_os(KEYS_ENV) {
+            None => Ok(None),
+            Some(v) => {
+                let v = v.into_string().map_err(|_| KeyError::EnvNotUnicode)?;
+                let v = zeroize::Zeroizing::new(v);
+                if v.trim().is_empty() {
+                    Ok(None)
+                } else {
+                    Keyring::parse_keys(&v).map(Some)
+                }
+            }
+        }
+    }
+
+    /// A ring from comma-separated base64url secrets; the first seals, the rest only open.
+    ///
+    /// Whitespace around entries is ignored, and so are empty entries.
+    ///
+    /// ```
+    /// use mrtr::seal::{generate_key_string, Keyring};
+    /// let (a, b) = (generate_key_string(), generate_key_string());
+    /// let ring = Keyring::parse_keys(&format!("{a}, {b}")).unwrap();
+    /// assert_eq!(ring.kids().len(), 2);
+    /// assert!(Keyring::parse_keys(" , ").is_err());
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`KeyError::NoKeys`] when no entry is present; [`KeyError::Entry`] naming the
+    /// position (from 1) of an entry that is not a valid key, or that repeats a kid.
+    pub fn parse_keys(list: &str) -> Result<Keyring, KeyError> {
+        Keyring::from_entries(list.split(',').map(str::trim).filter(|e| !e.is_empty()))
+    }
+
+    /// A ring from a file in the format of [`Keyring::parse_keys`], where newlines
+    /// separate entries as commas do and `#` starts a comment that runs to the end of the line.
+    ///
+    /// # Errors
+    ///
+    /// [`KeyError::Io`] if the file cannot be read; otherwise as [`Keyring::parse_keys`].
+    pub fn from_file(path: &Path) -> Result<Keyring, KeyError> {
+        let text = zeroize::Zeroizing::new(std::fs::read_to_string(path).map_err(|source| {
+            KeyError::Io {
+                path: path.to_path_buf(),
+                source,
+            }
+        })?);
+        Keyring::parse_file_text(&text)
+    }
+
+    fn parse_file_text(text: &str) -> Result<Keyring, KeyError> {
+        let entries = text
+            .lines()
+            .map(|line| line.split_once('#').map_or(line, |(before, _)| before))
+            .flat_map(|line| line.split(','))
+            .map(str::trim)
+            .filter(|e| !e.is_empty());
+        Keyring::from_entries(entries)
+    }
+
+    fn from_entries<'a>(entries: impl Iterator<Item = &'a str>) -> Result<Keyring, KeyError> {
+        let mut ring: Option<Keyring> = None;
+        for (i, entry) in entries.enumerate() {
+            let wrap = |e: KeyError| KeyError::Entry {
+                entry: i + 1,
+                source: Box::new(e),
+            };
+            let key = Key::from_base64url(entry).map_err(wrap)?;
+            ring = Some(match ring {
+                None => Keyring::new(key),
+                Some(r) => r.with_open_only(key).map_err(wrap)?,
+            });
+        }
+        ring.ok_or(KeyError::NoKeys)
+    }
+
+    /// The kid of the key that seals.
+    pub fn sealing_kid(&self) -> Kid {
+        self.keys[0].kid()
+    }
+
+    /// Every kid in the ring, the sealing one first.
+    pub fn kids(&self) -> Vec<Kid> {
+        self.keys.iter().map(Key::kid).collect()
+    }
+
+    pub(super) fn sealing(&self) -> &Key {
+        &self.keys[0]
+    }
+
+    /// The one key with this kid. Linear: rings hold a handful of keys.
+    pub(super) fn get(&self, kid: Kid) -> Option<&Key> {
+        self.keys.iter().find(|k| k.kid() == kid)
+    }
+}
+
+impl fmt::Debug for Keyring {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Keyring")
+            .field("sealing", &self.sealing_kid())
+            .field(
+                "open_only",
+                &self.keys[1..].iter().map(Key::kid).collect::<Vec<_>>(),
+            )
+            .field("ephemeral", &self.ephemeral)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::seal::generate_key_string;
+
+    fn key(b: u8) -> Key {
+        Key::from_secret(&[b; 32]).unwrap()
+    }
+
+    #[test]
+    fn duplicate_kid_refused() {
+        let e = Keyring::new(key(1)).with_open_only(key(1)).unwrap_err();
+        assert!(matches!(e, KeyError::DuplicateKid { .. }));
+        let ring = Keyring::new(key(1)).with_open_only(key(2)).unwrap();
+        assert!(ring.with_open_only(key(2)).is_err());
+    }
+
+    #[test]
+    fn kid_selects_one_key() {
+        let ring = Keyring::new(key(1)).with_open_only(key(2)).unwrap();
+        assert_eq!(ring.get(key(2).kid()).unwrap().kid(), key(2).kid());
+        assert!(ring.get(key(3).kid()).is_none());
+        assert_eq!(ring.sealing().kid(), key(1).kid());
+        assert!(!ring.is_ephemeral());
+        assert!(Keyring::ephemeral().is_ephemeral());
+    }
+
+    #[test]
+    fn parse_list() {
+        let (a, b, c) = (
+            generate_key_string(),
+            generate_key_string(),
+            generate_key_string(),
+        );
+        let ring = Keyring::parse_keys(&format!(" {a} ,{b},\n{c} ,")).unwrap();
+        let want: Vec<Kid> = [&a, &b, &c]
+            .iter()
+            .map(|s| Key::from_base64url(s).unwrap().kid())
+            .collect();
+        assert_eq!(ring.kids(), want);
+        assert_eq!(ring.sealing_kid(), want[0]);
+        assert!(matches!(Keyring::parse_keys(""), Err(KeyError::NoKeys)));
+        let e = Keyring::parse_keys(&format!("{a},short")).unwrap_err();
+        assert!(matches!(e, KeyError::Entry { entry: 2, .. }), "{e:?}");
+        assert!(!e.to_string().contains("short"));
+        let e = Keyring::parse_keys(&format!("{a},{a}")).unwrap_err();
+        assert!(e.to_string().contains("duplicate key id"), "{e}");
+    }
+
+    #[test]
+    fn parse_file_with_comments() {
+        let (a, b, c) = (
+            generate_key_string(),
+            generate_key_string(),
+            generate_key_string(),
+        );
+        let text = format!("# mrtr keys\n{a}   # sealing\n\n{b}, {c}\n# old: none\n");
+        let ring = Keyring::parse_file_text(&text).unwrap();
+        assert_eq!(ring.kids().len(), 3);
+        assert_eq!(ring.sealing_kid(), Key::from_base64url(&a).unwrap().kid());
+        assert!(matches!(
+            Keyring::parse_file_text("# nothing\n"),
+            Err(KeyError::NoKeys)
+        ));
+    }
+
+    #[test]
+    fn from_file_reads_and_reports_io() {
+        let dir = std::env::temp_dir().join(format!("mrtr-seal-keyring-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("keys");
+        let a = generate_key_string();
+        std::fs::write(&path, format!("{a}\n")).unwrap();
+        assert_eq!(Keyring::from_file(&path).unwrap().kids().len(), 1);
+        std::fs::remove_file(&path).unwrap();
+        assert!(matches!(
+            Keyring::from_file(&path),
+            Err(KeyError::Io { .. })
+        ));
+        let _ = std::fs::remove_dir(&dir);
+    }
+
+    #[test]
+    fn debug_shows_kids_only() {
+        let ring = Keyring::new(key(0xab)).with_open_only(key(0xcd)).unwrap();
+        let d = format!("{ring:?}");
+        assert!(d.contains(&key(0xab).kid().to_string()));
+        assert!(!d.contains("171") && !d.contains("abab"));
+    }
+}

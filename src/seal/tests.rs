@@ -1,0 +1,332 @@
+//! Unit tests of `Sealer`: round trips, each rejection reason, counters, inspect.
+
+use super::*;
+use crate::principal::Principal;
+use serde_json::json;
+use std::time::Duration;
+
+const T0: u64 = 1_800_000_000;
+
+fn sealer() -> Sealer {
+    Sealer::new(
+        Keyring::new(Key::from_secret(&[7u8; 32]).unwrap()),
+        SealConfig::default(),
+    )
+}
+
+fn binding_for(p: &Principal, target: &str) -> Binding {
+    let args = json!({"env": "prod", "n": 3});
+    Binding::new(&BindingInput {
+        method: "tools/call",
+        target,
+        arguments: Some(&args),
+        principal: p,
+        audience: "https://mcp.example",
+        protocol_version: "2026-07-28",
+    })
+}
+
+fn alice() -> Principal {
+    Principal::subject("alice").with_issuer("https://idp.example")
+}
+
+fn now() -> Timestamp {
+    Timestamp::from_unix_secs(T0)
+}
+
+fn sealed(s: &Sealer) -> (String, Binding) {
+    let b = binding_for(&alice(), "deploy");
+    let c = Claims::first_round(b, now(), s.config(), json!({"step": 1}));
+    (s.seal(&c).unwrap(), b)
+}
+
+fn reason(r: Result<Verified<Claims<serde_json::Value>>, OpenError>) -> RejectReason {
+    r.unwrap_err().reason()
+}
+
+#[test]
+fn sealer_is_send_sync_and_cheap_clone() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Sealer>();
+    let s = sealer();
+    let t = s.clone();
+    let _ = t.open::<()>(
+        &UntrustedState::new("x"),
+        &binding_for(&alice(), "d"),
+        now(),
+    );
+    assert_eq!(
+        s.reject_counts().get(RejectReason::Malformed),
+        1,
+        "clones share counters"
+    );
+}
+
+#[test]
+fn round_trip() {
+    let s = sealer();
+    let (tok, b) = sealed(&s);
+    let v = s
+        .open::<serde_json::Value>(&UntrustedState::new(tok.clone()), &b, now())
+        .unwrap();
+    assert_eq!(v.state(), &json!({"step": 1}));
+    assert_eq!(v.round(), 1);
+    assert_eq!(v.issued_at(), now());
+    assert_eq!(v.binding(), &b);
+    // Same claims, new nonce: a different token.
+    let c = Claims::first_round(b, now(), s.config(), json!({"step": 1}));
+    assert_ne!(s.seal(&c).unwrap(), s.seal(&c).unwrap());
+    assert!(
+        tok.bytes()
+            .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_')
+    );
+    assert_eq!(s.reject_counts().total(), 0);
+}
+
+#[test]
+fn next_round_round_trip() {
+    let s = sealer();
+    let (tok, b) = sealed(&s);
+    let v = s
+        .open::<serde_json::Value>(&UntrustedState::new(tok), &b, now())
+        .unwrap();
+    let later = now().add_secs(100);
+    let c2 = Claims::next_round(&v, later, s.config(), vec![1u8, 2, 3]);
+    let v2 = s
+        .open::<Vec<u8>>(&UntrustedState::new(s.seal(&c2).unwrap()), &b, later)
+        .unwrap();
+    assert_eq!(v2.round(), 2);
+    assert_eq!(v2.flow_id(), v.flow_id());
+    assert_eq!(v2.deadline(), v.deadline());
+    assert_eq!(v2.into_inner().into_state(), vec![1, 2, 3]);
+}
+
+#[test]
+fn deterministic_seal_is_deterministic() {
+    let s = sealer();
+    let b = binding_for(&alice(), "deploy");
+    let c = Claims::first_round(b, now(), s.config(), "x").with_flow_id([5; 16]);
+    let a = s.seal_with_nonce(&c, [9; 24]).unwrap();
+    assert_eq!(a, s.seal_with_nonce(&c, [9; 24]).unwrap());
+    assert_ne!(a, s.seal_with_nonce(&c, [8; 24]).unwrap());
+}
+
+#[test]
+fn length_and_encoding_reasons() {
+    let s = sealer();
+    let (tok, b) = sealed(&s);
+    let open = |t: &str| reason(s.open(&UntrustedState::new(t), &b, now()));
+    assert_eq!(open(""), RejectReason::Malformed);
+    assert_eq!(open(&tok[..59]), RejectReason::Malformed);
+    assert_eq!(open(&format!("{tok}=")), RejectReason::Malformed);
+    assert_eq!(open(&format!(" {tok}")), RejectReason::Malformed);
+    // The standard alphabet's '+' and '/' are not base64url.
+    assert_eq!(open(&format!("+{}", &tok[1..])), RejectReason::Malformed);
+    assert_eq!(
+        open(&format!("{}/", &tok[..tok.len() - 1])),
+        RejectReason::Malformed
+    );
+    assert_eq!(open(&"A".repeat(16_385)), RejectReason::TooLarge);
+    let small = Sealer::new(
+        s.keyring().clone(),
+        SealConfig::default().max_token_len(tok.len() - 1),
+    );
+    assert_eq!(
+        reason(small.open(&UntrustedState::new(tok.clone()), &b, now())),
+        RejectReason::TooLarge
+    );
+    assert_eq!(small.reject_counts().get(RejectReason::TooLarge), 1);
+}
+
+#[test]
+fn header_reasons() {
+    let s = sealer();
+    let (tok, b) = sealed(&s);
+    let mut raw = URL_SAFE_NO_PAD.decode(&tok).unwrap();
+    let reenc = |r: &[u8]| UntrustedState::new(URL_SAFE_NO_PAD.encode(r));
+    raw[0] = 2;
+    assert_eq!(
+        reason(s.open(&reenc(&raw), &b, now())),
+        RejectReason::UnknownVersion
+    );
+    raw[0] = 1;
+    raw[4] ^= 1;
+    let e = s
+        .open::<serde_json::Value>(&reenc(&raw), &b, now())
+        .unwrap_err();
+    assert_eq!(e.reason(), RejectReason::UnknownKey);
+    assert!(e.kid().is_some());
+    raw[4] ^= 1;
+    raw[10] ^= 0x80; // nonce
+    assert_eq!(reason(s.open(&reenc(&raw), &b, now())), RejectReason::Tag);
+    raw[10] ^= 0x80;
+    let last = raw.len() - 1;
+    raw[last] ^= 1; // tag
+    assert_eq!(reason(s.open(&reenc(&raw), &b, now())), RejectReason::Tag);
+    raw[last] ^= 1;
+    raw[40] ^= 1; // ciphertext
+    assert_eq!(reason(s.open(&reenc(&raw), &b, now())), RejectReason::Tag);
+    raw[40] ^= 1;
+    assert!(s.open::<serde_json::Value>(&reenc(&raw), &b, now()).is_ok());
+    // Another key with the same kid cannot exist in one ring; a token from another ring fails by kid.
+    let other = Sealer::new(Keyring::ephemeral(), SealConfig::default());
+    assert_eq!(
+        reason(other.open(&UntrustedState::new(tok), &b, now())),
+        RejectReason::UnknownKey
+    );
+}
+
+#[test]
+fn decode_reason_for_wrong_state_type() {
+    let s = sealer();
+    let (tok, b) = sealed(&s);
+    let e = s
+        .open::<Vec<u32>>(&UntrustedState::new(tok), &b, now())
+        .unwrap_err();
+    assert_eq!(e.reason(), RejectReason::Decode);
+    assert!(!e.is_expired_but_authentic());
+}
+
+#[test]
+fn claim_reasons_and_expired_flag() {
+    let s = sealer();
+    let (tok, b) = sealed(&s);
+    let t = UntrustedState::new(tok);
+    let exp = T0 + 600;
+    // Boundaries: exactly exp + skew opens, one second more fails.
+    assert!(
+        s.open::<serde_json::Value>(&t, &b, Timestamp::from_unix_secs(exp + 60))
+            .is_ok()
+    );
+    let e = s
+        .open::<serde_json::Value>(&t, &b, Timestamp::from_unix_secs(exp + 61))
+        .unwrap_err();
+    assert_eq!(e.reason(), RejectReason::Expired);
+    assert!(e.is_expired_but_authentic());
+    // Expired and for another principal: reason Expired, but not "expired but authentic".
+    let bob = binding_for(&Principal::subject("bob"), "deploy");
+    let e = s
+        .open::<serde_json::Value>(&t, &bob, Timestamp::from_unix_secs(exp + 61))
+        .unwrap_err();
+    assert_eq!(e.reason(), RejectReason::Expired);
+    assert!(!e.is_expired_but_authentic());
+    let e = s.open::<serde_json::Value>(&t, &bob, now()).unwrap_err();
+    assert_eq!(e.reason(), RejectReason::Principal);
+    assert!(!e.is_expired_but_authentic());
+    let other_target = binding_for(&alice(), "undeploy");
+    assert_eq!(
+        reason(s.open(&t, &other_target, now())),
+        RejectReason::Binding
+    );
+    let mut aud = b;
+    aud.audience[0] ^= 1;
+    assert_eq!(reason(s.open(&t, &aud, now())), RejectReason::Audience);
+    // Far future: opened long before it was sealed.
+    let early = Timestamp::from_unix_secs(T0 - 86_400);
+    let e = s.open::<serde_json::Value>(&t, &b, early).unwrap_err();
+    assert_eq!(e.reason(), RejectReason::FarFuture);
+    assert!(!e.is_expired_but_authentic());
+    let c = s.reject_counts();
+    assert_eq!(c.get(RejectReason::Expired), 2);
+    assert_eq!(c.get(RejectReason::Principal), 1);
+    assert_eq!(c.get(RejectReason::FarFuture), 1);
+    assert_eq!(c.total(), 6);
+}
+
+#[test]
+fn deadline_reason() {
+    let cfg = SealConfig::default()
+        .ttl(Duration::from_secs(3_000))
+        .unwrap()
+        .flow_lifetime(Duration::from_secs(5_000))
+        .unwrap();
+    let s = Sealer::new(Keyring::new(Key::from_secret(&[7u8; 32]).unwrap()), cfg);
+    let b = binding_for(&alice(), "deploy");
+    let c1 = Claims::first_round(b, now(), s.config(), 0u8);
+    let v1 = s
+        .open::<u8>(&UntrustedState::new(s.seal(&c1).unwrap()), &b, now())
+        .unwrap();
+    // Round 2 sealed near the deadline: exp clamps to the deadline.
+    let t2 = now().add_secs(4_000);
+    let c2 = Claims::next_round(&v1, t2, s.config(), 1u8);
+    assert_eq!(c2.expires_at(), c1.deadline());
+    let tok2 = UntrustedState::new(s.seal(&c2).unwrap());
+    let dl = c1.deadline().unix_secs();
+    assert!(
+        s.open::<u8>(&tok2, &b, Timestamp::from_unix_secs(dl + 60))
+            .is_ok()
+    );
+    let e = s
+        .open::<u8>(&tok2, &b, Timestamp::from_unix_secs(dl + 61))
+        .unwrap_err();
+    // exp == deadline, so both fail; expiry is checked first.
+    assert_eq!(e.reason(), RejectReason::Expired);
+    assert!(e.is_expired_but_authentic());
+}
+
+#[test]
+fn seal_limits() {
+    let b = binding_for(&alice(), "deploy");
+    let s = Sealer::new(
+        Keyring::ephemeral(),
+        SealConfig::default().max_plaintext(200),
+    );
+    let c = Claims::first_round(b, now(), s.config(), "x".repeat(100));
+    match s.seal(&c) {
+        Err(e @ SealError::TooLarge { len: 243, max: 200 }) => {
+            assert_eq!(
+                e.to_string(),
+                "sealed state plaintext is 243 bytes, above the configured maximum of 200 bytes"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let s = Sealer::new(
+        Keyring::ephemeral(),
+        SealConfig::default().max_token_len(100),
+    );
+    assert!(matches!(s.seal(&c), Err(SealError::TokenTooLong { .. })));
+    let mut bad = std::collections::HashMap::new();
+    bad.insert((1, 2), 3);
+    let c = Claims::first_round(b, now(), s.config(), bad);
+    assert!(matches!(s.seal(&c), Err(SealError::Serialize(_))));
+}
+
+#[test]
+fn token_length_is_exact() {
+    let s = sealer();
+    let b = binding_for(&alice(), "deploy");
+    let c = Claims::first_round(b, now(), s.config(), "abc");
+    let tok = s.seal(&c).unwrap();
+    let pt = CLAIMS_HEADER_LEN + 5; // "abc" in quotes
+    assert_eq!(tok.len(), token::encoded_len(HEADER_LEN + pt + TAG_LEN));
+}
+
+#[test]
+fn inspect_shows_claims_without_checks() {
+    let s = sealer();
+    let (tok, b) = sealed(&s);
+    let v = s.inspect(&UntrustedState::new(tok)).unwrap();
+    assert_eq!(v["round"], 1);
+    assert_eq!(v["iat"], T0);
+    assert_eq!(v["exp"], T0 + 600);
+    assert_eq!(v["deadline"], T0 + 3600);
+    assert_eq!(v["kid"], s.keyring().sealing_kid().to_string());
+    assert_eq!(v["state"], json!({"step": 1}));
+    assert_eq!(v["binding"], serde_json::to_value(b).unwrap());
+    assert_eq!(v["flow_id"].as_str().unwrap().len(), 32);
+    let e = s.inspect(&UntrustedState::new("nope")).unwrap_err();
+    assert_eq!(e.reason(), RejectReason::Malformed);
+    assert_eq!(s.reject_counts().total(), 1);
+}
+
+#[test]
+fn debug_never_shows_keys() {
+    let s = sealer();
+    let d = format!("{s:?} {:?}", s.keyring());
+    assert!(d.contains(&s.keyring().sealing_kid().to_string()));
+    assert!(
+        !d.contains("7, 7") && !d.contains("0707") && !d.contains("BwcH"),
+        "{d}"
+    );
+}
