@@ -6,8 +6,10 @@ pub mod capability;
 pub mod answers;
 pub mod carrier;
 pub mod client;
+pub mod engine;
 pub mod error;
 pub mod principal;
+pub mod replay;
 pub mod seal;
 pub mod service;
 #[cfg(feature = "server")]
