@@ -46,21 +46,30 @@ impl std::fmt::Display for Problem {
 ///
 /// # Errors
 /// Every problem found, in field order.
-pub fn validate_content(schema: &RequestedSchema, content: &JsonObject) -> Result<JsonObject, Vec<Problem>> {
+pub fn validate_content(
+    schema: &RequestedSchema,
+    content: &JsonObject,
+) -> Result<JsonObject, Vec<Problem>> {
     let mut problems = Vec::new();
     let mut kept = JsonObject::new();
     for (name, prop) in &schema.properties {
         match content.get(name) {
             None => {
                 if schema.is_required(name) {
-                    problems.push(Problem { field: name.clone(), message: "is required".into() });
+                    problems.push(Problem {
+                        field: name.clone(),
+                        message: "is required".into(),
+                    });
                 }
             }
             Some(v) => match check(prop, v) {
                 Ok(()) => {
                     kept.insert(name.clone(), v.clone());
                 }
-                Err(message) => problems.push(Problem { field: name.clone(), message }),
+                Err(message) => problems.push(Problem {
+                    field: name.clone(),
+                    message,
+                }),
             },
         }
     }
@@ -69,16 +78,28 @@ pub fn validate_content(schema: &RequestedSchema, content: &JsonObject) -> Resul
     if let Some(req) = &schema.required {
         for r in req {
             if !schema.properties.contains_key(r) {
-                problems.push(Problem { field: r.clone(), message: "is required but not defined by the form".into() });
+                problems.push(Problem {
+                    field: r.clone(),
+                    message: "is required but not defined by the form".into(),
+                });
             }
         }
     }
-    if problems.is_empty() { Ok(kept) } else { Err(problems) }
+    if problems.is_empty() {
+        Ok(kept)
+    } else {
+        Err(problems)
+    }
 }
 
 fn check(prop: &PrimitiveSchema, v: &Value) -> Result<(), String> {
     match prop {
-        PrimitiveSchema::String { min_length, max_length, format, .. } => {
+        PrimitiveSchema::String {
+            min_length,
+            max_length,
+            format,
+            ..
+        } => {
             let s = v.as_str().ok_or("must be text")?;
             let n = s.chars().count() as u64;
             if let Some(min) = min_length {
@@ -104,33 +125,59 @@ fn check(prop: &PrimitiveSchema, v: &Value) -> Result<(), String> {
             }
             Ok(())
         }
-        PrimitiveSchema::Number { integer, minimum, maximum, .. } => {
-            let x = v.as_f64().ok_or(if *integer { "must be a whole number" } else { "must be a number" })?;
+        PrimitiveSchema::Number {
+            integer,
+            minimum,
+            maximum,
+            ..
+        } => {
+            let x = v.as_f64().ok_or(if *integer {
+                "must be a whole number"
+            } else {
+                "must be a number"
+            })?;
             if *integer && !(v.is_i64() || v.is_u64() || x.fract() == 0.0) {
                 return Err("must be a whole number".into());
             }
             if let Some(min) = minimum {
                 if x < *min {
-                    return Err(format!("must be at least {}", crate::wire::schema::number_value(*min)));
+                    return Err(format!(
+                        "must be at least {}",
+                        crate::wire::schema::number_value(*min)
+                    ));
                 }
             }
             if let Some(max) = maximum {
                 if x > *max {
-                    return Err(format!("must be at most {}", crate::wire::schema::number_value(*max)));
+                    return Err(format!(
+                        "must be at most {}",
+                        crate::wire::schema::number_value(*max)
+                    ));
                 }
             }
             Ok(())
         }
-        PrimitiveSchema::Boolean { .. } => v.is_boolean().then_some(()).ok_or_else(|| "must be true or false".into()),
+        PrimitiveSchema::Boolean { .. } => v
+            .is_boolean()
+            .then_some(())
+            .ok_or_else(|| "must be true or false".into()),
         PrimitiveSchema::SingleSelect { options, .. } => {
             let s = v.as_str().ok_or("must be one of the listed choices")?;
             if options.iter().any(|o| o.value == s) {
                 Ok(())
             } else {
-                Err(format!("must be one of: {}", choice_list(options.iter().map(|o| o.value.as_str()))))
+                Err(format!(
+                    "must be one of: {}",
+                    choice_list(options.iter().map(|o| o.value.as_str()))
+                ))
             }
         }
-        PrimitiveSchema::MultiSelect { options, min_items, max_items, .. } => {
+        PrimitiveSchema::MultiSelect {
+            options,
+            min_items,
+            max_items,
+            ..
+        } => {
             let arr = v.as_array().ok_or("must be a list of choices")?;
             let mut seen = std::collections::HashSet::new();
             for item in arr {
@@ -166,7 +213,9 @@ fn choice_list<'a>(it: impl Iterator<Item = &'a str>) -> String {
 }
 
 fn is_email(s: &str) -> bool {
-    let Some((local, domain)) = s.rsplit_once('@') else { return false };
+    let Some((local, domain)) = s.rsplit_once('@') else {
+        return false;
+    };
     !local.is_empty()
         && local.len() <= 64
         && domain.contains('.')
@@ -174,11 +223,15 @@ fn is_email(s: &str) -> bool {
         && !domain.ends_with('.')
         && !s.chars().any(|c| c.is_whitespace() || c.is_control())
         && !local.contains('@')
-        && domain.split('.').all(|l| !l.is_empty() && l.chars().all(|c| c.is_alphanumeric() || c == '-'))
+        && domain
+            .split('.')
+            .all(|l| !l.is_empty() && l.chars().all(|c| c.is_alphanumeric() || c == '-'))
 }
 
 fn is_uri(s: &str) -> bool {
-    let Some((scheme, rest)) = s.split_once(':') else { return false };
+    let Some((scheme, rest)) = s.split_once(':') else {
+        return false;
+    };
     let mut chars = scheme.chars();
     chars.next().is_some_and(|c| c.is_ascii_alphabetic())
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
@@ -187,7 +240,9 @@ fn is_uri(s: &str) -> bool {
 }
 
 fn digits(s: &str) -> Option<u32> {
-    (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse().ok()).flatten()
+    (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| s.parse().ok())
+        .flatten()
 }
 
 fn is_date(s: &str) -> bool {
@@ -195,7 +250,10 @@ fn is_date(s: &str) -> bool {
     if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
         return false;
     }
-    let (Some(y), Some(m), Some(d)) = (digits(&s[0..4]), digits(&s[5..7]), digits(&s[8..10])) else { return false };
+    let (Some(y), Some(m), Some(d)) = (digits(&s[0..4]), digits(&s[5..7]), digits(&s[8..10]))
+    else {
+        return false;
+    };
     let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
     let days = match m {
         1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
@@ -209,7 +267,9 @@ fn is_date(s: &str) -> bool {
 
 fn is_date_time(s: &str) -> bool {
     // RFC 3339: full-date "T" partial-time time-offset
-    let Some(t) = s.find(['T', 't']) else { return false };
+    let Some(t) = s.find(['T', 't']) else {
+        return false;
+    };
     if !is_date(&s[..t]) {
         return false;
     }
@@ -225,14 +285,19 @@ fn is_date_time(s: &str) -> bool {
         Some((a, f)) => (a, Some(f)),
         None => (time, None),
     };
-    if frac.is_some_and(|f| digits(f).is_none() && !f.bytes().all(|b| b.is_ascii_digit()) || f.is_empty()) {
+    if frac.is_some_and(|f| {
+        digits(f).is_none() && !f.bytes().all(|b| b.is_ascii_digit()) || f.is_empty()
+    }) {
         return false;
     }
     let parts: Vec<&str> = hms.split(':').collect();
     if parts.len() != 3 || parts.iter().any(|p| p.len() != 2) {
         return false;
     }
-    let (Some(h), Some(mi), Some(se)) = (digits(parts[0]), digits(parts[1]), digits(parts[2])) else { return false };
+    let (Some(h), Some(mi), Some(se)) = (digits(parts[0]), digits(parts[1]), digits(parts[2]))
+    else {
+        return false;
+    };
     if h > 23 || mi > 59 || se > 60 {
         return false;
     }
@@ -287,7 +352,10 @@ mod tests {
             "l":{"type":"string","enum":["a","b"],"enumNames":["A","B"]},
             "m":{"type":"array","items":{"type":"string","enum":["x","y","z"]},"minItems":1,"maxItems":2}}}));
         assert!(run(&s, json!({"c":"r","l":"b","m":["x","z"]})).is_ok());
-        assert!(run(&s, json!({"c":"Red"})).is_err(), "a title is not a value");
+        assert!(
+            run(&s, json!({"c":"Red"})).is_err(),
+            "a title is not a value"
+        );
         assert!(run(&s, json!({"l":"A"})).is_err());
         assert!(run(&s, json!({"m":[]})).is_err());
         assert!(run(&s, json!({"m":["x","y","z"]})).is_err());
@@ -297,9 +365,24 @@ mod tests {
 
     #[test]
     fn formats() {
-        assert!(is_email("a.b@example.com") && !is_email("a@b") && !is_email("@x.com") && !is_email("a b@x.com"));
-        assert!(is_uri("https://x.y/z") && is_uri("urn:isbn:1") && !is_uri("no scheme") && !is_uri("1http://x"));
-        assert!(is_date("2024-02-29") && !is_date("2023-02-29") && !is_date("2024-13-01") && !is_date("24-01-01"));
+        assert!(
+            is_email("a.b@example.com")
+                && !is_email("a@b")
+                && !is_email("@x.com")
+                && !is_email("a b@x.com")
+        );
+        assert!(
+            is_uri("https://x.y/z")
+                && is_uri("urn:isbn:1")
+                && !is_uri("no scheme")
+                && !is_uri("1http://x")
+        );
+        assert!(
+            is_date("2024-02-29")
+                && !is_date("2023-02-29")
+                && !is_date("2024-13-01")
+                && !is_date("24-01-01")
+        );
         assert!(is_date_time("2026-07-28T10:00:00Z"));
         assert!(is_date_time("2026-07-28T10:00:00.123+02:00"));
         assert!(!is_date_time("2026-07-28 10:00:00Z"));
@@ -309,7 +392,8 @@ mod tests {
 
     #[test]
     fn extra_keys_are_dropped_and_messages_never_echo_values() {
-        let s = schema(json!({"type":"object","properties":{"e":{"type":"string","format":"email"}}}));
+        let s =
+            schema(json!({"type":"object","properties":{"e":{"type":"string","format":"email"}}}));
         let kept = run(&s, json!({"e":"a@b.co","zzz":"SECRET"})).unwrap();
         assert!(!kept.contains_key("zzz"));
         let err = run(&s, json!({"e":"SECRET-VALUE"})).unwrap_err();

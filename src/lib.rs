@@ -2,17 +2,18 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-pub mod capability;
 pub mod answers;
+pub mod capability;
 pub mod carrier;
 pub mod client;
 pub mod engine;
 pub mod error;
 pub mod principal;
+pub mod reference;
 pub mod replay;
 pub mod seal;
-pub mod service;
 #[cfg(feature = "server")]
 pub mod server;
+pub mod service;
 pub mod time;
 pub mod wire;

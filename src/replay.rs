@@ -29,7 +29,10 @@ impl MemoryReplayGuard {
     /// A guard holding at most `max_entries` live claims (expired ones are evicted
     /// first; when full of live claims, a new claim is refused: fail closed).
     pub fn new(max_entries: usize) -> Self {
-        Self { inner: Mutex::new(HashMap::new()), max_entries }
+        Self {
+            inner: Mutex::new(HashMap::new()),
+            max_entries,
+        }
     }
 }
 
@@ -73,7 +76,13 @@ mod tests {
         assert!(g.claim([1; 16], "a", t.add_secs(10), t));
         assert!(!g.claim([1; 16], "a", t.add_secs(10), t));
         assert!(g.claim([1; 16], "b", t.add_secs(10), t));
-        assert!(!g.claim([2; 16], "a", t.add_secs(10), t), "full of live claims: fail closed");
-        assert!(g.claim([2; 16], "a", t.add_secs(100), t.add_secs(11)), "expired claims are evicted");
+        assert!(
+            !g.claim([2; 16], "a", t.add_secs(10), t),
+            "full of live claims: fail closed"
+        );
+        assert!(
+            g.claim([2; 16], "a", t.add_secs(100), t.add_secs(11)),
+            "expired claims are evicted"
+        );
     }
 }

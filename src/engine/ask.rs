@@ -3,7 +3,9 @@
 use serde_json::Value;
 
 use crate::capability::Necessity;
-use crate::wire::input::{CreateMessageParams, ElicitFormParams, ElicitParams, ElicitUrlParams, InputRequest};
+use crate::wire::input::{
+    CreateMessageParams, ElicitFormParams, ElicitParams, ElicitUrlParams, InputRequest,
+};
 use crate::wire::schema::{EnumOption, EnumStyle, PrimitiveSchema, RequestedSchema};
 use crate::wire::{JsonObject, Root};
 
@@ -28,7 +30,11 @@ pub struct Form {
 impl Form {
     /// A form that shows `message`.
     pub fn new(message: impl Into<String>) -> Self {
-        Self { message: message.into(), schema: RequestedSchema::new(), necessity: Necessity::Required }
+        Self {
+            message: message.into(),
+            schema: RequestedSchema::new(),
+            necessity: Necessity::Required,
+        }
     }
 
     /// A yes/no confirmation: one required boolean field `confirm`.
@@ -37,7 +43,12 @@ impl Form {
     }
 
     /// Adds a field with any primitive schema; `required` marks it in `required`.
-    pub fn field(mut self, name: impl Into<String>, schema: PrimitiveSchema, required: bool) -> Self {
+    pub fn field(
+        mut self,
+        name: impl Into<String>,
+        schema: PrimitiveSchema,
+        required: bool,
+    ) -> Self {
         let name = name.into();
         if required {
             let r = self.schema.required.get_or_insert_with(Vec::new);
@@ -57,7 +68,13 @@ impl Form {
     }
 
     /// A required whole-number field with optional bounds.
-    pub fn integer(self, name: impl Into<String>, title: impl Into<String>, min: Option<i64>, max: Option<i64>) -> Self {
+    pub fn integer(
+        self,
+        name: impl Into<String>,
+        title: impl Into<String>,
+        min: Option<i64>,
+        max: Option<i64>,
+    ) -> Self {
         #[allow(clippy::cast_precision_loss)] // bounds written by the server author, far below 2^53
         let s = PrimitiveSchema::Number {
             integer: true,
@@ -71,7 +88,13 @@ impl Form {
     }
 
     /// A required number field with optional bounds.
-    pub fn number(self, name: impl Into<String>, title: impl Into<String>, min: Option<f64>, max: Option<f64>) -> Self {
+    pub fn number(
+        self,
+        name: impl Into<String>,
+        title: impl Into<String>,
+        min: Option<f64>,
+        max: Option<f64>,
+    ) -> Self {
         let s = PrimitiveSchema::Number {
             integer: false,
             title: Some(title.into()),
@@ -106,8 +129,20 @@ impl Form {
         V: Into<String>,
         T: Into<String>,
     {
-        let options = options.into_iter().map(|(v, t)| EnumOption { value: v.into(), title: t.into() }).collect();
-        let s = PrimitiveSchema::SingleSelect { title: None, description: None, options, style: EnumStyle::Titled, default: None };
+        let options = options
+            .into_iter()
+            .map(|(v, t)| EnumOption {
+                value: v.into(),
+                title: t.into(),
+            })
+            .collect();
+        let s = PrimitiveSchema::SingleSelect {
+            title: None,
+            description: None,
+            options,
+            style: EnumStyle::Titled,
+            default: None,
+        };
         self.field(name, s, true)
     }
 
@@ -139,7 +174,9 @@ impl Form {
 
 fn set_title(s: &mut PrimitiveSchema, t: String) {
     match s {
-        PrimitiveSchema::String { title, .. } | PrimitiveSchema::Boolean { title, .. } => *title = Some(t),
+        PrimitiveSchema::String { title, .. } | PrimitiveSchema::Boolean { title, .. } => {
+            *title = Some(t)
+        }
         _ => {}
     }
 }
@@ -155,7 +192,11 @@ pub struct UrlVisit {
 impl UrlVisit {
     /// Ask the user to visit `url`, explaining why in `message`.
     pub fn new(message: impl Into<String>, url: impl Into<String>) -> Self {
-        Self { message: message.into(), url: url.into(), necessity: Necessity::Required }
+        Self {
+            message: message.into(),
+            url: url.into(),
+            necessity: Necessity::Required,
+        }
     }
 
     /// Optional for the capability gate.
@@ -166,7 +207,10 @@ impl UrlVisit {
 
     /// The wire input request.
     pub fn to_request(&self) -> InputRequest {
-        InputRequest::Elicit(ElicitParams::Url(ElicitUrlParams { message: self.message.clone(), url: self.url.clone() }))
+        InputRequest::Elicit(ElicitParams::Url(ElicitUrlParams {
+            message: self.message.clone(),
+            url: self.url.clone(),
+        }))
     }
 
     pub(crate) fn necessity(&self) -> Necessity {
@@ -184,12 +228,18 @@ pub struct Sampling {
 impl Sampling {
     /// One user message and a token budget.
     pub fn prompt(text: impl Into<String>, max_tokens: u64) -> Self {
-        Self { params: CreateMessageParams::user_text(text, max_tokens), necessity: Necessity::Required }
+        Self {
+            params: CreateMessageParams::user_text(text, max_tokens),
+            necessity: Necessity::Required,
+        }
     }
 
     /// Any `sampling/createMessage` params.
     pub fn from_params(params: CreateMessageParams) -> Self {
-        Self { params, necessity: Necessity::Required }
+        Self {
+            params,
+            necessity: Necessity::Required,
+        }
     }
 
     /// Sets the system prompt.
@@ -270,8 +320,13 @@ impl Fields {
     /// A whole-number field.
     pub fn i64(&self, name: &str) -> Option<i64> {
         let v = self.0.get(name)?;
-        #[allow(clippy::cast_possible_truncation)] // only integral values within range reach the cast
-        v.as_i64().or_else(|| v.as_f64().filter(|x| x.fract() == 0.0 && x.abs() < 9.0e15).map(|x| x as i64))
+        #[allow(clippy::cast_possible_truncation)]
+        // only integral values within range reach the cast
+        v.as_i64().or_else(|| {
+            v.as_f64()
+                .filter(|x| x.fract() == 0.0 && x.abs() < 9.0e15)
+                .map(|x| x as i64)
+        })
     }
 
     /// A number field.
@@ -281,7 +336,12 @@ impl Fields {
 
     /// A multi-choice field.
     pub fn strings(&self, name: &str) -> Option<Vec<&str>> {
-        self.0.get(name)?.as_array()?.iter().map(Value::as_str).collect()
+        self.0
+            .get(name)?
+            .as_array()?
+            .iter()
+            .map(Value::as_str)
+            .collect()
     }
 
     /// All values.

@@ -144,7 +144,12 @@ impl Engine {
     /// The frozen -32602 for a state that does not open (the precise reason is in
     /// [`Error::diagnostic`]); for an authentic but expired state, an error that
     /// renders as a tool error on `tools/call` ([`Outcome::from_error`]).
-    pub fn begin(&self, request: CarrierRequest, principal: &Principal, now: Timestamp) -> Result<Round<'_>, Error> {
+    pub fn begin(
+        &self,
+        request: CarrierRequest,
+        principal: &Principal,
+        now: Timestamp,
+    ) -> Result<Round<'_>, Error> {
         let arguments = request.arguments_value();
         let binding = Binding::new(&BindingInput {
             method: request.method.as_str(),
@@ -156,9 +161,15 @@ impl Engine {
         });
         let prior = match &request.request_state {
             None => None,
-            Some(token) => match self.sealer.open::<FlowState>(&UntrustedState::new(token.clone()), &binding, now) {
+            Some(token) => match self.sealer.open::<FlowState>(
+                &UntrustedState::new(token.clone()),
+                &binding,
+                now,
+            ) {
                 Ok(v) => Some(v),
-                Err(e) if e.is_expired_but_authentic() => return Err(Error::expired_request_state(e.reason().as_str())),
+                Err(e) if e.is_expired_but_authentic() => {
+                    return Err(Error::expired_request_state(e.reason().as_str()));
+                }
                 Err(e) => return Err(Error::invalid_request_state(e.reason().as_str())),
             },
         };
@@ -166,7 +177,13 @@ impl Engine {
     }
 
     /// Runs one round: [`Engine::begin`], the handler, [`Round::finish`].
-    pub fn run<F>(&self, request: CarrierRequest, principal: &Principal, now: Timestamp, handler: F) -> Outcome
+    pub fn run<F>(
+        &self,
+        request: CarrierRequest,
+        principal: &Principal,
+        now: Timestamp,
+        handler: F,
+    ) -> Outcome
     where
         F: FnOnce(&mut Round<'_>) -> Result<Value, Flow>,
     {
@@ -222,7 +239,9 @@ impl Outcome {
     /// The JSON-RPC response for request `id`.
     pub fn to_response(&self, id: &RequestId) -> Value {
         match self {
-            Self::Complete(v) | Self::ToolError { result: v, .. } => jsonrpc::success(id, v.clone()),
+            Self::Complete(v) | Self::ToolError { result: v, .. } => {
+                jsonrpc::success(id, v.clone())
+            }
             Self::InputRequired(irr) => jsonrpc::success(id, irr.to_value()),
             Self::Protocol(e) => e.to_jsonrpc(Some(id)),
         }

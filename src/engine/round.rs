@@ -17,7 +17,10 @@ use crate::error::{Error, Retry, ToolAdvice, code};
 use crate::seal::{Binding, Claims, Verified};
 use crate::time::Timestamp;
 use crate::wire::input::{ElicitAction, ElicitParams, InputResponse};
-use crate::wire::{ClientCapabilities, CreateMessageResult, InputKind, InputRequest, InputRequests, InputRequiredResult, JsonObject, Root};
+use crate::wire::{
+    ClientCapabilities, CreateMessageResult, InputKind, InputRequest, InputRequests,
+    InputRequiredResult, JsonObject, Root,
+};
 
 /// Why a handler stopped before producing a result. Handlers return it with `?`.
 #[derive(Debug, Clone)]
@@ -44,7 +47,12 @@ impl Flow {
     /// JSON-RPC error on the other carriers. `what` must not hold secrets.
     pub fn failed(advice: ToolAdvice) -> Self {
         let detail = format!("handler failure: {}", advice.text());
-        Self::Fail(Error::tool_failure(advice, code::INVALID_PARAMS, "handler", detail))
+        Self::Fail(Error::tool_failure(
+            advice,
+            code::INVALID_PARAMS,
+            "handler",
+            detail,
+        ))
     }
 }
 
@@ -80,7 +88,10 @@ impl<'e> Round<'e> {
         prior: Option<Verified<Claims<FlowState>>>,
         now: Timestamp,
     ) -> Self {
-        let carry = FlowState { data: prior.as_ref().and_then(|p| p.state().data.clone()), ..FlowState::default() };
+        let carry = FlowState {
+            data: prior.as_ref().and_then(|p| p.state().data.clone()),
+            ..FlowState::default()
+        };
         Self {
             engine,
             request,
@@ -121,7 +132,9 @@ impl<'e> Round<'e> {
 
     /// Which round this is: 1 for a request without state, then 2, 3, ...
     pub fn number(&self) -> u32 {
-        self.prior.as_ref().map_or(1, |p| p.round().saturating_add(1))
+        self.prior
+            .as_ref()
+            .map_or(1, |p| p.round().saturating_add(1))
     }
 
     /// The current time, as passed to [`Engine::begin`].
@@ -148,15 +161,24 @@ impl<'e> Round<'e> {
         self.elicitation(key, req, visit.necessity())
     }
 
-    fn elicitation(&mut self, key: &str, req: InputRequest, necessity: Necessity) -> Result<Elicited, Flow> {
+    fn elicitation(
+        &mut self,
+        key: &str,
+        req: InputRequest,
+        necessity: Necessity,
+    ) -> Result<Elicited, Flow> {
         match self.answer(key, req, necessity)? {
             None => Ok(Elicited::Unavailable),
             Some(InputResponse::Elicit(e)) => Ok(match e.action {
-                ElicitAction::Accept => Elicited::Accepted(Fields::new(e.content.unwrap_or_default())),
+                ElicitAction::Accept => {
+                    Elicited::Accepted(Fields::new(e.content.unwrap_or_default()))
+                }
                 ElicitAction::Decline => Elicited::Declined,
                 ElicitAction::Cancel => Elicited::Cancelled,
             }),
-            Some(_) => Err(Flow::Fail(Error::internal("answer of another kind passed the kind check"))),
+            Some(_) => Err(Flow::Fail(Error::internal(
+                "answer of another kind passed the kind check",
+            ))),
         }
     }
 
@@ -165,12 +187,18 @@ impl<'e> Round<'e> {
     ///
     /// # Errors
     /// `Flow::Suspend` when the answer is not there yet.
-    pub fn sample(&mut self, key: &str, sampling: Sampling) -> Result<Option<CreateMessageResult>, Flow> {
+    pub fn sample(
+        &mut self,
+        key: &str,
+        sampling: Sampling,
+    ) -> Result<Option<CreateMessageResult>, Flow> {
         let req = sampling.to_request();
         match self.answer(key, req, sampling.necessity())? {
             None => Ok(None),
             Some(InputResponse::CreateMessage(m)) => Ok(Some(m)),
-            Some(_) => Err(Flow::Fail(Error::internal("answer of another kind passed the kind check"))),
+            Some(_) => Err(Flow::Fail(Error::internal(
+                "answer of another kind passed the kind check",
+            ))),
         }
     }
 
@@ -183,13 +211,18 @@ impl<'e> Round<'e> {
         match self.answer(key, ask.to_request(), ask.necessity())? {
             None => Ok(None),
             Some(InputResponse::ListRoots(r)) => Ok(Some(r.roots)),
-            Some(_) => Err(Flow::Fail(Error::internal("answer of another kind passed the kind check"))),
+            Some(_) => Err(Flow::Fail(Error::internal(
+                "answer of another kind passed the kind check",
+            ))),
         }
     }
 
     /// The handler's data carried from the previous round, if any.
     pub fn data<T: DeserializeOwned>(&self) -> Option<T> {
-        self.carry.data.clone().and_then(|v| serde_json::from_value(v).ok())
+        self.carry
+            .data
+            .clone()
+            .and_then(|v| serde_json::from_value(v).ok())
     }
 
     /// Stores data to carry into the next round (sealed with the state).
@@ -197,7 +230,8 @@ impl<'e> Round<'e> {
     /// # Errors
     /// -32603 when `value` cannot be serialized.
     pub fn set_data<T: Serialize>(&mut self, value: &T) -> Result<(), Error> {
-        let v = serde_json::to_value(value).map_err(|e| Error::internal(format!("handler data: {e}")))?;
+        let v = serde_json::to_value(value)
+            .map_err(|e| Error::internal(format!("handler data: {e}")))?;
         self.carry.data = Some(v);
         Ok(())
     }
@@ -214,15 +248,28 @@ impl<'e> Round<'e> {
         T: Serialize + DeserializeOwned,
         F: FnOnce() -> Result<T, Error>,
     {
-        if let Some(v) = self.prior.as_ref().and_then(|p| p.state().once.get(step)).cloned() {
-            let t = serde_json::from_value(v.clone())
-                .map_err(|_| Error::internal(format!("sealed result of step {step:?} does not fit its type")))?;
+        if let Some(v) = self
+            .prior
+            .as_ref()
+            .and_then(|p| p.state().once.get(step))
+            .cloned()
+        {
+            let t = serde_json::from_value(v.clone()).map_err(|_| {
+                Error::internal(format!(
+                    "sealed result of step {step:?} does not fit its type"
+                ))
+            })?;
             self.carry.once.insert(step.to_owned(), v);
             return Ok(t);
         }
         if let (Some(prior), Some(guard)) = (self.prior.as_ref(), self.engine.replay.as_ref()) {
             let skew = self.engine.sealer.config().clock_skew_value().as_secs();
-            if !guard.claim(prior.flow_id(), step, prior.deadline().add_secs(skew), self.now) {
+            if !guard.claim(
+                prior.flow_id(),
+                step,
+                prior.deadline().add_secs(skew),
+                self.now,
+            ) {
                 return Err(Flow::Fail(Error::tool_failure(
                     ToolAdvice::new("This step was already carried out for this request", Retry::DoesNotHelp)
                         .instead("Call the tool again to start a new request if the action should really be repeated"),
@@ -233,13 +280,19 @@ impl<'e> Round<'e> {
             }
         }
         let t = f().map_err(Flow::Fail)?;
-        let v = serde_json::to_value(&t).map_err(|e| Error::internal(format!("step result: {e}")))?;
+        let v =
+            serde_json::to_value(&t).map_err(|e| Error::internal(format!("step result: {e}")))?;
         self.carry.once.insert(step.to_owned(), v);
         Ok(t)
     }
 
     /// Looks up the answer for `key`, or records the question.
-    fn answer(&mut self, key: &str, request: InputRequest, necessity: Necessity) -> Result<Option<InputResponse>, Flow> {
+    fn answer(
+        &mut self,
+        key: &str,
+        request: InputRequest,
+        necessity: Necessity,
+    ) -> Result<Option<InputResponse>, Flow> {
         let digest = question_digest(&request);
         match self.seen.get(key) {
             Some(d) if *d != digest => {
@@ -255,7 +308,9 @@ impl<'e> Round<'e> {
             return match necessity {
                 Necessity::Optional => Ok(None),
                 Necessity::Required => {
-                    let acc = self.missing_caps.get_or_insert_with(ClientCapabilities::default);
+                    let acc = self
+                        .missing_caps
+                        .get_or_insert_with(ClientCapabilities::default);
                     capability::merge(acc, m);
                     Err(Flow::Suspend)
                 }
@@ -271,29 +326,51 @@ impl<'e> Round<'e> {
                     return Ok(Some(resp));
                 }
             }
-            note = Some("The question changed since it was answered; please answer again.".to_owned());
+            note =
+                Some("The question changed since it was answered; please answer again.".to_owned());
         }
         // 2. an answer in this retry's inputResponses
-        if let Some(v) = self.request.input_responses.as_ref().and_then(|r| r.get(key)) {
+        if let Some(v) = self
+            .request
+            .input_responses
+            .as_ref()
+            .and_then(|r| r.get(key))
+        {
             let asked = self.prior.as_ref().and_then(|p| p.state().asked.get(key));
             let eligible = match asked {
                 Some(q) => q.kind == kind && q.digest == digest,
                 None => self.engine.policy == AnswerPolicy::Lenient,
             };
             if asked.is_some() && !eligible {
-                note = Some("The question changed since it was asked; please answer again.".to_owned());
+                note = Some(
+                    "The question changed since it was asked; please answer again.".to_owned(),
+                );
             }
             if eligible {
                 match accept(kind, &request, v) {
                     Ok((resp, value)) => {
-                        self.carry.answers.insert(key.to_owned(), SealedAnswer { kind, digest, value });
+                        self.carry.answers.insert(
+                            key.to_owned(),
+                            SealedAnswer {
+                                kind,
+                                digest,
+                                value,
+                            },
+                        );
                         return Ok(Some(resp));
                     }
                     Err(n) => note = Some(n),
                 }
             }
         }
-        self.pending.insert(key.to_owned(), PendingAsk { request, digest, note });
+        self.pending.insert(
+            key.to_owned(),
+            PendingAsk {
+                request,
+                digest,
+                note,
+            },
+        );
         Err(Flow::Suspend)
     }
 
@@ -330,13 +407,23 @@ impl<'e> Round<'e> {
         if self.pending.len() > engine.max_asks {
             let e = engine.limit_error(
                 "This request asked more questions at once than the server allows",
-                format!("{} asks in one round, max {}", self.pending.len(), engine.max_asks),
+                format!(
+                    "{} asks in one round, max {}",
+                    self.pending.len(),
+                    engine.max_asks
+                ),
             );
             return Outcome::from_error(Some(method), e);
         }
         let mut requests = InputRequests::new();
         for (key, ask) in &self.pending {
-            self.carry.asked.insert(key.clone(), Asked { kind: ask.request.kind(), digest: ask.digest.clone() });
+            self.carry.asked.insert(
+                key.clone(),
+                Asked {
+                    kind: ask.request.kind(),
+                    digest: ask.digest.clone(),
+                },
+            );
             let mut req = ask.request.clone();
             if let (Some(note), InputRequest::Elicit(p)) = (&ask.note, &mut req) {
                 let msg = match p {
@@ -356,11 +443,17 @@ impl<'e> Round<'e> {
         };
         let token = match engine.sealer.seal(&claims) {
             Ok(t) => t,
-            Err(e) => return Outcome::Protocol(Error::internal(format!("sealing requestState failed: {e}"))),
+            Err(e) => {
+                return Outcome::Protocol(Error::internal(format!(
+                    "sealing requestState failed: {e}"
+                )));
+            }
         };
         match InputRequiredResult::new(method, requests, Some(token)) {
             Ok(irr) => Outcome::InputRequired(irr),
-            Err(e) => Outcome::Protocol(Error::internal(format!("building InputRequiredResult: {e}"))),
+            Err(e) => Outcome::Protocol(Error::internal(format!(
+                "building InputRequiredResult: {e}"
+            ))),
         }
     }
 }
@@ -368,9 +461,14 @@ impl<'e> Round<'e> {
 /// Checks a fresh answer against the question: the kind must match and an
 /// accepted form's content must validate. Returns the parsed answer and the
 /// value to seal (content reduced to the declared fields), or a note for the re-ask.
-fn accept(kind: InputKind, request: &InputRequest, v: &Value) -> Result<(InputResponse, Value), String> {
-    let resp = InputResponse::parse_as(kind, v)
-        .map_err(|_| "The previous answer was not in the expected format; please answer again.".to_owned())?;
+fn accept(
+    kind: InputKind,
+    request: &InputRequest,
+    v: &Value,
+) -> Result<(InputResponse, Value), String> {
+    let resp = InputResponse::parse_as(kind, v).map_err(|_| {
+        "The previous answer was not in the expected format; please answer again.".to_owned()
+    })?;
     let resp = match (resp, request) {
         (InputResponse::Elicit(mut e), InputRequest::Elicit(ElicitParams::Form(f))) => {
             if e.action == ElicitAction::Accept {
