@@ -27,7 +27,7 @@ use http_body_util::BodyExt;
 
 use super::{ConfigError, ServeConfig, log};
 use crate::principal::Principal;
-use crate::service::{McpHeaders, RequestContext, RequestLog, Service};
+use crate::service::{McpHeaders, Reply, RequestContext, RequestLog, Service};
 use crate::time::Timestamp;
 
 /// The path of the MCP endpoint.
@@ -182,13 +182,25 @@ async fn post_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
         }
     };
 
-    let status = StatusCode::from_u16(reply.http_status).ok();
+    reply_response(reply, wants_sse(headers))
+}
+
+/// Frames the core's reply: its status with a JSON body or one SSE event; no
+/// body → 202 (a 4xx stays a bodiless 4xx). A status outside 200..=599, or a
+/// 5xx without a body, becomes 500 with a -32603 body: never a bare 5xx.
+fn reply_response(reply: Reply, sse_framing: bool) -> Response {
+    let status = StatusCode::from_u16(reply.http_status)
+        .ok()
+        .filter(|s| (200..600).contains(&s.as_u16()));
     let mut resp = match (reply.body, status) {
         (_, None) => internal_error(),
         (None, Some(s)) if s.is_server_error() => internal_error(),
         (None, Some(s)) if s.is_client_error() => empty(s),
         (None, Some(_)) => empty(StatusCode::ACCEPTED),
-        (Some(body), Some(s)) if wants_sse(headers) => sse(s, &corr, &body),
+        (Some(body), Some(s)) if s.is_server_error() && body.trim().is_empty() => internal_error(),
+        // The SSE event id is a fresh random value, not the correlation id,
+        // which stays private to the log.
+        (Some(body), Some(s)) if sse_framing => sse(s, &log::correlation_id(), &body),
         (Some(body), Some(s)) => json(s, body),
     };
     resp.extensions_mut().insert(reply.log);
@@ -400,16 +412,13 @@ fn empty(status: StatusCode) -> Response {
     resp
 }
 
-/// A JSON-RPC error body for a transport-level refusal.
+/// A JSON-RPC error body for a transport-level refusal; `id_null` adds
+/// `"id":null` (JSON-RPC 2.0 for "no request id could be read"), otherwise the
+/// `id` member is absent (the spec's "JSON-RPC error without id" on a 403).
 pub(crate) fn error_body(code: i64, message: &str, id_null: bool) -> String {
-    let mut v = serde_json::json!({
-        "jsonrpc": "2.0",
-        "error": { "code": code, "message": message },
-    });
-    if id_null {
-        v["id"] = serde_json::Value::Null;
-    }
-    v.to_string()
+    let message = serde_json::Value::from(message);
+    let id = if id_null { r#""id":null,"# } else { "" };
+    format!(r#"{{"jsonrpc":"2.0",{id}"error":{{"code":{code},"message":{message}}}}}"#)
 }
 
 fn transport_error(
@@ -495,6 +504,67 @@ mod tests {
         assert_eq!(v["error"]["code"], -32600);
         let v: serde_json::Value = serde_json::from_str(&error_body(-32600, "x", false)).unwrap();
         assert!(v.get("id").is_none());
+    }
+
+    fn reply(body: Option<&str>, http_status: u16) -> Reply {
+        Reply {
+            body: body.map(str::to_owned),
+            http_status,
+            log: RequestLog {
+                outcome: "x".into(),
+                ..RequestLog::default()
+            },
+        }
+    }
+
+    async fn body_text(resp: Response) -> String {
+        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+        String::from_utf8(bytes.to_vec()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn notification_reply_is_202_without_body() {
+        let resp = reply_response(reply(None, 202), false);
+        assert_eq!(resp.status(), StatusCode::ACCEPTED);
+        assert!(resp.extensions().get::<RequestLog>().is_some());
+        assert_eq!(body_text(resp).await, "");
+        let resp = reply_response(reply(None, 200), true);
+        assert_eq!(resp.status(), StatusCode::ACCEPTED);
+        let resp = reply_response(reply(None, 400), false);
+        assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
+    }
+
+    #[tokio::test]
+    async fn never_a_bare_5xx() {
+        for r in [
+            reply(None, 503),
+            reply(Some(""), 500),
+            reply(Some("{}"), 42),
+            reply(None, 1000),
+        ] {
+            let resp = reply_response(r, false);
+            assert_eq!(resp.status(), StatusCode::INTERNAL_SERVER_ERROR);
+            assert!(body_text(resp).await.contains("-32603"));
+        }
+    }
+
+    #[tokio::test]
+    async fn sse_framing_is_one_message_event() {
+        let body = r#"{"jsonrpc":"2.0","id":7,"result":{}}"#;
+        let resp = reply_response(reply(Some(body), 200), true);
+        assert_eq!(resp.headers()[header::CONTENT_TYPE], "text/event-stream");
+        let text = body_text(resp).await;
+        let lines: Vec<&str> = text.split('\n').collect();
+        assert_eq!(lines[0], "event: message");
+        assert!(
+            lines[1].starts_with("id: ") && lines[1].len() == 20,
+            "{text}"
+        );
+        assert_eq!(lines[2], format!("data: {body}"));
+        assert!(text.ends_with("\n\n"));
+        let resp = reply_response(reply(Some(body), 200), false);
+        assert_eq!(resp.headers()[header::CONTENT_TYPE], "application/json");
+        assert_eq!(body_text(resp).await, body);
     }
 
     #[tokio::test]
