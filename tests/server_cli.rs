@@ -155,3 +155,32 @@ fn stdio_end_to_end() {
         "{err}"
     );
 }
+
+#[test]
+fn stdio_sigterm_exits_0_with_stdin_open() {
+    let mut child = Command::new(bin())
+        .args(["serve", "--stdio"])
+        .env_remove("MRTR_KEYS")
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    // One round trip proves the server is up (and its handlers installed).
+    writeln!(stdin, "{}", tools_list(1)).unwrap();
+    stdin.flush().unwrap();
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert!(!line.is_empty());
+    let ok = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let status = wait_timeout(&mut child, Duration::from_secs(10)).expect("exit on SIGTERM");
+    assert!(status.success(), "{status:?}");
+    drop(stdin);
+}

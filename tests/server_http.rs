@@ -286,3 +286,11 @@ fn sigterm_shuts_down_gracefully_with_exit_0() {
     assert!(status.success(), "{status:?}");
     assert!(s.stderr_lines().iter().any(|l| l.contains("SIGTERM")));
 }
+
+#[test]
+fn sigint_shuts_down_gracefully_with_exit_0() {
+    let mut s = Server::start(&[]);
+    let status = s.signal("INT");
+    assert!(status.success(), "{status:?}");
+    assert!(s.stderr_lines().iter().any(|l| l.contains("SIGINT")));
+}

@@ -129,7 +129,11 @@ fn serve(args: ServeArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match runtime.block_on(server::serve(cfg)) {
+    let result = runtime.block_on(server::serve(cfg));
+    // Do not wait for a blocking stdin read that will never finish (stdio mode
+    // stopped by a signal while stdin is still open).
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(ServeError::Config(e)) => {
             eprintln!("mrtr: error: {e}");

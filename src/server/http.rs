@@ -14,7 +14,7 @@
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Body;
@@ -70,10 +70,36 @@ pub async fn serve(
     app: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
+    let (signalled_tx, signalled_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
+        shutdown.await;
+        let _ = signalled_tx.send(());
+    });
+    // After the signal, in-flight requests get SHUTDOWN_GRACE to finish; a
+    // client that keeps a request open longer does not keep the process alive.
+    let deadline = async {
+        match signalled_rx.await {
+            Ok(()) => tokio::time::sleep(SHUTDOWN_GRACE).await,
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        r = server.into_future() => r,
+        () = deadline => {
+            tracing::warn!(
+                grace_secs = SHUTDOWN_GRACE.as_secs(),
+                "connections still open after the grace period; closing them"
+            );
+            Ok(())
+        }
+    }
 }
+
+/// How long in-flight requests may take to finish after SIGINT/SIGTERM.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// How long a client may take to send its request body.
+pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Outer middleware: correlation id, panic isolation, and the one log line.
 async fn per_request(mut req: Request, next: Next) -> Response {
@@ -151,6 +177,15 @@ async fn post_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
                 "body too large",
             );
         }
+        Err(BodyError::Timeout) => {
+            return transport_error(
+                StatusCode::REQUEST_TIMEOUT,
+                -32600,
+                "Invalid Request: the request body was not received in time",
+                true,
+                "body read timed out",
+            );
+        }
         Err(BodyError::Read) => {
             return transport_error(
                 StatusCode::BAD_REQUEST,
@@ -225,6 +260,7 @@ async fn not_found() -> Response {
 
 enum BodyError {
     TooLarge,
+    Timeout,
     Read,
 }
 
@@ -237,17 +273,22 @@ async fn read_body(mut body: Body, headers: &HeaderMap, max: usize) -> Result<Ve
     if declared.is_some_and(|n| n > max as u64) {
         return Err(BodyError::TooLarge);
     }
-    let mut buf = Vec::with_capacity(declared.map_or(0, |n| n as usize));
-    while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|_| BodyError::Read)?;
-        if let Ok(data) = frame.into_data() {
-            if buf.len() + data.len() > max {
-                return Err(BodyError::TooLarge);
+    let read = async {
+        let mut buf = Vec::with_capacity(declared.map_or(0, |n| n as usize));
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|_| BodyError::Read)?;
+            if let Ok(data) = frame.into_data() {
+                if buf.len() + data.len() > max {
+                    return Err(BodyError::TooLarge);
+                }
+                buf.extend_from_slice(&data);
             }
-            buf.extend_from_slice(&data);
         }
-    }
-    Ok(buf)
+        Ok(buf)
+    };
+    tokio::time::timeout(BODY_READ_TIMEOUT, read)
+        .await
+        .unwrap_or(Err(BodyError::Timeout))
 }
 
 /// Copies the three MCP headers. Absent → `None`; repeated → the values joined

@@ -257,10 +257,12 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServeError> {
         );
     }
     let service = Arc::new(build_service(&cfg)?);
+    // Handlers are installed here, before the server reports that it is up.
+    let shutdown = shutdown::signal();
     if cfg.stdio {
         let stdin = tokio::io::BufReader::new(tokio::io::stdin());
         let stdout = tokio::io::stdout();
-        stdio::serve(&service, cfg.max_body, stdin, stdout, shutdown::signal())
+        stdio::serve(&service, cfg.max_body, stdin, stdout, shutdown)
             .await
             .map_err(|source| ServeError::Io {
                 context: "stdio",
@@ -287,7 +289,7 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServeError> {
     }
     tracing::info!(local_addr = %local, "listening on http://{local}/mcp");
     let app = http::router(service, &cfg);
-    http::serve(listener, app, shutdown::signal())
+    http::serve(listener, app, shutdown)
         .await
         .map_err(|source| ServeError::Io {
             context: "http server",

@@ -1,32 +1,51 @@
 //! Graceful shutdown on SIGINT and SIGTERM.
 
-/// Resolves when the process receives SIGINT (Ctrl-C) or, on Unix, SIGTERM.
+use std::future::Future;
+
+/// Installs the SIGINT and SIGTERM handlers now, and returns a future that
+/// resolves when either signal arrives.
 ///
-/// If a signal handler cannot be installed, that signal is simply not awaited
+/// Installing eagerly (not on first poll) matters: a signal that arrives after
+/// the server said it is listening must never hit the default action (which
+/// would kill the process with no clean exit). Must be called inside a tokio
+/// runtime. If a handler cannot be installed, that signal is not awaited
 /// (logged at WARN) rather than shutting the server down at once.
-pub async fn signal() {
-    let ctrl_c = async {
-        if let Err(e) = tokio::signal::ctrl_c().await {
-            tracing::warn!(error = %e, "cannot listen for SIGINT");
-            std::future::pending::<()>().await;
-        }
-    };
+pub fn signal() -> impl Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let int = signal(SignalKind::interrupt());
+        let term = signal(SignalKind::terminate());
+        async move {
+            let int = wait(int, "SIGINT");
+            let term = wait(term, "SIGTERM");
+            tokio::select! {
+                () = int => tracing::info!(signal = "SIGINT", "shutting down"),
+                () = term => tracing::info!(signal = "SIGTERM", "shutting down"),
             }
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot listen for SIGTERM");
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        async {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                tracing::info!(signal = "SIGINT", "shutting down");
+            } else {
                 std::future::pending::<()>().await;
             }
         }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => tracing::info!(signal = "SIGINT", "shutting down"),
-        () = term => tracing::info!(signal = "SIGTERM", "shutting down"),
+    }
+}
+
+#[cfg(unix)]
+async fn wait(installed: std::io::Result<tokio::signal::unix::Signal>, name: &'static str) {
+    match installed {
+        Ok(mut s) => {
+            s.recv().await;
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, signal = name, "cannot install signal handler");
+            std::future::pending::<()>().await;
+        }
     }
 }

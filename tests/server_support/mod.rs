@@ -96,8 +96,13 @@ impl Server {
 
     /// Sends SIGTERM and waits (at most 10 s) for the exit status.
     pub fn terminate(&mut self) -> ExitStatus {
+        self.signal("TERM")
+    }
+
+    /// Sends a signal (`TERM`, `INT`) and waits (at most 10 s) for the exit status.
+    pub fn signal(&mut self, sig: &str) -> ExitStatus {
         let ok = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
+            .args([&format!("-{sig}"), &self.child.id().to_string()])
             .status()
             .expect("run kill");
         assert!(ok.success());
