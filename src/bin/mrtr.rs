@@ -119,6 +119,7 @@ fn serve(args: ServeArgs) -> ExitCode {
         }
     };
     server::log::init(cfg.log_format);
+    server::log::install_panic_hook();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -43,6 +43,18 @@ pub fn init(format: LogFormat) {
     }
 }
 
+/// Routes panic reports through tracing (ERROR, on stderr) with the location
+/// only: a panic message could quote a request's arguments, which the log never
+/// holds. The transports turn the panic itself into a -32603 reply.
+pub fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let location = info
+            .location()
+            .map(|l| format!("{}:{}", l.file(), l.line()));
+        tracing::error!(location = location.as_deref(), "panic (message withheld)");
+    }));
+}
+
 /// A fresh correlation id: 16 lower-case hex characters.
 ///
 /// Unique and unguessable enough for joining log lines (SipHash under the
