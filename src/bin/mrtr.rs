@@ -24,10 +24,14 @@ enum Command {
     Serve(ServeArgs),
     /// Print a new random key for MRTR_KEYS.
     Keygen,
-    /// Open a requestState token with the configured keys and print its claims.
+    /// Open a requestState token with the configured keys and print its claims,
+    /// or the private reason it does not open.
     Inspect {
         /// The requestState token.
         token: String,
+        /// File holding the keys (MRTR_KEYS format). Default: $MRTR_KEYS.
+        #[arg(long, value_name = "PATH")]
+        keys_file: Option<PathBuf>,
     },
 }
 
@@ -99,15 +103,54 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Serve(args) => serve(args),
-        // >>> SEAL: wire to mrtr::seal (keygen prints a key; inspect opens TOKEN).
-        Command::Keygen => not_yet("keygen"),
-        Command::Inspect { token: _ } => not_yet("inspect"),
+        Command::Keygen => {
+            println!("{}", mrtr::seal::generate_key_string());
+            ExitCode::SUCCESS
+        }
+        Command::Inspect { token, keys_file } => inspect(&token, keys_file),
     }
 }
 
-fn not_yet(cmd: &str) -> ExitCode {
-    eprintln!("mrtr {cmd}: not yet available");
-    ExitCode::from(2)
+/// Opens a token for an operator: claims on stdout, or the private reason on stderr (exit 1).
+fn inspect(token: &str, keys_file: Option<PathBuf>) -> ExitCode {
+    let keys = match KeySource::resolve(keys_file, std::env::var_os(server::KEYS_ENV)) {
+        Ok(KeySource::Ephemeral) => {
+            eprintln!(
+                "mrtr: error: no keys: pass --keys-file or set {}",
+                server::KEYS_ENV
+            );
+            return ExitCode::from(2);
+        }
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("mrtr: error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let keyring = match keys.keyring() {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("mrtr: error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let sealer = mrtr::seal::Sealer::new(keyring, mrtr::seal::SealConfig::default());
+    match sealer.inspect(&mrtr::seal::UntrustedState::new(token.trim())) {
+        Ok(claims) => {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&claims).unwrap_or_default()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!(
+                "mrtr inspect: the token does not open: {}",
+                e.reason().as_str()
+            );
+            ExitCode::from(1)
+        }
+    }
 }
 
 fn serve(args: ServeArgs) -> ExitCode {

@@ -27,6 +27,13 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
+
+use crate::engine::Engine;
+use crate::reference;
+use crate::replay::MemoryReplayGuard;
+use crate::seal::{Keyring, SealConfig};
 use crate::service::Service;
 
 /// The default listen address: loopback only, so nothing else on the network can reach it.
@@ -47,7 +54,7 @@ pub const DEFAULT_CLOCK_SKEW_SECS: u64 = 60;
 /// The upper bound accepted for `--clock-skew`, in seconds.
 pub const MAX_CLOCK_SKEW_SECS: u64 = 3600;
 /// The default maximum number of rounds of one flow.
-pub const DEFAULT_MAX_ROUNDS: u32 = 10;
+pub const DEFAULT_MAX_ROUNDS: u32 = 16;
 /// The environment variable holding the key ring for a fleet.
 pub const KEYS_ENV: &str = "MRTR_KEYS";
 
@@ -97,6 +104,22 @@ impl KeySource {
                 Ok(s) => Ok(Self::Env(s)),
                 Err(_) => Err(ConfigError(format!("{KEYS_ENV} is not valid UTF-8"))),
             },
+        }
+    }
+
+    /// The key ring: parsed from the file or `MRTR_KEYS`, or a fresh ephemeral key.
+    ///
+    /// # Errors
+    /// [`ConfigError`] naming what is wrong with the keys (never their bytes).
+    pub fn keyring(&self) -> Result<Keyring, ConfigError> {
+        match self {
+            Self::File(path) => {
+                Keyring::from_file(path).map_err(|e| ConfigError(format!("--keys-file: {e}")))
+            }
+            Self::Env(s) => {
+                Keyring::parse_keys(s).map_err(|e| ConfigError(format!("{KEYS_ENV}: {e}")))
+            }
+            Self::Ephemeral => Ok(Keyring::ephemeral()),
         }
     }
 
@@ -232,13 +255,17 @@ pub enum ServeError {
 /// # Errors
 /// [`ConfigError`] if the keys cannot be loaded.
 pub fn build_service(cfg: &ServeConfig) -> Result<Service, ConfigError> {
-    // >>> KEYS: wire `mrtr::seal::Keyring` here. `raw` is the MRTR_KEYS-format
-    // text from --keys-file or MRTR_KEYS, or None for an ephemeral key
-    // (Keyring::ephemeral()). Parse errors are ConfigErrors (exit 2).
-    let _raw_keys = cfg.keys.load_raw()?;
-    // >>> ENGINE: replace with the engine, policy (state_ttl_secs, clock_skew_secs,
-    // audience, max_rounds) and the fixtures/demo tools.
-    Ok(Service::placeholder())
+    let keyring = cfg.keys.keyring()?;
+    let seal = SealConfig::default()
+        .ttl(Duration::from_secs(cfg.state_ttl_secs))
+        .map_err(|e| ConfigError(format!("--state-ttl: {e}")))?
+        .clock_skew(Duration::from_secs(cfg.clock_skew_secs));
+    let engine = Engine::new(keyring, cfg.audience.clone())
+        .with_seal_config(seal)
+        .max_rounds(cfg.max_rounds)
+        // The deploy demo's side effect must not repeat when a client replays the final round.
+        .replay_guard(Arc::new(MemoryReplayGuard::default()));
+    Ok(reference::service(engine, Arc::new(AtomicU64::new(0))))
 }
 
 /// Runs `mrtr serve` until EOF (stdio) or SIGINT/SIGTERM (HTTP).
