@@ -9,9 +9,9 @@
 //! dropped. An undeclared input request is never sent (MRTR Server Requirement 7).
 
 use crate::error::Error;
+use crate::wire::JsonObject;
 use crate::wire::input::{ElicitParams, InputRequest};
 use crate::wire::meta::{ClientCapabilities, ElicitationCapability, SamplingCapability};
-use crate::wire::JsonObject;
 
 /// Whether the handler cannot go on without an answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -43,19 +43,32 @@ pub enum Decision {
 /// let m = missing(&form_only, &url).unwrap();
 /// assert_eq!(m.to_value(), serde_json::json!({"elicitation": {"url": {}}}));
 /// ```
-pub fn missing(declared: &ClientCapabilities, request: &InputRequest) -> Option<ClientCapabilities> {
+pub fn missing(
+    declared: &ClientCapabilities,
+    request: &InputRequest,
+) -> Option<ClientCapabilities> {
     let mut need = ClientCapabilities::default();
     match request {
         InputRequest::Elicit(ElicitParams::Form(_)) => match &declared.elicitation {
             None => need.elicitation = Some(ElicitationCapability::default()),
             Some(e) if !e.supports_form() => {
-                need.elicitation = Some(ElicitationCapability { form: Some(JsonObject::new()), ..Default::default() });
+                need.elicitation = Some(ElicitationCapability {
+                    form: Some(JsonObject::new()),
+                    ..Default::default()
+                });
             }
             Some(_) => {}
         },
         InputRequest::Elicit(ElicitParams::Url(_)) => {
-            if !declared.elicitation.as_ref().is_some_and(ElicitationCapability::supports_url) {
-                need.elicitation = Some(ElicitationCapability { url: Some(JsonObject::new()), ..Default::default() });
+            if !declared
+                .elicitation
+                .as_ref()
+                .is_some_and(ElicitationCapability::supports_url)
+            {
+                need.elicitation = Some(ElicitationCapability {
+                    url: Some(JsonObject::new()),
+                    ..Default::default()
+                });
             }
         }
         InputRequest::CreateMessage(p) => {

@@ -83,7 +83,12 @@ impl CarrierRequest {
         let p = match params {
             None => &empty,
             Some(Value::Object(p)) => p,
-            Some(v) => return Err(Error::invalid_params(format!("params must be an object, not {}", type_name(v)))),
+            Some(v) => {
+                return Err(Error::invalid_params(format!(
+                    "params must be an object, not {}",
+                    type_name(v)
+                )));
+            }
         };
         let meta = RequestMeta::from_meta(p.get("_meta")).map_err(|e| match e {
             MetaError::Invalid(w) => Error::invalid_meta(w.message().to_owned()),
@@ -92,8 +97,17 @@ impl CarrierRequest {
         let key = method.target_param();
         let target = match p.get(key) {
             Some(Value::String(s)) if !s.is_empty() => s.clone(),
-            Some(Value::String(_)) => return Err(Error::invalid_params(format!("params.{key} must not be empty"))),
-            Some(v) => return Err(Error::invalid_params(format!("params.{key} must be a string, not {}", type_name(v)))),
+            Some(Value::String(_)) => {
+                return Err(Error::invalid_params(format!(
+                    "params.{key} must not be empty"
+                )));
+            }
+            Some(v) => {
+                return Err(Error::invalid_params(format!(
+                    "params.{key} must be a string, not {}",
+                    type_name(v)
+                )));
+            }
             None => return Err(Error::invalid_params(format!("params.{key} is required"))),
         };
         let arguments = match (method, p.get("arguments")) {
@@ -103,13 +117,18 @@ impl CarrierRequest {
             }
             (CarrierMethod::PromptsGet, Some(Value::Object(a))) => {
                 if let Some((k, _)) = a.iter().find(|(_, v)| !v.is_string()) {
-                    return Err(Error::invalid_params(format!("prompt argument {k:?} must be a string")));
+                    return Err(Error::invalid_params(format!(
+                        "prompt argument {k:?} must be a string"
+                    )));
                 }
                 Some(a.clone())
             }
             (CarrierMethod::ToolsCall, Some(Value::Object(a))) => Some(a.clone()),
             (_, Some(v)) => {
-                return Err(Error::invalid_params(format!("params.arguments must be an object, not {}", type_name(v))));
+                return Err(Error::invalid_params(format!(
+                    "params.arguments must be an object, not {}",
+                    type_name(v)
+                )));
             }
         };
         let input_responses = match p.get("inputResponses") {
@@ -126,10 +145,20 @@ impl CarrierRequest {
             None => None,
             Some(Value::String(s)) => Some(s.clone()),
             Some(v) => {
-                return Err(Error::invalid_params(format!("params.requestState must be a string, not {}", type_name(v))));
+                return Err(Error::invalid_params(format!(
+                    "params.requestState must be a string, not {}",
+                    type_name(v)
+                )));
             }
         };
-        Ok(Self { method, target, arguments, meta, input_responses, request_state })
+        Ok(Self {
+            method,
+            target,
+            arguments,
+            meta,
+            input_responses,
+            request_state,
+        })
     }
 
     /// The arguments as one JSON value for binding (`None` when absent).

@@ -89,7 +89,12 @@ pub struct ToolAdvice {
 impl ToolAdvice {
     /// `what` failed, and whether a retry helps. `what` must not hold secrets or argument values.
     pub fn new(what: impl Into<String>, retry: Retry) -> Self {
-        Self { what: what.into(), input: None, retry, instead: None }
+        Self {
+            what: what.into(),
+            input: None,
+            retry,
+            instead: None,
+        }
     }
 
     /// Names the input (argument or field name, never its value) that was at fault.
@@ -171,27 +176,50 @@ impl std::fmt::Display for Error {
 impl std::error::Error for Error {}
 
 impl Error {
-    fn new(kind: ErrorKind, code: i64, public: impl Into<String>, category: &'static str, detail: impl Into<String>) -> Self {
+    fn new(
+        kind: ErrorKind,
+        code: i64,
+        public: impl Into<String>,
+        category: &'static str,
+        detail: impl Into<String>,
+    ) -> Self {
         Self {
             kind,
             code,
             public: public.into(),
             data: None,
             advice: None,
-            diagnostic: Diagnostic { category, retryable: false, detail: detail.into(), reject_reason: None },
+            diagnostic: Diagnostic {
+                category,
+                retryable: false,
+                detail: detail.into(),
+                reject_reason: None,
+            },
         }
     }
 
     /// -32700: the body is not JSON.
     pub fn parse(detail: impl Into<String>) -> Self {
-        Self::new(ErrorKind::Parse, code::PARSE_ERROR, "Parse error", "parse", detail)
+        Self::new(
+            ErrorKind::Parse,
+            code::PARSE_ERROR,
+            "Parse error",
+            "parse",
+            detail,
+        )
     }
 
     /// -32600: not a valid JSON-RPC request (`public` names what is wrong, never a value).
     pub fn invalid_request(public: impl Into<String>) -> Self {
         let public = public.into();
         let detail = format!("rejected envelope: {public}");
-        Self::new(ErrorKind::InvalidRequest, code::INVALID_REQUEST, public, "envelope", detail)
+        Self::new(
+            ErrorKind::InvalidRequest,
+            code::INVALID_REQUEST,
+            public,
+            "envelope",
+            detail,
+        )
     }
 
     /// -32601: unknown method. The method name is logged privately, not echoed.
@@ -209,14 +237,26 @@ impl Error {
     pub fn invalid_params(public: impl Into<String>) -> Self {
         let public = public.into();
         let detail = format!("params rejected: {public}");
-        Self::new(ErrorKind::InvalidParams, code::INVALID_PARAMS, public, "params", detail)
+        Self::new(
+            ErrorKind::InvalidParams,
+            code::INVALID_PARAMS,
+            public,
+            "params",
+            detail,
+        )
     }
 
     /// -32602 for a missing or malformed `_meta` field (HTTP 400).
     pub fn invalid_meta(public: impl Into<String>) -> Self {
         let public = public.into();
         let detail = format!("_meta rejected: {public}");
-        Self::new(ErrorKind::InvalidParams, code::INVALID_PARAMS, public, "meta", detail)
+        Self::new(
+            ErrorKind::InvalidParams,
+            code::INVALID_PARAMS,
+            public,
+            "meta",
+            detail,
+        )
     }
 
     /// -32602 with the frozen message and `data: {"reason": "invalid_request_state"}`.
@@ -239,8 +279,11 @@ impl Error {
     pub fn expired_request_state(reason: &'static str) -> Self {
         let mut e = Self::invalid_request_state(reason);
         e.advice = Some(
-            ToolAdvice::new("The time window to answer this tool's questions lapsed", Retry::StartOver)
-                .instead("Call the tool again with the same arguments; it will ask its questions anew"),
+            ToolAdvice::new(
+                "The time window to answer this tool's questions lapsed",
+                Retry::StartOver,
+            )
+            .instead("Call the tool again with the same arguments; it will ask its questions anew"),
         );
         e.diagnostic.retryable = true;
         e
@@ -248,7 +291,13 @@ impl Error {
 
     /// -32603: an internal failure; `detail` goes to the log only.
     pub fn internal(detail: impl Into<String>) -> Self {
-        Self::new(ErrorKind::Internal, code::INTERNAL_ERROR, "Internal error", "internal", detail)
+        Self::new(
+            ErrorKind::Internal,
+            code::INTERNAL_ERROR,
+            "Internal error",
+            "internal",
+            detail,
+        )
     }
 
     /// -32020: an HTTP header disagrees with the body or is missing/malformed.
@@ -257,7 +306,9 @@ impl Error {
         Self::new(
             ErrorKind::HeaderMismatch,
             code::HEADER_MISMATCH,
-            format!("Header mismatch: {header} header is missing, malformed or does not match the body"),
+            format!(
+                "Header mismatch: {header} header is missing, malformed or does not match the body"
+            ),
             "header",
             detail,
         )
@@ -284,19 +335,35 @@ impl Error {
             code::UNSUPPORTED_PROTOCOL_VERSION,
             "Unsupported protocol version",
             "version",
-            format!("client asked for protocol version {:?}", truncate(requested, 64)),
+            format!(
+                "client asked for protocol version {:?}",
+                truncate(requested, 64)
+            ),
         );
-        e.data = Some(json!({"supported": crate::wire::SUPPORTED_PROTOCOL_VERSIONS, "requested": requested}));
+        e.data = Some(
+            json!({"supported": crate::wire::SUPPORTED_PROTOCOL_VERSIONS, "requested": requested}),
+        );
         e
     }
 
     /// A failure the model can act on. On `tools/call` it is a tool error with
     /// `advice`'s text; on the other carriers a JSON-RPC error with `fallback_code`
     /// (use -32602 when the request as sent cannot succeed, -32603 for a server-side fault).
-    pub fn tool_failure(advice: ToolAdvice, fallback_code: i64, category: &'static str, detail: impl Into<String>) -> Self {
+    pub fn tool_failure(
+        advice: ToolAdvice,
+        fallback_code: i64,
+        category: &'static str,
+        detail: impl Into<String>,
+    ) -> Self {
         let retryable = advice.retry != Retry::DoesNotHelp;
         let public = advice.what.trim_end_matches('.').to_owned();
-        let mut e = Self::new(ErrorKind::ToolFailure, fallback_code, public, category, detail);
+        let mut e = Self::new(
+            ErrorKind::ToolFailure,
+            fallback_code,
+            public,
+            category,
+            detail,
+        );
         e.advice = Some(advice);
         e.diagnostic.retryable = retryable;
         e
@@ -432,5 +499,9 @@ fn capability_names(c: &ClientCapabilities) -> String {
     if c.roots.is_some() {
         names.push("roots");
     }
-    if names.is_empty() { "required".to_owned() } else { names.join(", ") }
+    if names.is_empty() {
+        "required".to_owned()
+    } else {
+        names.join(", ")
+    }
 }

@@ -8,8 +8,8 @@ pub mod client;
 pub mod error;
 pub mod principal;
 pub mod seal;
-pub mod service;
 #[cfg(feature = "server")]
 pub mod server;
+pub mod service;
 pub mod time;
 pub mod wire;

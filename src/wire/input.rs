@@ -122,7 +122,9 @@ impl CreateMessageParams {
     /// One user text message and a token budget.
     pub fn user_text(text: impl Into<String>, max_tokens: u64) -> Self {
         Self {
-            messages: vec![serde_json::json!({"role": "user", "content": {"type": "text", "text": text.into()}})],
+            messages: vec![
+                serde_json::json!({"role": "user", "content": {"type": "text", "text": text.into()}}),
+            ],
             max_tokens,
             model_preferences: None,
             system_prompt: None,
@@ -139,15 +141,22 @@ impl CreateMessageParams {
     fn validate(&self) -> Result<(), WireError> {
         if let Some(ic) = &self.include_context {
             if !matches!(ic.as_str(), "none" | "thisServer" | "allServers") {
-                return Err(WireError::new("includeContext must be none, thisServer or allServers"));
+                return Err(WireError::new(
+                    "includeContext must be none, thisServer or allServers",
+                ));
             }
         }
         for m in &self.messages {
             let ok = m.as_object().is_some_and(|o| {
-                matches!(o.get("role").and_then(Value::as_str), Some("user" | "assistant")) && o.contains_key("content")
+                matches!(
+                    o.get("role").and_then(Value::as_str),
+                    Some("user" | "assistant")
+                ) && o.contains_key("content")
             });
             if !ok {
-                return Err(WireError::new("each sampling message needs a role (user or assistant) and content"));
+                return Err(WireError::new(
+                    "each sampling message needs a role (user or assistant) and content",
+                ));
             }
         }
         Ok(())
@@ -200,7 +209,10 @@ impl InputRequest {
                 );
             }
             Self::CreateMessage(p) => {
-                o.insert("params".into(), serde_json::to_value(p).unwrap_or(Value::Null));
+                o.insert(
+                    "params".into(),
+                    serde_json::to_value(p).unwrap_or(Value::Null),
+                );
             }
             Self::ListRoots { meta } => {
                 if let Some(m) = meta {
@@ -216,7 +228,9 @@ impl InputRequest {
     /// # Errors
     /// On an unknown method or params the schema forbids.
     pub fn from_value(v: &Value) -> Result<Self, WireError> {
-        let o = v.as_object().ok_or_else(|| WireError::new("an input request must be an object"))?;
+        let o = v
+            .as_object()
+            .ok_or_else(|| WireError::new("an input request must be an object"))?;
         let method = o
             .get("method")
             .and_then(Value::as_str)
@@ -239,9 +253,9 @@ impl InputRequest {
                 };
                 match mode {
                     None | Some("form") => {
-                        let schema = p
-                            .get("requestedSchema")
-                            .ok_or_else(|| WireError::new("a form elicitation needs requestedSchema"))?;
+                        let schema = p.get("requestedSchema").ok_or_else(|| {
+                            WireError::new("a form elicitation needs requestedSchema")
+                        })?;
                         Ok(Self::Elicit(ElicitParams::Form(ElicitFormParams {
                             message,
                             requested_schema: RequestedSchema::from_value(schema)?,
@@ -249,22 +263,29 @@ impl InputRequest {
                         })))
                     }
                     Some("url") => {
-                        let url = p
-                            .get("url")
-                            .and_then(Value::as_str)
-                            .ok_or_else(|| WireError::new("a url elicitation needs a string url"))?;
+                        let url = p.get("url").and_then(Value::as_str).ok_or_else(|| {
+                            WireError::new("a url elicitation needs a string url")
+                        })?;
                         if !url.contains(':') {
                             return Err(WireError::new("a url elicitation needs an absolute url"));
                         }
-                        Ok(Self::Elicit(ElicitParams::Url(ElicitUrlParams { message, url: url.to_owned() })))
+                        Ok(Self::Elicit(ElicitParams::Url(ElicitUrlParams {
+                            message,
+                            url: url.to_owned(),
+                        })))
                     }
                     Some(_) => Err(WireError::new("elicitation mode must be form or url")),
                 }
             }
             "sampling/createMessage" => {
-                let p = params.ok_or_else(|| WireError::new("sampling/createMessage needs params"))?;
-                let p: CreateMessageParams = serde_json::from_value(p.clone())
-                    .map_err(|e| WireError::new(format!("sampling/createMessage params: {}", field_error(&e))))?;
+                let p =
+                    params.ok_or_else(|| WireError::new("sampling/createMessage needs params"))?;
+                let p: CreateMessageParams = serde_json::from_value(p.clone()).map_err(|e| {
+                    WireError::new(format!(
+                        "sampling/createMessage params: {}",
+                        field_error(&e)
+                    ))
+                })?;
                 p.validate()?;
                 Ok(Self::CreateMessage(p))
             }
@@ -274,7 +295,9 @@ impl InputRequest {
                     Some(Value::Object(p)) => match p.get("_meta") {
                         None => None,
                         Some(Value::Object(m)) => Some(m.clone()),
-                        Some(_) => return Err(WireError::new("roots/list params._meta must be an object")),
+                        Some(_) => {
+                            return Err(WireError::new("roots/list params._meta must be an object"));
+                        }
                     },
                     Some(_) => return Err(WireError::new("roots/list params must be an object")),
                 };
@@ -341,12 +364,18 @@ impl ElicitResult {
     /// # Errors
     /// When the shape does not match.
     pub fn from_value(v: &Value) -> Result<Self, WireError> {
-        let o = v.as_object().ok_or_else(|| WireError::new("an elicitation answer must be an object"))?;
+        let o = v
+            .as_object()
+            .ok_or_else(|| WireError::new("an elicitation answer must be an object"))?;
         let action = match o.get("action").and_then(Value::as_str) {
             Some("accept") => ElicitAction::Accept,
             Some("decline") => ElicitAction::Decline,
             Some("cancel") => ElicitAction::Cancel,
-            _ => return Err(WireError::new("an elicitation answer needs action accept, decline or cancel")),
+            _ => {
+                return Err(WireError::new(
+                    "an elicitation answer needs action accept, decline or cancel",
+                ));
+            }
         };
         let content = match o.get("content") {
             None | Some(Value::Null) => None,
@@ -374,7 +403,10 @@ impl ElicitResult {
     /// The JSON form.
     pub fn to_value(&self) -> Value {
         let mut o = Map::new();
-        o.insert("action".into(), serde_json::to_value(self.action).unwrap_or(Value::Null));
+        o.insert(
+            "action".into(),
+            serde_json::to_value(self.action).unwrap_or(Value::Null),
+        );
         if let Some(c) = &self.content {
             o.insert("content".into(), Value::Object(c.clone()));
         }
@@ -409,7 +441,11 @@ impl CreateMessageResult {
                 .flatten()
         };
         match &self.content {
-            Value::Array(blocks) => blocks.iter().filter_map(block_text).collect::<Vec<_>>().join(""),
+            Value::Array(blocks) => blocks
+                .iter()
+                .filter_map(block_text)
+                .collect::<Vec<_>>()
+                .join(""),
             b => block_text(b).unwrap_or_default(),
         }
     }
@@ -418,15 +454,21 @@ impl CreateMessageResult {
         let r: Self = serde_json::from_value(v.clone())
             .map_err(|e| WireError::new(format!("a sampling answer: {}", field_error(&e))))?;
         if !matches!(r.role.as_str(), "user" | "assistant") {
-            return Err(WireError::new("a sampling answer's role must be user or assistant"));
+            return Err(WireError::new(
+                "a sampling answer's role must be user or assistant",
+            ));
         }
         let content_ok = match &r.content {
             Value::Object(b) => b.get("type").is_some_and(Value::is_string),
-            Value::Array(a) => a.iter().all(|b| b.get("type").is_some_and(Value::is_string)),
+            Value::Array(a) => a
+                .iter()
+                .all(|b| b.get("type").is_some_and(Value::is_string)),
             _ => false,
         };
         if !content_ok {
-            return Err(WireError::new("a sampling answer's content must be a content block or an array of them"));
+            return Err(WireError::new(
+                "a sampling answer's content must be a content block or an array of them",
+            ));
         }
         Ok(r)
     }
@@ -482,7 +524,9 @@ impl InputResponse {
     /// When `v` is not a valid answer of that kind.
     pub fn parse_as(kind: InputKind, v: &Value) -> Result<Self, WireError> {
         match kind {
-            InputKind::ElicitForm | InputKind::ElicitUrl => ElicitResult::from_value(v).map(Self::Elicit),
+            InputKind::ElicitForm | InputKind::ElicitUrl => {
+                ElicitResult::from_value(v).map(Self::Elicit)
+            }
             InputKind::Sampling => CreateMessageResult::from_value(v).map(Self::CreateMessage),
             InputKind::Roots => ListRootsResult::from_value(v).map(Self::ListRoots),
         }
@@ -494,7 +538,9 @@ impl InputResponse {
     /// # Errors
     /// When no distinguishing field is present or the shape is invalid.
     pub fn from_value(v: &Value) -> Result<Self, WireError> {
-        let o = v.as_object().ok_or_else(|| WireError::new("an input response must be an object"))?;
+        let o = v
+            .as_object()
+            .ok_or_else(|| WireError::new("an input response must be an object"))?;
         if o.contains_key("action") {
             ElicitResult::from_value(v).map(Self::Elicit)
         } else if o.contains_key("roots") {
@@ -502,7 +548,9 @@ impl InputResponse {
         } else if o.contains_key("model") {
             CreateMessageResult::from_value(v).map(Self::CreateMessage)
         } else {
-            Err(WireError::new("an input response must be an elicitation, sampling or roots result"))
+            Err(WireError::new(
+                "an input response must be an elicitation, sampling or roots result",
+            ))
         }
     }
 

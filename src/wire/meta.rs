@@ -158,53 +158,108 @@ impl RequestMeta {
         let invalid = |m: String| MetaError::Invalid(WireError::new(m));
         let o = match meta {
             Some(Value::Object(o)) => o,
-            Some(v) => return Err(invalid(format!("params._meta must be an object, not {}", type_name(v)))),
+            Some(v) => {
+                return Err(invalid(format!(
+                    "params._meta must be an object, not {}",
+                    type_name(v)
+                )));
+            }
             None => return Err(invalid("params._meta is required".into())),
         };
         let protocol_version = match o.get(META_PROTOCOL_VERSION) {
             Some(Value::String(s)) => s.clone(),
-            Some(_) => return Err(invalid(format!("_meta[{META_PROTOCOL_VERSION:?}] must be a string"))),
-            None => return Err(invalid(format!("_meta[{META_PROTOCOL_VERSION:?}] is required"))),
+            Some(_) => {
+                return Err(invalid(format!(
+                    "_meta[{META_PROTOCOL_VERSION:?}] must be a string"
+                )));
+            }
+            None => {
+                return Err(invalid(format!(
+                    "_meta[{META_PROTOCOL_VERSION:?}] is required"
+                )));
+            }
         };
         let client_capabilities = match o.get(META_CLIENT_CAPABILITIES) {
             Some(v @ Value::Object(_)) => serde_json::from_value::<ClientCapabilities>(v.clone())
-                .map_err(|_| invalid(format!("_meta[{META_CLIENT_CAPABILITIES:?}] is not a valid ClientCapabilities")))?,
-            Some(_) => return Err(invalid(format!("_meta[{META_CLIENT_CAPABILITIES:?}] must be an object"))),
-            None => return Err(invalid(format!("_meta[{META_CLIENT_CAPABILITIES:?}] is required"))),
+                .map_err(|_| {
+                invalid(format!(
+                    "_meta[{META_CLIENT_CAPABILITIES:?}] is not a valid ClientCapabilities"
+                ))
+            })?,
+            Some(_) => {
+                return Err(invalid(format!(
+                    "_meta[{META_CLIENT_CAPABILITIES:?}] must be an object"
+                )));
+            }
+            None => {
+                return Err(invalid(format!(
+                    "_meta[{META_CLIENT_CAPABILITIES:?}] is required"
+                )));
+            }
         };
         let client_info = match o.get(META_CLIENT_INFO) {
             None => None,
             Some(v) => Some(
-                serde_json::from_value::<Implementation>(v.clone())
-                    .map_err(|_| invalid(format!("_meta[{META_CLIENT_INFO:?}] needs string name and version")))?,
+                serde_json::from_value::<Implementation>(v.clone()).map_err(|_| {
+                    invalid(format!(
+                        "_meta[{META_CLIENT_INFO:?}] needs string name and version"
+                    ))
+                })?,
             ),
         };
         if !SUPPORTED_PROTOCOL_VERSIONS.contains(&protocol_version.as_str()) {
-            return Err(MetaError::UnsupportedVersion { requested: protocol_version });
+            return Err(MetaError::UnsupportedVersion {
+                requested: protocol_version,
+            });
         }
         let progress_token = match o.get("progressToken") {
             None => None,
             Some(v @ (Value::String(_) | Value::Number(_))) => Some(v.clone()),
-            Some(_) => return Err(invalid("_meta.progressToken must be a string or number".into())),
+            Some(_) => {
+                return Err(invalid(
+                    "_meta.progressToken must be a string or number".into(),
+                ));
+            }
         };
         let other = o
             .iter()
             .filter(|(k, _)| {
-                ![META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, "progressToken"].contains(&k.as_str())
+                ![
+                    META_PROTOCOL_VERSION,
+                    META_CLIENT_CAPABILITIES,
+                    META_CLIENT_INFO,
+                    "progressToken",
+                ]
+                .contains(&k.as_str())
             })
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        Ok(Self { protocol_version, client_info, client_capabilities, progress_token, other })
+        Ok(Self {
+            protocol_version,
+            client_info,
+            client_capabilities,
+            progress_token,
+            other,
+        })
     }
 
     /// The JSON form of `_meta`.
     pub fn to_value(&self) -> Value {
         let mut o = self.other.clone();
-        o.insert(META_PROTOCOL_VERSION.into(), self.protocol_version.clone().into());
+        o.insert(
+            META_PROTOCOL_VERSION.into(),
+            self.protocol_version.clone().into(),
+        );
         if let Some(ci) = &self.client_info {
-            o.insert(META_CLIENT_INFO.into(), serde_json::to_value(ci).unwrap_or(Value::Null));
+            o.insert(
+                META_CLIENT_INFO.into(),
+                serde_json::to_value(ci).unwrap_or(Value::Null),
+            );
         }
-        o.insert(META_CLIENT_CAPABILITIES.into(), self.client_capabilities.to_value());
+        o.insert(
+            META_CLIENT_CAPABILITIES.into(),
+            self.client_capabilities.to_value(),
+        );
         if let Some(p) = &self.progress_token {
             o.insert("progressToken".into(), p.clone());
         }

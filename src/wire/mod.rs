@@ -19,7 +19,9 @@ pub use input::{
     InputResponses, ListRootsResult, Root,
 };
 pub use jsonrpc::RequestId;
-pub use meta::{ClientCapabilities, ElicitationCapability, Implementation, RequestMeta, SamplingCapability};
+pub use meta::{
+    ClientCapabilities, ElicitationCapability, Implementation, RequestMeta, SamplingCapability,
+};
 pub use result::{InputRequiredResult, ResultType};
 pub use schema::{EnumOption, PrimitiveSchema, RequestedSchema, StringFormat};
 

@@ -97,7 +97,11 @@ impl InputRequiredResult {
                 "an InputRequiredResult needs at least one input request or a request state",
             ));
         }
-        Ok(Self { input_requests, request_state, meta: None })
+        Ok(Self {
+            input_requests,
+            request_state,
+            meta: None,
+        })
     }
 
     /// Adds result `_meta` (e.g. `io.modelcontextprotocol/serverInfo`).
@@ -144,7 +148,9 @@ impl InputRequiredResult {
     /// # Errors
     /// When a field has the wrong shape, or neither input requests nor state is present.
     pub fn from_value(v: &Value) -> Result<Self, WireError> {
-        let o = v.as_object().ok_or_else(|| WireError::new("a result must be an object"))?;
+        let o = v
+            .as_object()
+            .ok_or_else(|| WireError::new("a result must be an object"))?;
         match o.get("resultType").and_then(Value::as_str) {
             Some("input_required") => {}
             _ => return Err(WireError::new("resultType must be input_required")),
@@ -154,9 +160,12 @@ impl InputRequiredResult {
             Some(Value::Object(m)) => {
                 let mut out = InputRequests::new();
                 for (k, r) in m {
-                    out.insert(k.clone(), InputRequest::from_value(r).map_err(|e| {
-                        WireError::new(format!("inputRequests[{k:?}]: {}", e.message()))
-                    })?);
+                    out.insert(
+                        k.clone(),
+                        InputRequest::from_value(r).map_err(|e| {
+                            WireError::new(format!("inputRequests[{k:?}]: {}", e.message()))
+                        })?,
+                    );
                 }
                 (!out.is_empty()).then_some(out)
             }
@@ -177,7 +186,11 @@ impl InputRequiredResult {
                 "an InputRequiredResult needs at least one input request or a request state",
             ));
         }
-        Ok(Self { input_requests, request_state, meta })
+        Ok(Self {
+            input_requests,
+            request_state,
+            meta,
+        })
     }
 }
 

@@ -157,17 +157,35 @@ pub enum EnumStyle {
 impl PrimitiveSchema {
     /// A plain string field.
     pub fn string() -> Self {
-        Self::String { title: None, description: None, min_length: None, max_length: None, format: None, default: None }
+        Self::String {
+            title: None,
+            description: None,
+            min_length: None,
+            max_length: None,
+            format: None,
+            default: None,
+        }
     }
 
     /// A number field (`integer` selects `type: "integer"`).
     pub fn number(integer: bool) -> Self {
-        Self::Number { integer, title: None, description: None, minimum: None, maximum: None, default: None }
+        Self::Number {
+            integer,
+            title: None,
+            description: None,
+            minimum: None,
+            maximum: None,
+            default: None,
+        }
     }
 
     /// A boolean field.
     pub fn boolean() -> Self {
-        Self::Boolean { title: None, description: None, default: None }
+        Self::Boolean {
+            title: None,
+            description: None,
+            default: None,
+        }
     }
 
     /// A single-select enum written as `enum: [...]`.
@@ -180,10 +198,19 @@ impl PrimitiveSchema {
             .into_iter()
             .map(|v| {
                 let v = v.into();
-                EnumOption { title: v.clone(), value: v }
+                EnumOption {
+                    title: v.clone(),
+                    value: v,
+                }
             })
             .collect();
-        Self::SingleSelect { title: None, description: None, options, style: EnumStyle::Untitled, default: None }
+        Self::SingleSelect {
+            title: None,
+            description: None,
+            options,
+            style: EnumStyle::Untitled,
+            default: None,
+        }
     }
 
     /// The `title`, if any.
@@ -213,7 +240,9 @@ impl PrimitiveSchema {
     /// # Errors
     /// When the value is not one of the primitive schema shapes.
     pub fn from_value(v: &Value) -> Result<Self, WireError> {
-        let o = v.as_object().ok_or_else(|| WireError::new("a requestedSchema property must be an object"))?;
+        let o = v
+            .as_object()
+            .ok_or_else(|| WireError::new("a requestedSchema property must be an object"))?;
         let title = opt_str(o, "title")?;
         let description = opt_str(o, "description")?;
         let ty = o.get("type").and_then(Value::as_str).ok_or_else(|| {
@@ -239,10 +268,16 @@ impl PrimitiveSchema {
                     };
                     if let Some(names) = &names {
                         if names.len() != values.len() {
-                            return Err(WireError::new("enumNames must have one name per enum value"));
+                            return Err(WireError::new(
+                                "enumNames must have one name per enum value",
+                            ));
                         }
                     }
-                    let style = if names.is_some() { EnumStyle::LegacyNames } else { EnumStyle::Untitled };
+                    let style = if names.is_some() {
+                        EnumStyle::LegacyNames
+                    } else {
+                        EnumStyle::Untitled
+                    };
                     let options = values
                         .iter()
                         .enumerate()
@@ -254,14 +289,19 @@ impl PrimitiveSchema {
                     if options.is_empty() {
                         return Err(WireError::new("an enum needs at least one value"));
                     }
-                    return Ok(Self::SingleSelect { title, description, options, style, default: opt_str(o, "default")? });
+                    return Ok(Self::SingleSelect {
+                        title,
+                        description,
+                        options,
+                        style,
+                        default: opt_str(o, "default")?,
+                    });
                 }
                 let format = match opt_str(o, "format")? {
                     None => None,
-                    Some(f) => Some(
-                        StringFormat::parse(&f)
-                            .ok_or_else(|| WireError::new("string format must be email, uri, date or date-time"))?,
-                    ),
+                    Some(f) => Some(StringFormat::parse(&f).ok_or_else(|| {
+                        WireError::new("string format must be email, uri, date or date-time")
+                    })?),
                 };
                 Ok(Self::String {
                     title,
@@ -290,10 +330,9 @@ impl PrimitiveSchema {
                 },
             }),
             "array" => {
-                let items = o
-                    .get("items")
-                    .and_then(Value::as_object)
-                    .ok_or_else(|| WireError::new("a multi-select enum needs an \"items\" object"))?;
+                let items = o.get("items").and_then(Value::as_object).ok_or_else(|| {
+                    WireError::new("a multi-select enum needs an \"items\" object")
+                })?;
                 let (options, titled) = if let Some(any_of) = items.get("anyOf") {
                     (parse_titled(any_of, "items.anyOf")?, true)
                 } else if let Some(values) = items.get("enum") {
@@ -302,11 +341,16 @@ impl PrimitiveSchema {
                     }
                     let opts = string_list(values, "items.enum")?
                         .into_iter()
-                        .map(|v| EnumOption { title: v.clone(), value: v })
+                        .map(|v| EnumOption {
+                            title: v.clone(),
+                            value: v,
+                        })
                         .collect::<Vec<_>>();
                     (opts, false)
                 } else {
-                    return Err(WireError::new("array properties are only allowed as multi-select enums"));
+                    return Err(WireError::new(
+                        "array properties are only allowed as multi-select enums",
+                    ));
                 };
                 if options.is_empty() {
                     return Err(WireError::new("an enum needs at least one value"));
@@ -325,7 +369,9 @@ impl PrimitiveSchema {
                     default,
                 })
             }
-            "object" => Err(WireError::new("requestedSchema properties must be primitive: nested objects are not allowed")),
+            "object" => Err(WireError::new(
+                "requestedSchema properties must be primitive: nested objects are not allowed",
+            )),
             _ => Err(WireError::new(
                 "a requestedSchema property needs a \"type\" of string, number, integer, boolean or array",
             )),
@@ -335,16 +381,24 @@ impl PrimitiveSchema {
     /// The JSON form of this property.
     pub fn to_value(&self) -> Value {
         let mut o = Map::new();
-        let put_common = |o: &mut Map<String, Value>, title: &Option<String>, description: &Option<String>| {
-            if let Some(t) = title {
-                o.insert("title".into(), Value::String(t.clone()));
-            }
-            if let Some(d) = description {
-                o.insert("description".into(), Value::String(d.clone()));
-            }
-        };
+        let put_common =
+            |o: &mut Map<String, Value>, title: &Option<String>, description: &Option<String>| {
+                if let Some(t) = title {
+                    o.insert("title".into(), Value::String(t.clone()));
+                }
+                if let Some(d) = description {
+                    o.insert("description".into(), Value::String(d.clone()));
+                }
+            };
         match self {
-            Self::String { title, description, min_length, max_length, format, default } => {
+            Self::String {
+                title,
+                description,
+                min_length,
+                max_length,
+                format,
+                default,
+            } => {
                 o.insert("type".into(), "string".into());
                 put_common(&mut o, title, description);
                 if let Some(n) = min_length {
@@ -360,23 +414,47 @@ impl PrimitiveSchema {
                     o.insert("default".into(), d.clone().into());
                 }
             }
-            Self::Number { integer, title, description, minimum, maximum, default } => {
-                o.insert("type".into(), if *integer { "integer" } else { "number" }.into());
+            Self::Number {
+                integer,
+                title,
+                description,
+                minimum,
+                maximum,
+                default,
+            } => {
+                o.insert(
+                    "type".into(),
+                    if *integer { "integer" } else { "number" }.into(),
+                );
                 put_common(&mut o, title, description);
-                for (k, v) in [("minimum", minimum), ("maximum", maximum), ("default", default)] {
+                for (k, v) in [
+                    ("minimum", minimum),
+                    ("maximum", maximum),
+                    ("default", default),
+                ] {
                     if let Some(v) = v {
                         o.insert(k.into(), number_value(*v));
                     }
                 }
             }
-            Self::Boolean { title, description, default } => {
+            Self::Boolean {
+                title,
+                description,
+                default,
+            } => {
                 o.insert("type".into(), "boolean".into());
                 put_common(&mut o, title, description);
                 if let Some(d) = default {
                     o.insert("default".into(), (*d).into());
                 }
             }
-            Self::SingleSelect { title, description, options, style, default } => {
+            Self::SingleSelect {
+                title,
+                description,
+                options,
+                style,
+                default,
+            } => {
                 o.insert("type".into(), "string".into());
                 put_common(&mut o, title, description);
                 match style {
@@ -384,11 +462,20 @@ impl PrimitiveSchema {
                         o.insert("oneOf".into(), titled_value(options));
                     }
                     EnumStyle::Untitled | EnumStyle::LegacyNames => {
-                        o.insert("enum".into(), options.iter().map(|x| Value::String(x.value.clone())).collect());
+                        o.insert(
+                            "enum".into(),
+                            options
+                                .iter()
+                                .map(|x| Value::String(x.value.clone()))
+                                .collect(),
+                        );
                         if *style == EnumStyle::LegacyNames {
                             o.insert(
                                 "enumNames".into(),
-                                options.iter().map(|x| Value::String(x.title.clone())).collect(),
+                                options
+                                    .iter()
+                                    .map(|x| Value::String(x.title.clone()))
+                                    .collect(),
                             );
                         }
                     }
@@ -397,7 +484,15 @@ impl PrimitiveSchema {
                     o.insert("default".into(), d.clone().into());
                 }
             }
-            Self::MultiSelect { title, description, options, titled, min_items, max_items, default } => {
+            Self::MultiSelect {
+                title,
+                description,
+                options,
+                titled,
+                min_items,
+                max_items,
+                default,
+            } => {
                 o.insert("type".into(), "array".into());
                 put_common(&mut o, title, description);
                 if let Some(n) = min_items {
@@ -411,11 +506,20 @@ impl PrimitiveSchema {
                     items.insert("anyOf".into(), titled_value(options));
                 } else {
                     items.insert("type".into(), "string".into());
-                    items.insert("enum".into(), options.iter().map(|x| Value::String(x.value.clone())).collect());
+                    items.insert(
+                        "enum".into(),
+                        options
+                            .iter()
+                            .map(|x| Value::String(x.value.clone()))
+                            .collect(),
+                    );
                 }
                 o.insert("items".into(), Value::Object(items));
                 if let Some(d) = default {
-                    o.insert("default".into(), d.iter().cloned().map(Value::String).collect());
+                    o.insert(
+                        "default".into(),
+                        d.iter().cloned().map(Value::String).collect(),
+                    );
                 }
             }
         }
@@ -443,7 +547,10 @@ fn opt_str(o: &Map<String, Value>, key: &str) -> Result<Option<String>, WireErro
     match o.get(key) {
         None => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(v) => Err(WireError::new(format!("{key} must be a string, not {}", type_name(v)))),
+        Some(v) => Err(WireError::new(format!(
+            "{key} must be a string, not {}",
+            type_name(v)
+        ))),
     }
 }
 
@@ -460,27 +567,45 @@ fn opt_u64(o: &Map<String, Value>, key: &str) -> Result<Option<u64>, WireError> 
 fn opt_f64(o: &Map<String, Value>, key: &str) -> Result<Option<f64>, WireError> {
     match o.get(key) {
         None => Ok(None),
-        Some(v) => v.as_f64().map(Some).ok_or_else(|| WireError::new(format!("{key} must be a number"))),
+        Some(v) => v
+            .as_f64()
+            .map(Some)
+            .ok_or_else(|| WireError::new(format!("{key} must be a number"))),
     }
 }
 
 fn string_list(v: &Value, key: &str) -> Result<Vec<String>, WireError> {
-    let arr = v.as_array().ok_or_else(|| WireError::new(format!("{key} must be an array of strings")))?;
+    let arr = v
+        .as_array()
+        .ok_or_else(|| WireError::new(format!("{key} must be an array of strings")))?;
     arr.iter()
-        .map(|x| x.as_str().map(str::to_owned).ok_or_else(|| WireError::new(format!("{key} must be an array of strings"))))
+        .map(|x| {
+            x.as_str()
+                .map(str::to_owned)
+                .ok_or_else(|| WireError::new(format!("{key} must be an array of strings")))
+        })
         .collect()
 }
 
 fn parse_titled(v: &Value, key: &str) -> Result<Vec<EnumOption>, WireError> {
-    let arr = v.as_array().ok_or_else(|| WireError::new(format!("{key} must be an array of {{const, title}}")))?;
+    let arr = v
+        .as_array()
+        .ok_or_else(|| WireError::new(format!("{key} must be an array of {{const, title}}")))?;
     arr.iter()
         .map(|x| {
-            let o = x.as_object().ok_or_else(|| WireError::new(format!("{key} entries must be objects")))?;
+            let o = x
+                .as_object()
+                .ok_or_else(|| WireError::new(format!("{key} entries must be objects")))?;
             let value = o.get("const").and_then(Value::as_str);
             let title = o.get("title").and_then(Value::as_str);
             match (value, title) {
-                (Some(v), Some(t)) => Ok(EnumOption { value: v.to_owned(), title: t.to_owned() }),
-                _ => Err(WireError::new(format!("{key} entries need string const and title"))),
+                (Some(v), Some(t)) => Ok(EnumOption {
+                    value: v.to_owned(),
+                    title: t.to_owned(),
+                }),
+                _ => Err(WireError::new(format!(
+                    "{key} entries need string const and title"
+                ))),
             }
         })
         .collect()
@@ -489,12 +614,18 @@ fn parse_titled(v: &Value, key: &str) -> Result<Vec<EnumOption>, WireError> {
 impl RequestedSchema {
     /// An empty `{type: "object", properties: {}}`.
     pub fn new() -> Self {
-        Self { schema_uri: None, properties: IndexMap::new(), required: None }
+        Self {
+            schema_uri: None,
+            properties: IndexMap::new(),
+            required: None,
+        }
     }
 
     /// Whether `name` is listed in `required`.
     pub fn is_required(&self, name: &str) -> bool {
-        self.required.as_ref().is_some_and(|r| r.iter().any(|n| n == name))
+        self.required
+            .as_ref()
+            .is_some_and(|r| r.iter().any(|n| n == name))
     }
 
     /// Parses a `requestedSchema` value.
@@ -503,7 +634,9 @@ impl RequestedSchema {
     /// When it is not `{type: "object", properties: {...primitive...}}`, or `required`
     /// names a property that does not exist.
     pub fn from_value(v: &Value) -> Result<Self, WireError> {
-        let o = v.as_object().ok_or_else(|| WireError::new("requestedSchema must be an object"))?;
+        let o = v
+            .as_object()
+            .ok_or_else(|| WireError::new("requestedSchema must be an object"))?;
         if o.get("type").and_then(Value::as_str) != Some("object") {
             return Err(WireError::new("requestedSchema.type must be \"object\""));
         }
@@ -520,7 +653,11 @@ impl RequestedSchema {
             Some(r) => Some(string_list(r, "requestedSchema.required")?),
         };
         let schema_uri = opt_str(o, "$schema")?;
-        Ok(Self { schema_uri, properties, required })
+        Ok(Self {
+            schema_uri,
+            properties,
+            required,
+        })
     }
 
     /// The JSON form.
@@ -530,10 +667,17 @@ impl RequestedSchema {
             o.insert("$schema".into(), s.clone().into());
         }
         o.insert("type".into(), "object".into());
-        let props: Map<String, Value> = self.properties.iter().map(|(k, p)| (k.clone(), p.to_value())).collect();
+        let props: Map<String, Value> = self
+            .properties
+            .iter()
+            .map(|(k, p)| (k.clone(), p.to_value()))
+            .collect();
         o.insert("properties".into(), Value::Object(props));
         if let Some(r) = &self.required {
-            o.insert("required".into(), r.iter().cloned().map(Value::String).collect());
+            o.insert(
+                "required".into(),
+                r.iter().cloned().map(Value::String).collect(),
+            );
         }
         Value::Object(o)
     }
@@ -615,7 +759,10 @@ mod tests {
     fn schema_requires_object_type_and_properties() {
         assert!(RequestedSchema::from_value(&json!({"type":"object"})).is_err());
         assert!(RequestedSchema::from_value(&json!({"type":"array","properties":{}})).is_err());
-        let s = RequestedSchema::from_value(&json!({"type":"object","properties":{"n":{"type":"string"}},"required":["n"]})).unwrap();
+        let s = RequestedSchema::from_value(
+            &json!({"type":"object","properties":{"n":{"type":"string"}},"required":["n"]}),
+        )
+        .unwrap();
         assert!(s.is_required("n"));
     }
 }
