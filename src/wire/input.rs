@@ -139,12 +139,12 @@ impl CreateMessageParams {
     }
 
     fn validate(&self) -> Result<(), WireError> {
-        if let Some(ic) = &self.include_context {
-            if !matches!(ic.as_str(), "none" | "thisServer" | "allServers") {
-                return Err(WireError::new(
-                    "includeContext must be none, thisServer or allServers",
-                ));
-            }
+        if let Some(ic) = &self.include_context
+            && !matches!(ic.as_str(), "none" | "thisServer" | "allServers")
+        {
+            return Err(WireError::new(
+                "includeContext must be none, thisServer or allServers",
+            ));
         }
         for m in &self.messages {
             let ok = m.as_object().is_some_and(|o| {
@@ -296,7 +296,9 @@ impl InputRequest {
                         None => None,
                         Some(Value::Object(m)) => Some(m.clone()),
                         Some(_) => {
-                            return Err(WireError::new("roots/list params._meta must be an object"));
+                            return Err(WireError::new(
+                                "roots/list params._meta must be an object",
+                            ));
                         }
                     },
                     Some(_) => return Err(WireError::new("roots/list params must be an object")),

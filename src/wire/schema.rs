@@ -266,12 +266,12 @@ impl PrimitiveSchema {
                         Some(n) => Some(string_list(n, "enumNames")?),
                         None => None,
                     };
-                    if let Some(names) = &names {
-                        if names.len() != values.len() {
-                            return Err(WireError::new(
-                                "enumNames must have one name per enum value",
-                            ));
-                        }
+                    if let Some(names) = &names
+                        && names.len() != values.len()
+                    {
+                        return Err(WireError::new(
+                            "enumNames must have one name per enum value",
+                        ));
                     }
                     let style = if names.is_some() {
                         EnumStyle::LegacyNames
