@@ -280,10 +280,11 @@ fn union(declared: &Value, named: &Value) -> Value {
 
 fn explicit_form(c: &Value) -> Value {
     let mut c = c.clone();
-    if let Some(e) = c.get_mut("elicitation").and_then(Value::as_object_mut) {
-        if !e.contains_key("form") && !e.contains_key("url") {
-            e.insert("form".into(), json!({}));
-        }
+    if let Some(e) = c.get_mut("elicitation").and_then(Value::as_object_mut)
+        && !e.contains_key("form")
+        && !e.contains_key("url")
+    {
+        e.insert("form".into(), json!({}));
     }
     c
 }
