@@ -1139,6 +1139,22 @@ fn unsupported_version_is_32022_with_supported_and_requested() {
 }
 
 #[test]
+fn unsupported_version_is_reported_before_fields_it_defines() {
+    // A client of another revision may shape the rest of `_meta` differently:
+    // it gets -32022 (with `supported`) rather than -32602 about a field.
+    for m in [
+        json!({"io.modelcontextprotocol/protocolVersion": "2099-01-01"}),
+        json!({"io.modelcontextprotocol/protocolVersion": "2099-01-01",
+               "io.modelcontextprotocol/clientCapabilities": ["new"]}),
+    ] {
+        let p = json!({"_meta": m, "name": "t"});
+        let e = carrier_err(CarrierMethod::ToolsCall, Some(&p));
+        assert_eq!(e.code(), -32022, "{p}");
+        assert_eq!(e.data().unwrap()["supported"], json!(["2026-07-28"]));
+    }
+}
+
+#[test]
 fn meta_error_variants() {
     let mut m = meta();
     m["io.modelcontextprotocol/protocolVersion"] = json!("2025-11-25");
