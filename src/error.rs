@@ -519,3 +519,70 @@ fn capability_names(c: &ClientCapabilities) -> String {
         names.join(", ")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caps(v: Value) -> ClientCapabilities {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn truncate_keeps_whole_characters() {
+        assert_eq!(truncate("abc", 5), "abc");
+        assert_eq!(truncate("abcdef", 3), "abc");
+        assert_eq!(truncate("ééé", 2), "éé");
+        assert_eq!(truncate("🦀🦀", 1), "🦀");
+        assert_eq!(truncate("", 0), "");
+    }
+
+    #[test]
+    fn long_method_names_are_cut_in_the_log() {
+        let long = "x".repeat(10_000);
+        let e = Error::method_not_found(&long);
+        assert!(
+            e.diagnostic().detail.len() < 100,
+            "{}",
+            e.diagnostic().detail
+        );
+        let e = Error::unsupported_version(&long);
+        assert!(e.diagnostic().detail.len() < 120);
+    }
+
+    #[test]
+    fn capability_names_read_naturally() {
+        for (v, names) in [
+            (json!({"elicitation": {}}), "elicitation"),
+            (json!({"elicitation": {"form": {}}}), "elicitation.form"),
+            (json!({"elicitation": {"url": {}}}), "elicitation.url"),
+            (
+                json!({"elicitation": {"form": {}, "url": {}}}),
+                "elicitation.form and elicitation.url",
+            ),
+            (json!({"sampling": {}}), "sampling"),
+            (json!({"sampling": {"tools": {}}}), "sampling.tools"),
+            (json!({"sampling": {"context": {}}}), "sampling.context"),
+            (
+                json!({"sampling": {"tools": {}, "context": {}}}),
+                "sampling.tools and sampling.context",
+            ),
+            (json!({"roots": {}}), "roots"),
+            (
+                json!({"elicitation": {"url": {}}, "roots": {}}),
+                "elicitation.url, roots",
+            ),
+            (json!({}), "required"),
+        ] {
+            assert_eq!(capability_names(&caps(v.clone())), names, "{v}");
+        }
+    }
+
+    #[test]
+    fn display_is_public_text_and_code() {
+        assert_eq!(
+            Error::internal("secret detail").to_string(),
+            "Internal error (-32603)"
+        );
+    }
+}
