@@ -139,12 +139,12 @@ impl CreateMessageParams {
     }
 
     fn validate(&self) -> Result<(), WireError> {
-        if let Some(ic) = &self.include_context {
-            if !matches!(ic.as_str(), "none" | "thisServer" | "allServers") {
-                return Err(WireError::new(
-                    "includeContext must be none, thisServer or allServers",
-                ));
-            }
+        if let Some(ic) = &self.include_context
+            && !matches!(ic.as_str(), "none" | "thisServer" | "allServers")
+        {
+            return Err(WireError::new(
+                "includeContext must be none, thisServer or allServers",
+            ));
         }
         for m in &self.messages {
             let ok = m.as_object().is_some_and(|o| {
@@ -315,9 +315,14 @@ impl InputRequest {
 /// Strips serde's value echo from an error, keeping the field description.
 fn field_error(e: &serde_json::Error) -> String {
     let s = e.to_string();
-    // serde_json messages look like "missing field `maxTokens`" or
-    // "invalid type: string \"x\", expected u64": keep only the part before any quote.
-    match s.find(['"', '\'']) {
+    // serde_json messages look like "missing field `maxTokens`" (a schema field
+    // name: keep it), or "invalid type: string \"x\", expected u64" and
+    // "invalid value: integer `-5`, expected u64" (a client value: keep only the
+    // part before it, whichever quote serde used for it).
+    if s.starts_with("missing field `") {
+        return s;
+    }
+    match s.find(['"', '\'', '`']) {
         Some(i) => s[..i].trim_end().to_owned(),
         None => s,
     }
@@ -581,3 +586,91 @@ impl<'de> Deserialize<'de> for InputResponse {
 
 /// The `inputResponses` map: key → response.
 pub type InputResponses = IndexMap<String, InputResponse>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn serde_error<T: serde::de::DeserializeOwned + std::fmt::Debug>(v: Value) -> String {
+        field_error(&serde_json::from_value::<T>(v).unwrap_err())
+    }
+
+    #[test]
+    fn field_error_keeps_field_names_and_drops_values() {
+        assert_eq!(
+            serde_error::<CreateMessageParams>(json!({"messages": []})),
+            "missing field `maxTokens`"
+        );
+        for (v, value) in [
+            (
+                json!({"messages": [], "maxTokens": -987_654_321}),
+                "987654321",
+            ),
+            (json!({"messages": [], "maxTokens": 12.75}), "12.75"),
+            (json!({"messages": [], "maxTokens": "SECRET-1"}), "SECRET-1"),
+            (
+                json!({"messages": [], "maxTokens": 1, "stopSequences": [424_242]}),
+                "424242",
+            ),
+            (
+                json!({"messages": [], "maxTokens": 1, "systemPrompt": true}),
+                "true",
+            ),
+        ] {
+            let msg = serde_error::<CreateMessageParams>(v);
+            assert!(!msg.contains(value), "{msg}");
+            assert!(msg.starts_with("invalid "), "{msg}");
+        }
+        let msg = serde_error::<Root>(json!({"uri": 31_337}));
+        assert!(!msg.contains("31337"), "{msg}");
+    }
+
+    #[test]
+    fn input_kind_names() {
+        for (k, method, name) in [
+            (
+                InputKind::ElicitForm,
+                "elicitation/create",
+                "elicitation/form",
+            ),
+            (
+                InputKind::ElicitUrl,
+                "elicitation/create",
+                "elicitation/url",
+            ),
+            (InputKind::Sampling, "sampling/createMessage", "sampling"),
+            (InputKind::Roots, "roots/list", "roots"),
+        ] {
+            assert_eq!(k.method(), method);
+            assert_eq!(k.as_str(), name);
+            assert_eq!(serde_json::to_value(k).unwrap(), json!(name));
+        }
+    }
+
+    #[test]
+    fn user_text_builds_a_valid_sampling_request() {
+        let p = CreateMessageParams::user_text("hi", 5);
+        assert!(p.validate().is_ok());
+        let r = InputRequest::CreateMessage(p);
+        assert_eq!(
+            r.to_value(),
+            json!({"method": "sampling/createMessage", "params": {
+                "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+                "maxTokens": 5}})
+        );
+        assert_eq!(InputRequest::from_value(&r.to_value()).unwrap(), r);
+    }
+
+    #[test]
+    fn text_joins_text_blocks_only() {
+        let r = CreateMessageResult {
+            role: "assistant".into(),
+            content: json!([{"type": "text", "text": "a"}, {"type": "image", "data": "", "mimeType": "image/png"}, {"type": "text", "text": "b"}]),
+            model: "m".into(),
+            stop_reason: None,
+            meta: None,
+        };
+        assert_eq!(r.text(), "ab");
+    }
+}
