@@ -55,7 +55,7 @@ fn usage_and_config_errors_exit_2() {
     assert_exit_2(&run(&["serve", "--log-format", "xml"], &[]), "xml");
     assert_exit_2(
         &run(&["serve", "--keys-file", "/nonexistent/keys"], &[]),
-        "keys file",
+        "key file",
     );
     assert_exit_2(&run(&["serve"], &[("MRTR_KEYS", "")]), "MRTR_KEYS");
     assert_exit_2(&run(&[], &[]), "Usage");
@@ -84,9 +84,66 @@ fn help_and_version_exit_0() {
 }
 
 #[test]
-fn keygen_and_inspect_are_stubs_for_now() {
-    assert_exit_2(&run(&["keygen"], &[]), "not yet available");
-    assert_exit_2(&run(&["inspect", "abc"], &[]), "not yet available");
+fn keygen_prints_a_fresh_usable_key() {
+    let a = run(&["keygen"], &[]);
+    let b = run(&["keygen"], &[]);
+    assert!(a.status.success() && b.status.success());
+    let (ka, kb) = (
+        String::from_utf8_lossy(&a.stdout),
+        String::from_utf8_lossy(&b.stdout),
+    );
+    assert_ne!(ka, kb, "every key is fresh");
+    assert!(
+        mrtr::seal::Keyring::parse_keys(ka.trim()).is_ok(),
+        "keygen output loads as MRTR_KEYS"
+    );
+}
+
+#[test]
+fn inspect_opens_with_the_configured_keys_or_says_why_not() {
+    use mrtr::principal::Principal;
+    use mrtr::seal::{Binding, BindingInput, Claims, Keyring, SealConfig, Sealer};
+    use mrtr::time::Timestamp;
+
+    let key = String::from_utf8(run(&["keygen"], &[]).stdout).unwrap();
+    let key = key.trim();
+    let sealer = Sealer::new(Keyring::parse_keys(key).unwrap(), SealConfig::default());
+    let binding = Binding::new(&BindingInput {
+        method: "tools/call",
+        target: "deploy",
+        arguments: None,
+        principal: &Principal::anonymous(),
+        audience: "mrtr-reference",
+        protocol_version: "2026-07-28",
+    });
+    let claims = Claims::first_round(
+        binding,
+        Timestamp::from_unix_secs(1_800_000_000),
+        &SealConfig::default(),
+        serde_json::json!({"d": 7}),
+    );
+    let token = sealer.seal(&claims).unwrap();
+
+    let out = run(&["inspect", &token], &[("MRTR_KEYS", key)]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let claims: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(claims["round"], 1);
+    assert_eq!(claims["state"]["d"], 7);
+
+    // another key: the private reason, exit 1, and never the token on any stream
+    let other = String::from_utf8(run(&["keygen"], &[]).stdout).unwrap();
+    let out = run(&["inspect", &token], &[("MRTR_KEYS", other.trim())]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unknown_key"), "{err}");
+    assert!(!err.contains(&token) && out.stdout.is_empty());
+    let out = run(&["inspect", &format!("{token}x")], &[("MRTR_KEYS", key)]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_exit_2(&run(&["inspect", &token], &[]), "no keys");
 }
 
 #[test]

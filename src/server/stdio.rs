@@ -188,7 +188,11 @@ mod tests {
 
     #[tokio::test]
     async fn serves_lines_in_order_and_skips_blank() {
-        let service = Service::placeholder();
+        let service = Service::new(
+            crate::engine::Engine::new(crate::seal::Keyring::ephemeral(), "t"),
+            "t",
+            "0",
+        );
         let mut input = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\"}\n\n   \n".to_vec();
         input.extend_from_slice(&[b'x'; 100]);
         input.push(b'\n');
