@@ -269,7 +269,8 @@ fn json_log_format_is_one_json_object_per_line() {
     }
     let v: serde_json::Value = serde_json::from_str(&lines[0]).unwrap();
     let f = &v["fields"];
-    assert_eq!(f["http_status"], 404, "{v}");
+    assert_eq!(f["http_status"], 200, "{v}");
+    assert_eq!(f["outcome"], "complete", "{v}");
     assert_eq!(f["correlation_id"].as_str().map(str::len), Some(16), "{v}");
     assert!(f["duration_ms"].is_number(), "{v}");
     assert!(f["outcome"].is_string(), "{v}");
@@ -285,13 +286,10 @@ fn ephemeral_key_warns_about_fleets_and_configured_keys_do_not() {
         .unwrap();
     assert!(warn.contains("MRTR_KEYS") && warn.contains("--keys-file") && warn.contains("fleet"));
     drop(s);
-    let s = Server::start_with_env(&[], &[("MRTR_KEYS", "placeholder-key-text")]);
+    let key = mrtr::seal::generate_key_string();
+    let s = Server::start_with_env(&[], &[("MRTR_KEYS", key.as_str())]);
     assert!(s.stderr_lines().iter().all(|l| !l.contains("WARN")));
-    assert!(
-        s.stderr_lines()
-            .iter()
-            .all(|l| !l.contains("placeholder-key-text"))
-    );
+    assert!(s.stderr_lines().iter().all(|l| !l.contains(key.as_str())));
 }
 
 #[test]
