@@ -579,6 +579,14 @@ mod tests {
     }
 
     #[test]
+    fn error_is_small_and_thread_safe() {
+        fn assert_send_sync<T: Send + Sync + 'static>() {}
+        assert_send_sync::<Error>();
+        // Boxed: `Result<T, Error>` stays small (clippy::result_large_err).
+        assert_eq!(std::mem::size_of::<Error>(), std::mem::size_of::<usize>());
+    }
+
+    #[test]
     fn display_is_public_text_and_code() {
         assert_eq!(
             Error::internal("secret detail").to_string(),

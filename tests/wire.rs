@@ -163,6 +163,18 @@ fn irr_without_state_keeps_no_state() {
 }
 
 #[test]
+fn irr_never_carries_caching_hints() {
+    // Interim results are not cacheable (spec.md §1.2, §2.7): hints on a parsed
+    // IRR are not written back, and the builder has no way to add them.
+    let v = json!({"resultType": "input_required", "requestState": "s", "ttlMs": 60000, "cacheScope": "public"});
+    let out = InputRequiredResult::from_value(&v).unwrap().to_value();
+    assert_eq!(
+        out,
+        json!({"resultType": "input_required", "requestState": "s"})
+    );
+}
+
+#[test]
 fn irr_result_meta_is_kept() {
     let v = load("irr-url-mode.json");
     let irr = InputRequiredResult::from_value(&v).unwrap();

@@ -422,8 +422,11 @@ impl ElicitResult {
 }
 
 /// `CreateMessageResult`: `{role, content, model, stopReason?, _meta?}`.
+///
+/// Deserializing checks the role and the content blocks, like
+/// [`InputResponse::parse_as`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", try_from = "RawCreateMessageResult")]
 pub struct CreateMessageResult {
     /// `role` (`user` or `assistant`).
     pub role: String,
@@ -458,8 +461,36 @@ impl CreateMessageResult {
     }
 
     fn from_value(v: &Value) -> Result<Self, WireError> {
-        let r: Self = serde_json::from_value(v.clone())
-            .map_err(|e| WireError::new(format!("a sampling answer: {}", field_error(&e))))?;
+        serde_json::from_value(v.clone())
+            .map_err(|e| WireError::new(format!("a sampling answer: {}", field_error(&e))))
+    }
+}
+
+/// The unchecked shape of a [`CreateMessageResult`], so that its `Deserialize`
+/// cannot skip the checks.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawCreateMessageResult {
+    role: String,
+    content: Value,
+    model: String,
+    #[serde(default)]
+    stop_reason: Option<String>,
+    #[serde(default, rename = "_meta")]
+    meta: Option<JsonObject>,
+}
+
+impl TryFrom<RawCreateMessageResult> for CreateMessageResult {
+    type Error = WireError;
+
+    fn try_from(raw: RawCreateMessageResult) -> Result<Self, WireError> {
+        let r = Self {
+            role: raw.role,
+            content: raw.content,
+            model: raw.model,
+            stop_reason: raw.stop_reason,
+            meta: raw.meta,
+        };
         if !matches!(r.role.as_str(), "user" | "assistant") {
             return Err(WireError::new(
                 "a sampling answer's role must be user or assistant",
@@ -495,7 +526,11 @@ pub struct Root {
 }
 
 /// `ListRootsResult`: `{roots}`.
+///
+/// Deserializing checks that every root is a `file://` URI, like
+/// [`InputResponse::parse_as`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "RawListRootsResult")]
 pub struct ListRootsResult {
     /// The roots.
     pub roots: Vec<Root>,
@@ -503,12 +538,25 @@ pub struct ListRootsResult {
 
 impl ListRootsResult {
     fn from_value(v: &Value) -> Result<Self, WireError> {
-        let r: Self = serde_json::from_value(v.clone())
-            .map_err(|e| WireError::new(format!("a roots answer: {}", field_error(&e))))?;
-        if r.roots.iter().any(|x| !x.uri.starts_with("file://")) {
+        serde_json::from_value(v.clone())
+            .map_err(|e| WireError::new(format!("a roots answer: {}", field_error(&e))))
+    }
+}
+
+/// The unchecked shape of a [`ListRootsResult`].
+#[derive(Deserialize)]
+struct RawListRootsResult {
+    roots: Vec<Root>,
+}
+
+impl TryFrom<RawListRootsResult> for ListRootsResult {
+    type Error = WireError;
+
+    fn try_from(raw: RawListRootsResult) -> Result<Self, WireError> {
+        if raw.roots.iter().any(|x| !x.uri.starts_with("file://")) {
             return Err(WireError::new("every root uri must start with file://"));
         }
-        Ok(r)
+        Ok(Self { roots: raw.roots })
     }
 }
 
@@ -624,6 +672,32 @@ mod tests {
         }
         let msg = serde_error::<Root>(json!({"uri": 31_337}));
         assert!(!msg.contains("31337"), "{msg}");
+    }
+
+    #[test]
+    fn direct_deserialization_checks_answers_too() {
+        assert!(
+            serde_json::from_value::<ListRootsResult>(json!({"roots": [{"uri": "https://x"}]}))
+                .is_err()
+        );
+        assert!(
+            serde_json::from_value::<ListRootsResult>(json!({"roots": [{"uri": "file:///x"}]}))
+                .is_ok()
+        );
+        for bad in [
+            json!({"role": "system", "content": {"type": "text", "text": "x"}, "model": "m"}),
+            json!({"role": "assistant", "content": "x", "model": "m"}),
+            json!({"role": "assistant", "content": [{"text": "x"}], "model": "m"}),
+        ] {
+            assert!(
+                serde_json::from_value::<CreateMessageResult>(bad.clone()).is_err(),
+                "{bad}"
+            );
+        }
+        let ok = json!({"role": "assistant", "content": [{"type": "text", "text": "x"}], "model": "m",
+                        "stopReason": "endTurn", "_meta": {"k": 1}});
+        let r: CreateMessageResult = serde_json::from_value(ok.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&r).unwrap(), ok);
     }
 
     #[test]
