@@ -213,16 +213,10 @@ fn elicitation_form_with_and_without_mode() {
     );
 }
 
-/// A form's fields are shown to the user in the order the server declared them;
-/// `RequestedSchema::properties` and `InputRequests` are `IndexMap`s for that
-/// reason. But serde_json is built without `preserve_order`, so every
-/// `serde_json::Map` sorts its keys: a schema built as name, email, age goes on
-/// the wire as age, email, name, and a parsed one comes back sorted too.
-/// Fixing it needs `serde_json = { features = ["preserve_order"] }` in
-/// Cargo.toml (a crate-wide decision, reported to the lead); until then this is
-/// ignored rather than weakened.
+/// A form's fields are shown to the user in the order the server declared them:
+/// `RequestedSchema::properties` and `InputRequests` are `IndexMap`s, and serde_json
+/// is built with `preserve_order`, so the order survives the wire both ways.
 #[test]
-#[ignore = "needs serde_json's preserve_order feature (Cargo.toml): field order is lost"]
 fn form_fields_keep_declared_order() {
     use mrtr::wire::{ElicitFormParams, PrimitiveSchema, RequestedSchema};
     let mut schema = RequestedSchema::new();
