@@ -1,0 +1,1 @@
+//! `mrtr call` (placeholder).
