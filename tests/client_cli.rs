@@ -1,0 +1,177 @@
+//! `mrtr call` (src/client/cli.rs) in-process against a fake server on 127.0.0.1:
+//! answers from `--answers`, `--sampling-reply` and `--root`, failing closed
+//! without a terminal, and the exit codes.
+#![cfg(feature = "server")]
+
+use std::sync::{Arc, Mutex};
+
+use axum::Json;
+use axum::routing::post;
+use clap::Parser;
+use mrtr::client::cli::{CallArgs, run_call_with_output};
+use serde_json::{Value, json};
+
+#[derive(Debug, Parser)]
+struct Cli {
+    #[command(flatten)]
+    args: CallArgs,
+}
+
+/// A stateless fake MRTR server: `book` asks a form, a sampling and roots in one
+/// round, then completes with what it got; `fail` is a tool error; `boom` a JSON-RPC error.
+async fn server() -> (String, Arc<Mutex<Vec<Value>>>) {
+    let log: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let seen = log.clone();
+    let app = axum::Router::new().route(
+        "/mcp",
+        post(move |Json(req): Json<Value>| {
+            let seen = seen.clone();
+            async move {
+                seen.lock().unwrap().push(req.clone());
+                let p = &req["params"];
+                let result = match p["name"].as_str().or(p["uri"].as_str()).unwrap_or("") {
+                    "book" if p.get("inputResponses").is_none() => json!({
+                        "resultType": "input_required",
+                        "requestState": "st",
+                        "inputRequests": {
+                            "when": {"method": "elicitation/create", "params": {"message": "When?",
+                                "requestedSchema": {"type": "object", "properties": {"day": {"type": "string"}}, "required": ["day"]}}},
+                            "llm": {"method": "sampling/createMessage", "params": {
+                                "messages": [{"role": "user", "content": {"type": "text", "text": "Say hi"}}], "maxTokens": 10}},
+                            "where": {"method": "roots/list"}
+                        }
+                    }),
+                    "book" => json!({"resultType": "complete", "content": [{"type": "text",
+                        "text": format!("booked {} / {} / {}",
+                            p["inputResponses"]["when"]["content"]["day"],
+                            p["inputResponses"]["llm"]["content"]["text"],
+                            p["inputResponses"]["where"]["roots"][0]["uri"])}]}),
+                    "fail" => json!({"resultType": "complete", "isError": true, "content": [{"type": "text", "text": "disk full"}]}),
+                    "boom" => {
+                        return Json(json!({"jsonrpc": "2.0", "id": req["id"], "error": {"code": -32602, "message": "bad"}}));
+                    }
+                    _ => json!({"resultType": "complete", "contents": [{"uri": "x://y", "blob": "AA=="}]}),
+                };
+                Json(json!({"jsonrpc": "2.0", "id": req["id"], "result": result}))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, log)
+}
+
+async fn call(argv: &[&str]) -> (i32, String, String) {
+    let cli =
+        Cli::try_parse_from(std::iter::once("mrtr-call").chain(argv.iter().copied())).unwrap();
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = run_call_with_output(cli.args, &mut out, &mut err).await;
+    (
+        code,
+        String::from_utf8(out).unwrap(),
+        String::from_utf8(err).unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn answers_flags_and_roots_complete_the_call() {
+    let (url, log) = server().await;
+    let answers = r#"{"when": {"action": "accept", "content": {"day": "monday"}}, "unused": {"action": "decline"}}"#;
+    let (code, out, err) = call(&[
+        &url,
+        "tool",
+        "book",
+        "--args",
+        r#"{"n": 2}"#,
+        "--answers",
+        answers,
+        "--sampling-reply",
+        "hi there",
+        "--root",
+        "/tmp",
+        "--no-input",
+    ])
+    .await;
+    assert_eq!(code, 0, "stderr: {err}");
+    assert_eq!(
+        out.trim(),
+        r#"booked "monday" / "hi there" / "file:///tmp""#
+    );
+    let log = log.lock().unwrap();
+    assert_eq!(log.len(), 2);
+    assert_eq!(log[1]["params"]["arguments"], json!({"n": 2}));
+    assert_eq!(log[1]["params"]["requestState"], "st");
+    assert_eq!(
+        log[1]["params"]["_meta"]["io.modelcontextprotocol/clientInfo"]["name"],
+        "mrtr-call"
+    );
+    assert_eq!(
+        log[1]["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"],
+        json!({"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {}})
+    );
+}
+
+#[tokio::test]
+async fn without_a_terminal_an_unanswered_question_fails_closed() {
+    let (url, log) = server().await;
+    // Sampling and roots are covered; the form is not.
+    let (code, out, err) =
+        call(&[&url, "tool", "book", "--sampling-reply", "x", "--no-input"]).await;
+    assert_eq!(code, 2, "stderr: {err}");
+    assert!(out.is_empty());
+    assert!(
+        err.contains("\"when\"") && err.contains("--answers"),
+        "{err}"
+    );
+    assert_eq!(log.lock().unwrap().len(), 1, "no retry");
+}
+
+#[tokio::test]
+async fn an_answer_of_the_wrong_shape_fails_closed() {
+    let (url, _) = server().await;
+    let answers = r#"{"when": {"roots": []}, "llm": {"role": "assistant", "content": {"type": "text", "text": "x"}, "model": "m"}}"#;
+    let (code, _, err) = call(&[&url, "tool", "book", "--answers", answers, "--no-input"]).await;
+    assert_eq!(code, 2, "stderr: {err}");
+    assert!(err.contains("--answers[\"when\"]"), "{err}");
+}
+
+#[tokio::test]
+async fn a_tool_error_exits_1_on_stderr() {
+    let (url, _) = server().await;
+    let (code, out, err) = call(&[&url, "tool", "fail", "--no-input"]).await;
+    assert_eq!(code, 1);
+    assert!(out.is_empty());
+    assert!(err.contains("tool error: disk full"), "{err}");
+}
+
+#[tokio::test]
+async fn protocol_errors_exit_3_and_usage_errors_exit_2() {
+    let (url, _) = server().await;
+    let (code, _, err) = call(&[&url, "prompt", "boom", "--args", r#"{"a": "b"}"#]).await;
+    assert_eq!(code, 3);
+    assert!(err.contains("-32602"), "{err}");
+    assert_eq!(call(&[&url, "tool", "x", "--args", "[1]"]).await.0, 2);
+    assert_eq!(
+        call(&[&url, "prompt", "x", "--args", r#"{"a": 1}"#])
+            .await
+            .0,
+        2
+    );
+    assert_eq!(
+        call(&["https://example.com/mcp", "resource", "x://y"])
+            .await
+            .0,
+        2
+    );
+    assert_eq!(call(&[&url, "tool", "x", "--answers", "[]"]).await.0, 2);
+}
+
+#[tokio::test]
+async fn a_result_without_text_prints_as_json() {
+    let (url, _) = server().await;
+    let (code, out, _) = call(&[&url, "resource", "x://y"]).await;
+    assert_eq!(code, 0);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["contents"][0]["blob"], "AA==");
+}
