@@ -175,3 +175,80 @@ async fn a_result_without_text_prints_as_json() {
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["contents"][0]["blob"], "AA==");
 }
+
+/// The built `mrtr_call` example (cargo builds examples before running tests).
+fn example_binary() -> Option<std::path::PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?.parent()?; // target/<profile>/deps/.. = target/<profile>
+    let bin = dir.join("examples").join("mrtr_call");
+    bin.exists().then_some(bin)
+}
+
+#[tokio::test]
+async fn interactive_answers_through_a_pseudo_terminal() {
+    // `script` (util-linux) runs the command on a new pseudo-terminal and copies
+    // our piped stdin to it, so the program sees a terminal and asks.
+    let Some(bin) = example_binary() else {
+        eprintln!("skipped: target/*/examples/mrtr_call not built");
+        return;
+    };
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: no `script` command for a pseudo-terminal");
+        return;
+    }
+    let (url, log) = server().await;
+    let cmd = format!("{} {url} tool book --root /tmp", bin.display());
+    let mut child = tokio::process::Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut seen = String::new();
+    let mut buf = [0u8; 4096];
+    // Answer each prompt once it shows (a round's questions come one at a time, in any order).
+    let mut todo = vec![
+        ("(text) *:", "tuesday\n"),
+        ("Your reply as the model", "hello\n"),
+    ];
+    let mut from = 0;
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !todo.is_empty() {
+        if let Some(i) = todo.iter().position(|(p, _)| seen[from..].contains(p)) {
+            let (_, answer) = todo.remove(i);
+            from = seen.len();
+            stdin.write_all(answer.as_bytes()).await.unwrap();
+            stdin.flush().await.unwrap();
+            continue;
+        }
+        let n = match tokio::time::timeout_at(deadline, stdout.read(&mut buf)).await {
+            Ok(n) => n.unwrap(),
+            Err(_) => panic!("prompts {todo:?} not shown: {seen:?}"),
+        };
+        assert!(n > 0, "output ended early: {seen}");
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    let status = tokio::time::timeout(std::time::Duration::from_secs(20), async {
+        let mut rest = Vec::new();
+        stdout.read_to_end(&mut rest).await.unwrap();
+        seen.push_str(&String::from_utf8_lossy(&rest));
+        child.wait().await.unwrap()
+    })
+    .await
+    .expect("the call ends");
+    assert!(status.success(), "{seen}");
+    assert!(seen.contains("When?"), "{seen}");
+    assert!(
+        seen.contains(r#"booked "tuesday" / "hello" / "file:///tmp""#),
+        "{seen}"
+    );
+    assert_eq!(log.lock().unwrap().len(), 2);
+}
