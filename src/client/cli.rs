@@ -296,20 +296,31 @@ impl CliHandler {
         })
     }
 
-    fn closed(&self, ctx: &InputContext, kind: InputKind) -> HandlerError {
+    fn closed(
+        &self,
+        ctx: &InputContext,
+        kind: InputKind,
+        form: Option<&RequestedSchema>,
+    ) -> HandlerError {
         self.failed_closed.store(true, Ordering::Relaxed);
-        let example = match kind {
-            InputKind::ElicitForm => r#"{"action": "accept", "content": {...}}"#,
-            InputKind::ElicitUrl => r#"{"action": "accept"}"#,
-            InputKind::Sampling => {
-                r#"{"role": "assistant", "content": {"type": "text", "text": "..."}, "model": "..."}"#
+        let example = match (kind, form) {
+            (InputKind::ElicitForm, Some(schema)) => {
+                let fields: Vec<String> = schema
+                    .properties
+                    .iter()
+                    .map(|(name, f)| format!("{name:?}: <{}>", kind_of(f)))
+                    .collect();
+                format!(r#"{{"action": "accept", "content": {{{}}}}}"#, fields.join(", "))
             }
-            InputKind::Roots => r#"{"roots": [{"uri": "file:///..."}]}"#,
+            (InputKind::ElicitForm, None) => r#"{"action": "accept", "content": {...}}"#.to_owned(),
+            (InputKind::ElicitUrl, _) => r#"{"action": "accept"}"#.to_owned(),
+            (InputKind::Sampling, _) => {
+                r#"{"role": "assistant", "content": {"type": "text", "text": "..."}, "model": "..."}"#.to_owned()
+            }
+            (InputKind::Roots, _) => r#"{"roots": [{"uri": "file:///..."}]}"#.to_owned(),
         };
         HandlerError::Failed(format!(
-            "the server asks for {} input {:?} and there is no terminal to ask on; answer it with --answers '{{{:?}: {example}}}'",
-            kind.as_str(),
-            ctx.key,
+            "no terminal to ask on (stdin is not a terminal, or --no-input); answer it with --answers '{{{:?}: {example}}}'",
             ctx.key
         ))
     }
@@ -369,7 +380,11 @@ impl InputHandler for CliHandler {
                 return r.map(expect_elicit);
             }
             if !self.interactive {
-                return Err(self.closed(&ctx, kind));
+                let schema = match &params {
+                    ElicitParams::Form(f) => Some(&f.requested_schema),
+                    ElicitParams::Url(_) => None,
+                };
+                return Err(self.closed(&ctx, kind, schema));
             }
             match params {
                 ElicitParams::Form(form) => self.dialog(move |i, o| ask_form(&form, i, o)).await?,
@@ -395,7 +410,7 @@ impl InputHandler for CliHandler {
                 return Ok(model_reply(text.clone()));
             }
             if !self.interactive {
-                return Err(self.closed(&ctx, InputKind::Sampling));
+                return Err(self.closed(&ctx, InputKind::Sampling, None));
             }
             let reply = self
                 .dialog(move |i, o| ask_sampling(&params, i, o))
@@ -505,6 +520,7 @@ fn field_prompt(name: &str, field: &PrimitiveSchema, required: bool) -> String {
     if let Some(d) = field.description() {
         s.push_str(&format!(" — {d}"));
     }
+    let mut choices = Vec::new();
     let (ty, default) = match field {
         PrimitiveSchema::String {
             default,
@@ -513,10 +529,7 @@ fn field_prompt(name: &str, field: &PrimitiveSchema, required: bool) -> String {
             max_length,
             ..
         } => {
-            let mut t = "text".to_owned();
-            if let Some(f) = format {
-                t = f.as_str().to_owned();
-            }
+            let mut t = format.map_or("text", StringFormat::as_str).to_owned();
             if min_length.is_some() || max_length.is_some() {
                 t.push_str(&format!(
                     ", {}..{} chars",
@@ -545,28 +558,62 @@ fn field_prompt(name: &str, field: &PrimitiveSchema, required: bool) -> String {
         PrimitiveSchema::SingleSelect {
             options, default, ..
         } => {
-            let mut t = "choose one:".to_owned();
-            for (i, o) in options.iter().enumerate() {
-                t.push_str(&format!("\n      {}) {}", i + 1, label(&o.title, &o.value)));
-            }
-            (t, default.clone())
+            choices.extend(options.iter().map(|o| label(&o.title, &o.value)));
+            ("choose one: number or value".to_owned(), default.clone())
         }
         PrimitiveSchema::MultiSelect {
             options, default, ..
         } => {
-            let mut t = "choose any, comma-separated:".to_owned();
-            for (i, o) in options.iter().enumerate() {
-                t.push_str(&format!("\n      {}) {}", i + 1, label(&o.title, &o.value)));
-            }
-            (t, default.as_ref().map(|d| d.join(",")))
+            choices.extend(options.iter().map(|o| label(&o.title, &o.value)));
+            (
+                "choose any: numbers or values, comma-separated".to_owned(),
+                default.as_ref().map(|d| d.join(",")),
+            )
         }
     };
     s.push_str(&format!(" ({ty})"));
     if let Some(d) = default {
         s.push_str(&format!(" [default: {d}]"));
     }
-    s.push_str(if required { " *: " } else { ": " });
+    if required {
+        s.push_str(" *");
+    }
+    if choices.is_empty() {
+        s.push_str(": ");
+    } else {
+        for (i, c) in choices.iter().enumerate() {
+            s.push_str(&format!("\n      {}) {c}", i + 1));
+        }
+        s.push_str("\n    > ");
+    }
     s
+}
+
+fn kind_of(f: &PrimitiveSchema) -> String {
+    match f {
+        PrimitiveSchema::String {
+            format: Some(fmt), ..
+        } => format!("{} string", fmt.as_str()),
+        PrimitiveSchema::String { .. } => "string".into(),
+        PrimitiveSchema::Number { integer: true, .. } => "integer".into(),
+        PrimitiveSchema::Number { .. } => "number".into(),
+        PrimitiveSchema::Boolean { .. } => "true|false".into(),
+        PrimitiveSchema::SingleSelect { options, .. } => options
+            .iter()
+            .map(|o| o.value.as_str())
+            .collect::<Vec<_>>()
+            .join("|"),
+        PrimitiveSchema::MultiSelect { options, .. } => {
+            format!(
+                "[{}]",
+                options
+                    .iter()
+                    .map(|o| o.value.as_str())
+                    .collect::<Vec<_>>()
+                    .join("|")
+            )
+        }
+    }
 }
 
 fn label(title: &str, value: &str) -> String {
