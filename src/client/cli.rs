@@ -884,19 +884,19 @@ mod tests {
 
     #[test]
     fn form_fields_are_typed_checked_and_defaulted() {
+        // Declared in alphabetical order, so the fields are asked in this order whether
+        // or not serde_json preserves insertion order. age: "x", 1.5, then the
+        // default; color: 3 (out of range) then 2; mail: bad then good; name: empty
+        // (required), too short, ok; note: skipped; ok: "maybe" then y; tags: "a, c".
         let schema = json!({"type": "object", "properties": {
-            "name": {"type": "string", "title": "Name", "minLength": 2},
             "age": {"type": "integer", "minimum": 0, "default": 30},
-            "ok": {"type": "boolean"},
             "color": {"type": "string", "enum": ["red", "green"]},
-            "tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b", "c"]}},
+            "mail": {"type": "string", "format": "email"},
+            "name": {"type": "string", "title": "Name", "minLength": 2},
             "note": {"type": "string"},
-            "mail": {"type": "string", "format": "email"}
+            "ok": {"type": "boolean"},
+            "tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b", "c"]}}
         }, "required": ["name", "ok", "color"]});
-        // Fields come in the order the schema map yields them (alphabetical: serde_json
-        // without preserve_order). age: "x", 1.5, then the default; color: 3 (out of
-        // range) then 2; mail: bad then good; name: empty (required), too short, ok;
-        // note: skipped; ok: "maybe" then y; tags: "a, c".
         let typed = "x\n1.5\n\n3\n2\nnope\nada@example.org\n\nA\nAda\n\nmaybe\ny\na, c\n";
         let (r, shown) = run_form(schema, typed);
         assert_eq!(r.action, ElicitAction::Accept);
