@@ -24,6 +24,9 @@ enum Command {
     Serve(ServeArgs),
     /// Print a new random key for MRTR_KEYS.
     Keygen,
+    /// Call a tool, prompt or resource on any MRTR server and answer its questions
+    /// on the terminal (or from --answers).
+    Call(mrtr::client::cli::CallArgs),
     /// Open a requestState token with the configured keys and print its claims,
     /// or the private reason it does not open.
     Inspect {
@@ -108,7 +111,25 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Inspect { token, keys_file } => inspect(&token, keys_file),
+        Command::Call(args) => call(args),
     }
+}
+
+/// Runs `mrtr call` on a small runtime; exit codes 0 complete, 1 tool error,
+/// 2 usage, 3 protocol or transport error.
+fn call(args: mrtr::client::cli::CallArgs) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("mrtr: error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let code = runtime.block_on(mrtr::client::cli::run_call(args));
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 
 /// Opens a token for an operator: claims on stdout, or the private reason on stderr (exit 1).

@@ -165,6 +165,9 @@ impl CreateMessageParams {
 
 /// One input request: a bare `{method, params}` (`InputRequest` in schema.ts).
 #[derive(Debug, Clone, PartialEq)]
+// A handful of these exist per round; boxing the sampling params would only make
+// matching on them clumsier for users.
+#[allow(clippy::large_enum_variant)]
 pub enum InputRequest {
     /// `elicitation/create`.
     Elicit(ElicitParams),
