@@ -1202,3 +1202,171 @@ fn the_flow_unit_helpers_agree_with_the_wire() {
         "t"
     );
 }
+
+// Beyond the list: capability, audience, idempotent retries, hostile input.
+
+#[test]
+fn undeclared_capability_is_32021_naming_it() {
+    let s = Server::start(&[]);
+    let mut body = tool(1, ELICIT, None);
+    body["params"]["_meta"] = meta(json!({}));
+    let v = s.call(&body, 400);
+    let e = rpc_error(&v, -32021);
+    assert!(
+        e["data"]["requiredCapabilities"]["elicitation"].is_object(),
+        "{v}"
+    );
+    // URL mode needs elicitation.url: form alone is not enough.
+    let mut body = tool(2, "connect_account", None);
+    body["params"]["_meta"] = meta(json!({"elicitation": {"form": {}}}));
+    let v = s.call(&body, 400);
+    let e = rpc_error(&v, -32021);
+    assert!(
+        e["data"]["requiredCapabilities"]["elicitation"]["url"].is_object(),
+        "{v}"
+    );
+    let line = s.log_line_for(2);
+    assert!(line.contains("outcome=\"error:-32021\""), "{line}");
+}
+
+#[test]
+fn another_audience_refuses_state_sealed_with_the_same_key() {
+    let key = mrtr::seal::generate_key_string();
+    let a = Server::start_with_keys(&["--audience", "fleet-a"], &key);
+    let b = Server::start_with_keys(&["--audience", "fleet-b"], &key);
+    let a2 = Server::start_with_keys(&["--audience", "fleet-a"], &key);
+    let first = tool(1, ELICIT, None);
+    let state = state_of(&a.call(&first, 200));
+    let second = retry(&first, 2, Some(name_answer("Aud")), &state);
+    assert_invalid_state(&b.call(&second, 400));
+    let line = b.log_line_for(2);
+    assert!(line.contains("reject_reason=\"audience\""), "{line}");
+    assert_eq!(complete_text(&a2.call(&second, 200)), "Hello, Aud!");
+}
+
+#[test]
+fn retries_are_stateless_and_idempotent_without_side_effects() {
+    let s = Server::start(&[]);
+    let first = tool(1, MULTI, None);
+    let s1 = state_of(&s.call(&first, 200));
+    let step1 = json!({"step1": accept(json!({"name": "Ada"}))});
+    // The same round-2 retry twice: the same questions both times.
+    let r2a = s.call(&retry(&first, 2, Some(step1.clone()), &s1), 200);
+    let r2b = s.call(&retry(&first, 3, Some(step1.clone()), &s1), 200);
+    assert_eq!(asked_keys(&r2a), ["step2"]);
+    assert_eq!(asked_keys(&r2b), ["step2"]);
+    // A retry without answers asks again, in a later round.
+    let again = s.call(&retry(&first, 4, None, &s1), 200);
+    assert_eq!(asked_keys(&again), ["step1"]);
+    assert!(s.log_line_for(4).contains("round=2"));
+    // An answer of the wrong kind is asked again with a note, not accepted.
+    let wrong = json!({"step1": roots(json!([]))});
+    let v = s.call(&retry(&first, 5, Some(wrong), &s1), 200);
+    assert_eq!(asked_keys(&v), ["step1"], "{v}");
+    let msg = result(&v)["inputRequests"]["step1"]["params"]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(msg.contains("again"), "{msg}");
+    // Unknown answer keys are ignored.
+    let mut extra = step1.clone();
+    extra["nobody_asked"] = accept(json!({"x": 1}));
+    let v = s.call(&retry(&first, 6, Some(extra), &s1), 200);
+    assert_eq!(asked_keys(&v), ["step2"], "{v}");
+    // Mcp-Session-Id is ignored (sessions are gone).
+    let body = retry(&first, 7, Some(step1), &s1);
+    let r = s.rpc_with(&body, &[("Mcp-Session-Id", "abc123")]);
+    assert_eq!(r.status, 200);
+    assert_eq!(asked_keys(&r.json()), ["step2"]);
+    assert!(r.header("mcp-session-id").is_none());
+}
+
+#[test]
+fn hostile_inputs_never_get_a_5xx_and_the_server_survives() {
+    let mut s = Server::start(&[]);
+    let good = tool(1, ELICIT, None);
+    let deep = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
+    let mut cases: Vec<(String, Vec<(String, String)>)> = Vec::new();
+    let h = headers_for(&good);
+    cases.push((deep.clone(), h.clone()));
+    let mut nested = good.to_string();
+    nested.truncate(nested.len() - 2);
+    nested.push_str(&format!(r#","arguments":{{"a":{deep}}}}}}}"#));
+    cases.push((nested, h.clone()));
+    for id in [
+        r#""string-id""#,
+        "-1",
+        "1.5",
+        "18446744073709551616",
+        "1e400",
+        "true",
+        "null",
+        "{}",
+    ] {
+        let mut b = good.to_string();
+        b = b.replacen(r#""id":1,"#, &format!(r#""id":{id},"#), 1);
+        assert!(b.contains(&format!(r#""id":{id},"#)), "{b}");
+        cases.push((b, h.clone()));
+    }
+    for (k, v) in [
+        ("method", json!(5)),
+        ("jsonrpc", json!("1.0")),
+        ("params", json!(null)),
+    ] {
+        let mut b = good.clone();
+        b[k] = v;
+        cases.push((b.to_string(), h.clone()));
+    }
+    for state in [
+        String::new(),
+        "A".repeat(100_000),
+        "not base64 !!".to_owned(),
+        "AAAA".to_owned(),
+    ] {
+        let b = retry(&good, 9, Some(name_answer("x")), &state);
+        cases.push((b.to_string(), h.clone()));
+    }
+    // A non-ASCII name: the header cannot carry it, so -32020.
+    let uni = tool(10, "名前", None);
+    cases.push((uni.to_string(), headers_for(&uni)));
+    // Answers of every odd shape.
+    for answer in [
+        json!(null),
+        json!("accept"),
+        json!({"action": "maybe"}),
+        json!({"action": "accept", "content": "x"}),
+        json!({"action": "accept", "content": {"name": 5}}),
+    ] {
+        let first = tool(11, ELICIT, None);
+        let state = state_of(&s.call(&first, 200));
+        let b = retry(&first, 12, Some(json!({"user_name": answer})), &state);
+        cases.push((b.to_string(), h.clone()));
+    }
+
+    for (body, headers) in &cases {
+        let r = s.post(&borrow(headers), body.as_bytes());
+        let short: String = body.chars().take(120).collect();
+        assert!(
+            matches!(r.status, 200 | 202 | 400 | 404),
+            "{short}: {} {}",
+            r.status,
+            r.text()
+        );
+        if r.status != 202 {
+            let v = r.json();
+            assert_eq!(v["jsonrpc"], "2.0", "{short}: {v}");
+            assert!(
+                v.get("result").is_some() != v.get("error").is_some(),
+                "{short}: {v}"
+            );
+        }
+    }
+    assert!(s.child.try_wait().unwrap().is_none(), "server died");
+    assert_eq!(asked_keys(&s.call(&good, 200)), ["user_name"]);
+    // No panic was logged.
+    assert!(
+        s.stderr_lines().iter().all(|l| !l.contains("panic")),
+        "{:?}",
+        s.stderr_lines()
+    );
+}
