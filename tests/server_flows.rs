@@ -605,11 +605,16 @@ fn ephemeral_keys_do_not_open_each_others_state() {
 #[test]
 fn expired_state_is_a_tool_error_on_tools_call_and_32602_on_prompts_get() {
     let s = Server::start(&["--state-ttl", "1", "--clock-skew", "0"]);
+    // The same TTL with the default skew (60 s) tolerates the lapse.
+    let tolerant = Server::start(&["--state-ttl", "1"]);
     let started = Instant::now();
     let call = tool(1, ELICIT, None);
     let call_state = state_of(&s.call(&call, 200));
     let prompt = carrier(2, "prompts/get", PROMPT, None);
     let prompt_state = state_of(&s.call(&prompt, 200));
+    let read = carrier(6, "resources/read", VAULT, None);
+    let read_state = state_of(&s.call(&read, 200));
+    let tolerant_state = state_of(&tolerant.call(&call, 200));
     // Issued at or before `issued` (whole seconds); expiry is issued + 1 s and the
     // check is `now > exp`, so from `issued + 2` on both have lapsed. Poll the clock.
     let issued = unix_secs();
@@ -637,9 +642,19 @@ fn expired_state_is_a_tool_error_on_tools_call_and_32602_on_prompts_get() {
     assert!(line.contains("outcome=\"error:-32602\""), "{line}");
     assert!(line.contains("reject_reason=\"expired\""), "{line}");
 
+    // resources/read has no tool-error channel either: the frozen -32602.
+    let reveal = json!({"reveal": accept(json!({"confirm": true}))});
+    assert_invalid_state(&s.call(&retry(&read, 7, Some(reveal), &read_state), 400));
+
     // Calling again, as the tool error says, starts a fresh flow.
     let fresh = tool(5, ELICIT, None);
     assert_eq!(asked_keys(&s.call(&fresh, 200)), ["user_name"]);
+
+    let v = tolerant.call(
+        &retry(&call, 8, Some(name_answer("Skew")), &tolerant_state),
+        200,
+    );
+    assert_eq!(complete_text(&v), "Hello, Skew!");
 }
 
 // 9. Confirm-then-act: the act happens exactly once.
@@ -1369,4 +1384,29 @@ fn hostile_inputs_never_get_a_5xx_and_the_server_survives() {
         "{:?}",
         s.stderr_lines()
     );
+}
+
+#[test]
+fn inspect_opens_a_token_the_server_issued() {
+    let key = mrtr::seal::generate_key_string();
+    let s = Server::start_with_keys(&[], &key);
+    let first = tool(1, MULTI, None);
+    let s1 = state_of(&s.call(&first, 200));
+    let step1 = json!({"step1": accept(json!({"name": "Inspected"}))});
+    let s2 = state_of(&s.call(&retry(&first, 2, Some(step1), &s1), 200));
+    let out = std::process::Command::new(server_support::bin())
+        .args(["inspect", &s2])
+        .env("MRTR_KEYS", &key)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let claims: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(claims["round"], 2, "{claims}");
+    // The operator sees the sealed answers; the client never could.
+    assert!(claims.to_string().contains("Inspected"), "{claims}");
+    assert!(!s.stderr_lines().join("\n").contains("Inspected"));
 }
