@@ -1410,3 +1410,31 @@ fn inspect_opens_a_token_the_server_issued() {
     assert!(claims.to_string().contains("Inspected"), "{claims}");
     assert!(!s.stderr_lines().join("\n").contains("Inspected"));
 }
+
+#[test]
+fn concurrent_replays_of_the_final_round_deploy_once() {
+    let s = Server::start(&[]);
+    let first = tool(1, "deploy", Some(json!({"service": "race"})));
+    let state = state_of(&s.call(&first, 200));
+    let last = retry(&first, 2, Some(confirm(true)), &state);
+    let replies: Vec<Value> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..8)
+            .map(|i| {
+                let mut body = last.clone();
+                body["id"] = json!(100 + i);
+                let s = &s;
+                scope.spawn(move || s.call(&body, 200))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let deployed: Vec<&Value> = replies
+        .iter()
+        .filter(|v| result(v)["isError"] != true)
+        .collect();
+    assert_eq!(deployed.len(), 1, "{replies:?}");
+    assert_eq!(complete_text(deployed[0]), "Deployed race (deployment #1).");
+    for v in replies.iter().filter(|v| result(v)["isError"] == true) {
+        assert!(tool_error_text(v).contains("already carried out"), "{v}");
+    }
+}
