@@ -759,10 +759,29 @@ fn stdio_two_round_tools_call_end_to_end() {
     // A protocol error is a line too.
     let v = s.call(&retry(&first, 3, Some(name_answer("x")), "bogus"));
     assert_invalid_state(&v);
+    // A notification gets no line; malformed JSON gets a -32700 line; the next
+    // request's reply is the next line.
+    s.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#);
+    s.send("{not json");
+    let v = s.read_reply();
+    rpc_error(&v, -32700);
+    assert!(v["id"].is_null(), "{v}");
+    let v = s.call(&tool(4, "slow_report", None));
+    assert_eq!(result(&v)["resultType"], "input_required");
     let (rest, err) = s.finish();
     assert_eq!(rest, "", "stdout must hold only the replies");
     let lines: Vec<&String> = err.iter().filter(|l| l.contains("mrtr::request")).collect();
-    assert_eq!(lines.len(), 3, "{err:?}");
+    assert_eq!(lines.len(), 6, "{err:?}");
+    assert!(
+        lines[3].contains("outcome=\"notification\""),
+        "{}",
+        lines[3]
+    );
+    assert!(
+        lines[4].contains("outcome=\"error:-32700\""),
+        "{}",
+        lines[4]
+    );
     assert!(lines[0].contains("outcome=\"input_required\"") && lines[0].contains("round=1"));
     assert!(lines[1].contains("outcome=\"complete\"") && lines[1].contains("round=2"));
     assert!(

@@ -578,11 +578,23 @@ impl StdioServer {
     }
 
     /// Writes one request line and reads one reply line (which must be one
-    /// JSON object ending in a newline).
+    /// JSON object ending in a newline, echoing the request id).
     pub fn call(&mut self, body: &Value) -> Value {
+        self.send(&body.to_string());
+        let v = self.read_reply();
+        assert_eq!(v["id"], body["id"], "{v}");
+        v
+    }
+
+    /// Writes one line as is (no reply is read).
+    pub fn send(&mut self, line: &str) {
         let stdin = self.stdin.as_mut().expect("stdin open");
-        writeln!(stdin, "{body}").expect("write request");
+        writeln!(stdin, "{line}").expect("write request");
         stdin.flush().unwrap();
+    }
+
+    /// Reads one reply line: one JSON-RPC object ending in a newline.
+    pub fn read_reply(&mut self) -> Value {
         let mut line = String::new();
         let n = self.stdout.read_line(&mut line).expect("read reply");
         assert!(
@@ -594,7 +606,6 @@ impl StdioServer {
         let v: Value = serde_json::from_str(line.trim_end())
             .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line:?}"));
         assert_eq!(v["jsonrpc"], "2.0", "{v}");
-        assert_eq!(v["id"], body["id"], "{v}");
         v
     }
 
