@@ -1457,3 +1457,22 @@ fn concurrent_replays_of_the_final_round_deploy_once() {
         assert!(tool_error_text(v).contains("already carried out"), "{v}");
     }
 }
+
+#[test]
+fn a_flow_over_one_kept_alive_connection() {
+    let s = Server::start(&[]);
+    let mut conn = server_support::KeepAlive::connect(s.addr);
+    let first = tool(1, MULTI, None);
+    let r = conn.rpc(&first);
+    assert_eq!(r.status, 200);
+    let s1 = state_of(&r.json());
+    let step1 = json!({"step1": accept(json!({"name": "Kee"}))});
+    let r = conn.rpc(&retry(&first, 2, Some(step1), &s1));
+    let s2 = state_of(&r.json());
+    // An error in between does not close the connection.
+    let r = conn.rpc(&retry(&first, 3, None, "bogus"));
+    assert_eq!(r.status, 400);
+    let step2 = json!({"step2": accept(json!({"color": "teal"}))});
+    let r = conn.rpc(&retry(&first, 4, Some(step2), &s2));
+    assert_eq!(complete_text(&r.json()), "Kee likes teal");
+}

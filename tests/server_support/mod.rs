@@ -639,3 +639,61 @@ impl Drop for StdioServer {
         let _ = self.child.wait();
     }
 }
+
+/// A kept-alive HTTP/1.1 connection: requests go one after another on the same
+/// socket (responses must carry `Content-Length`).
+pub struct KeepAlive {
+    stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl KeepAlive {
+    pub fn connect(addr: SocketAddr) -> Self {
+        let stream = TcpStream::connect(addr).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        Self {
+            stream,
+            buf: Vec::new(),
+        }
+    }
+
+    /// POSTs `body` to /mcp with its agreeing MCP headers and reads one response.
+    pub fn rpc(&mut self, body: &Value) -> HttpResponse {
+        let text = body.to_string();
+        let mut head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+            text.len()
+        );
+        for (k, v) in headers_for(body) {
+            head.push_str(&format!("{k}: {v}\r\n"));
+        }
+        head.push_str("\r\n");
+        self.stream.write_all(head.as_bytes()).unwrap();
+        self.stream.write_all(text.as_bytes()).unwrap();
+        // Read the head, then exactly Content-Length body bytes.
+        let mut chunk = [0u8; 8192];
+        let split = loop {
+            if let Some(p) = self.buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break p;
+            }
+            let n = self.stream.read(&mut chunk).expect("read head");
+            assert!(n > 0, "connection closed before a response");
+            self.buf.extend_from_slice(&chunk[..n]);
+        };
+        let head = String::from_utf8_lossy(&self.buf[..split]).to_ascii_lowercase();
+        let len: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .map(|v| v.trim().parse().unwrap())
+            .expect("response has a Content-Length");
+        while self.buf.len() < split + 4 + len {
+            let n = self.stream.read(&mut chunk).expect("read body");
+            assert!(n > 0, "connection closed mid-body");
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+        let raw: Vec<u8> = self.buf.drain(..split + 4 + len).collect();
+        parse_response(&raw)
+    }
+}
