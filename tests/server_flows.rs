@@ -1476,3 +1476,20 @@ fn a_flow_over_one_kept_alive_connection() {
     let r = conn.rpc(&retry(&first, 4, Some(step2), &s2));
     assert_eq!(complete_text(&r.json()), "Kee likes teal");
 }
+
+#[test]
+fn a_huge_string_id_is_echoed_whole_but_logged_short() {
+    let s = Server::start(&[]);
+    let long = format!("{}-END", "i".repeat(100_000));
+    let mut body = tool(1, ELICIT, None);
+    body["id"] = json!(long);
+    body["params"]["requestState"] = json!("bogus");
+    let r = s.rpc(&body);
+    assert_eq!(r.status, 400);
+    assert_eq!(r.json()["id"], long.as_str());
+    s.wait_for_lines("mrtr::request", 1);
+    for l in s.stderr_lines() {
+        assert!(l.len() < 2048, "a log line of {} bytes", l.len());
+        assert!(!l.contains("-END"), "{l}");
+    }
+}
