@@ -1493,3 +1493,24 @@ fn a_huge_string_id_is_echoed_whole_but_logged_short() {
         assert!(!l.contains("-END"), "{l}");
     }
 }
+
+#[test]
+fn client_text_in_errors_is_bounded_in_the_reply_and_the_log() {
+    let s = Server::start(&[]);
+    let big = "K".repeat(50_000);
+    let mut body = carrier(1, "prompts/get", PROMPT, None);
+    body["params"]["arguments"] = json!({ big.clone(): 1 });
+    let r = s.rpc(&body);
+    assert_eq!(r.status, 400);
+    let v = r.json();
+    rpc_error(&v, -32602);
+    assert!(
+        v["error"]["message"].as_str().unwrap().len() < 512,
+        "{}",
+        r.body.len()
+    );
+    s.wait_for_lines("mrtr::request", 1);
+    for l in s.stderr_lines() {
+        assert!(l.len() < 2048, "a log line of {} bytes", l.len());
+    }
+}
