@@ -513,7 +513,13 @@ fn request_state_replayed_on_another_tool_or_other_arguments_is_refused() {
 
 #[test]
 fn fleet_with_shared_keys_finishes_one_flow_across_processes() {
-    let key = mrtr::seal::generate_key_string();
+    // The key as an operator makes it: `mrtr keygen`.
+    let out = std::process::Command::new(server_support::bin())
+        .arg("keygen")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let key = String::from_utf8(out.stdout).unwrap().trim().to_owned();
     let a = Server::start_with_keys(&[], &key);
     let b = Server::start_with_keys(&[], &key);
     let other = Server::start_with_keys(&[], &mrtr::seal::generate_key_string());
