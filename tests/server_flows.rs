@@ -1520,3 +1520,20 @@ fn client_text_in_errors_is_bounded_in_the_reply_and_the_log() {
         assert!(l.len() < 2048, "a log line of {} bytes", l.len());
     }
 }
+
+#[test]
+fn sigterm_with_an_idle_kept_alive_connection_exits_promptly() {
+    let mut s = Server::start(&[]);
+    let mut conn = server_support::KeepAlive::connect(s.addr);
+    let r = conn.rpc(&tool(1, ELICIT, None));
+    assert_eq!(r.status, 200);
+    let started = Instant::now();
+    let status = s.terminate();
+    assert!(status.success(), "{status:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "shutdown waited {:?} for an idle connection",
+        started.elapsed()
+    );
+    drop(conn);
+}
