@@ -21,6 +21,8 @@ pub struct Server {
     pub child: Child,
     pub addr: SocketAddr,
     pub stderr: Arc<Mutex<Vec<String>>>,
+    /// The thread copying stderr into `stderr`; it ends at the pipe's EOF.
+    stderr_reader: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Server {
@@ -49,7 +51,7 @@ impl Server {
         let (tx, rx) = std::sync::mpsc::channel();
         let pipe = child.stderr.take().unwrap();
         let sink = Arc::clone(&stderr);
-        std::thread::spawn(move || {
+        let stderr_reader = std::thread::spawn(move || {
             for line in BufReader::new(pipe).lines() {
                 let Ok(line) = line else { break };
                 if let Some(addr) = parse_listening(&line) {
@@ -72,6 +74,7 @@ impl Server {
             child,
             addr,
             stderr,
+            stderr_reader: Some(stderr_reader),
         }
     }
 
@@ -108,7 +111,14 @@ impl Server {
             .status()
             .expect("run kill");
         assert!(ok.success());
-        wait_timeout(&mut self.child, Duration::from_secs(10)).expect("server did not exit")
+        let status =
+            wait_timeout(&mut self.child, Duration::from_secs(10)).expect("server did not exit");
+        // The process is gone, so its stderr pipe is at EOF: once the reader
+        // thread ends, every line it wrote is in `stderr`.
+        if let Some(h) = self.stderr_reader.take() {
+            let _ = h.join();
+        }
+        status
     }
 
     pub fn post(&self, headers: &[(&str, &str)], body: &[u8]) -> HttpResponse {
@@ -207,6 +217,7 @@ pub fn request_raw(addr: SocketAddr, raw: &[u8]) -> HttpResponse {
         match s.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             // A reset after the response arrived is fine; we parse what we have.
             Err(_) if !out.is_empty() => break,
             Err(e) => panic!("read: {e}"),
@@ -543,6 +554,7 @@ pub struct StdioServer {
     stdin: Option<std::process::ChildStdin>,
     stdout: BufReader<std::process::ChildStdout>,
     pub stderr: Arc<Mutex<Vec<String>>>,
+    stderr_reader: Option<std::thread::JoinHandle<()>>,
 }
 
 impl StdioServer {
@@ -563,7 +575,7 @@ impl StdioServer {
         let stderr = Arc::new(Mutex::new(Vec::new()));
         let pipe = child.stderr.take().unwrap();
         let sink = Arc::clone(&stderr);
-        std::thread::spawn(move || {
+        let stderr_reader = std::thread::spawn(move || {
             for line in BufReader::new(pipe).lines() {
                 let Ok(line) = line else { break };
                 sink.lock().unwrap().push(line);
@@ -574,6 +586,7 @@ impl StdioServer {
             stdin,
             stdout,
             stderr,
+            stderr_reader: Some(stderr_reader),
         }
     }
 
@@ -617,16 +630,10 @@ impl StdioServer {
         assert!(status.success(), "{status:?}");
         let mut rest = String::new();
         self.stdout.read_to_string(&mut rest).unwrap();
-        // The stderr reader thread ends at EOF; give it a bounded moment.
-        let deadline = Instant::now() + Duration::from_secs(5);
-        let mut last = usize::MAX;
-        loop {
-            let n = self.stderr.lock().unwrap().len();
-            if n == last || Instant::now() > deadline {
-                break;
-            }
-            last = n;
-            std::thread::sleep(Duration::from_millis(50));
+        // The process is gone, so its stderr pipe is at EOF: once the reader
+        // thread ends, every line is in `stderr`.
+        if let Some(h) = self.stderr_reader.take() {
+            let _ = h.join();
         }
         let err = self.stderr.lock().unwrap().clone();
         (rest, err)
@@ -678,7 +685,7 @@ impl KeepAlive {
             if let Some(p) = self.buf.windows(4).position(|w| w == b"\r\n\r\n") {
                 break p;
             }
-            let n = self.stream.read(&mut chunk).expect("read head");
+            let n = read_retrying(&mut self.stream, &mut chunk).expect("read head");
             assert!(n > 0, "connection closed before a response");
             self.buf.extend_from_slice(&chunk[..n]);
         };
@@ -689,11 +696,21 @@ impl KeepAlive {
             .map(|v| v.trim().parse().unwrap())
             .expect("response has a Content-Length");
         while self.buf.len() < split + 4 + len {
-            let n = self.stream.read(&mut chunk).expect("read body");
+            let n = read_retrying(&mut self.stream, &mut chunk).expect("read body");
             assert!(n > 0, "connection closed mid-body");
             self.buf.extend_from_slice(&chunk[..n]);
         }
         let raw: Vec<u8> = self.buf.drain(..split + 4 + len).collect();
         parse_response(&raw)
+    }
+}
+
+/// `read`, retried when a signal interrupts it (EINTR).
+fn read_retrying(s: &mut TcpStream, buf: &mut [u8]) -> std::io::Result<usize> {
+    loop {
+        match s.read(buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            r => return r,
+        }
     }
 }
