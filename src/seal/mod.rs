@@ -319,9 +319,14 @@ impl Sealer {
         if buf.len() != hint {
             self.inner.size_hint.store(buf.len(), Ordering::Relaxed);
         }
-        let mut out = String::with_capacity(token_len);
-        URL_SAFE_NO_PAD.encode_string(&*buf, &mut out);
-        Ok(out)
+        // Encode straight into an exact-size buffer: `encode_string` would stage chunks
+        // and copy them again.
+        let mut out = vec![0u8; token_len];
+        let written = URL_SAFE_NO_PAD
+            .encode_slice(&*buf, &mut out)
+            .map_err(|_| SealError::Encrypt)?;
+        out.truncate(written);
+        String::from_utf8(out).map_err(|_| SealError::Encrypt)
     }
 
     /// Opens a token for the current request at time `now`.
