@@ -69,7 +69,7 @@ impl Binding {
     ///
     /// With `enc(x₁..xₙ)` = `u64le(n) ‖ for each: u64le(len(xᵢ)) ‖ xᵢ` (PASETO's PAE):
     /// - request = SHA-256(enc("mrtr/binding/v1/request", method, target, A, protocol_version)),
-    ///   where A = SHA-256(enc("mrtr/binding/v1/arguments", [`canonical_json`](args))) and
+    ///   where A = SHA-256(enc("mrtr/binding/v1/arguments", `canonical_json(args)`)) and
     ///   absent arguments count as `{}`;
     /// - principal = SHA-256(enc("mrtr/binding/v1/principal", s, i, c)) where each optional
     ///   field is `0x00` when absent and `0x01 ‖ value` when present (subject, issuer, client id);

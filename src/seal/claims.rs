@@ -134,6 +134,15 @@ impl<S> Claims<S> {
         self
     }
 
+    /// Replaces the round expiry, even past the deadline (which the constructors never
+    /// do), for test vectors that must reach the `deadline` reason only.
+    #[cfg(any(test, feature = "test-vectors"))]
+    #[doc(hidden)]
+    pub fn with_expires_at(mut self, exp: Timestamp) -> Self {
+        self.exp = exp;
+        self
+    }
+
     /// Writes the fixed claims header (layout in [`super::Sealer::seal`]'s comment).
     pub(super) fn write_header(&self, out: &mut Vec<u8>) {
         out.push(CLAIMS_FORMAT);

@@ -60,13 +60,13 @@ mod token;
 use std::fmt;
 use std::ops::Deref;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use rand::Rng as _;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use zeroize::{Zeroize, Zeroizing};
 
 pub use binding::{Binding, BindingInput, canonical_json};
 pub use claims::Claims;
@@ -80,7 +80,7 @@ pub use keyring::{KEYS_ENV, Keyring};
 
 use claims::{CLAIMS_HEADER_LEN, Header, strict_json_bounds};
 use error::Counters;
-use token::{HEADER_LEN, MIN_TOKEN_BYTES, NONCE_LEN, TAG_LEN, VERSION};
+use token::{HEADER_LEN, MIN_TOKEN_BYTES, NONCE_LEN, Scratch, TAG_LEN, VERSION};
 
 use crate::time::Timestamp;
 
@@ -154,6 +154,9 @@ struct Inner {
     keyring: Keyring,
     config: SealConfig,
     counters: Counters,
+    /// Size of the last sealed buffer: the next one starts at this capacity, so a
+    /// steady flow of similar states seals without reallocating.
+    size_hint: AtomicUsize,
 }
 
 /// Seals claims into `requestState` tokens and opens them, with a key ring and limits.
@@ -195,6 +198,7 @@ impl Sealer {
                 keyring,
                 config,
                 counters: Counters::new(),
+                size_hint: AtomicUsize::new(HEADER_LEN + CLAIMS_HEADER_LEN + 256 + TAG_LEN),
             }),
         }
     }
@@ -284,18 +288,17 @@ impl Sealer {
     ) -> Result<String, SealError> {
         let cfg = &self.inner.config;
         let key = self.inner.keyring.sealing();
-        let mut buf: Vec<u8> = Vec::with_capacity(HEADER_LEN + CLAIMS_HEADER_LEN + 512 + TAG_LEN);
+        // Wiped on drop: on the error paths it may hold plaintext.
+        let hint = self.inner.size_hint.load(Ordering::Relaxed);
+        let mut scratch = Scratch(Vec::with_capacity(hint));
+        let buf = &mut scratch.0;
         buf.push(VERSION);
         buf.extend_from_slice(&key.kid().to_be_bytes());
         buf.extend_from_slice(nonce);
-        claims.write_header(&mut buf);
-        if let Err(e) = serde_json::to_writer(&mut buf, &claims.state) {
-            buf.zeroize();
-            return Err(SealError::Serialize(e));
-        }
+        claims.write_header(buf);
+        serde_json::to_writer(&mut *buf, &claims.state).map_err(SealError::Serialize)?;
         let pt_len = buf.len() - HEADER_LEN;
         if pt_len > cfg.max_plaintext_value() {
-            buf.zeroize();
             return Err(SealError::TooLarge {
                 len: pt_len,
                 max: cfg.max_plaintext_value(),
@@ -303,7 +306,6 @@ impl Sealer {
         }
         let token_len = token::encoded_len(buf.len() + TAG_LEN);
         if token_len > cfg.max_token_len_value() {
-            buf.zeroize();
             return Err(SealError::TokenTooLong {
                 len: token_len,
                 max: cfg.max_token_len_value(),
@@ -312,13 +314,19 @@ impl Sealer {
         let mut header = [0u8; HEADER_LEN];
         header.copy_from_slice(&buf[..HEADER_LEN]);
         let aad = token::aad(&header);
-        if token::encrypt_append(key.cipher(), nonce, &aad, &mut buf, HEADER_LEN).is_err() {
-            buf.zeroize();
-            return Err(SealError::Encrypt);
+        token::encrypt_append(key.cipher(), nonce, &aad, buf, HEADER_LEN)
+            .map_err(|_| SealError::Encrypt)?;
+        if buf.len() != hint {
+            self.inner.size_hint.store(buf.len(), Ordering::Relaxed);
         }
-        let mut out = String::with_capacity(token_len);
-        URL_SAFE_NO_PAD.encode_string(&buf, &mut out);
-        Ok(out)
+        // Encode straight into an exact-size buffer: `encode_string` would stage chunks
+        // and copy them again.
+        let mut out = vec![0u8; token_len];
+        let written = URL_SAFE_NO_PAD
+            .encode_slice(&*buf, &mut out)
+            .map_err(|_| SealError::Encrypt)?;
+        out.truncate(written);
+        String::from_utf8(out).map_err(|_| SealError::Encrypt)
     }
 
     /// Opens a token for the current request at time `now`.
@@ -352,7 +360,8 @@ impl Sealer {
         expected: &Binding,
         now: Timestamp,
     ) -> Result<Verified<Claims<S>>, OpenError> {
-        let (kid, buf) = self.decrypt(token)?;
+        let (kid, scratch) = self.decrypt(token)?;
+        let buf = &scratch.0;
         let fail = |r: RejectReason| OpenError::new(r).with_kid(kid);
         let pt = &buf[HEADER_LEN..buf.len() - TAG_LEN];
         let (header, state) = Header::parse(pt).ok_or_else(|| fail(RejectReason::Decode))?;
@@ -409,7 +418,8 @@ impl Sealer {
     }
 
     fn inspect_inner(&self, token: &str) -> Result<serde_json::Value, OpenError> {
-        let (kid, buf) = self.decrypt(token)?;
+        let (kid, scratch) = self.decrypt(token)?;
+        let buf = &scratch.0;
         let fail = || OpenError::new(RejectReason::Decode).with_kid(kid);
         let pt = &buf[HEADER_LEN..buf.len() - TAG_LEN];
         let (h, state) = Header::parse(pt).ok_or_else(fail)?;
@@ -433,7 +443,7 @@ impl Sealer {
 
     /// Length cap, base64, version, kid, tag. Returns the buffer with the plaintext
     /// at `HEADER_LEN..len - TAG_LEN`; zeroized on drop.
-    fn decrypt(&self, token: &str) -> Result<(Kid, Zeroizing<Vec<u8>>), OpenError> {
+    fn decrypt(&self, token: &str) -> Result<(Kid, Scratch), OpenError> {
         let cfg = &self.inner.config;
         if token.len() > cfg.max_token_len_value() {
             return Err(OpenError::new(RejectReason::TooLarge));
@@ -441,9 +451,10 @@ impl Sealer {
         if token.len() < token::encoded_len(MIN_TOKEN_BYTES) {
             return Err(OpenError::new(RejectReason::Malformed));
         }
-        let mut buf = Zeroizing::new(Vec::with_capacity(token.len() / 4 * 3 + 3));
+        let mut scratch = Scratch(Vec::with_capacity(token.len() / 4 * 3 + 3));
+        let buf = &mut scratch.0;
         URL_SAFE_NO_PAD
-            .decode_vec(token.as_bytes(), &mut buf)
+            .decode_vec(token.as_bytes(), buf)
             .map_err(|_| OpenError::new(RejectReason::Malformed))?;
         if buf.len() < MIN_TOKEN_BYTES {
             return Err(OpenError::new(RejectReason::Malformed));
@@ -467,7 +478,7 @@ impl Sealer {
             // Whatever the AEAD left in the buffer is zeroized on drop and never read.
             return Err(OpenError::new(RejectReason::Tag).with_kid(kid));
         }
-        Ok((kid, buf))
+        Ok((kid, scratch))
     }
 
     /// Counts and logs a refusal; never the token, never plaintext.

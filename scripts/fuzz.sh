@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Runs every cargo-fuzz target in fuzz/ for SECONDS each (default 60).
+#
+#   scripts/fuzz.sh [SECONDS]
+#
+# Needs the nightly toolchain (libFuzzer and sanitizers); installs cargo-fuzz if missing.
+# Targets come from `cargo fuzz list`, so targets added later run too.
+set -euo pipefail
+
+per_target="${1:-60}"
+case "$per_target" in
+    '' | *[!0-9]*) echo "usage: $0 [SECONDS]  (a whole number of seconds per target)" >&2; exit 2 ;;
+esac
+
+cd "$(dirname "$0")/.."
+
+if ! rustup run nightly rustc --version >/dev/null 2>&1; then
+    echo "error: the nightly toolchain is missing; cargo-fuzz needs it." >&2
+    echo "       install it with: rustup toolchain install nightly" >&2
+    exit 1
+fi
+
+if ! cargo fuzz --version >/dev/null 2>&1; then
+    echo "installing cargo-fuzz" >&2
+    cargo install cargo-fuzz --locked
+fi
+
+mapfile -t targets < <(cargo +nightly fuzz list)
+if [ "${#targets[@]}" -eq 0 ]; then
+    echo "error: no fuzz targets found in fuzz/" >&2
+    exit 1
+fi
+
+failed=()
+for target in "${targets[@]}"; do
+    echo "== fuzzing $target for ${per_target}s" >&2
+    if ! cargo +nightly fuzz run "$target" -- -max_total_time="$per_target"; then
+        failed+=("$target")
+    fi
+done
+
+if [ "${#failed[@]}" -gt 0 ]; then
+    echo "error: fuzz targets failed: ${failed[*]} (crash inputs in fuzz/artifacts/)" >&2
+    exit 1
+fi
+echo "all ${#targets[@]} fuzz targets ran ${per_target}s without failure" >&2
