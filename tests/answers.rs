@@ -417,7 +417,7 @@ fn decline_and_cancel_reach_the_handler_as_answers() {
             .resume(&r1)
             .answers(json!({"user_name": {"action": action, "content": {"name": MARKER}}}));
         complete(run(&e, &retry, T0.add_secs(1), name_handler(&seen)));
-        assert_eq!(seen.borrow().as_slice(), [expected.clone()]);
+        assert_eq!(seen.borrow().as_slice(), std::slice::from_ref(&expected));
         // And a declined answer is sealed like any other: a later round sees it again.
         let seen2 = Seen::default();
         let two = |r: &mut Round<'_>| -> Result<Value, Flow> {
@@ -597,7 +597,8 @@ fn the_same_question_asked_again_on_another_instance_keeps_its_answer() {
             "google_login",
             Form::new("Google user?").string("name", "Name"),
         );
-        (a?, b?);
+        a?;
+        b?;
         Ok(tool_text("v1"))
     };
     let v2 = |r: &mut Round<'_>| -> Result<Value, Flow> {

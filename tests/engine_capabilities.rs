@@ -25,7 +25,9 @@ fn batch(r: &mut Round<'_>) -> Result<Value, Flow> {
     let a = r.elicit("user_name", name_form());
     let b = r.sample("greeting", Sampling::prompt("Say hello.", 50));
     let c = r.roots("client_roots", RootsAsk::new());
-    (a?, b?, c?);
+    a?;
+    b?;
+    c?;
     Ok(tool_text("done"))
 }
 
@@ -165,7 +167,8 @@ fn a_form_and_a_url_ask_without_elicitation_name_both_modes() {
     let both = |r: &mut Round<'_>| -> Result<Value, Flow> {
         let a = r.elicit("f", name_form());
         let b = r.visit("u", UrlVisit::new("Sign in", "https://auth.example/x"));
-        (a?, b?);
+        a?;
+        b?;
         Ok(tool_text("ok"))
     };
     let err = protocol(run(&e, &tool("t").caps(json!({"sampling": {}})), T0, both));
@@ -244,7 +247,9 @@ fn optional_asks_are_sent_when_declared() {
         let a = r.elicit("f", name_form().optional());
         let b = r.roots("r", RootsAsk::new().optional());
         let c = r.sample("s", Sampling::prompt("hi", 5).optional());
-        (a?, b?, c?);
+        a?;
+        b?;
+        c?;
         Ok(tool_text("ok"))
     };
     assert_eq!(
