@@ -855,3 +855,108 @@ fn round_number_counts_up_and_the_handler_sees_it() {
     }
     assert_eq!(*seen.borrow(), [1, 2, 3, 4]);
 }
+
+#[test]
+fn too_many_asks_in_one_round_is_a_tool_error_on_tools_call_and_invalid_params_elsewhere() {
+    let e = engine().max_asks_per_round(2);
+    let handler = |r: &mut Round<'_>| -> Result<Value, Flow> {
+        let a = r.elicit("a", Form::confirm("A?"));
+        let b = r.elicit("b", Form::confirm("B?"));
+        let c = r.elicit("c", Form::confirm("C?"));
+        a?;
+        b?;
+        c?;
+        Ok(mrtr::engine::prompt_text("p", "t"))
+    };
+    let (result, error) = tool_error(run(&e, &tool("t"), T0, handler));
+    assert!(text(&result).contains("more questions at once"));
+    assert_eq!(error.diagnostic().category, "limit");
+    assert_eq!(protocol(run(&e, &prompt("t"), T0, handler)).code(), -32602);
+    // Two are fine.
+    let two = |r: &mut Round<'_>| -> Result<Value, Flow> {
+        let a = r.elicit("a", Form::confirm("A?"));
+        let b = r.elicit("b", Form::confirm("B?"));
+        a?;
+        b?;
+        Ok(tool_text("ok"))
+    };
+    assert_eq!(keys(&irr(run(&e, &tool("t"), T0, two))), ["a", "b"]);
+}
+
+#[test]
+fn an_expired_state_presented_elsewhere_is_the_frozen_error_not_the_lapsed_advice() {
+    // The "window lapsed" tool error is only for the very request and principal the
+    // state was sealed for; anything else must not learn the token was authentic.
+    let e = short_flow_engine();
+    let r1 = irr(run(&e, &tool("quiz"), T0, three_questions));
+    let late = T0.add_secs(120 + 61);
+    let answers = json!({"q1": accept(json!({"a": "x"}))});
+    let other_tool = tool("other").resume(&r1).answers(answers.clone());
+    assert_frozen_state_error(&protocol(run(&e, &other_tool, late, three_questions)));
+    let same = tool("quiz").resume(&r1).answers(answers);
+    let bob = Principal::subject("bob");
+    assert_frozen_state_error(&protocol(e.run(same.build(), &bob, late, three_questions)));
+    tool_error(run(&e, &same, late, three_questions));
+}
+
+#[test]
+fn handler_data_is_carried_typed_across_question_rounds() {
+    #[derive(Debug, Serialize, Deserialize, PartialEq)]
+    struct Cart {
+        items: Vec<String>,
+        total_cents: u64,
+    }
+    let e = engine();
+    let seen = RefCell::new(Vec::new());
+    let handler = |r: &mut Round<'_>| -> Result<Value, Flow> {
+        seen.borrow_mut().push(r.data::<Cart>());
+        if r.data::<Cart>().is_none() {
+            r.set_data(&Cart {
+                items: vec!["book".into(), "pen".into()],
+                total_cents: 1250,
+            })?;
+        }
+        r.elicit("pay", Form::confirm("Pay 12.50?"))?;
+        let cart: Cart = r.data().expect("carried");
+        Ok(tool_text(format!("{} items", cart.items.len())))
+    };
+    let r1 = irr(run(&e, &tool("buy"), T0, handler));
+    let done = complete(run(
+        &e,
+        &tool("buy")
+            .resume(&r1)
+            .answers(json!({"pay": accept(json!({"confirm": true}))})),
+        T0.add_secs(1),
+        handler,
+    ));
+    assert_eq!(text(&done), "2 items");
+    let seen = seen.borrow();
+    assert_eq!(seen[0], None);
+    assert_eq!(
+        seen[1],
+        Some(Cart {
+            items: vec!["book".into(), "pen".into()],
+            total_cents: 1250
+        })
+    );
+}
+
+#[test]
+fn the_sealed_state_never_holds_undeclared_answer_fields() {
+    let e = engine();
+    let r1 = irr(run(&e, &tool("greet"), T0, greet));
+    let r2 = irr(run(
+        &e,
+        &tool("greet")
+            .resume(&r1)
+            .answers(json!({"user_name": accept(json!({"name": "Al", "password": "hunter2"}))})),
+        T0.add_secs(1),
+        |r| {
+            greet(r)?;
+            r.elicit("more", Form::confirm("More?"))?;
+            Ok(tool_text("x"))
+        },
+    ));
+    let sealed = inspect(&e, r2.request_state().unwrap());
+    assert!(!sealed["state"].to_string().contains("hunter2"));
+}
