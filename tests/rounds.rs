@@ -960,3 +960,26 @@ fn the_sealed_state_never_holds_undeclared_answer_fields() {
     let sealed = inspect(&e, r2.request_state().unwrap());
     assert!(!sealed["state"].to_string().contains("hunter2"));
 }
+
+#[test]
+fn answers_too_large_to_seal_are_a_limit_not_an_internal_error() {
+    // A client can send a long free-text answer; carrying it into the next round
+    // would exceed the sealed state's size limit (8 KiB by default).
+    let e = engine();
+    let handler = |r: &mut Round<'_>| -> Result<Value, Flow> {
+        r.elicit(
+            "essay",
+            Form::new("Tell us everything.").string("text", "Text"),
+        )?;
+        r.elicit("more", Form::confirm("Anything else?"))?;
+        Ok(mrtr::engine::prompt_text("p", "t"))
+    };
+    let long = "x".repeat(20_000);
+    let answers = json!({"essay": accept(json!({"text": long}))});
+    let (result, error) = tool_error(run(&e, &tool("t").answers(answers.clone()), T0, handler));
+    assert!(text(&result).contains("too large"), "{}", text(&result));
+    assert_ne!(error.code(), -32603);
+    let err = protocol(run(&e, &prompt("t").answers(answers), T0, handler));
+    assert_eq!(err.code(), -32602, "{err:?}");
+    assert_eq!(err.http_status(), 400);
+}
