@@ -296,7 +296,9 @@ impl InputRequest {
                         None => None,
                         Some(Value::Object(m)) => Some(m.clone()),
                         Some(_) => {
-                            return Err(WireError::new("roots/list params._meta must be an object"));
+                            return Err(WireError::new(
+                                "roots/list params._meta must be an object",
+                            ));
                         }
                     },
                     Some(_) => return Err(WireError::new("roots/list params must be an object")),
