@@ -102,15 +102,15 @@ fn check(prop: &PrimitiveSchema, v: &Value) -> Result<(), String> {
         } => {
             let s = v.as_str().ok_or("must be text")?;
             let n = s.chars().count() as u64;
-            if let Some(min) = min_length {
-                if n < *min {
-                    return Err(format!("must be at least {min} characters"));
-                }
+            if let Some(min) = min_length
+                && n < *min
+            {
+                return Err(format!("must be at least {min} characters"));
             }
-            if let Some(max) = max_length {
-                if n > *max {
-                    return Err(format!("must be at most {max} characters"));
-                }
+            if let Some(max) = max_length
+                && n > *max
+            {
+                return Err(format!("must be at most {max} characters"));
             }
             if let Some(f) = format {
                 let ok = match f {
@@ -139,21 +139,21 @@ fn check(prop: &PrimitiveSchema, v: &Value) -> Result<(), String> {
             if *integer && !(v.is_i64() || v.is_u64() || x.fract() == 0.0) {
                 return Err("must be a whole number".into());
             }
-            if let Some(min) = minimum {
-                if x < *min {
-                    return Err(format!(
-                        "must be at least {}",
-                        crate::wire::schema::number_value(*min)
-                    ));
-                }
+            if let Some(min) = minimum
+                && x < *min
+            {
+                return Err(format!(
+                    "must be at least {}",
+                    crate::wire::schema::number_value(*min)
+                ));
             }
-            if let Some(max) = maximum {
-                if x > *max {
-                    return Err(format!(
-                        "must be at most {}",
-                        crate::wire::schema::number_value(*max)
-                    ));
-                }
+            if let Some(max) = maximum
+                && x > *max
+            {
+                return Err(format!(
+                    "must be at most {}",
+                    crate::wire::schema::number_value(*max)
+                ));
             }
             Ok(())
         }
@@ -193,15 +193,15 @@ fn check(prop: &PrimitiveSchema, v: &Value) -> Result<(), String> {
                 }
             }
             let n = arr.len() as u64;
-            if let Some(min) = min_items {
-                if n < *min {
-                    return Err(format!("needs at least {min} choices"));
-                }
+            if let Some(min) = min_items
+                && n < *min
+            {
+                return Err(format!("needs at least {min} choices"));
             }
-            if let Some(max) = max_items {
-                if n > *max {
-                    return Err(format!("allows at most {max} choices"));
-                }
+            if let Some(max) = max_items
+                && n > *max
+            {
+                return Err(format!("allows at most {max} choices"));
             }
             Ok(())
         }

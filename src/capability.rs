@@ -97,9 +97,17 @@ pub fn missing(
 /// Merges `more` into `acc` (union of capability trees).
 pub(crate) fn merge(acc: &mut ClientCapabilities, more: ClientCapabilities) {
     if let Some(e) = more.elicitation {
+        // `elicitation: {}` means form (spec.md §1.6), so a bare `{}` merged
+        // with `{url: {}}` must become `{form: {}, url: {}}`: `{url: {}}` alone
+        // would tell the client to declare url-only, which refuses forms.
+        let needs_form =
+            e.supports_form() || acc.elicitation.as_ref().is_some_and(|a| a.supports_form());
         let a = acc.elicitation.get_or_insert_with(Default::default);
         a.form = a.form.take().or(e.form);
         a.url = a.url.take().or(e.url);
+        if needs_form && a.url.is_some() && a.form.is_none() {
+            a.form = Some(JsonObject::new());
+        }
     }
     if let Some(s) = more.sampling {
         let a = acc.sampling.get_or_insert_with(Default::default);
@@ -134,5 +142,58 @@ where
     match required_missing {
         Some(m) => Err(Error::missing_capabilities(&m)),
         None => Ok(decisions),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn caps(v: serde_json::Value) -> ClientCapabilities {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn merged(parts: &[serde_json::Value]) -> serde_json::Value {
+        let mut acc = ClientCapabilities::default();
+        for p in parts {
+            merge(&mut acc, caps(p.clone()));
+        }
+        acc.to_value()
+    }
+
+    #[test]
+    fn merge_keeps_implicit_form_next_to_url() {
+        let form = json!({"elicitation": {}});
+        let url = json!({"elicitation": {"url": {}}});
+        let both = json!({"elicitation": {"form": {}, "url": {}}});
+        assert_eq!(merged(&[form.clone(), url.clone()]), both);
+        assert_eq!(merged(&[url.clone(), form.clone()]), both);
+        assert_eq!(
+            merged(&[json!({"elicitation": {"form": {}}}), url.clone()]),
+            both
+        );
+        // Nothing is invented when only one mode is named.
+        assert_eq!(merged(&[form.clone(), form.clone()]), form);
+        assert_eq!(merged(&[url.clone(), url.clone()]), url);
+    }
+
+    #[test]
+    fn merge_unions_sampling_and_roots() {
+        assert_eq!(
+            merged(&[
+                json!({"sampling": {}}),
+                json!({"sampling": {"tools": {}}}),
+                json!({"roots": {}})
+            ]),
+            json!({"sampling": {"tools": {}}, "roots": {}})
+        );
+        assert_eq!(
+            merged(&[
+                json!({"sampling": {"context": {}}}),
+                json!({"sampling": {"tools": {}}})
+            ]),
+            json!({"sampling": {"tools": {}, "context": {}}})
+        );
     }
 }

@@ -166,3 +166,32 @@ impl CarrierRequest {
         self.arguments.clone().map(Value::Object)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn names_round_trip() {
+        for m in [
+            CarrierMethod::ToolsCall,
+            CarrierMethod::ResourcesRead,
+            CarrierMethod::PromptsGet,
+        ] {
+            assert_eq!(CarrierMethod::from_method(m.as_str()), Some(m));
+        }
+    }
+
+    #[test]
+    fn arguments_value_is_the_object() {
+        let p = json!({
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {}},
+            "name": "t", "arguments": {"a": 1}
+        });
+        let r = CarrierRequest::from_params(CarrierMethod::ToolsCall, Some(&p)).unwrap();
+        assert_eq!(r.arguments_value(), Some(json!({"a": 1})));
+        assert_eq!(r.meta.protocol_version, "2026-07-28");
+    }
+}

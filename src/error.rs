@@ -159,6 +159,12 @@ pub struct Diagnostic {
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Error {
+    // Boxed so that `Result<T, Error>` stays one pointer wide (clippy::result_large_err).
+    inner: Box<Inner>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Inner {
     kind: ErrorKind,
     code: i64,
     public: String,
@@ -169,7 +175,7 @@ pub struct Error {
 
 impl std::fmt::Display for Error {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} ({})", self.public, self.code)
+        write!(f, "{} ({})", self.inner.public, self.inner.code)
     }
 }
 
@@ -183,7 +189,7 @@ impl Error {
         category: &'static str,
         detail: impl Into<String>,
     ) -> Self {
-        Self {
+        let inner = Inner {
             kind,
             code,
             public: public.into(),
@@ -195,6 +201,9 @@ impl Error {
                 detail: detail.into(),
                 reject_reason: None,
             },
+        };
+        Self {
+            inner: Box::new(inner),
         }
     }
 
@@ -269,8 +278,8 @@ impl Error {
             "request_state",
             format!("requestState rejected: {reason}"),
         );
-        e.data = Some(json!({"reason": "invalid_request_state"}));
-        e.diagnostic.reject_reason = Some(reason);
+        e.inner.data = Some(json!({"reason": "invalid_request_state"}));
+        e.inner.diagnostic.reject_reason = Some(reason);
         e
     }
 
@@ -278,14 +287,14 @@ impl Error {
     /// telling the model to call again; elsewhere the frozen -32602.
     pub fn expired_request_state(reason: &'static str) -> Self {
         let mut e = Self::invalid_request_state(reason);
-        e.advice = Some(
+        e.inner.advice = Some(
             ToolAdvice::new(
                 "The time window to answer this tool's questions lapsed",
                 Retry::StartOver,
             )
             .instead("Call the tool again with the same arguments; it will ask its questions anew"),
         );
-        e.diagnostic.retryable = true;
+        e.inner.diagnostic.retryable = true;
         e
     }
 
@@ -324,7 +333,7 @@ impl Error {
             "capability",
             format!("undeclared client capabilities needed: {names}"),
         );
-        e.data = Some(json!({"requiredCapabilities": required.to_value()}));
+        e.inner.data = Some(json!({"requiredCapabilities": required.to_value()}));
         e
     }
 
@@ -340,7 +349,7 @@ impl Error {
                 truncate(requested, 64)
             ),
         );
-        e.data = Some(
+        e.inner.data = Some(
             json!({"supported": crate::wire::SUPPORTED_PROTOCOL_VERSIONS, "requested": requested}),
         );
         e
@@ -364,51 +373,51 @@ impl Error {
             category,
             detail,
         );
-        e.advice = Some(advice);
-        e.diagnostic.retryable = retryable;
+        e.inner.advice = Some(advice);
+        e.inner.diagnostic.retryable = retryable;
         e
     }
 
     /// The kind.
     pub fn kind(&self) -> ErrorKind {
-        self.kind
+        self.inner.kind
     }
 
     /// The JSON-RPC error code used when this goes out as a JSON-RPC error.
     pub fn code(&self) -> i64 {
-        self.code
+        self.inner.code
     }
 
     /// The public message.
     pub fn public_message(&self) -> &str {
-        &self.public
+        &self.inner.public
     }
 
     /// The JSON-RPC `error.data`, if any.
     pub fn data(&self) -> Option<&Value> {
-        self.data.as_ref()
+        self.inner.data.as_ref()
     }
 
     /// The model-facing advice, if this failure has one.
     pub fn advice(&self) -> Option<&ToolAdvice> {
-        self.advice.as_ref()
+        self.inner.advice.as_ref()
     }
 
     /// The private diagnostic.
     pub fn diagnostic(&self) -> &Diagnostic {
-        &self.diagnostic
+        &self.inner.diagnostic
     }
 
     /// Adds private detail to the diagnostic (never shown to the client).
     pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
-        self.diagnostic.detail = detail.into();
+        self.inner.diagnostic.detail = detail.into();
         self
     }
 
     /// The HTTP status the Streamable HTTP transport uses when this goes out as a
     /// JSON-RPC error (spec.md §3.1).
     pub fn http_status(&self) -> u16 {
-        match self.code {
+        match self.inner.code {
             code::METHOD_NOT_FOUND => 404,
             code::INTERNAL_ERROR => 500,
             _ => 400,
@@ -417,12 +426,17 @@ impl Error {
 
     /// The JSON-RPC error response.
     pub fn to_jsonrpc(&self, id: Option<&RequestId>) -> Value {
-        jsonrpc::error(id, self.code, &self.public, self.data.clone())
+        jsonrpc::error(
+            id,
+            self.inner.code,
+            &self.inner.public,
+            self.inner.data.clone(),
+        )
     }
 
     /// The `CallToolResult` with `isError: true`, when this failure is one the model can act on.
     pub fn to_tool_result(&self) -> Option<Value> {
-        self.advice.as_ref().map(|a| {
+        self.inner.advice.as_ref().map(|a| {
             json!({
                 "resultType": "complete",
                 "content": [{"type": "text", "text": a.text()}],
@@ -433,7 +447,7 @@ impl Error {
 
     /// Whether this failure goes out as a tool result (not a JSON-RPC error) on `method`.
     pub fn is_tool_result_on(&self, method: Option<CarrierMethod>) -> bool {
-        method == Some(CarrierMethod::ToolsCall) && self.advice.is_some()
+        method == Some(CarrierMethod::ToolsCall) && self.inner.advice.is_some()
     }
 
     /// Emits the private diagnostic record through `tracing` (target `mrtr::diag`).
@@ -445,11 +459,11 @@ impl Error {
             method = ctx.method,
             target_name = ctx.target,
             round = ctx.round,
-            category = self.diagnostic.category,
-            code = self.code,
-            retryable = self.diagnostic.retryable,
-            reject_reason = self.diagnostic.reject_reason,
-            detail = %self.diagnostic.detail,
+            category = self.inner.diagnostic.category,
+            code = self.inner.code,
+            retryable = self.inner.diagnostic.retryable,
+            reject_reason = self.inner.diagnostic.reject_reason,
+            detail = %self.inner.diagnostic.detail,
             "request failed"
         );
     }
@@ -503,5 +517,80 @@ fn capability_names(c: &ClientCapabilities) -> String {
         "required".to_owned()
     } else {
         names.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caps(v: Value) -> ClientCapabilities {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn truncate_keeps_whole_characters() {
+        assert_eq!(truncate("abc", 5), "abc");
+        assert_eq!(truncate("abcdef", 3), "abc");
+        assert_eq!(truncate("ééé", 2), "éé");
+        assert_eq!(truncate("🦀🦀", 1), "🦀");
+        assert_eq!(truncate("", 0), "");
+    }
+
+    #[test]
+    fn long_method_names_are_cut_in_the_log() {
+        let long = "x".repeat(10_000);
+        let e = Error::method_not_found(&long);
+        assert!(
+            e.diagnostic().detail.len() < 100,
+            "{}",
+            e.diagnostic().detail
+        );
+        let e = Error::unsupported_version(&long);
+        assert!(e.diagnostic().detail.len() < 120);
+    }
+
+    #[test]
+    fn capability_names_read_naturally() {
+        for (v, names) in [
+            (json!({"elicitation": {}}), "elicitation"),
+            (json!({"elicitation": {"form": {}}}), "elicitation.form"),
+            (json!({"elicitation": {"url": {}}}), "elicitation.url"),
+            (
+                json!({"elicitation": {"form": {}, "url": {}}}),
+                "elicitation.form and elicitation.url",
+            ),
+            (json!({"sampling": {}}), "sampling"),
+            (json!({"sampling": {"tools": {}}}), "sampling.tools"),
+            (json!({"sampling": {"context": {}}}), "sampling.context"),
+            (
+                json!({"sampling": {"tools": {}, "context": {}}}),
+                "sampling.tools and sampling.context",
+            ),
+            (json!({"roots": {}}), "roots"),
+            (
+                json!({"elicitation": {"url": {}}, "roots": {}}),
+                "elicitation.url, roots",
+            ),
+            (json!({}), "required"),
+        ] {
+            assert_eq!(capability_names(&caps(v.clone())), names, "{v}");
+        }
+    }
+
+    #[test]
+    fn error_is_small_and_thread_safe() {
+        fn assert_send_sync<T: Send + Sync + 'static>() {}
+        assert_send_sync::<Error>();
+        // Boxed: `Result<T, Error>` stays small (clippy::result_large_err).
+        assert_eq!(std::mem::size_of::<Error>(), std::mem::size_of::<usize>());
+    }
+
+    #[test]
+    fn display_is_public_text_and_code() {
+        assert_eq!(
+            Error::internal("secret detail").to_string(),
+            "Internal error (-32603)"
+        );
     }
 }

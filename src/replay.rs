@@ -49,10 +49,10 @@ impl ReplayGuard for MemoryReplayGuard {
             Err(poisoned) => poisoned.into_inner(),
         };
         let key = (flow, step.to_owned());
-        if let Some(exp) = map.get(&key) {
-            if *exp >= now {
-                return false;
-            }
+        if let Some(exp) = map.get(&key)
+            && *exp >= now
+        {
+            return false;
         }
         if map.len() >= self.max_entries {
             map.retain(|_, exp| *exp >= now);

@@ -365,10 +365,10 @@ impl Service {
                 .and_then(Value::as_str)
                 .map(|t| crate::error::truncate(t, 128).to_owned());
         }
-        if let Some(h) = &ctx.http_headers {
-            if let Err(e) = check_headers(h, method, params, carrier) {
-                return (Some(request_id), protocol(e));
-            }
+        if let Some(h) = &ctx.http_headers
+            && let Err(e) = check_headers(h, method, params, carrier)
+        {
+            return (Some(request_id), protocol(e));
         }
         let outcome = match carrier {
             Some(c) => self.carrier(c, params, ctx, log),
@@ -390,13 +390,13 @@ impl Service {
         if !known {
             return Outcome::Protocol(Error::method_not_found(method));
         }
-        if let Some(p) = params {
-            if !p.is_object() {
-                return Outcome::Protocol(Error::invalid_params(format!(
-                    "params must be an object, not {}",
-                    type_name(p)
-                )));
-            }
+        if let Some(p) = params
+            && !p.is_object()
+        {
+            return Outcome::Protocol(Error::invalid_params(format!(
+                "params must be an object, not {}",
+                type_name(p)
+            )));
         }
         if let Err(e) = RequestMeta::from_meta(params.and_then(|p| p.get("_meta"))) {
             return Outcome::Protocol(match e {

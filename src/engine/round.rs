@@ -320,11 +320,12 @@ impl<'e> Round<'e> {
         let mut note = None;
         // 1. an answer sealed by an earlier round, for this very question
         if let Some(a) = self.prior.as_ref().and_then(|p| p.state().answers.get(key)) {
-            if a.kind == kind && a.digest == digest {
-                if let Ok(resp) = InputResponse::parse_as(kind, &a.value) {
-                    self.carry.answers.insert(key.to_owned(), a.clone());
-                    return Ok(Some(resp));
-                }
+            if a.kind == kind
+                && a.digest == digest
+                && let Ok(resp) = InputResponse::parse_as(kind, &a.value)
+            {
+                self.carry.answers.insert(key.to_owned(), a.clone());
+                return Ok(Some(resp));
             }
             note =
                 Some("The question changed since it was answered; please answer again.".to_owned());
@@ -438,7 +439,7 @@ impl<'e> Round<'e> {
         let config = engine.sealer.config();
         let state = std::mem::take(&mut self.carry);
         let claims = match &self.prior {
-            None => Claims::first_round(self.binding.clone(), self.now, config, state),
+            None => Claims::first_round(self.binding, self.now, config, state),
             Some(p) => Claims::next_round(p, self.now, config, state),
         };
         let token = match engine.sealer.seal(&claims) {

@@ -139,12 +139,12 @@ impl CreateMessageParams {
     }
 
     fn validate(&self) -> Result<(), WireError> {
-        if let Some(ic) = &self.include_context {
-            if !matches!(ic.as_str(), "none" | "thisServer" | "allServers") {
-                return Err(WireError::new(
-                    "includeContext must be none, thisServer or allServers",
-                ));
-            }
+        if let Some(ic) = &self.include_context
+            && !matches!(ic.as_str(), "none" | "thisServer" | "allServers")
+        {
+            return Err(WireError::new(
+                "includeContext must be none, thisServer or allServers",
+            ));
         }
         for m in &self.messages {
             let ok = m.as_object().is_some_and(|o| {
@@ -165,6 +165,9 @@ impl CreateMessageParams {
 
 /// One input request: a bare `{method, params}` (`InputRequest` in schema.ts).
 #[derive(Debug, Clone, PartialEq)]
+// A handful of these exist per round; boxing the sampling params would only make
+// matching on them clumsier for users.
+#[allow(clippy::large_enum_variant)]
 pub enum InputRequest {
     /// `elicitation/create`.
     Elicit(ElicitParams),
@@ -315,9 +318,14 @@ impl InputRequest {
 /// Strips serde's value echo from an error, keeping the field description.
 fn field_error(e: &serde_json::Error) -> String {
     let s = e.to_string();
-    // serde_json messages look like "missing field `maxTokens`" or
-    // "invalid type: string \"x\", expected u64": keep only the part before any quote.
-    match s.find(['"', '\'']) {
+    // serde_json messages look like "missing field `maxTokens`" (a schema field
+    // name: keep it), or "invalid type: string \"x\", expected u64" and
+    // "invalid value: integer `-5`, expected u64" (a client value: keep only the
+    // part before it, whichever quote serde used for it).
+    if s.starts_with("missing field `") {
+        return s;
+    }
+    match s.find(['"', '\'', '`']) {
         Some(i) => s[..i].trim_end().to_owned(),
         None => s,
     }
@@ -417,8 +425,11 @@ impl ElicitResult {
 }
 
 /// `CreateMessageResult`: `{role, content, model, stopReason?, _meta?}`.
+///
+/// Deserializing checks the role and the content blocks, like
+/// [`InputResponse::parse_as`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", try_from = "RawCreateMessageResult")]
 pub struct CreateMessageResult {
     /// `role` (`user` or `assistant`).
     pub role: String,
@@ -453,8 +464,36 @@ impl CreateMessageResult {
     }
 
     fn from_value(v: &Value) -> Result<Self, WireError> {
-        let r: Self = serde_json::from_value(v.clone())
-            .map_err(|e| WireError::new(format!("a sampling answer: {}", field_error(&e))))?;
+        serde_json::from_value(v.clone())
+            .map_err(|e| WireError::new(format!("a sampling answer: {}", field_error(&e))))
+    }
+}
+
+/// The unchecked shape of a [`CreateMessageResult`], so that its `Deserialize`
+/// cannot skip the checks.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawCreateMessageResult {
+    role: String,
+    content: Value,
+    model: String,
+    #[serde(default)]
+    stop_reason: Option<String>,
+    #[serde(default, rename = "_meta")]
+    meta: Option<JsonObject>,
+}
+
+impl TryFrom<RawCreateMessageResult> for CreateMessageResult {
+    type Error = WireError;
+
+    fn try_from(raw: RawCreateMessageResult) -> Result<Self, WireError> {
+        let r = Self {
+            role: raw.role,
+            content: raw.content,
+            model: raw.model,
+            stop_reason: raw.stop_reason,
+            meta: raw.meta,
+        };
         if !matches!(r.role.as_str(), "user" | "assistant") {
             return Err(WireError::new(
                 "a sampling answer's role must be user or assistant",
@@ -490,7 +529,11 @@ pub struct Root {
 }
 
 /// `ListRootsResult`: `{roots}`.
+///
+/// Deserializing checks that every root is a `file://` URI, like
+/// [`InputResponse::parse_as`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "RawListRootsResult")]
 pub struct ListRootsResult {
     /// The roots.
     pub roots: Vec<Root>,
@@ -498,12 +541,25 @@ pub struct ListRootsResult {
 
 impl ListRootsResult {
     fn from_value(v: &Value) -> Result<Self, WireError> {
-        let r: Self = serde_json::from_value(v.clone())
-            .map_err(|e| WireError::new(format!("a roots answer: {}", field_error(&e))))?;
-        if r.roots.iter().any(|x| !x.uri.starts_with("file://")) {
+        serde_json::from_value(v.clone())
+            .map_err(|e| WireError::new(format!("a roots answer: {}", field_error(&e))))
+    }
+}
+
+/// The unchecked shape of a [`ListRootsResult`].
+#[derive(Deserialize)]
+struct RawListRootsResult {
+    roots: Vec<Root>,
+}
+
+impl TryFrom<RawListRootsResult> for ListRootsResult {
+    type Error = WireError;
+
+    fn try_from(raw: RawListRootsResult) -> Result<Self, WireError> {
+        if raw.roots.iter().any(|x| !x.uri.starts_with("file://")) {
             return Err(WireError::new("every root uri must start with file://"));
         }
-        Ok(r)
+        Ok(Self { roots: raw.roots })
     }
 }
 
@@ -581,3 +637,117 @@ impl<'de> Deserialize<'de> for InputResponse {
 
 /// The `inputResponses` map: key → response.
 pub type InputResponses = IndexMap<String, InputResponse>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn serde_error<T: serde::de::DeserializeOwned + std::fmt::Debug>(v: Value) -> String {
+        field_error(&serde_json::from_value::<T>(v).unwrap_err())
+    }
+
+    #[test]
+    fn field_error_keeps_field_names_and_drops_values() {
+        assert_eq!(
+            serde_error::<CreateMessageParams>(json!({"messages": []})),
+            "missing field `maxTokens`"
+        );
+        for (v, value) in [
+            (
+                json!({"messages": [], "maxTokens": -987_654_321}),
+                "987654321",
+            ),
+            (json!({"messages": [], "maxTokens": 12.75}), "12.75"),
+            (json!({"messages": [], "maxTokens": "SECRET-1"}), "SECRET-1"),
+            (
+                json!({"messages": [], "maxTokens": 1, "stopSequences": [424_242]}),
+                "424242",
+            ),
+            (
+                json!({"messages": [], "maxTokens": 1, "systemPrompt": true}),
+                "true",
+            ),
+        ] {
+            let msg = serde_error::<CreateMessageParams>(v);
+            assert!(!msg.contains(value), "{msg}");
+            assert!(msg.starts_with("invalid "), "{msg}");
+        }
+        let msg = serde_error::<Root>(json!({"uri": 31_337}));
+        assert!(!msg.contains("31337"), "{msg}");
+    }
+
+    #[test]
+    fn direct_deserialization_checks_answers_too() {
+        assert!(
+            serde_json::from_value::<ListRootsResult>(json!({"roots": [{"uri": "https://x"}]}))
+                .is_err()
+        );
+        assert!(
+            serde_json::from_value::<ListRootsResult>(json!({"roots": [{"uri": "file:///x"}]}))
+                .is_ok()
+        );
+        for bad in [
+            json!({"role": "system", "content": {"type": "text", "text": "x"}, "model": "m"}),
+            json!({"role": "assistant", "content": "x", "model": "m"}),
+            json!({"role": "assistant", "content": [{"text": "x"}], "model": "m"}),
+        ] {
+            assert!(
+                serde_json::from_value::<CreateMessageResult>(bad.clone()).is_err(),
+                "{bad}"
+            );
+        }
+        let ok = json!({"role": "assistant", "content": [{"type": "text", "text": "x"}], "model": "m",
+                        "stopReason": "endTurn", "_meta": {"k": 1}});
+        let r: CreateMessageResult = serde_json::from_value(ok.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&r).unwrap(), ok);
+    }
+
+    #[test]
+    fn input_kind_names() {
+        for (k, method, name) in [
+            (
+                InputKind::ElicitForm,
+                "elicitation/create",
+                "elicitation/form",
+            ),
+            (
+                InputKind::ElicitUrl,
+                "elicitation/create",
+                "elicitation/url",
+            ),
+            (InputKind::Sampling, "sampling/createMessage", "sampling"),
+            (InputKind::Roots, "roots/list", "roots"),
+        ] {
+            assert_eq!(k.method(), method);
+            assert_eq!(k.as_str(), name);
+            assert_eq!(serde_json::to_value(k).unwrap(), json!(name));
+        }
+    }
+
+    #[test]
+    fn user_text_builds_a_valid_sampling_request() {
+        let p = CreateMessageParams::user_text("hi", 5);
+        assert!(p.validate().is_ok());
+        let r = InputRequest::CreateMessage(p);
+        assert_eq!(
+            r.to_value(),
+            json!({"method": "sampling/createMessage", "params": {
+                "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+                "maxTokens": 5}})
+        );
+        assert_eq!(InputRequest::from_value(&r.to_value()).unwrap(), r);
+    }
+
+    #[test]
+    fn text_joins_text_blocks_only() {
+        let r = CreateMessageResult {
+            role: "assistant".into(),
+            content: json!([{"type": "text", "text": "a"}, {"type": "image", "data": "", "mimeType": "image/png"}, {"type": "text", "text": "b"}]),
+            model: "m".into(),
+            stop_reason: None,
+            meta: None,
+        };
+        assert_eq!(r.text(), "ab");
+    }
+}

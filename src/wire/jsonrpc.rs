@@ -78,3 +78,52 @@ pub fn error(id: Option<&RequestId>, code: i64, message: &str, data: Option<Valu
 pub fn request(id: &RequestId, method: &str, params: Value) -> Value {
     serde_json::json!({"jsonrpc": "2.0", "id": id.to_value(), "method": method, "params": params})
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn ids_are_kept_exactly() {
+        for v in [
+            json!(0),
+            json!(-3),
+            json!(1.5),
+            json!(u64::MAX),
+            json!("a"),
+            json!(""),
+        ] {
+            let id = RequestId::from_value(&v).unwrap();
+            assert_eq!(id.to_value(), v);
+            assert_eq!(serde_json::to_value(&id).unwrap(), v);
+            assert_eq!(serde_json::from_value::<RequestId>(v.clone()).unwrap(), id);
+        }
+        for v in [json!(null), json!(true), json!([1]), json!({"id": 1})] {
+            assert!(RequestId::from_value(&v).is_none(), "{v}");
+        }
+        assert_eq!(RequestId::from(7).to_string(), "7");
+        assert_eq!(RequestId::String("a\"b".into()).to_string(), r#""a\"b""#);
+    }
+
+    #[test]
+    fn envelopes() {
+        let id = RequestId::from(1);
+        assert_eq!(
+            success(&id, json!({"resultType": "complete"})),
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"resultType": "complete"}})
+        );
+        assert_eq!(
+            error(Some(&id), -32601, "Method not found", None),
+            json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": "Method not found"}})
+        );
+        assert_eq!(
+            error(None, -32602, "m", Some(json!({"reason": "r"}))),
+            json!({"jsonrpc": "2.0", "error": {"code": -32602, "message": "m", "data": {"reason": "r"}}})
+        );
+        assert_eq!(
+            request(&RequestId::String("x".into()), "tools/call", json!({})),
+            json!({"jsonrpc": "2.0", "id": "x", "method": "tools/call", "params": {}})
+        );
+    }
+}

@@ -153,7 +153,8 @@ impl RequestMeta {
     /// # Errors
     /// [`MetaError::Invalid`] when `_meta`, its protocol version or its client
     /// capabilities are missing or malformed; [`MetaError::UnsupportedVersion`]
-    /// when the version is not one of [`SUPPORTED_PROTOCOL_VERSIONS`].
+    /// when the version is not one of [`SUPPORTED_PROTOCOL_VERSIONS`] (checked
+    /// right after the version is read, before the fields whose shape it decides).
     pub fn from_meta(meta: Option<&Value>) -> Result<Self, MetaError> {
         let invalid = |m: String| MetaError::Invalid(WireError::new(m));
         let o = match meta {
@@ -179,6 +180,15 @@ impl RequestMeta {
                 )));
             }
         };
+        // The version decides which fields are required and how they look, so
+        // an unsupported one is reported as such (-32022 with `supported`, which
+        // a client can act on) before any other field is judged by this
+        // version's rules.
+        if !SUPPORTED_PROTOCOL_VERSIONS.contains(&protocol_version.as_str()) {
+            return Err(MetaError::UnsupportedVersion {
+                requested: protocol_version,
+            });
+        }
         let client_capabilities = match o.get(META_CLIENT_CAPABILITIES) {
             Some(v @ Value::Object(_)) => serde_json::from_value::<ClientCapabilities>(v.clone())
                 .map_err(|_| {
@@ -207,11 +217,6 @@ impl RequestMeta {
                 })?,
             ),
         };
-        if !SUPPORTED_PROTOCOL_VERSIONS.contains(&protocol_version.as_str()) {
-            return Err(MetaError::UnsupportedVersion {
-                requested: protocol_version,
-            });
-        }
         let progress_token = match o.get("progressToken") {
             None => None,
             Some(v @ (Value::String(_) | Value::Number(_))) => Some(v.clone()),
@@ -264,5 +269,52 @@ impl RequestMeta {
             o.insert("progressToken".into(), p.clone());
         }
         Value::Object(o)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn unsupported_version_wins_over_fields_this_version_requires() {
+        for meta in [
+            json!({META_PROTOCOL_VERSION: "2099-01-01"}),
+            json!({META_PROTOCOL_VERSION: "2099-01-01", META_CLIENT_CAPABILITIES: "new shape"}),
+            json!({META_PROTOCOL_VERSION: "2099-01-01", META_CLIENT_CAPABILITIES: {}, META_CLIENT_INFO: 1}),
+            json!({META_PROTOCOL_VERSION: "2099-01-01", META_CLIENT_CAPABILITIES: {}, "progressToken": {}}),
+        ] {
+            assert_eq!(
+                RequestMeta::from_meta(Some(&meta)),
+                Err(MetaError::UnsupportedVersion {
+                    requested: "2099-01-01".into()
+                }),
+                "{meta}"
+            );
+        }
+        // Without a version there is nothing to compare: -32602.
+        assert!(matches!(
+            RequestMeta::from_meta(Some(&json!({META_CLIENT_CAPABILITIES: {}}))),
+            Err(MetaError::Invalid(_))
+        ));
+    }
+
+    #[test]
+    fn elicitation_modes() {
+        let e = |v: Value| serde_json::from_value::<ElicitationCapability>(v).unwrap();
+        assert!(e(json!({})).supports_form() && !e(json!({})).supports_url());
+        assert!(e(json!({"form": {}})).supports_form() && !e(json!({"form": {}})).supports_url());
+        assert!(!e(json!({"url": {}})).supports_form() && e(json!({"url": {}})).supports_url());
+        let both = e(json!({"form": {}, "url": {}}));
+        assert!(both.supports_form() && both.supports_url());
+    }
+
+    #[test]
+    fn empty_capabilities() {
+        assert!(ClientCapabilities::none().is_empty());
+        assert_eq!(ClientCapabilities::none().to_value(), json!({}));
+        let c: ClientCapabilities = serde_json::from_value(json!({"roots": {}})).unwrap();
+        assert!(!c.is_empty());
     }
 }

@@ -266,12 +266,12 @@ impl PrimitiveSchema {
                         Some(n) => Some(string_list(n, "enumNames")?),
                         None => None,
                     };
-                    if let Some(names) = &names {
-                        if names.len() != values.len() {
-                            return Err(WireError::new(
-                                "enumNames must have one name per enum value",
-                            ));
-                        }
+                    if let Some(names) = &names
+                        && names.len() != values.len()
+                    {
+                        return Err(WireError::new(
+                            "enumNames must have one name per enum value",
+                        ));
                     }
                     let style = if names.is_some() {
                         EnumStyle::LegacyNames
@@ -631,8 +631,9 @@ impl RequestedSchema {
     /// Parses a `requestedSchema` value.
     ///
     /// # Errors
-    /// When it is not `{type: "object", properties: {...primitive...}}`, or `required`
-    /// names a property that does not exist.
+    /// When it is not `{type: "object", properties: {...primitive...}}`, or
+    /// `required` is not an array of strings. A `required` name with no matching
+    /// property is kept (schema.ts allows it); answer validation reports it.
     pub fn from_value(v: &Value) -> Result<Self, WireError> {
         let o = v
             .as_object()
@@ -753,6 +754,60 @@ mod tests {
         ] {
             assert!(PrimitiveSchema::from_value(&bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn required_may_name_an_undefined_property() {
+        let s = RequestedSchema::from_value(
+            &json!({"type":"object","properties":{},"required":["ghost"]}),
+        )
+        .unwrap();
+        assert!(s.is_required("ghost"));
+        assert!(
+            RequestedSchema::from_value(
+                &json!({"type":"object","properties":{},"required":"ghost"})
+            )
+            .is_err()
+        );
+        assert!(
+            RequestedSchema::from_value(&json!({"type":"object","properties":{},"required":[1]}))
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn builders_and_accessors() {
+        assert_eq!(
+            PrimitiveSchema::string().to_value(),
+            json!({"type":"string"})
+        );
+        assert_eq!(
+            PrimitiveSchema::number(true).to_value(),
+            json!({"type":"integer"})
+        );
+        assert_eq!(
+            PrimitiveSchema::number(false).to_value(),
+            json!({"type":"number"})
+        );
+        assert_eq!(
+            PrimitiveSchema::boolean().to_value(),
+            json!({"type":"boolean"})
+        );
+        assert_eq!(
+            PrimitiveSchema::one_of(["a", "b"]).to_value(),
+            json!({"type":"string","enum":["a","b"]})
+        );
+        let p =
+            PrimitiveSchema::from_value(&json!({"type":"boolean","title":"T","description":"D"}))
+                .unwrap();
+        assert_eq!((p.title(), p.description()), (Some("T"), Some("D")));
+        assert_eq!(
+            RequestedSchema::default().to_value(),
+            json!({"type":"object","properties":{}})
+        );
+        assert_eq!(number_value(2.0), json!(2));
+        assert_eq!(number_value(2.5), json!(2.5));
+        assert_eq!(number_value(f64::NAN), Value::Null);
     }
 
     #[test]
