@@ -18,8 +18,8 @@ use crate::seal::{Binding, Claims, SealError, Verified};
 use crate::time::Timestamp;
 use crate::wire::input::{ElicitAction, ElicitParams, InputResponse};
 use crate::wire::{
-    ClientCapabilities, CreateMessageResult, ElicitationCapability, InputKind, InputRequest,
-    InputRequests, InputRequiredResult, JsonObject, Root,
+    ClientCapabilities, CreateMessageResult, InputKind, InputRequest, InputRequests,
+    InputRequiredResult, JsonObject, Root,
 };
 
 /// Why a handler stopped before producing a result. Handlers return it with `?`.
@@ -311,7 +311,7 @@ impl<'e> Round<'e> {
                     let acc = self
                         .missing_caps
                         .get_or_insert_with(ClientCapabilities::default);
-                    merge_missing(acc, m);
+                    capability::merge(acc, m);
                     Err(Flow::Suspend)
                 }
             };
@@ -466,23 +466,6 @@ impl<'e> Round<'e> {
             ))),
         }
     }
-}
-
-/// Adds `more` to the capabilities a run lacks. A bare `elicitation: {}` stands for
-/// form mode (spec.md §1.6); next to a url-mode requirement it must say `form: {}`,
-/// or the union `{url: {}}` would drop form and a client declaring exactly what the
-/// -32021 names would still be refused.
-fn merge_missing(acc: &mut ClientCapabilities, mut more: ClientCapabilities) {
-    if let (Some(a), Some(b)) = (acc.elicitation.as_mut(), more.elicitation.as_mut()) {
-        let bare = |e: &ElicitationCapability| e.form.is_none() && e.url.is_none();
-        if bare(a) && b.url.is_some() {
-            a.form = Some(JsonObject::new());
-        }
-        if bare(b) && a.url.is_some() {
-            b.form = Some(JsonObject::new());
-        }
-    }
-    capability::merge(acc, more);
 }
 
 /// Checks a fresh answer against the question: the kind must match and an
