@@ -768,3 +768,38 @@ fn the_private_log_names_the_reject_reason_and_the_wire_does_not() {
     assert!(!body.contains(&format!("\"{reason}\"")), "{body}");
     assert!(!body.contains(token));
 }
+
+#[test]
+fn a_retry_whose_arguments_come_in_another_key_order_still_resumes() {
+    // The binding digests canonical JSON, so key order (kept by preserve_order) is irrelevant.
+    let (s, _) = reference(engine());
+    let meta = meta(&all_caps()).to_string();
+    let confirm = r#"{"confirm":{"action":"accept","content":{"confirm":true}}}"#;
+    let r1 = call(
+        &s,
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"_meta":{meta},"name":"deploy","arguments":{{"service":"api","region":"eu","replicas":3}}}}}}"#
+        )
+        .as_bytes(),
+        T0,
+    );
+    let token = r1["result"]["requestState"].as_str().unwrap();
+    let retry = |args: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"requestState":"{token}","inputResponses":{confirm},"arguments":{args},"name":"deploy","_meta":{meta}}}}}"#
+        )
+    };
+    let r2 = call(
+        &s,
+        retry(r#"{"replicas":3,"region":"eu","service":"api"}"#).as_bytes(),
+        T0.add_secs(1),
+    );
+    assert!(is_complete(&r2), "{r2}");
+    // A changed value is another request.
+    let r3 = call(
+        &s,
+        retry(r#"{"replicas":4,"region":"eu","service":"api"}"#).as_bytes(),
+        T0.add_secs(1),
+    );
+    assert_frozen_state_response(&r3);
+}
