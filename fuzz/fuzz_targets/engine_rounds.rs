@@ -37,8 +37,8 @@ const SECRET: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8";
 const AUDIENCE: &str = "https://fuzz.example";
 /// Every key any handler here may ask.
 const KEYS: [&str; 6] = ["who", "s", "r", "drink", "color", "sign_in"];
-const FIELDS: [&str; 8] = [
-    "name", "age", "email", "drink", "extras", "color", "confirm", "zzz",
+const FIELDS: [&str; 10] = [
+    "name", "age", "email", "since", "site", "drink", "extras", "color", "confirm", "zzz",
 ];
 
 fn who_form(strict: bool) -> Form {
@@ -52,6 +52,8 @@ fn who_form(strict: bool) -> Form {
         )
         .integer("age", "Age", Some(0), Some(130))
         .field("email", p(json!({"type": "string", "format": "email"})), false)
+        .field("since", p(json!({"type": "string", "format": "date-time"})), false)
+        .field("site", p(json!({"type": "string", "format": "uri"})), false)
 }
 
 fn drink_form() -> Form {
@@ -303,6 +305,8 @@ fn good_answer(key: &str, n: u8) -> Value {
             let mut c = json!({"name": name, "age": age});
             if n & 0x80 != 0 {
                 c["email"] = "a@b.example".into();
+                c["since"] = "2026-07-28T10:00:00.5+02:00".into();
+                c["site"] = "https://example.com/x".into();
             }
             accept(c)
         }
