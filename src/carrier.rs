@@ -118,7 +118,9 @@ impl CarrierRequest {
             (CarrierMethod::PromptsGet, Some(Value::Object(a))) => {
                 if let Some((k, _)) = a.iter().find(|(_, v)| !v.is_string()) {
                     return Err(Error::invalid_params(format!(
-                        "prompt argument {k:?} must be a string"
+                        "prompt argument {:?} must be a string",
+                        // The name is the client's: bounded, as in the log.
+                        crate::error::truncate(k, 64)
                     )));
                 }
                 Some(a.clone())

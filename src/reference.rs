@@ -200,8 +200,9 @@ struct TripPlan {
 pub fn demos(s: Service, deployments: Arc<AtomicU64>) -> Service {
     s.tool(
         "deploy",
-        "Demonstrates confirm-then-act: asks the user to confirm by form elicitation before deploying; a decline is a \
-         tool error, and the deployment happens exactly once even if the final round is replayed.",
+        "Demonstrates confirm-then-act: asks the user to confirm by form elicitation before deploying (a confirmation \
+         sent without being asked is not taken); a decline is a tool error, and the deployment happens exactly once \
+         even if the final round is replayed (per instance: a fleet shares a ReplayGuard for that).",
         json!({"type": "object", "properties": {"service": {"type": "string", "description": "Service to deploy"}},
                "required": ["service"]}),
         move |r| {
@@ -213,7 +214,7 @@ pub fn demos(s: Service, deployments: Arc<AtomicU64>) -> Service {
                         .instead("Call deploy with a non-empty \"service\" argument"),
                 ));
             }
-            let answer = r.elicit("confirm", Form::confirm(format!("Deploy {service} to production?")))?;
+            let answer = r.elicit("confirm", Form::confirm(format!("Deploy {service} to production?")).issued_only())?;
             match answer {
                 Elicited::Accepted(f) if f.bool("confirm") == Some(true) => {
                     let counter = deployments.clone();
@@ -313,4 +314,45 @@ pub fn demos(s: Service, deployments: Arc<AtomicU64>) -> Service {
             _ => Err(Flow::failed(ToolAdvice::new("The user chose not to reveal the note", Retry::DoesNotHelp))),
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::principal::Principal;
+    use crate::seal::Keyring;
+    use crate::service::RequestContext;
+    use crate::time::Timestamp;
+
+    fn call(s: &Service, id: u64, extra: &str) -> Value {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{"elicitation":{{}}}}}},"name":"deploy","arguments":{{"service":"web"}}{extra}}}}}"#
+        );
+        let ctx = RequestContext {
+            principal: Principal::anonymous(),
+            now: Timestamp::from_unix_secs(1_800_000_000),
+            correlation_id: "t".into(),
+            http_headers: None,
+        };
+        serde_json::from_str(s.handle(body.as_bytes(), &ctx).body.as_deref().unwrap()).unwrap()
+    }
+
+    #[test]
+    fn deploy_takes_no_confirmation_it_did_not_ask_for() {
+        let count = Arc::new(AtomicU64::new(0));
+        let s = service(Engine::new(Keyring::ephemeral(), "t"), count.clone());
+        let yes = r#","inputResponses":{"confirm":{"action":"accept","content":{"confirm":true}}}"#;
+        // A cold confirmation is not taken: the question goes out instead.
+        let r1 = call(&s, 1, yes);
+        assert_eq!(r1["result"]["resultType"], "input_required", "{r1}");
+        assert_eq!(count.load(Ordering::SeqCst), 0);
+        // The same answer to the question as issued is.
+        let state = r1["result"]["requestState"].as_str().unwrap();
+        let r2 = call(&s, 2, &format!(r#"{yes},"requestState":"{state}""#));
+        assert_eq!(
+            r2["result"]["content"][0]["text"], "Deployed web (deployment #1).",
+            "{r2}"
+        );
+        assert_eq!(count.load(Ordering::SeqCst), 1);
+    }
 }

@@ -277,9 +277,10 @@ impl Service {
         if let Some(e) = outcome.error() {
             log.reject_reason = e.diagnostic().reject_reason;
             log.detail = Some(e.diagnostic().detail.clone());
+            let logged_id = id.as_ref().map(log_id);
             e.log(&DiagContext {
                 correlation_id: &ctx.correlation_id,
-                jsonrpc_id: id.as_ref(),
+                jsonrpc_id: logged_id.as_ref(),
                 method: log.method.as_deref(),
                 target: log.target.as_deref(),
                 round: log.round,
@@ -338,7 +339,7 @@ impl Service {
                 }
             },
         };
-        log.jsonrpc_id = id.as_ref().map(ToString::to_string);
+        log.jsonrpc_id = id.as_ref().map(|i| log_id(i).to_string());
         if msg.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
             return (
                 id,
@@ -505,6 +506,18 @@ impl Service {
     }
 }
 
+/// The longest JSON-RPC string id written to the log, in characters (like the
+/// method and target, a client-chosen id is shortened so it cannot bloat a line).
+const LOG_ID_MAX: usize = 128;
+
+/// The request id as the log shows it: a long string id is shortened.
+fn log_id(id: &RequestId) -> RequestId {
+    match id {
+        RequestId::String(s) => RequestId::String(crate::error::truncate(s, LOG_ID_MAX).to_owned()),
+        other => other.clone(),
+    }
+}
+
 /// The Streamable HTTP header checks (spec: streamable-http §Server Validation): -32020.
 fn check_headers(
     h: &McpHeaders,
@@ -639,6 +652,19 @@ mod tests {
         assert!(v["result"]["ttlMs"].is_u64());
         let v = parse(&s.handle(&body("server/discover", ""), &ctx(None)));
         assert_eq!(v["result"]["supportedVersions"][0], "2026-07-28");
+    }
+
+    #[test]
+    fn long_string_ids_are_shortened_in_the_log_only() {
+        let s = service();
+        let long = "i".repeat(10_000);
+        let b = format!(r#"{{"jsonrpc":"2.0","id":"{long}","method":"nope"}}"#);
+        let r = s.handle(b.as_bytes(), &ctx(None));
+        assert_eq!(parse(&r)["id"], long.as_str());
+        let logged = r.log.jsonrpc_id.unwrap();
+        assert!(logged.len() <= LOG_ID_MAX + 2, "{}", logged.len());
+        let r = s.handle(&body("nope", ""), &ctx(None));
+        assert_eq!(r.log.jsonrpc_id.as_deref(), Some("7"));
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The `mrtr` command line: usage and configuration errors exit 2 with a clear
-//! message, stub subcommands say they are not yet available, and stdio mode
-//! works end to end.
+//! message, `keygen` and `inspect`, and the stdio transport's framing (a
+//! multi-round flow over stdio is in `tests/server_flows.rs`).
 #![cfg(feature = "server")]
 
 mod server_support;

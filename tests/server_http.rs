@@ -2,21 +2,12 @@
 //! the round engine: methods, paths, Origin, Content-Type, body limit, Accept
 //! framing, the bound-address line, the log line, and graceful shutdown.
 //!
-//! Engine-dependent tests come once `build_service` returns the engine (issue 5):
-//! - a two-round `tools/call` over JSON and over SSE (round 2 echoes `requestState`);
-//! - header mismatch (-32020, 400), missing `_meta` (-32602, 400), unknown method
-//!   (-32601, 404), malformed JSON (-32700), wrong param types (-32602);
-//! - a notification answered 202 with no body through the binary (the
-//!   placeholder answers every message, so today this is covered by the unit
-//!   test `notification_reply_is_202_without_body` in `src/server/http.rs`);
-//! - a `requestState` replayed on another tool and with other arguments (-32602);
-//! - two processes sharing one `MRTR_KEYS` finishing one flow across both, and a
-//!   third with another key refusing it; the same with `--keys-file`;
-//! - an expired state (`--state-ttl 1 --clock-skew 0`) on `tools/call` (tool
-//!   error) and on `prompts/get` (-32602); `--max-rounds` enforced;
-//! - the request log line carrying `round` and `reject_reason`;
-//! - stdio: a two-round flow end to end;
-//! - `mrtr keygen` output accepted by `MRTR_KEYS`; `mrtr inspect` on a token.
+//! The engine-dependent behaviour (multi-round flows over JSON, SSE and stdio,
+//! protocol errors and their statuses, requestState binding, fleets sharing
+//! `MRTR_KEYS` or `--keys-file`, expiry, `--max-rounds`, exactly-once side
+//! effects, the demos, and the log line's `round` and `reject_reason`) is tested
+//! in `tests/server_flows.rs`; `mrtr keygen` and `mrtr inspect` in
+//! `tests/server_cli.rs`.
 #![cfg(feature = "server")]
 
 mod server_support;

@@ -25,6 +25,7 @@ pub struct Form {
     message: String,
     schema: RequestedSchema,
     necessity: Necessity,
+    issued_only: bool,
 }
 
 impl Form {
@@ -34,6 +35,7 @@ impl Form {
             message: message.into(),
             schema: RequestedSchema::new(),
             necessity: Necessity::Required,
+            issued_only: false,
         }
     }
 
@@ -153,6 +155,15 @@ impl Form {
         self
     }
 
+    /// Accepts an answer only if this question went out in an earlier sealed round,
+    /// whatever the engine's [`AnswerPolicy`](super::AnswerPolicy): for a
+    /// confirmation that must have been put to the user, never one a client sent
+    /// unasked on its first request.
+    pub fn issued_only(mut self) -> Self {
+        self.issued_only = true;
+        self
+    }
+
     /// The schema as built.
     pub fn schema(&self) -> &RequestedSchema {
         &self.schema
@@ -169,6 +180,10 @@ impl Form {
 
     pub(crate) fn necessity(&self) -> Necessity {
         self.necessity
+    }
+
+    pub(crate) fn is_issued_only(&self) -> bool {
+        self.issued_only
     }
 }
 

@@ -148,7 +148,7 @@ impl<'e> Round<'e> {
     /// `Flow::Suspend` when the answer is not there yet (the question is recorded).
     pub fn elicit(&mut self, key: &str, form: Form) -> Result<Elicited, Flow> {
         let req = form.to_request();
-        self.elicitation(key, req, form.necessity())
+        self.elicitation(key, req, form.necessity(), form.is_issued_only())
     }
 
     /// Asks a URL-mode elicitation (or returns its answer). `Accepted` means the
@@ -158,7 +158,7 @@ impl<'e> Round<'e> {
     /// `Flow::Suspend` when the answer is not there yet.
     pub fn visit(&mut self, key: &str, visit: UrlVisit) -> Result<Elicited, Flow> {
         let req = visit.to_request();
-        self.elicitation(key, req, visit.necessity())
+        self.elicitation(key, req, visit.necessity(), false)
     }
 
     fn elicitation(
@@ -166,8 +166,9 @@ impl<'e> Round<'e> {
         key: &str,
         req: InputRequest,
         necessity: Necessity,
+        issued_only: bool,
     ) -> Result<Elicited, Flow> {
-        match self.answer(key, req, necessity)? {
+        match self.answer(key, req, necessity, issued_only)? {
             None => Ok(Elicited::Unavailable),
             Some(InputResponse::Elicit(e)) => Ok(match e.action {
                 ElicitAction::Accept => {
@@ -193,7 +194,7 @@ impl<'e> Round<'e> {
         sampling: Sampling,
     ) -> Result<Option<CreateMessageResult>, Flow> {
         let req = sampling.to_request();
-        match self.answer(key, req, sampling.necessity())? {
+        match self.answer(key, req, sampling.necessity(), false)? {
             None => Ok(None),
             Some(InputResponse::CreateMessage(m)) => Ok(Some(m)),
             Some(_) => Err(Flow::Fail(Error::internal(
@@ -208,7 +209,7 @@ impl<'e> Round<'e> {
     /// # Errors
     /// `Flow::Suspend` when the answer is not there yet.
     pub fn roots(&mut self, key: &str, ask: RootsAsk) -> Result<Option<Vec<Root>>, Flow> {
-        match self.answer(key, ask.to_request(), ask.necessity())? {
+        match self.answer(key, ask.to_request(), ask.necessity(), false)? {
             None => Ok(None),
             Some(InputResponse::ListRoots(r)) => Ok(Some(r.roots)),
             Some(_) => Err(Flow::Fail(Error::internal(
@@ -292,6 +293,7 @@ impl<'e> Round<'e> {
         key: &str,
         request: InputRequest,
         necessity: Necessity,
+        issued_only: bool,
     ) -> Result<Option<InputResponse>, Flow> {
         let digest = question_digest(&request);
         match self.seen.get(key) {
@@ -340,7 +342,7 @@ impl<'e> Round<'e> {
             let asked = self.prior.as_ref().and_then(|p| p.state().asked.get(key));
             let eligible = match asked {
                 Some(q) => q.kind == kind && q.digest == digest,
-                None => self.engine.policy == AnswerPolicy::Lenient,
+                None => self.engine.policy == AnswerPolicy::Lenient && !issued_only,
             };
             if asked.is_some() && !eligible {
                 note = Some(
