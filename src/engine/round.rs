@@ -14,7 +14,7 @@ use crate::answers::validate_content;
 use crate::capability::{self, Necessity};
 use crate::carrier::{CarrierMethod, CarrierRequest};
 use crate::error::{Error, Retry, ToolAdvice, code};
-use crate::seal::{Binding, Claims, Verified};
+use crate::seal::{Binding, Claims, SealError, Verified};
 use crate::time::Timestamp;
 use crate::wire::input::{ElicitAction, ElicitParams, InputResponse};
 use crate::wire::{
@@ -446,6 +446,15 @@ impl<'e> Round<'e> {
         };
         let token = match engine.sealer.seal(&claims) {
             Ok(t) => t,
+            // The state holds the client's answers, so a client can push it over the size
+            // limit (a long free-text field): a limit like max rounds, not a server fault.
+            Err(e @ (SealError::TooLarge { .. } | SealError::TokenTooLong { .. })) => {
+                let e = engine.limit_error(
+                    "The answers gathered so far are too large to carry into the next round",
+                    format!("sealing requestState: {e}"),
+                );
+                return Outcome::from_error(Some(method), e);
+            }
             Err(e) => {
                 return Outcome::Protocol(Error::internal(format!(
                     "sealing requestState failed: {e}"
