@@ -99,13 +99,32 @@ fn unhex<const N: usize>(s: &str) -> [u8; N] {
 fn seal_entry(s: &Sealer, e: &Value) -> String {
     let b = binding(&e["binding"]);
     let now = Timestamp::from_unix_secs(e["iat"].as_u64().unwrap());
-    let mut c = Claims::first_round(b, now, s.config(), e["state"].clone())
+    let mut c = Claims::first_round(b, now, s.config(), sorted(&e["state"]))
         .with_flow_id(unhex(e["flow_id"].as_str().unwrap()));
     if let Some(exp) = e.get("exp_override").and_then(Value::as_u64) {
         c = c.with_expires_at(Timestamp::from_unix_secs(exp));
     }
     s.seal_with_nonce(&c, unhex(e["nonce"].as_str().unwrap()))
         .unwrap()
+}
+
+/// The state with object keys in sorted order, so the sealed bytes do not depend
+/// on whether serde_json keeps insertion order (the crate enables `preserve_order`;
+/// the vectors were made with sorted maps).
+fn sorted(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            Value::Object(
+                keys.into_iter()
+                    .map(|k| (k.clone(), sorted(&m[k])))
+                    .collect(),
+            )
+        }
+        Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
+        other => other.clone(),
+    }
 }
 
 fn valid_entry(name: &str, state: Value, nonce_byte: u8, b: Value) -> Value {
