@@ -1,1 +1,199 @@
-//! placeholder: capability
+//! The capability gate: may this input request be sent to this client?
+//!
+//! Read from the current request's `_meta` only (spec.md §1.6: servers MUST NOT
+//! infer capabilities from earlier requests). `elicitation: {}` means form only;
+//! url mode needs `elicitation.url`; sampling with `tools`/`toolChoice` needs
+//! `sampling.tools`; `includeContext` other than `none` needs `sampling.context`;
+//! roots needs `roots`. A required ask the client cannot serve fails the request
+//! with -32021 naming exactly the missing (sub-)capabilities; an optional ask is
+//! dropped. An undeclared input request is never sent (MRTR Server Requirement 7).
+
+use crate::error::Error;
+use crate::wire::JsonObject;
+use crate::wire::input::{ElicitParams, InputRequest};
+use crate::wire::meta::{ClientCapabilities, ElicitationCapability, SamplingCapability};
+
+/// Whether the handler cannot go on without an answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Necessity {
+    /// Without it the request fails with -32021 when the client cannot serve it.
+    #[default]
+    Required,
+    /// Dropped silently when the client cannot serve it; the handler sees it as unavailable.
+    Optional,
+}
+
+/// What the gate decided for one ask.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Send it.
+    Send,
+    /// The client cannot serve this optional ask: do not send it.
+    Drop,
+}
+
+/// The capabilities `request` needs that `declared` lacks, or `None` if it may be sent.
+///
+/// ```
+/// use mrtr::capability::missing;
+/// use mrtr::wire::{ClientCapabilities, InputRequest, ElicitParams, ElicitUrlParams};
+/// let url = InputRequest::Elicit(ElicitParams::Url(ElicitUrlParams {
+///     message: "Sign in".into(), url: "https://example.com/login".into() }));
+/// let form_only: ClientCapabilities = serde_json::from_value(serde_json::json!({"elicitation": {}})).unwrap();
+/// let m = missing(&form_only, &url).unwrap();
+/// assert_eq!(m.to_value(), serde_json::json!({"elicitation": {"url": {}}}));
+/// ```
+pub fn missing(
+    declared: &ClientCapabilities,
+    request: &InputRequest,
+) -> Option<ClientCapabilities> {
+    let mut need = ClientCapabilities::default();
+    match request {
+        InputRequest::Elicit(ElicitParams::Form(_)) => match &declared.elicitation {
+            None => need.elicitation = Some(ElicitationCapability::default()),
+            Some(e) if !e.supports_form() => {
+                need.elicitation = Some(ElicitationCapability {
+                    form: Some(JsonObject::new()),
+                    ..Default::default()
+                });
+            }
+            Some(_) => {}
+        },
+        InputRequest::Elicit(ElicitParams::Url(_)) => {
+            if !declared
+                .elicitation
+                .as_ref()
+                .is_some_and(ElicitationCapability::supports_url)
+            {
+                need.elicitation = Some(ElicitationCapability {
+                    url: Some(JsonObject::new()),
+                    ..Default::default()
+                });
+            }
+        }
+        InputRequest::CreateMessage(p) => {
+            let wants_tools = p.tools.is_some() || p.tool_choice.is_some();
+            let wants_context = p.include_context.as_deref().is_some_and(|c| c != "none");
+            let has = declared.sampling.as_ref();
+            let lacks_tools = wants_tools && has.is_none_or(|s| s.tools.is_none());
+            let lacks_context = wants_context && has.is_none_or(|s| s.context.is_none());
+            if has.is_none() || lacks_tools || lacks_context {
+                need.sampling = Some(SamplingCapability {
+                    tools: lacks_tools.then(JsonObject::new),
+                    context: lacks_context.then(JsonObject::new),
+                    ..Default::default()
+                });
+            }
+        }
+        InputRequest::ListRoots { .. } => {
+            if declared.roots.is_none() {
+                need.roots = Some(JsonObject::new());
+            }
+        }
+    }
+    (!need.is_empty()).then_some(need)
+}
+
+/// Merges `more` into `acc` (union of capability trees).
+pub(crate) fn merge(acc: &mut ClientCapabilities, more: ClientCapabilities) {
+    if let Some(e) = more.elicitation {
+        // `elicitation: {}` means form (spec.md §1.6), so a bare `{}` merged
+        // with `{url: {}}` must become `{form: {}, url: {}}`: `{url: {}}` alone
+        // would tell the client to declare url-only, which refuses forms.
+        let needs_form =
+            e.supports_form() || acc.elicitation.as_ref().is_some_and(|a| a.supports_form());
+        let a = acc.elicitation.get_or_insert_with(Default::default);
+        a.form = a.form.take().or(e.form);
+        a.url = a.url.take().or(e.url);
+        if needs_form && a.url.is_some() && a.form.is_none() {
+            a.form = Some(JsonObject::new());
+        }
+    }
+    if let Some(s) = more.sampling {
+        let a = acc.sampling.get_or_insert_with(Default::default);
+        a.tools = a.tools.take().or(s.tools);
+        a.context = a.context.take().or(s.context);
+    }
+    if more.roots.is_some() {
+        acc.roots = Some(JsonObject::new());
+    }
+}
+
+/// Applies the gate to a round's asks, in order.
+///
+/// # Errors
+/// -32021 naming every capability that the required asks lack (merged), if any.
+pub fn gate<'a, I>(declared: &ClientCapabilities, asks: I) -> Result<Vec<Decision>, Error>
+where
+    I: IntoIterator<Item = (&'a InputRequest, Necessity)>,
+{
+    let mut decisions = Vec::new();
+    let mut required_missing: Option<ClientCapabilities> = None;
+    for (request, necessity) in asks {
+        match (missing(declared, request), necessity) {
+            (None, _) => decisions.push(Decision::Send),
+            (Some(_), Necessity::Optional) => decisions.push(Decision::Drop),
+            (Some(m), Necessity::Required) => {
+                merge(required_missing.get_or_insert_with(Default::default), m);
+                decisions.push(Decision::Drop);
+            }
+        }
+    }
+    match required_missing {
+        Some(m) => Err(Error::missing_capabilities(&m)),
+        None => Ok(decisions),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn caps(v: serde_json::Value) -> ClientCapabilities {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn merged(parts: &[serde_json::Value]) -> serde_json::Value {
+        let mut acc = ClientCapabilities::default();
+        for p in parts {
+            merge(&mut acc, caps(p.clone()));
+        }
+        acc.to_value()
+    }
+
+    #[test]
+    fn merge_keeps_implicit_form_next_to_url() {
+        let form = json!({"elicitation": {}});
+        let url = json!({"elicitation": {"url": {}}});
+        let both = json!({"elicitation": {"form": {}, "url": {}}});
+        assert_eq!(merged(&[form.clone(), url.clone()]), both);
+        assert_eq!(merged(&[url.clone(), form.clone()]), both);
+        assert_eq!(
+            merged(&[json!({"elicitation": {"form": {}}}), url.clone()]),
+            both
+        );
+        // Nothing is invented when only one mode is named.
+        assert_eq!(merged(&[form.clone(), form.clone()]), form);
+        assert_eq!(merged(&[url.clone(), url.clone()]), url);
+    }
+
+    #[test]
+    fn merge_unions_sampling_and_roots() {
+        assert_eq!(
+            merged(&[
+                json!({"sampling": {}}),
+                json!({"sampling": {"tools": {}}}),
+                json!({"roots": {}})
+            ]),
+            json!({"sampling": {"tools": {}}, "roots": {}})
+        );
+        assert_eq!(
+            merged(&[
+                json!({"sampling": {"context": {}}}),
+                json!({"sampling": {"tools": {}}})
+            ]),
+            json!({"sampling": {"tools": {}, "context": {}}})
+        );
+    }
+}

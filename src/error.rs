@@ -1,1 +1,596 @@
-//! placeholder: error
+//! The error model: one public error type, two channels (design.md §6).
+//!
+//! A failure the model can act on (the user declined, a window lapsed, a limit
+//! was reached) becomes, on `tools/call`, a tool result with `isError: true`
+//! whose text says what failed, which input, whether retrying helps and what to
+//! do instead. A request that cannot be processed becomes a JSON-RPC error with
+//! the right code, and the model never sees it. `prompts/get` and
+//! `resources/read` have no `isError`, so every failure there is a JSON-RPC error.
+//!
+//! Every failure also carries a private [`Diagnostic`] for the operator's log;
+//! its text is a different string from the public one, and neither ever holds a
+//! token, key, plaintext state or argument value.
+
+use serde_json::{Value, json};
+
+use crate::carrier::CarrierMethod;
+use crate::wire::ClientCapabilities;
+use crate::wire::jsonrpc::{self, RequestId};
+
+/// JSON-RPC and MCP error codes (spec.md §3).
+pub mod code {
+    /// Invalid JSON.
+    pub const PARSE_ERROR: i64 = -32700;
+    /// Not a valid JSON-RPC request object.
+    pub const INVALID_REQUEST: i64 = -32600;
+    /// Unknown method (HTTP 404).
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    /// Invalid params, including missing `_meta` fields (HTTP 400).
+    pub const INVALID_PARAMS: i64 = -32602;
+    /// Internal error.
+    pub const INTERNAL_ERROR: i64 = -32603;
+    /// HTTP headers disagree with the body (HTTP 400).
+    pub const HEADER_MISMATCH: i64 = -32020;
+    /// A required client capability was not declared (HTTP 400).
+    pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
+    /// Unsupported protocol version (HTTP 400).
+    pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+}
+
+/// The frozen public message for every rejected `requestState` (design.md §4).
+pub const INVALID_REQUEST_STATE_MESSAGE: &str = "Invalid or expired requestState";
+
+/// What kind of failure this is; decides the code and HTTP status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// -32700.
+    Parse,
+    /// -32600.
+    InvalidRequest,
+    /// -32601.
+    MethodNotFound,
+    /// -32602.
+    InvalidParams,
+    /// -32602 with the frozen requestState message and `data.reason`.
+    InvalidRequestState,
+    /// -32603.
+    Internal,
+    /// -32020.
+    HeaderMismatch,
+    /// -32021.
+    MissingCapability,
+    /// -32022.
+    UnsupportedVersion,
+    /// A failure the model can act on: a tool error on `tools/call`.
+    ToolFailure,
+}
+
+/// Whether calling again can help, as the model is told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retry {
+    /// The same call may succeed later.
+    Helps,
+    /// The same call will fail the same way.
+    DoesNotHelp,
+    /// Nothing was done; calling the tool again starts the flow over.
+    StartOver,
+}
+
+/// The model-facing parts of a failure (only rendered on `tools/call`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolAdvice {
+    what: String,
+    input: Option<String>,
+    retry: Retry,
+    instead: Option<String>,
+}
+
+impl ToolAdvice {
+    /// `what` failed, and whether a retry helps. `what` must not hold secrets or argument values.
+    pub fn new(what: impl Into<String>, retry: Retry) -> Self {
+        Self {
+            what: what.into(),
+            input: None,
+            retry,
+            instead: None,
+        }
+    }
+
+    /// Names the input (argument or field name, never its value) that was at fault.
+    pub fn input(mut self, name: impl Into<String>) -> Self {
+        self.input = Some(name.into());
+        self
+    }
+
+    /// What to do instead.
+    pub fn instead(mut self, advice: impl Into<String>) -> Self {
+        self.instead = Some(advice.into());
+        self
+    }
+
+    /// The text a model reads.
+    pub fn text(&self) -> String {
+        let mut t = self.what.trim_end_matches('.').to_owned();
+        t.push('.');
+        if let Some(i) = &self.input {
+            t.push_str(&format!(" Input: {i}."));
+        }
+        t.push(' ');
+        t.push_str(match self.retry {
+            Retry::Helps => "Retrying the same call may succeed.",
+            Retry::DoesNotHelp => "Retrying the same call will not help.",
+            Retry::StartOver => "Nothing was done; call the tool again to start over.",
+        });
+        if let Some(i) = &self.instead {
+            t.push(' ');
+            t.push_str(i.trim_end_matches('.'));
+            t.push('.');
+        }
+        t
+    }
+}
+
+/// The private record of a failure, for the operator's log only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// A stable category (`parse`, `meta`, `request_state`, `capability`, ...).
+    pub category: &'static str,
+    /// Whether a client retry could succeed.
+    pub retryable: bool,
+    /// The precise technical detail (no tokens, keys, plaintext state or argument values).
+    pub detail: String,
+    /// The private reason a requestState was rejected, when it was.
+    pub reject_reason: Option<&'static str>,
+}
+
+/// The one public error type of mrtr's request path.
+///
+/// ```
+/// use mrtr::carrier::CarrierMethod;
+/// use mrtr::error::{Error, code};
+/// let e = Error::invalid_request_state("tag");
+/// let wire = e.to_jsonrpc(None);
+/// assert_eq!(wire["error"]["code"], code::INVALID_PARAMS);
+/// assert_eq!(wire["error"]["data"]["reason"], "invalid_request_state");
+/// assert_eq!(e.http_status(), 400);
+/// // the private reason never reaches the wire
+/// assert!(!wire.to_string().contains("tag"));
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Error {
+    // Boxed so that `Result<T, Error>` stays one pointer wide (clippy::result_large_err).
+    inner: Box<Inner>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Inner {
+    kind: ErrorKind,
+    code: i64,
+    public: String,
+    data: Option<Value>,
+    advice: Option<ToolAdvice>,
+    diagnostic: Diagnostic,
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.inner.public, self.inner.code)
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl Error {
+    fn new(
+        kind: ErrorKind,
+        code: i64,
+        public: impl Into<String>,
+        category: &'static str,
+        detail: impl Into<String>,
+    ) -> Self {
+        let inner = Inner {
+            kind,
+            code,
+            public: public.into(),
+            data: None,
+            advice: None,
+            diagnostic: Diagnostic {
+                category,
+                retryable: false,
+                detail: detail.into(),
+                reject_reason: None,
+            },
+        };
+        Self {
+            inner: Box::new(inner),
+        }
+    }
+
+    /// -32700: the body is not JSON.
+    pub fn parse(detail: impl Into<String>) -> Self {
+        Self::new(
+            ErrorKind::Parse,
+            code::PARSE_ERROR,
+            "Parse error",
+            "parse",
+            detail,
+        )
+    }
+
+    /// -32600: not a valid JSON-RPC request (`public` names what is wrong, never a value).
+    pub fn invalid_request(public: impl Into<String>) -> Self {
+        let public = public.into();
+        let detail = format!("rejected envelope: {public}");
+        Self::new(
+            ErrorKind::InvalidRequest,
+            code::INVALID_REQUEST,
+            public,
+            "envelope",
+            detail,
+        )
+    }
+
+    /// -32601: unknown method. The method name is logged privately, not echoed.
+    pub fn method_not_found(method: &str) -> Self {
+        Self::new(
+            ErrorKind::MethodNotFound,
+            code::METHOD_NOT_FOUND,
+            "Method not found",
+            "routing",
+            format!("no handler for method {:?}", truncate(method, 64)),
+        )
+    }
+
+    /// -32602: invalid params. `public` names the field at fault, never its value.
+    pub fn invalid_params(public: impl Into<String>) -> Self {
+        let public = public.into();
+        let detail = format!("params rejected: {public}");
+        Self::new(
+            ErrorKind::InvalidParams,
+            code::INVALID_PARAMS,
+            public,
+            "params",
+            detail,
+        )
+    }
+
+    /// -32602 for a missing or malformed `_meta` field (HTTP 400).
+    pub fn invalid_meta(public: impl Into<String>) -> Self {
+        let public = public.into();
+        let detail = format!("_meta rejected: {public}");
+        Self::new(
+            ErrorKind::InvalidParams,
+            code::INVALID_PARAMS,
+            public,
+            "meta",
+            detail,
+        )
+    }
+
+    /// -32602 with the frozen message and `data: {"reason": "invalid_request_state"}`.
+    /// `reason` is the private reason (e.g. `tag`, `binding`), for the log only.
+    pub fn invalid_request_state(reason: &'static str) -> Self {
+        let mut e = Self::new(
+            ErrorKind::InvalidRequestState,
+            code::INVALID_PARAMS,
+            INVALID_REQUEST_STATE_MESSAGE,
+            "request_state",
+            format!("requestState rejected: {reason}"),
+        );
+        e.inner.data = Some(json!({"reason": "invalid_request_state"}));
+        e.inner.diagnostic.reject_reason = Some(reason);
+        e
+    }
+
+    /// An authentic requestState whose window lapsed: on `tools/call` a tool error
+    /// telling the model to call again; elsewhere the frozen -32602.
+    pub fn expired_request_state(reason: &'static str) -> Self {
+        let mut e = Self::invalid_request_state(reason);
+        e.inner.advice = Some(
+            ToolAdvice::new(
+                "The time window to answer this tool's questions lapsed",
+                Retry::StartOver,
+            )
+            .instead("Call the tool again with the same arguments; it will ask its questions anew"),
+        );
+        e.inner.diagnostic.retryable = true;
+        e
+    }
+
+    /// -32603: an internal failure; `detail` goes to the log only.
+    pub fn internal(detail: impl Into<String>) -> Self {
+        Self::new(
+            ErrorKind::Internal,
+            code::INTERNAL_ERROR,
+            "Internal error",
+            "internal",
+            detail,
+        )
+    }
+
+    /// -32020: an HTTP header disagrees with the body or is missing/malformed.
+    /// `header` is the header name; values are never echoed.
+    pub fn header_mismatch(header: &str, detail: impl Into<String>) -> Self {
+        Self::new(
+            ErrorKind::HeaderMismatch,
+            code::HEADER_MISMATCH,
+            format!(
+                "Header mismatch: {header} header is missing, malformed or does not match the body"
+            ),
+            "header",
+            detail,
+        )
+    }
+
+    /// -32021 with `data.requiredCapabilities` naming exactly what is missing.
+    pub fn missing_capabilities(required: &ClientCapabilities) -> Self {
+        let names = capability_names(required);
+        let mut e = Self::new(
+            ErrorKind::MissingCapability,
+            code::MISSING_REQUIRED_CLIENT_CAPABILITY,
+            format!("Server requires the {names} client capability for this request"),
+            "capability",
+            format!("undeclared client capabilities needed: {names}"),
+        );
+        e.inner.data = Some(json!({"requiredCapabilities": required.to_value()}));
+        e
+    }
+
+    /// -32022 with `data: {supported, requested}`.
+    pub fn unsupported_version(requested: &str) -> Self {
+        let mut e = Self::new(
+            ErrorKind::UnsupportedVersion,
+            code::UNSUPPORTED_PROTOCOL_VERSION,
+            "Unsupported protocol version",
+            "version",
+            format!(
+                "client asked for protocol version {:?}",
+                truncate(requested, 64)
+            ),
+        );
+        e.inner.data = Some(
+            json!({"supported": crate::wire::SUPPORTED_PROTOCOL_VERSIONS, "requested": requested}),
+        );
+        e
+    }
+
+    /// A failure the model can act on. On `tools/call` it is a tool error with
+    /// `advice`'s text; on the other carriers a JSON-RPC error with `fallback_code`
+    /// (use -32602 when the request as sent cannot succeed, -32603 for a server-side fault).
+    pub fn tool_failure(
+        advice: ToolAdvice,
+        fallback_code: i64,
+        category: &'static str,
+        detail: impl Into<String>,
+    ) -> Self {
+        let retryable = advice.retry != Retry::DoesNotHelp;
+        let public = advice.what.trim_end_matches('.').to_owned();
+        let mut e = Self::new(
+            ErrorKind::ToolFailure,
+            fallback_code,
+            public,
+            category,
+            detail,
+        );
+        e.inner.advice = Some(advice);
+        e.inner.diagnostic.retryable = retryable;
+        e
+    }
+
+    /// The kind.
+    pub fn kind(&self) -> ErrorKind {
+        self.inner.kind
+    }
+
+    /// The JSON-RPC error code used when this goes out as a JSON-RPC error.
+    pub fn code(&self) -> i64 {
+        self.inner.code
+    }
+
+    /// The public message.
+    pub fn public_message(&self) -> &str {
+        &self.inner.public
+    }
+
+    /// The JSON-RPC `error.data`, if any.
+    pub fn data(&self) -> Option<&Value> {
+        self.inner.data.as_ref()
+    }
+
+    /// The model-facing advice, if this failure has one.
+    pub fn advice(&self) -> Option<&ToolAdvice> {
+        self.inner.advice.as_ref()
+    }
+
+    /// The private diagnostic.
+    pub fn diagnostic(&self) -> &Diagnostic {
+        &self.inner.diagnostic
+    }
+
+    /// Adds private detail to the diagnostic (never shown to the client).
+    pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
+        self.inner.diagnostic.detail = detail.into();
+        self
+    }
+
+    /// The HTTP status the Streamable HTTP transport uses when this goes out as a
+    /// JSON-RPC error (spec.md §3.1).
+    pub fn http_status(&self) -> u16 {
+        match self.inner.code {
+            code::METHOD_NOT_FOUND => 404,
+            code::INTERNAL_ERROR => 500,
+            _ => 400,
+        }
+    }
+
+    /// The JSON-RPC error response.
+    pub fn to_jsonrpc(&self, id: Option<&RequestId>) -> Value {
+        jsonrpc::error(
+            id,
+            self.inner.code,
+            &self.inner.public,
+            self.inner.data.clone(),
+        )
+    }
+
+    /// The `CallToolResult` with `isError: true`, when this failure is one the model can act on.
+    pub fn to_tool_result(&self) -> Option<Value> {
+        self.inner.advice.as_ref().map(|a| {
+            json!({
+                "resultType": "complete",
+                "content": [{"type": "text", "text": a.text()}],
+                "isError": true,
+            })
+        })
+    }
+
+    /// Whether this failure goes out as a tool result (not a JSON-RPC error) on `method`.
+    pub fn is_tool_result_on(&self, method: Option<CarrierMethod>) -> bool {
+        method == Some(CarrierMethod::ToolsCall) && self.inner.advice.is_some()
+    }
+
+    /// Emits the private diagnostic record through `tracing` (target `mrtr::diag`).
+    pub fn log(&self, ctx: &DiagContext<'_>) {
+        tracing::warn!(
+            target: "mrtr::diag",
+            correlation_id = ctx.correlation_id,
+            jsonrpc_id = ctx.jsonrpc_id.map(tracing::field::display),
+            method = ctx.method,
+            target_name = ctx.target,
+            round = ctx.round,
+            category = self.inner.diagnostic.category,
+            code = self.inner.code,
+            retryable = self.inner.diagnostic.retryable,
+            reject_reason = self.inner.diagnostic.reject_reason,
+            detail = %self.inner.diagnostic.detail,
+            "request failed"
+        );
+    }
+}
+
+/// Where a failure happened, for the private log.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DiagContext<'a> {
+    /// Correlation id of the request.
+    pub correlation_id: &'a str,
+    /// JSON-RPC id.
+    pub jsonrpc_id: Option<&'a RequestId>,
+    /// Method.
+    pub method: Option<&'a str>,
+    /// Tool/prompt name or resource URI.
+    pub target: Option<&'a str>,
+    /// MRTR round.
+    pub round: Option<u32>,
+}
+
+/// Shortens client-provided text for a log line.
+pub(crate) fn truncate(s: &str, max: usize) -> &str {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}
+
+fn capability_names(c: &ClientCapabilities) -> String {
+    let mut names = Vec::new();
+    if let Some(e) = &c.elicitation {
+        match (e.form.is_some(), e.url.is_some()) {
+            (_, true) if e.form.is_none() => names.push("elicitation.url"),
+            (true, false) => names.push("elicitation.form"),
+            (true, true) => names.push("elicitation.form and elicitation.url"),
+            _ => names.push("elicitation"),
+        }
+    }
+    if let Some(s) = &c.sampling {
+        match (s.tools.is_some(), s.context.is_some()) {
+            (true, true) => names.push("sampling.tools and sampling.context"),
+            (true, false) => names.push("sampling.tools"),
+            (false, true) => names.push("sampling.context"),
+            (false, false) => names.push("sampling"),
+        }
+    }
+    if c.roots.is_some() {
+        names.push("roots");
+    }
+    if names.is_empty() {
+        "required".to_owned()
+    } else {
+        names.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caps(v: Value) -> ClientCapabilities {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn truncate_keeps_whole_characters() {
+        assert_eq!(truncate("abc", 5), "abc");
+        assert_eq!(truncate("abcdef", 3), "abc");
+        assert_eq!(truncate("ééé", 2), "éé");
+        assert_eq!(truncate("🦀🦀", 1), "🦀");
+        assert_eq!(truncate("", 0), "");
+    }
+
+    #[test]
+    fn long_method_names_are_cut_in_the_log() {
+        let long = "x".repeat(10_000);
+        let e = Error::method_not_found(&long);
+        assert!(
+            e.diagnostic().detail.len() < 100,
+            "{}",
+            e.diagnostic().detail
+        );
+        let e = Error::unsupported_version(&long);
+        assert!(e.diagnostic().detail.len() < 120);
+    }
+
+    #[test]
+    fn capability_names_read_naturally() {
+        for (v, names) in [
+            (json!({"elicitation": {}}), "elicitation"),
+            (json!({"elicitation": {"form": {}}}), "elicitation.form"),
+            (json!({"elicitation": {"url": {}}}), "elicitation.url"),
+            (
+                json!({"elicitation": {"form": {}, "url": {}}}),
+                "elicitation.form and elicitation.url",
+            ),
+            (json!({"sampling": {}}), "sampling"),
+            (json!({"sampling": {"tools": {}}}), "sampling.tools"),
+            (json!({"sampling": {"context": {}}}), "sampling.context"),
+            (
+                json!({"sampling": {"tools": {}, "context": {}}}),
+                "sampling.tools and sampling.context",
+            ),
+            (json!({"roots": {}}), "roots"),
+            (
+                json!({"elicitation": {"url": {}}, "roots": {}}),
+                "elicitation.url, roots",
+            ),
+            (json!({}), "required"),
+        ] {
+            assert_eq!(capability_names(&caps(v.clone())), names, "{v}");
+        }
+    }
+
+    #[test]
+    fn error_is_small_and_thread_safe() {
+        fn assert_send_sync<T: Send + Sync + 'static>() {}
+        assert_send_sync::<Error>();
+        // Boxed: `Result<T, Error>` stays small (clippy::result_large_err).
+        assert_eq!(std::mem::size_of::<Error>(), std::mem::size_of::<usize>());
+    }
+
+    #[test]
+    fn display_is_public_text_and_code() {
+        assert_eq!(
+            Error::internal("secret detail").to_string(),
+            "Internal error (-32603)"
+        );
+    }
+}

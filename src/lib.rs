@@ -1,14 +1,97 @@
-//! mrtr: Multi Round-Trip Requests (MCP 2026-07-28) for MCP servers.
+//! # mrtr: Multi Round-Trip Requests for MCP servers, correctly and safely
+//!
+//! Since MCP 2026-07-28 a server may not send requests to the client. When a
+//! `tools/call`, `resources/read` or `prompts/get` needs something from the user
+//! or the client's model, the server answers with an `InputRequiredResult`; the
+//! client gathers the answers and retries under a new id with `inputResponses`,
+//! echoing an opaque `requestState`. mrtr is the state engine for that: a
+//! **sans-IO core** (no tokio, no clock, no I/O: time and bytes are passed in)
+//! plus, behind the default `server` feature, a reference server and a client.
+//!
+//! ```text
+//!  HTTP / stdio adapter (feature server)        sans-IO core
+//!  ────────────────────────────────────        ───────────────────────────────────────────────
+//!  bytes → Service::handle ──────────────────►  JSON-RPC envelope (-32700/-32600), headers (-32020)
+//!                                               CarrierMethod::from_method        (else -32601)
+//!                                               CarrierRequest: _meta             (-32602, -32022)
+//!                                               Engine::begin(request, principal, now)
+//!                                                 requestState → seal::open → Verified<Claims>
+//!                                               handler(&mut Round) → answers or Flow::Suspend
+//!                                                 round.elicit / sample / roots: capability gate
+//!                                                 (-32021 or dropped), answers validated, re-asked
+//!                                               Round::finish → seal next state (round+1,
+//!                                                 same flow deadline)
+//!  JSON-RPC response ◄──────────────────────── Outcome: Complete | InputRequired | ToolError | Protocol
+//!   HTTP status, one log line                     private diagnostic on stderr, never on the wire
+//! ```
+//!
+//! Building an `InputRequiredResult` for a `tools/call`, filtered by what the
+//! client declared in *this* request:
+//!
+//! ```
+//! use mrtr::carrier::{CarrierMethod, CarrierRequest};
+//! use mrtr::engine::{Elicited, Engine, Form, Outcome, Sampling, tool_text};
+//! use mrtr::principal::Principal;
+//! use mrtr::seal::Keyring;
+//! use mrtr::time::Timestamp;
+//! use serde_json::json;
+//!
+//! let engine = Engine::new(Keyring::ephemeral(), "https://mcp.example.com");
+//! // The client declares sampling but no elicitation.
+//! let request = CarrierRequest::from_params(CarrierMethod::ToolsCall, Some(&json!({
+//!     "name": "weather",
+//!     "arguments": {"city": "Paris"},
+//!     "_meta": {
+//!         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+//!         "io.modelcontextprotocol/clientCapabilities": {"sampling": {}}
+//!     }
+//! }))).unwrap();
+//! let outcome = engine.run(request, &Principal::anonymous(), Timestamp::from_unix_secs(1_800_000_000), |round| {
+//!     // An optional form (dropped for this client) and a required sampling call, batched.
+//!     let units = round.elicit("units", Form::new("Units?").one_of("units", ["metric", "imperial"]).optional());
+//!     let forecast = round.sample("forecast", Sampling::prompt("One-line forecast for Paris?", 60));
+//!     let (units, forecast) = (units?, forecast?);
+//!     let units = match units { Elicited::Accepted(f) => f.str("units").unwrap_or("metric").to_owned(), _ => "metric".into() };
+//!     Ok(tool_text(format!("{} ({units})", forecast.map(|m| m.text()).unwrap_or_default())))
+//! });
+//! let Outcome::InputRequired(irr) = outcome else { panic!("expected input_required") };
+//! let asks = irr.input_requests().unwrap();
+//! assert_eq!(asks.keys().collect::<Vec<_>>(), ["forecast"]); // no undeclared elicitation
+//! assert!(irr.request_state().is_some()); // sealed: XAES-256-GCM, bound to this call
+//! assert_eq!(irr.to_value()["resultType"], "input_required");
+//! ```
+//!
+//! # Security
+//! - **What is secret**: the keys of the [`seal::Keyring`] (never printed; zeroized
+//!   on drop) and the plaintext of a sealed state (encrypted, not only signed).
+//! - **What is bound**: a `requestState` opens only for the same method, target,
+//!   canonical arguments, principal, audience and protocol version, before its
+//!   round expiry and the flow's absolute deadline fixed in round 1 (see [`seal`]).
+//!   Every failure is one frozen `-32602`; the precise reason goes to the private log.
+//! - **Replay**: binding bounds replay to the same principal repeating the same
+//!   step within the window; it does not make a step single-use. For that, use
+//!   [`engine::Round::once`] with a [`replay::ReplayGuard`] (shared across a fleet).
+//!
+//! # Modules
+//! [`wire`] (the 2026-07-28 shapes), [`carrier`], [`capability`], [`error`] (the
+//! two channels), [`seal`], [`engine`], [`answers`], [`service`] (JSON-RPC
+//! router), [`reference`] (the reference server's tools), [`client`], and with the
+//! `server` feature the transports in `server`.
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+pub mod answers;
 pub mod capability;
 pub mod carrier;
 pub mod client;
+pub mod engine;
 pub mod error;
 pub mod principal;
+pub mod reference;
+pub mod replay;
 pub mod seal;
 #[cfg(feature = "server")]
 pub mod server;
+pub mod service;
 pub mod time;
 pub mod wire;

@@ -24,12 +24,20 @@ impl Principal {
     /// No authenticated identity. Every anonymous caller shares this principal,
     /// so binding to it prevents no cross-user replay: say so on purpose.
     pub const fn anonymous() -> Self {
-        Self { subject: None, issuer: None, client_id: None }
+        Self {
+            subject: None,
+            issuer: None,
+            client_id: None,
+        }
     }
 
     /// An authenticated subject (for OAuth, the `sub` claim).
     pub fn subject(subject: impl Into<String>) -> Self {
-        Self { subject: Some(subject.into()), issuer: None, client_id: None }
+        Self {
+            subject: Some(subject.into()),
+            issuer: None,
+            client_id: None,
+        }
     }
 
     /// Adds the token issuer (OAuth `iss`), so equal subjects from two issuers differ.

@@ -1,1 +1,213 @@
-fn main() {}
+//! `mrtr`: the reference MRTR server and operator tools.
+//!
+//! Exit codes: 0 success; 1 runtime failure (e.g. the listen address is taken);
+//! 2 usage or configuration error (message on stderr).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use mrtr::server::{self, ConfigError, KeySource, LogFormat, ServeConfig, ServeError};
+
+/// Multi Round-Trip Requests (MCP 2026-07-28): reference server and operator tools.
+#[derive(Debug, Parser)]
+#[command(name = "mrtr", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the stateless reference server (Streamable HTTP on POST /mcp, or stdio).
+    Serve(ServeArgs),
+    /// Print a new random key for MRTR_KEYS.
+    Keygen,
+    /// Call a tool, prompt or resource on any MRTR server and answer its questions
+    /// on the terminal (or from --answers).
+    Call(mrtr::client::cli::CallArgs),
+    /// Open a requestState token with the configured keys and print its claims,
+    /// or the private reason it does not open.
+    Inspect {
+        /// The requestState token.
+        token: String,
+        /// File holding the keys (MRTR_KEYS format). Default: $MRTR_KEYS.
+        #[arg(long, value_name = "PATH")]
+        keys_file: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Args)]
+struct ServeArgs {
+    /// Address to listen on; port 0 picks a free port (the bound address is
+    /// logged as `listening on http://ADDR/mcp`).
+    #[arg(long, value_name = "ADDR", default_value = server::DEFAULT_LISTEN, conflicts_with = "stdio")]
+    listen: SocketAddr,
+    /// Speak newline-delimited JSON-RPC on stdin/stdout instead of HTTP (logs stay on stderr).
+    #[arg(long)]
+    stdio: bool,
+    /// File holding the sealing keys (MRTR_KEYS format). Default: $MRTR_KEYS, else an
+    /// ephemeral per-process key.
+    #[arg(long, value_name = "PATH")]
+    keys_file: Option<PathBuf>,
+    /// Lifetime of one round's requestState, in seconds (1..=86400).
+    #[arg(long, value_name = "SECONDS", default_value_t = server::DEFAULT_STATE_TTL_SECS)]
+    state_ttl: u64,
+    /// Clock skew tolerated on expiry checks, in seconds (0..=3600).
+    #[arg(long, value_name = "SECONDS", default_value_t = server::DEFAULT_CLOCK_SKEW_SECS)]
+    clock_skew: u64,
+    /// Audience a requestState is bound to; every instance of a fleet must use the same one.
+    #[arg(long, value_name = "STR", default_value = server::DEFAULT_AUDIENCE)]
+    audience: String,
+    /// Maximum rounds of one flow.
+    #[arg(long, value_name = "N", default_value_t = server::DEFAULT_MAX_ROUNDS)]
+    max_rounds: u32,
+    /// Maximum request size (HTTP body or stdio line), in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = server::DEFAULT_MAX_BODY)]
+    max_body: usize,
+    /// An extra allowed Origin (scheme://host[:port]); repeatable. Always allowed: no
+    /// Origin, http://localhost, http://127.0.0.1 and http://[::1] on any port.
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    allow_origin: Vec<String>,
+    /// Log format on stderr.
+    #[arg(long, value_enum, default_value_t = LogFormatArg::Human)]
+    log_format: LogFormatArg,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum LogFormatArg {
+    Human,
+    Json,
+}
+
+impl ServeArgs {
+    fn into_config(self) -> Result<ServeConfig, ConfigError> {
+        let keys = KeySource::resolve(self.keys_file, std::env::var_os(server::KEYS_ENV))?;
+        let mut cfg = ServeConfig::default();
+        cfg.listen = self.listen;
+        cfg.stdio = self.stdio;
+        cfg.keys = keys;
+        cfg.state_ttl_secs = self.state_ttl;
+        cfg.clock_skew_secs = self.clock_skew;
+        cfg.audience = self.audience;
+        cfg.max_rounds = self.max_rounds;
+        cfg.max_body = self.max_body;
+        cfg.allowed_origins = self.allow_origin;
+        cfg.log_format = match self.log_format {
+            LogFormatArg::Human => LogFormat::Human,
+            LogFormatArg::Json => LogFormat::Json,
+        };
+        cfg.validate()
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve(args) => serve(args),
+        Command::Keygen => {
+            println!("{}", mrtr::seal::generate_key_string());
+            ExitCode::SUCCESS
+        }
+        Command::Inspect { token, keys_file } => inspect(&token, keys_file),
+        Command::Call(args) => call(args),
+    }
+}
+
+/// Runs `mrtr call` on a small runtime; exit codes 0 complete, 1 tool error,
+/// 2 usage, 3 protocol or transport error.
+fn call(args: mrtr::client::cli::CallArgs) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("mrtr: error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let code = runtime.block_on(mrtr::client::cli::run_call(args));
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
+/// Opens a token for an operator: claims on stdout, or the private reason on stderr (exit 1).
+fn inspect(token: &str, keys_file: Option<PathBuf>) -> ExitCode {
+    let keys = match KeySource::resolve(keys_file, std::env::var_os(server::KEYS_ENV)) {
+        Ok(KeySource::Ephemeral) => {
+            eprintln!(
+                "mrtr: error: no keys: pass --keys-file or set {}",
+                server::KEYS_ENV
+            );
+            return ExitCode::from(2);
+        }
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("mrtr: error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let keyring = match keys.keyring() {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("mrtr: error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let sealer = mrtr::seal::Sealer::new(keyring, mrtr::seal::SealConfig::default());
+    match sealer.inspect(&mrtr::seal::UntrustedState::new(token.trim())) {
+        Ok(claims) => {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&claims).unwrap_or_default()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!(
+                "mrtr inspect: the token does not open: {}",
+                e.reason().as_str()
+            );
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn serve(args: ServeArgs) -> ExitCode {
+    let cfg = match args.into_config() {
+        Ok(cfg) => cfg,
+        Err(e) => {
+            eprintln!("mrtr: error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    server::log::init(cfg.log_format);
+    server::log::install_panic_hook();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("mrtr: error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let result = runtime.block_on(server::serve(cfg));
+    // Do not wait for a blocking stdin read that will never finish (stdio mode
+    // stopped by a signal while stdin is still open).
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(ServeError::Config(e)) => {
+            eprintln!("mrtr: error: {e}");
+            ExitCode::from(2)
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "server stopped");
+            eprintln!("mrtr: error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

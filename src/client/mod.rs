@@ -1,1 +1,89 @@
-//! placeholder: client
+//! The client driver: call `tools/call`, `prompts/get` or `resources/read` and
+//! drive every `InputRequiredResult` round to completion (design.md §8).
+//!
+//! ```text
+//!  Client::call ──► round n: request {id: fresh, params: original + _meta
+//!       ▲                          + inputResponses? + requestState? (echoed exactly)}
+//!       │                    ──► Transport::send ──► response
+//!       │           resultType absent/complete ──► Completion
+//!       │           unknown resultType         ──► ClientError::UnknownResultType
+//!       │           input_required:
+//!       │             undeclared kind?          ──► ClientError::UndeclaredInput (no retry)
+//!       │             round cap reached?        ──► ClientError::MaxRounds
+//!       │             state only                ──► back off 50 ms → 250 ms, retry
+//!       └──────────── inputRequests             ──► InputHandler (all at once), retry
+//!                     (manual mode: stop here with Step::NeedsInput(PendingFlow))
+//! ```
+//!
+//! The core of this module needs no runtime: a [`Transport`] sends one JSON-RPC
+//! request, an [`InputHandler`] answers input requests, a [`Timer`] sleeps. With
+//! the `client-http` feature, [`HttpTransport`] speaks Streamable HTTP and
+//! [`TokioTimer`] is the default timer.
+//!
+//! # Example
+//! ```
+//! use mrtr::client::{BoxFuture, Client, Handlers, Transport, TransportError};
+//! use mrtr::wire::{ElicitAction, ElicitResult};
+//! use serde_json::{json, Value};
+//!
+//! // A server that asks once for confirmation, then completes.
+//! #[derive(Debug)]
+//! struct Fake;
+//! impl Transport for Fake {
+//!     fn send(&self, req: Value) -> BoxFuture<'_, Result<Value, TransportError>> {
+//!         Box::pin(async move {
+//!             let result = if req["params"].get("inputResponses").is_some() {
+//!                 json!({"resultType": "complete", "content": [{"type": "text", "text": "done"}]})
+//!             } else {
+//!                 json!({"resultType": "input_required", "requestState": "s1", "inputRequests": {
+//!                     "ok": {"method": "elicitation/create", "params": {"message": "Sure?",
+//!                       "requestedSchema": {"type": "object", "properties": {"yes": {"type": "boolean"}}}}}}})
+//!             };
+//!             Ok(json!({"jsonrpc": "2.0", "id": req["id"], "result": result}))
+//!         })
+//!     }
+//! }
+//!
+//! let handlers = Handlers::new().on_elicit(|_ctx, _form| async {
+//!     Ok(ElicitResult { action: ElicitAction::Accept, content: json!({"yes": true}).as_object().cloned() })
+//! });
+//! // No runtime in this example, so no timer (no back-off pause, no time cap).
+//! let client = Client::builder(Fake).handler(handlers).no_timer().build();
+//! let done = futures_executor_block_on(client.call_tool("deploy", json!({})));
+//! # fn futures_executor_block_on<F: std::future::Future>(f: F) -> F::Output {
+//! #     // a minimal executor for the doctest (the fake transport never waits)
+//! #     use std::task::{Context, Poll, Waker};
+//! #     let mut f = std::pin::pin!(f);
+//! #     let mut cx = Context::from_waker(Waker::noop());
+//! #     loop { if let Poll::Ready(v) = f.as_mut().poll(&mut cx) { return v; } }
+//! # }
+//! let done = done.unwrap();
+//! assert_eq!(done.text(), "done");
+//! assert_eq!(done.rounds, 2);
+//! ```
+
+mod driver;
+mod error;
+mod flow;
+mod handler;
+mod timer;
+mod transport;
+
+#[cfg(feature = "client-http")]
+pub mod http;
+
+#[cfg(feature = "server")]
+pub mod cli;
+
+pub use driver::{
+    BACKOFF_INITIAL, BACKOFF_MAX, Client, ClientBuilder, DEFAULT_MAX_ROUNDS, DEFAULT_TOTAL_TIMEOUT,
+};
+pub use error::ClientError;
+pub use flow::{CarrierCall, Completion, PendingFlow, Step};
+pub use handler::{HandlerError, Handlers, InputContext, InputHandler, NoInput};
+#[cfg(feature = "client-http")]
+pub use http::HttpTransport;
+pub use timer::Timer;
+#[cfg(feature = "client-http")]
+pub use timer::TokioTimer;
+pub use transport::{BoxFuture, Transport, TransportError};

@@ -1,1 +1,62 @@
-//! placeholder: wire
+//! The MCP 2026-07-28 wire shapes that MRTR touches, as serde types.
+//!
+//! Everything here follows `schema.ts` of the 2026-07-28 revision (see
+//! `reference/spec.md` §1). Types reject on parse what the schema forbids (a form
+//! elicitation without `requestedSchema`, a url elicitation without `url`,
+//! sampling without `maxTokens`, a non-primitive form property) and preserve
+//! what it leaves open (`_meta`, unknown `resultType` values, extension
+//! capabilities).
+
+pub mod input;
+pub mod jsonrpc;
+pub mod meta;
+pub mod result;
+pub mod schema;
+
+pub use input::{
+    CreateMessageParams, CreateMessageResult, ElicitAction, ElicitFormParams, ElicitParams,
+    ElicitResult, ElicitUrlParams, InputKind, InputRequest, InputRequests, InputResponse,
+    InputResponses, ListRootsResult, Root,
+};
+pub use jsonrpc::RequestId;
+pub use meta::{
+    ClientCapabilities, ElicitationCapability, Implementation, RequestMeta, SamplingCapability,
+};
+pub use result::{InputRequiredResult, ResultType};
+pub use schema::{EnumOption, PrimitiveSchema, RequestedSchema, StringFormat};
+
+/// The protocol revision this crate speaks.
+pub const PROTOCOL_VERSION: &str = "2026-07-28";
+
+/// The protocol versions this crate accepts in `_meta` (MRTR exists only from 2026-07-28).
+pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] = &[PROTOCOL_VERSION];
+
+/// A wire value that does not fit the schema. The message names the field, never its value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct WireError(pub(crate) String);
+
+impl WireError {
+    pub(crate) fn new(msg: impl Into<String>) -> Self {
+        Self(msg.into())
+    }
+
+    /// The description of what is wrong (safe to show: it names fields, never values).
+    pub fn message(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A JSON object, as used for `_meta` and open-ended fields.
+pub type JsonObject = serde_json::Map<String, serde_json::Value>;
+
+pub(crate) fn type_name(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "boolean",
+        serde_json::Value::Number(_) => "number",
+        serde_json::Value::String(_) => "string",
+        serde_json::Value::Array(_) => "array",
+        serde_json::Value::Object(_) => "object",
+    }
+}

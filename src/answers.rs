@@ -1,0 +1,402 @@
+//! Validation of an accepted form elicitation's `content` against the
+//! `requestedSchema` that was asked (spec: elicitation §Requested Schema).
+//!
+//! Only what the primitive schemas can say is checked: types, `required`, enum
+//! membership (`enum`, `oneOf`, multi-select `items`), string formats and
+//! lengths, number bounds and integer-ness, item counts. Keys the schema does not
+//! declare are dropped, so a handler never sees a value nobody validated.
+
+use serde_json::Value;
+
+use crate::wire::JsonObject;
+use crate::wire::schema::{PrimitiveSchema, RequestedSchema, StringFormat};
+
+/// One reason an answer does not fit its question. Shown to the user when the
+/// question is asked again, so it names fields and rules, never the value given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// The field at fault.
+    pub field: String,
+    /// What is wrong, for a person.
+    pub message: String,
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.field, self.message)
+    }
+}
+
+/// Checks `content` against `schema`; on success returns the content with
+/// undeclared keys removed.
+///
+/// ```
+/// use mrtr::answers::validate_content;
+/// use mrtr::wire::RequestedSchema;
+/// use serde_json::json;
+/// let schema = RequestedSchema::from_value(&json!({"type":"object",
+///     "properties":{"env":{"type":"string","enum":["staging","production"]}},
+///     "required":["env"]})).unwrap();
+/// let ok = json!({"env":"staging","extra":1});
+/// let kept = validate_content(&schema, ok.as_object().unwrap()).unwrap();
+/// assert_eq!(serde_json::Value::Object(kept), json!({"env":"staging"}));
+/// let bad = json!({"env":"moon"});
+/// assert!(validate_content(&schema, bad.as_object().unwrap()).is_err());
+/// ```
+///
+/// # Errors
+/// Every problem found, in field order.
+pub fn validate_content(
+    schema: &RequestedSchema,
+    content: &JsonObject,
+) -> Result<JsonObject, Vec<Problem>> {
+    let mut problems = Vec::new();
+    let mut kept = JsonObject::new();
+    for (name, prop) in &schema.properties {
+        match content.get(name) {
+            None => {
+                if schema.is_required(name) {
+                    problems.push(Problem {
+                        field: name.clone(),
+                        message: "is required".into(),
+                    });
+                }
+            }
+            Some(v) => match check(prop, v) {
+                Ok(()) => {
+                    kept.insert(name.clone(), v.clone());
+                }
+                Err(message) => problems.push(Problem {
+                    field: name.clone(),
+                    message,
+                }),
+            },
+        }
+    }
+    // `required` may name a key the properties do not define; such a schema can never be
+    // satisfied by a validated key, so report it rather than accept blindly.
+    if let Some(req) = &schema.required {
+        for r in req {
+            if !schema.properties.contains_key(r) {
+                problems.push(Problem {
+                    field: r.clone(),
+                    message: "is required but not defined by the form".into(),
+                });
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(kept)
+    } else {
+        Err(problems)
+    }
+}
+
+fn check(prop: &PrimitiveSchema, v: &Value) -> Result<(), String> {
+    match prop {
+        PrimitiveSchema::String {
+            min_length,
+            max_length,
+            format,
+            ..
+        } => {
+            let s = v.as_str().ok_or("must be text")?;
+            let n = s.chars().count() as u64;
+            if let Some(min) = min_length
+                && n < *min
+            {
+                return Err(format!("must be at least {min} characters"));
+            }
+            if let Some(max) = max_length
+                && n > *max
+            {
+                return Err(format!("must be at most {max} characters"));
+            }
+            if let Some(f) = format {
+                let ok = match f {
+                    StringFormat::Email => is_email(s),
+                    StringFormat::Uri => is_uri(s),
+                    StringFormat::Date => is_date(s),
+                    StringFormat::DateTime => is_date_time(s),
+                };
+                if !ok {
+                    return Err(format!("must be a valid {}", f.as_str()));
+                }
+            }
+            Ok(())
+        }
+        PrimitiveSchema::Number {
+            integer,
+            minimum,
+            maximum,
+            ..
+        } => {
+            let x = v.as_f64().ok_or(if *integer {
+                "must be a whole number"
+            } else {
+                "must be a number"
+            })?;
+            if *integer && !(v.is_i64() || v.is_u64() || x.fract() == 0.0) {
+                return Err("must be a whole number".into());
+            }
+            if let Some(min) = minimum
+                && x < *min
+            {
+                return Err(format!(
+                    "must be at least {}",
+                    crate::wire::schema::number_value(*min)
+                ));
+            }
+            if let Some(max) = maximum
+                && x > *max
+            {
+                return Err(format!(
+                    "must be at most {}",
+                    crate::wire::schema::number_value(*max)
+                ));
+            }
+            Ok(())
+        }
+        PrimitiveSchema::Boolean { .. } => v
+            .is_boolean()
+            .then_some(())
+            .ok_or_else(|| "must be true or false".into()),
+        PrimitiveSchema::SingleSelect { options, .. } => {
+            let s = v.as_str().ok_or("must be one of the listed choices")?;
+            if options.iter().any(|o| o.value == s) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "must be one of: {}",
+                    choice_list(options.iter().map(|o| o.value.as_str()))
+                ))
+            }
+        }
+        PrimitiveSchema::MultiSelect {
+            options,
+            min_items,
+            max_items,
+            ..
+        } => {
+            let arr = v.as_array().ok_or("must be a list of choices")?;
+            let mut seen = std::collections::HashSet::new();
+            for item in arr {
+                let s = item.as_str().ok_or("must be a list of choices")?;
+                if !options.iter().any(|o| o.value == s) {
+                    return Err(format!(
+                        "may only contain: {}",
+                        choice_list(options.iter().map(|o| o.value.as_str()))
+                    ));
+                }
+                if !seen.insert(s) {
+                    return Err("must not list a choice twice".into());
+                }
+            }
+            let n = arr.len() as u64;
+            if let Some(min) = min_items
+                && n < *min
+            {
+                return Err(format!("needs at least {min} choices"));
+            }
+            if let Some(max) = max_items
+                && n > *max
+            {
+                return Err(format!("allows at most {max} choices"));
+            }
+            Ok(())
+        }
+    }
+}
+
+fn choice_list<'a>(it: impl Iterator<Item = &'a str>) -> String {
+    it.collect::<Vec<_>>().join(", ")
+}
+
+fn is_email(s: &str) -> bool {
+    let Some((local, domain)) = s.rsplit_once('@') else {
+        return false;
+    };
+    !local.is_empty()
+        && local.len() <= 64
+        && domain.contains('.')
+        && !domain.starts_with('.')
+        && !domain.ends_with('.')
+        && !s.chars().any(|c| c.is_whitespace() || c.is_control())
+        && !local.contains('@')
+        && domain
+            .split('.')
+            .all(|l| !l.is_empty() && l.chars().all(|c| c.is_alphanumeric() || c == '-'))
+}
+
+fn is_uri(s: &str) -> bool {
+    let Some((scheme, rest)) = s.split_once(':') else {
+        return false;
+    };
+    let mut chars = scheme.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        && !rest.is_empty()
+        && !s.chars().any(|c| c.is_whitespace() || c.is_control())
+}
+
+fn digits(s: &str) -> Option<u32> {
+    (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| s.parse().ok())
+        .flatten()
+}
+
+fn is_date(s: &str) -> bool {
+    let b = s.as_bytes();
+    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+        return false;
+    }
+    let (Some(y), Some(m), Some(d)) = (digits(&s[0..4]), digits(&s[5..7]), digits(&s[8..10]))
+    else {
+        return false;
+    };
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let days = match m {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    (1..=days).contains(&d)
+}
+
+fn is_date_time(s: &str) -> bool {
+    // RFC 3339: full-date "T" partial-time time-offset
+    let Some(t) = s.find(['T', 't']) else {
+        return false;
+    };
+    if !is_date(&s[..t]) {
+        return false;
+    }
+    let rest = &s[t + 1..];
+    let (time, offset) = if let Some(stripped) = rest.strip_suffix(['Z', 'z']) {
+        (stripped, None)
+    } else if let Some(i) = rest.rfind(['+', '-']) {
+        (&rest[..i], Some(&rest[i + 1..]))
+    } else {
+        return false;
+    };
+    let (hms, frac) = match time.split_once('.') {
+        Some((a, f)) => (a, Some(f)),
+        None => (time, None),
+    };
+    if frac.is_some_and(|f| {
+        digits(f).is_none() && !f.bytes().all(|b| b.is_ascii_digit()) || f.is_empty()
+    }) {
+        return false;
+    }
+    let parts: Vec<&str> = hms.split(':').collect();
+    if parts.len() != 3 || parts.iter().any(|p| p.len() != 2) {
+        return false;
+    }
+    let (Some(h), Some(mi), Some(se)) = (digits(parts[0]), digits(parts[1]), digits(parts[2]))
+    else {
+        return false;
+    };
+    if h > 23 || mi > 59 || se > 60 {
+        return false;
+    }
+    match offset {
+        None => true,
+        Some(o) => {
+            let p: Vec<&str> = o.split(':').collect();
+            p.len() == 2
+                && p.iter().all(|x| x.len() == 2)
+                && digits(p[0]).is_some_and(|x| x <= 23)
+                && digits(p[1]).is_some_and(|x| x <= 59)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn schema(v: Value) -> RequestedSchema {
+        RequestedSchema::from_value(&v).unwrap()
+    }
+
+    fn run(s: &RequestedSchema, c: Value) -> Result<JsonObject, Vec<Problem>> {
+        validate_content(s, c.as_object().unwrap())
+    }
+
+    #[test]
+    fn types_bounds_and_required() {
+        let s = schema(json!({"type":"object","properties":{
+            "name":{"type":"string","minLength":2,"maxLength":5},
+            "age":{"type":"integer","minimum":0,"maximum":150},
+            "score":{"type":"number","maximum":1.5},
+            "ok":{"type":"boolean"}},"required":["name","ok"]}));
+        assert!(run(&s, json!({"name":"Al","ok":true})).is_ok());
+        assert!(run(&s, json!({"name":"Al","ok":true,"age":30,"score":1.5})).is_ok());
+        assert!(run(&s, json!({"name":"A","ok":true})).is_err());
+        assert!(run(&s, json!({"name":"Alexander","ok":true})).is_err());
+        assert!(run(&s, json!({"name":"Al"})).is_err());
+        assert!(run(&s, json!({"name":"Al","ok":"yes"})).is_err());
+        assert!(run(&s, json!({"name":"Al","ok":true,"age":2.5})).is_err());
+        assert!(run(&s, json!({"name":"Al","ok":true,"age":-1})).is_err());
+        assert!(run(&s, json!({"name":"Al","ok":true,"score":1.6})).is_err());
+        assert!(run(&s, json!({"name":12,"ok":true})).is_err());
+    }
+
+    #[test]
+    fn enums_and_multi_select() {
+        let s = schema(json!({"type":"object","properties":{
+            "c":{"type":"string","oneOf":[{"const":"r","title":"Red"},{"const":"g","title":"Green"}]},
+            "l":{"type":"string","enum":["a","b"],"enumNames":["A","B"]},
+            "m":{"type":"array","items":{"type":"string","enum":["x","y","z"]},"minItems":1,"maxItems":2}}}));
+        assert!(run(&s, json!({"c":"r","l":"b","m":["x","z"]})).is_ok());
+        assert!(
+            run(&s, json!({"c":"Red"})).is_err(),
+            "a title is not a value"
+        );
+        assert!(run(&s, json!({"l":"A"})).is_err());
+        assert!(run(&s, json!({"m":[]})).is_err());
+        assert!(run(&s, json!({"m":["x","y","z"]})).is_err());
+        assert!(run(&s, json!({"m":["x","x"]})).is_err());
+        assert!(run(&s, json!({"m":["w"]})).is_err());
+    }
+
+    #[test]
+    fn formats() {
+        assert!(
+            is_email("a.b@example.com")
+                && !is_email("a@b")
+                && !is_email("@x.com")
+                && !is_email("a b@x.com")
+        );
+        assert!(
+            is_uri("https://x.y/z")
+                && is_uri("urn:isbn:1")
+                && !is_uri("no scheme")
+                && !is_uri("1http://x")
+        );
+        assert!(
+            is_date("2024-02-29")
+                && !is_date("2023-02-29")
+                && !is_date("2024-13-01")
+                && !is_date("24-01-01")
+        );
+        assert!(is_date_time("2026-07-28T10:00:00Z"));
+        assert!(is_date_time("2026-07-28T10:00:00.123+02:00"));
+        assert!(!is_date_time("2026-07-28 10:00:00Z"));
+        assert!(!is_date_time("2026-07-28T25:00:00Z"));
+        assert!(!is_date_time("2026-07-28T10:00:00"));
+    }
+
+    #[test]
+    fn extra_keys_are_dropped_and_messages_never_echo_values() {
+        let s =
+            schema(json!({"type":"object","properties":{"e":{"type":"string","format":"email"}}}));
+        let kept = run(&s, json!({"e":"a@b.co","zzz":"SECRET"})).unwrap();
+        assert!(!kept.contains_key("zzz"));
+        let err = run(&s, json!({"e":"SECRET-VALUE"})).unwrap_err();
+        assert!(err.iter().all(|p| !p.message.contains("SECRET")));
+    }
+}

@@ -1,0 +1,85 @@
+//! The [`Transport`] trait: one JSON-RPC request out, its response back.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+/// A boxed, `Send` future: what the object-safe client traits return.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Sends one JSON-RPC request and returns the JSON-RPC response.
+///
+/// The request is a complete JSON-RPC request object (`{jsonrpc, id, method,
+/// params}`); the response is the complete response object (`{jsonrpc, id,
+/// result}` or `{jsonrpc, id?, error}`). How the response travels (a JSON body,
+/// an SSE stream, a pipe) is the transport's business: the driver only ever sees
+/// the one response to the one request. A JSON-RPC *error response* is a normal
+/// return value (the driver turns it into [`ClientError::JsonRpc`]); a
+/// [`TransportError`] means no response object could be obtained.
+///
+/// The trait is object safe (`Arc<dyn Transport>` is what the [`Client`] holds)
+/// and its futures are `Send`, so a client can be used from any task of a
+/// multi-threaded runtime. Implement it with `Box::pin(async move { ... })`:
+///
+/// ```
+/// use mrtr::client::{BoxFuture, Transport, TransportError};
+/// use serde_json::{json, Value};
+///
+/// #[derive(Debug)]
+/// struct Echo;
+/// impl Transport for Echo {
+///     fn send(&self, request: Value) -> BoxFuture<'_, Result<Value, TransportError>> {
+///         Box::pin(async move {
+///             Ok(json!({"jsonrpc": "2.0", "id": request["id"], "result": {"resultType": "complete"}}))
+///         })
+///     }
+/// }
+/// ```
+///
+/// [`ClientError::JsonRpc`]: super::ClientError::JsonRpc
+/// [`Client`]: super::Client
+pub trait Transport: Send + Sync + std::fmt::Debug {
+    /// Sends `request` and resolves to its response.
+    ///
+    /// # Errors
+    /// A [`TransportError`] when no JSON-RPC response object could be obtained.
+    fn send(&self, request: Value) -> BoxFuture<'_, Result<Value, TransportError>>;
+}
+
+impl<T: Transport + ?Sized> Transport for Arc<T> {
+    fn send(&self, request: Value) -> BoxFuture<'_, Result<Value, TransportError>> {
+        (**self).send(request)
+    }
+}
+
+impl<T: Transport + ?Sized> Transport for Box<T> {
+    fn send(&self, request: Value) -> BoxFuture<'_, Result<Value, TransportError>> {
+        (**self).send(request)
+    }
+}
+
+/// Why a transport could not deliver a request or read its response.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TransportError {
+    /// The connection could not be made or broke (I/O, DNS, refused, reset).
+    #[error("connection failed: {0}")]
+    Connection(String),
+    /// The server answered with an HTTP status and a body that is not a JSON-RPC response.
+    #[error("http status {status}: {body}")]
+    Status {
+        /// The HTTP status code.
+        status: u16,
+        /// The start of the body, for diagnosis.
+        body: String,
+    },
+    /// The response could not be read as a JSON-RPC response (bad JSON, bad SSE,
+    /// an unexpected content type, a stream that ended without the response).
+    #[error("invalid response: {0}")]
+    InvalidResponse(String),
+    /// The request could not be built (e.g. a bad URL or a header value that HTTP cannot carry).
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
+}

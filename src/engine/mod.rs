@@ -1,0 +1,291 @@
+//! The round engine: resume a stateless handler across rounds (design.md §5).
+//!
+//! A stateless server re-runs its handler from the top on every retry. The engine
+//! hands the handler the answers it already has (sealed in `requestState` from
+//! earlier rounds, or arriving in this retry's `inputResponses`), records every
+//! question it still needs, and finishes the round with exactly one [`Outcome`].
+//!
+//! ```
+//! use mrtr::engine::{Engine, Elicited, Flow, Form, Outcome, tool_text};
+//! use mrtr::carrier::{CarrierMethod, CarrierRequest};
+//! use mrtr::principal::Principal;
+//! use mrtr::seal::Keyring;
+//! use mrtr::time::Timestamp;
+//! use serde_json::json;
+//!
+//! let engine = Engine::new(Keyring::ephemeral(), "https://tools.example");
+//! let handler = |round: &mut mrtr::engine::Round<'_>| -> Result<serde_json::Value, Flow> {
+//!     match round.elicit("confirm", Form::confirm("Deploy to production?"))? {
+//!         Elicited::Accepted(f) if f.bool("confirm") == Some(true) => Ok(tool_text("deployed")),
+//!         _ => Ok(tool_text("not deployed")),
+//!     }
+//! };
+//! let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+//!                   "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}});
+//! let now = Timestamp::from_unix_secs(1_800_000_000);
+//! let first = CarrierRequest::from_params(CarrierMethod::ToolsCall,
+//!     Some(&json!({"_meta": meta, "name": "deploy"}))).unwrap();
+//! let Outcome::InputRequired(irr) = engine.run(first, &Principal::anonymous(), now, handler) else { panic!() };
+//! let state = irr.request_state().unwrap().to_owned();
+//! let retry = CarrierRequest::from_params(CarrierMethod::ToolsCall, Some(&json!({
+//!     "_meta": meta, "name": "deploy", "requestState": state,
+//!     "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": true}}}}))).unwrap();
+//! let Outcome::Complete(done) = engine.run(retry, &Principal::anonymous(), now.add_secs(5), handler) else { panic!() };
+//! assert_eq!(done["content"][0]["text"], "deployed");
+//! assert_eq!(done["resultType"], "complete");
+//! ```
+
+mod ask;
+mod round;
+mod state;
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+pub use ask::{Elicited, Fields, Form, Roots, RootsAsk, Sampling, UrlVisit};
+pub use round::{Flow, Round};
+
+use crate::carrier::{CarrierMethod, CarrierRequest};
+use crate::error::{Error, Retry, ToolAdvice, code};
+use crate::principal::Principal;
+use crate::replay::ReplayGuard;
+use crate::seal::{Binding, BindingInput, Keyring, SealConfig, Sealer, UntrustedState};
+use crate::time::Timestamp;
+use crate::wire::InputRequiredResult;
+use crate::wire::jsonrpc::{self, RequestId};
+use state::FlowState;
+
+/// Which fresh answers the engine accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AnswerPolicy {
+    /// Accept an answer that validates against the question the handler asks now,
+    /// even without a sealed earlier round that asked it ("cold" retries, which the
+    /// conformance suite sends). The default.
+    #[default]
+    Lenient,
+    /// Accept only answers to questions issued in an earlier sealed round.
+    Strict,
+}
+
+/// The engine, configured once and shared across requests (it is `Send + Sync`).
+#[derive(Debug, Clone)]
+pub struct Engine {
+    sealer: Sealer,
+    audience: String,
+    max_rounds: u32,
+    max_asks: usize,
+    policy: AnswerPolicy,
+    replay: Option<Arc<dyn ReplayGuard>>,
+}
+
+impl Engine {
+    /// An engine sealing with `keyring`, for the service named `audience` (a state
+    /// sealed for another audience never opens here). Defaults: seal defaults
+    /// (10 min per round, 1 h per flow, 60 s skew), 16 rounds, 16 asks per round,
+    /// lenient answers, no replay guard.
+    pub fn new(keyring: Keyring, audience: impl Into<String>) -> Self {
+        Self {
+            sealer: Sealer::new(keyring, SealConfig::default()),
+            audience: audience.into(),
+            max_rounds: 16,
+            max_asks: 16,
+            policy: AnswerPolicy::Lenient,
+            replay: None,
+        }
+    }
+
+    /// Replaces the seal configuration (TTL, flow lifetime, skew, size limits).
+    pub fn with_seal_config(mut self, config: SealConfig) -> Self {
+        self.sealer = Sealer::new(self.sealer.keyring().clone(), config);
+        self
+    }
+
+    /// The most `InputRequiredResult`s one flow may issue (default 16).
+    pub fn max_rounds(mut self, n: u32) -> Self {
+        self.max_rounds = n.max(1);
+        self
+    }
+
+    /// The most questions one round may ask (default 16).
+    pub fn max_asks_per_round(mut self, n: usize) -> Self {
+        self.max_asks = n.max(1);
+        self
+    }
+
+    /// The answer policy (default [`AnswerPolicy::Lenient`]).
+    pub fn policy(mut self, policy: AnswerPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// A store that makes [`Round::once`] steps single-use even when a client
+    /// replays a round's `requestState` (default: none, so `once` protects
+    /// re-runs within one flow but not a replayed final round).
+    pub fn replay_guard(mut self, guard: Arc<dyn ReplayGuard>) -> Self {
+        self.replay = Some(guard);
+        self
+    }
+
+    /// The sealer (for `mrtr inspect` and counters).
+    pub fn sealer(&self) -> &Sealer {
+        &self.sealer
+    }
+
+    /// The audience.
+    pub fn audience(&self) -> &str {
+        &self.audience
+    }
+
+    /// Starts a round: binds the request, opens its `requestState` if present, and
+    /// exposes the answers.
+    ///
+    /// # Errors
+    /// The frozen -32602 for a state that does not open (the precise reason is in
+    /// [`Error::diagnostic`]); for an authentic but expired state, an error that
+    /// renders as a tool error on `tools/call` ([`Outcome::from_error`]).
+    pub fn begin(
+        &self,
+        request: CarrierRequest,
+        principal: &Principal,
+        now: Timestamp,
+    ) -> Result<Round<'_>, Error> {
+        let arguments = request.arguments_value();
+        let binding = Binding::new(&BindingInput {
+            method: request.method.as_str(),
+            target: &request.target,
+            arguments: arguments.as_ref(),
+            principal,
+            audience: &self.audience,
+            protocol_version: &request.meta.protocol_version,
+        });
+        let prior = match &request.request_state {
+            None => None,
+            Some(token) => match self.sealer.open::<FlowState>(
+                &UntrustedState::new(token.clone()),
+                &binding,
+                now,
+            ) {
+                Ok(v) => Some(v),
+                Err(e) if e.is_expired_but_authentic() => {
+                    return Err(Error::expired_request_state(e.reason().as_str()));
+                }
+                Err(e) => return Err(Error::invalid_request_state(e.reason().as_str())),
+            },
+        };
+        Ok(Round::new(self, request, binding, prior, now))
+    }
+
+    /// Runs one round: [`Engine::begin`], the handler, [`Round::finish`].
+    pub fn run<F>(
+        &self,
+        request: CarrierRequest,
+        principal: &Principal,
+        now: Timestamp,
+        handler: F,
+    ) -> Outcome
+    where
+        F: FnOnce(&mut Round<'_>) -> Result<Value, Flow>,
+    {
+        let method = request.method;
+        match self.begin(request, principal, now) {
+            Ok(mut round) => {
+                let result = handler(&mut round);
+                round.finish(result)
+            }
+            Err(e) => Outcome::from_error(Some(method), e),
+        }
+    }
+
+    pub(crate) fn limit_error(&self, what: &str, detail: String) -> Error {
+        Error::tool_failure(
+            ToolAdvice::new(what, Retry::StartOver)
+                .instead("Call the tool again with the same arguments to start a fresh request"),
+            code::INVALID_PARAMS,
+            "limit",
+            detail,
+        )
+    }
+}
+
+/// How a round ends.
+#[derive(Debug, Clone)]
+pub enum Outcome {
+    /// The final result (carries `resultType: "complete"`).
+    Complete(Value),
+    /// The server needs input (or a state-only retry).
+    InputRequired(InputRequiredResult),
+    /// A `tools/call` failure the model can act on (`isError: true`), with its error for the log.
+    ToolError {
+        /// The `CallToolResult`.
+        result: Value,
+        /// The failure, for the private log.
+        error: Error,
+    },
+    /// A JSON-RPC error.
+    Protocol(Error),
+}
+
+impl Outcome {
+    /// The outcome for a failure on `method`: a tool error where the model can act
+    /// on it on `tools/call`, else a JSON-RPC error.
+    pub fn from_error(method: Option<CarrierMethod>, error: Error) -> Self {
+        match error.to_tool_result() {
+            Some(result) if error.is_tool_result_on(method) => Self::ToolError { result, error },
+            _ => Self::Protocol(error),
+        }
+    }
+
+    /// The JSON-RPC response for request `id`.
+    pub fn to_response(&self, id: &RequestId) -> Value {
+        match self {
+            Self::Complete(v) | Self::ToolError { result: v, .. } => {
+                jsonrpc::success(id, v.clone())
+            }
+            Self::InputRequired(irr) => jsonrpc::success(id, irr.to_value()),
+            Self::Protocol(e) => e.to_jsonrpc(Some(id)),
+        }
+    }
+
+    /// The HTTP status for the Streamable HTTP transport.
+    pub fn http_status(&self) -> u16 {
+        match self {
+            Self::Protocol(e) => e.http_status(),
+            _ => 200,
+        }
+    }
+
+    /// `complete`, `input_required`, `tool_error` or `error:<code>`, for the log line.
+    pub fn label(&self) -> String {
+        match self {
+            Self::Complete(_) => "complete".into(),
+            Self::InputRequired(_) => "input_required".into(),
+            Self::ToolError { .. } => "tool_error".into(),
+            Self::Protocol(e) => format!("error:{}", e.code()),
+        }
+    }
+
+    /// The failure behind this outcome, if any.
+    pub fn error(&self) -> Option<&Error> {
+        match self {
+            Self::ToolError { error, .. } | Self::Protocol(error) => Some(error),
+            _ => None,
+        }
+    }
+}
+
+/// A `CallToolResult` body with one text block (the engine adds `resultType`).
+pub fn tool_text(text: impl Into<String>) -> Value {
+    json!({"content": [{"type": "text", "text": text.into()}]})
+}
+
+/// A `GetPromptResult` body with one user text message.
+pub fn prompt_text(description: impl Into<String>, text: impl Into<String>) -> Value {
+    json!({"description": description.into(),
+           "messages": [{"role": "user", "content": {"type": "text", "text": text.into()}}]})
+}
+
+/// A `ReadResourceResult` body with one text content.
+pub fn resource_text(uri: impl Into<String>, mime_type: &str, text: impl Into<String>) -> Value {
+    json!({"contents": [{"uri": uri.into(), "mimeType": mime_type, "text": text.into()}]})
+}

@@ -1,0 +1,711 @@
+//! The sans-IO request service: one JSON-RPC message in, one reply out.
+//!
+//! Transports (the Streamable HTTP and stdio adapters of the `server` feature) read
+//! bytes, call [`Service::handle`], and write the reply. Everything the protocol
+//! decides (parse errors, header/body agreement, `_meta`, routing, the round
+//! engine, the error channels) happens here, without I/O or a clock.
+//!
+use std::sync::Arc;
+
+use indexmap::IndexMap;
+use serde_json::{Map, Value, json};
+
+use crate::carrier::{CarrierMethod, CarrierRequest};
+use crate::engine::{Engine, Flow, Outcome, Round};
+use crate::error::{DiagContext, Error};
+use crate::principal::Principal;
+use crate::time::Timestamp;
+use crate::wire::jsonrpc::RequestId;
+use crate::wire::meta::{MetaError, RequestMeta};
+use crate::wire::{Implementation, JsonObject, SUPPORTED_PROTOCOL_VERSIONS, type_name};
+
+/// The Streamable HTTP headers that must agree with the body (spec: streamable-http
+/// §Server Validation). `None` means the header was absent; a header whose bytes are
+/// not visible ASCII is passed as `Some` of its lossy text so the check fails with -32020.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct McpHeaders {
+    /// `MCP-Protocol-Version`.
+    pub protocol_version: Option<String>,
+    /// `Mcp-Method`.
+    pub method: Option<String>,
+    /// `Mcp-Name` (tools/call and prompts/get: `params.name`; resources/read: `params.uri`).
+    pub name: Option<String>,
+}
+
+/// What the transport knows about one incoming message.
+#[derive(Debug, Clone)]
+pub struct RequestContext {
+    /// The authenticated principal (the reference server is anonymous).
+    pub principal: Principal,
+    /// The current time, read by the transport.
+    pub now: Timestamp,
+    /// A correlation id for the private log; never sent to the client.
+    pub correlation_id: String,
+    /// The HTTP headers to validate; `None` on stdio.
+    pub http_headers: Option<McpHeaders>,
+}
+
+/// The reply to one message.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    /// The serialized JSON-RPC response, or `None` for a notification.
+    pub body: Option<String>,
+    /// The HTTP status the Streamable HTTP transport must use.
+    pub http_status: u16,
+    /// What the transport logs on its one line for this request.
+    pub log: RequestLog,
+}
+
+/// The private, per-request log record (never sent to the client).
+#[derive(Debug, Clone, Default)]
+pub struct RequestLog {
+    /// The JSON-RPC id, rendered as JSON text.
+    pub jsonrpc_id: Option<String>,
+    /// The method, if one was read.
+    pub method: Option<String>,
+    /// The tool or prompt name or resource URI.
+    pub target: Option<String>,
+    /// `complete`, `input_required`, `tool_error`, `notification`, or `error:<code>`.
+    pub outcome: String,
+    /// The round of an MRTR flow, when known (1 = first round).
+    pub round: Option<u32>,
+    /// The private reason a requestState was rejected, when it was.
+    pub reject_reason: Option<&'static str>,
+    /// A private diagnostic detail (never a token, key, plaintext state or argument value).
+    pub detail: Option<String>,
+}
+
+/// A handler: re-run from the top on every round of a flow.
+pub type Handler = Arc<dyn Fn(&mut Round<'_>) -> Result<Value, Flow> + Send + Sync>;
+
+struct Entry {
+    definition: Value,
+    handler: Handler,
+}
+
+impl std::fmt::Debug for Entry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Entry")
+            .field("definition", &self.definition)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How long clients may cache list results, and for whom (`ttlMs`, `cacheScope`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListCaching {
+    /// `ttlMs`.
+    pub ttl_ms: u64,
+    /// `cacheScope` is `public` when true, else `private`.
+    pub public: bool,
+}
+
+/// A sans-IO MCP server: tools, prompts and resources whose handlers run on the
+/// round [`Engine`], plus the discovery and list methods, behind one [`Service::handle`].
+///
+/// ```
+/// use mrtr::engine::{Engine, Form, Elicited, tool_text};
+/// use mrtr::principal::Principal;
+/// use mrtr::seal::Keyring;
+/// use mrtr::service::{RequestContext, Service};
+/// use mrtr::time::Timestamp;
+///
+/// let service = Service::new(Engine::new(Keyring::ephemeral(), "example"), "example", "1.0.0")
+///     .tool("greet", "Asks your name, then greets you.", serde_json::json!({"type": "object"}), |round| {
+///         match round.elicit("name", Form::new("Your name?").string("name", "Name"))? {
+///             Elicited::Accepted(f) => Ok(tool_text(format!("Hello, {}!", f.str("name").unwrap_or("you")))),
+///             _ => Ok(tool_text("Hello!")),
+///         }
+///     });
+/// let ctx = RequestContext { principal: Principal::anonymous(), now: Timestamp::from_unix_secs(1_800_000_000),
+///                            correlation_id: "c1".into(), http_headers: None };
+/// let body = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"greet","_meta":{
+///     "io.modelcontextprotocol/protocolVersion":"2026-07-28",
+///     "io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}}"#;
+/// let reply = service.handle(body, &ctx);
+/// assert_eq!(reply.http_status, 200);
+/// assert_eq!(reply.log.outcome, "input_required");
+/// ```
+#[derive(Debug)]
+pub struct Service {
+    engine: Engine,
+    info: Implementation,
+    instructions: Option<String>,
+    tools: IndexMap<String, Entry>,
+    prompts: IndexMap<String, Entry>,
+    resources: IndexMap<String, Entry>,
+    caching: ListCaching,
+}
+
+impl Service {
+    /// A service named `name` at `version`, running handlers on `engine`.
+    pub fn new(engine: Engine, name: impl Into<String>, version: impl Into<String>) -> Self {
+        Self {
+            engine,
+            info: Implementation {
+                name: name.into(),
+                version: version.into(),
+                extra: JsonObject::new(),
+            },
+            instructions: None,
+            tools: IndexMap::new(),
+            prompts: IndexMap::new(),
+            resources: IndexMap::new(),
+            caching: ListCaching {
+                ttl_ms: 60_000,
+                public: true,
+            },
+        }
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Guidance for the model, returned by `server/discover`.
+    pub fn instructions(mut self, text: impl Into<String>) -> Self {
+        self.instructions = Some(text.into());
+        self
+    }
+
+    /// Caching hints on list and discover results (default: 60 s, public).
+    pub fn list_caching(mut self, caching: ListCaching) -> Self {
+        self.caching = caching;
+        self
+    }
+
+    /// Registers a tool. `input_schema` is the tool's JSON Schema (`type: "object"`).
+    pub fn tool<F>(self, name: &str, description: &str, input_schema: Value, handler: F) -> Self
+    where
+        F: Fn(&mut Round<'_>) -> Result<Value, Flow> + Send + Sync + 'static,
+    {
+        let definition =
+            json!({"name": name, "description": description, "inputSchema": input_schema});
+        self.tool_definition(definition, handler)
+    }
+
+    /// Registers a tool from a full `Tool` definition (title, annotations, ...).
+    ///
+    /// # Panics
+    /// When the definition has no string `name` (a programming error at start-up).
+    pub fn tool_definition<F>(mut self, definition: Value, handler: F) -> Self
+    where
+        F: Fn(&mut Round<'_>) -> Result<Value, Flow> + Send + Sync + 'static,
+    {
+        let name = definition
+            .get("name")
+            .and_then(Value::as_str)
+            .expect("a tool definition needs a name")
+            .to_owned();
+        self.tools.insert(
+            name,
+            Entry {
+                definition,
+                handler: Arc::new(handler),
+            },
+        );
+        self
+    }
+
+    /// Registers a prompt with `(name, description, required)` arguments.
+    pub fn prompt<F>(
+        mut self,
+        name: &str,
+        description: &str,
+        arguments: &[(&str, &str, bool)],
+        handler: F,
+    ) -> Self
+    where
+        F: Fn(&mut Round<'_>) -> Result<Value, Flow> + Send + Sync + 'static,
+    {
+        let args: Vec<Value> = arguments
+            .iter()
+            .map(|(n, d, r)| json!({"name": n, "description": d, "required": r}))
+            .collect();
+        let mut definition = json!({"name": name, "description": description});
+        if !args.is_empty() {
+            definition["arguments"] = Value::Array(args);
+        }
+        self.prompts.insert(
+            name.to_owned(),
+            Entry {
+                definition,
+                handler: Arc::new(handler),
+            },
+        );
+        self
+    }
+
+    /// Registers a resource at `uri`.
+    pub fn resource<F>(
+        mut self,
+        uri: &str,
+        name: &str,
+        description: &str,
+        mime_type: &str,
+        handler: F,
+    ) -> Self
+    where
+        F: Fn(&mut Round<'_>) -> Result<Value, Flow> + Send + Sync + 'static,
+    {
+        let definition =
+            json!({"uri": uri, "name": name, "description": description, "mimeType": mime_type});
+        self.resources.insert(
+            uri.to_owned(),
+            Entry {
+                definition,
+                handler: Arc::new(handler),
+            },
+        );
+        self
+    }
+
+    /// Handles one JSON-RPC message (the raw body bytes). Never panics on any input.
+    pub fn handle(&self, body: &[u8], ctx: &RequestContext) -> Reply {
+        let mut log = RequestLog::default();
+        let (id, outcome) = self.dispatch(body, ctx, &mut log);
+        let Some(outcome) = outcome else {
+            log.outcome = "notification".into();
+            return Reply {
+                body: None,
+                http_status: 202,
+                log,
+            };
+        };
+        log.outcome = outcome.label();
+        if let Some(e) = outcome.error() {
+            log.reject_reason = e.diagnostic().reject_reason;
+            log.detail = Some(e.diagnostic().detail.clone());
+            let logged_id = id.as_ref().map(log_id);
+            e.log(&DiagContext {
+                correlation_id: &ctx.correlation_id,
+                jsonrpc_id: logged_id.as_ref(),
+                method: log.method.as_deref(),
+                target: log.target.as_deref(),
+                round: log.round,
+            });
+        }
+        let response = match (&outcome, &id) {
+            (o, Some(id)) => o.to_response(id),
+            (Outcome::Protocol(e), None) => e.to_jsonrpc(None),
+            (_, None) => Error::internal("result without an id").to_jsonrpc(None),
+        };
+        Reply {
+            body: Some(response.to_string()),
+            http_status: outcome.http_status(),
+            log,
+        }
+    }
+
+    /// Returns the request id (if any) and the outcome (`None` for a notification).
+    fn dispatch(
+        &self,
+        body: &[u8],
+        ctx: &RequestContext,
+        log: &mut RequestLog,
+    ) -> (Option<RequestId>, Option<Outcome>) {
+        let protocol = |e: Error| Some(Outcome::Protocol(e));
+        let msg: Value = match serde_json::from_slice(body) {
+            Ok(v) => v,
+            Err(e) => {
+                return (
+                    None,
+                    protocol(Error::parse(format!(
+                        "invalid JSON at line {} column {}",
+                        e.line(),
+                        e.column()
+                    ))),
+                );
+            }
+        };
+        let Value::Object(msg) = msg else {
+            let what = if msg.is_array() {
+                "batch requests are not supported"
+            } else {
+                "a request must be a JSON object"
+            };
+            return (None, protocol(Error::invalid_request(what)));
+        };
+        let id = match msg.get("id") {
+            None => None,
+            Some(v) => match RequestId::from_value(v) {
+                Some(id) => Some(id),
+                None => {
+                    return (
+                        None,
+                        protocol(Error::invalid_request("id must be a string or a number")),
+                    );
+                }
+            },
+        };
+        log.jsonrpc_id = id.as_ref().map(|i| log_id(i).to_string());
+        if msg.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+            return (
+                id,
+                protocol(Error::invalid_request("jsonrpc must be \"2.0\"")),
+            );
+        }
+        let Some(method) = msg.get("method").and_then(Value::as_str) else {
+            return (
+                id,
+                protocol(Error::invalid_request("method must be a string")),
+            );
+        };
+        log.method = Some(crate::error::truncate(method, 64).to_owned());
+        let params = msg.get("params");
+        let Some(request_id) = id.clone() else {
+            // A notification: nothing to answer, whatever it is (cancellation has nothing
+            // to cancel between rounds: an InputRequiredResult ends the request).
+            return (None, None);
+        };
+        let carrier = CarrierMethod::from_method(method);
+        if let Some(c) = carrier {
+            log.target = params
+                .and_then(|p| p.get(c.target_param()))
+                .and_then(Value::as_str)
+                .map(|t| crate::error::truncate(t, 128).to_owned());
+        }
+        if let Some(h) = &ctx.http_headers
+            && let Err(e) = check_headers(h, method, params, carrier)
+        {
+            return (Some(request_id), protocol(e));
+        }
+        let outcome = match carrier {
+            Some(c) => self.carrier(c, params, ctx, log),
+            None => self.plain(method, params),
+        };
+        (Some(request_id), Some(outcome))
+    }
+
+    fn plain(&self, method: &str, params: Option<&Value>) -> Outcome {
+        let known = matches!(
+            method,
+            "server/discover"
+                | "ping"
+                | "tools/list"
+                | "prompts/list"
+                | "resources/list"
+                | "resources/templates/list"
+        );
+        if !known {
+            return Outcome::Protocol(Error::method_not_found(method));
+        }
+        if let Some(p) = params
+            && !p.is_object()
+        {
+            return Outcome::Protocol(Error::invalid_params(format!(
+                "params must be an object, not {}",
+                type_name(p)
+            )));
+        }
+        if let Err(e) = RequestMeta::from_meta(params.and_then(|p| p.get("_meta"))) {
+            return Outcome::Protocol(match e {
+                MetaError::Invalid(w) => Error::invalid_meta(w.message().to_owned()),
+                MetaError::UnsupportedVersion { requested } => {
+                    Error::unsupported_version(&requested)
+                }
+            });
+        }
+        if let Some(c) = params.and_then(|p| p.get("cursor")) {
+            // Everything fits on one page, so no cursor this server issued can exist.
+            let _ = c;
+            return Outcome::Protocol(Error::invalid_params("invalid cursor"));
+        }
+        let mut result = Map::new();
+        let list = |m: &IndexMap<String, Entry>| {
+            Value::Array(m.values().map(|e| e.definition.clone()).collect())
+        };
+        match method {
+            "server/discover" => {
+                let mut caps = Map::new();
+                if !self.tools.is_empty() {
+                    caps.insert("tools".into(), json!({}));
+                }
+                if !self.prompts.is_empty() {
+                    caps.insert("prompts".into(), json!({}));
+                }
+                if !self.resources.is_empty() {
+                    caps.insert("resources".into(), json!({}));
+                }
+                result.insert(
+                    "supportedVersions".into(),
+                    json!(SUPPORTED_PROTOCOL_VERSIONS),
+                );
+                result.insert("capabilities".into(), Value::Object(caps));
+                if let Some(i) = &self.instructions {
+                    result.insert("instructions".into(), i.clone().into());
+                }
+                result.insert(
+                    "_meta".into(),
+                    json!({"io.modelcontextprotocol/serverInfo": serde_json::to_value(&self.info).unwrap_or(Value::Null)}),
+                );
+            }
+            "ping" => {}
+            "tools/list" => {
+                result.insert("tools".into(), list(&self.tools));
+            }
+            "prompts/list" => {
+                result.insert("prompts".into(), list(&self.prompts));
+            }
+            "resources/list" => {
+                result.insert("resources".into(), list(&self.resources));
+            }
+            _ => {
+                result.insert("resourceTemplates".into(), json!([]));
+            }
+        }
+        if method != "ping" {
+            result.insert("ttlMs".into(), self.caching.ttl_ms.into());
+            result.insert(
+                "cacheScope".into(),
+                if self.caching.public {
+                    "public"
+                } else {
+                    "private"
+                }
+                .into(),
+            );
+        }
+        result.insert("resultType".into(), "complete".into());
+        Outcome::Complete(Value::Object(result))
+    }
+
+    fn carrier(
+        &self,
+        method: CarrierMethod,
+        params: Option<&Value>,
+        ctx: &RequestContext,
+        log: &mut RequestLog,
+    ) -> Outcome {
+        let request = match CarrierRequest::from_params(method, params) {
+            Ok(r) => r,
+            Err(e) => return Outcome::Protocol(e),
+        };
+        let registry = match method {
+            CarrierMethod::ToolsCall => &self.tools,
+            CarrierMethod::PromptsGet => &self.prompts,
+            CarrierMethod::ResourcesRead => &self.resources,
+        };
+        let Some(entry) = registry.get(&request.target) else {
+            let what = match method {
+                CarrierMethod::ToolsCall => "Unknown tool",
+                CarrierMethod::PromptsGet => "Unknown prompt",
+                CarrierMethod::ResourcesRead => "Resource not found",
+            };
+            return Outcome::Protocol(Error::invalid_params(what));
+        };
+        match self.engine.begin(request, &ctx.principal, ctx.now) {
+            Err(e) => Outcome::from_error(Some(method), e),
+            Ok(mut round) => {
+                log.round = Some(round.number());
+                let result = (entry.handler)(&mut round);
+                round.finish(result)
+            }
+        }
+    }
+}
+
+/// The longest JSON-RPC string id written to the log, in characters (like the
+/// method and target, a client-chosen id is shortened so it cannot bloat a line).
+const LOG_ID_MAX: usize = 128;
+
+/// The request id as the log shows it: a long string id is shortened.
+fn log_id(id: &RequestId) -> RequestId {
+    match id {
+        RequestId::String(s) => RequestId::String(crate::error::truncate(s, LOG_ID_MAX).to_owned()),
+        other => other.clone(),
+    }
+}
+
+/// The Streamable HTTP header checks (spec: streamable-http §Server Validation): -32020.
+fn check_headers(
+    h: &McpHeaders,
+    method: &str,
+    params: Option<&Value>,
+    carrier: Option<CarrierMethod>,
+) -> Result<(), Error> {
+    let valid = |v: &str| !v.is_empty() && v.bytes().all(|b| (0x20..0x7f).contains(&b));
+    match h.method.as_deref() {
+        Some(m) if valid(m) && m == method => {}
+        Some(_) => {
+            return Err(Error::header_mismatch(
+                "Mcp-Method",
+                "Mcp-Method differs from body method or is malformed",
+            ));
+        }
+        None => {
+            return Err(Error::header_mismatch(
+                "Mcp-Method",
+                "Mcp-Method header missing",
+            ));
+        }
+    }
+    let body_version = params
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get(crate::wire::meta::META_PROTOCOL_VERSION))
+        .and_then(Value::as_str);
+    match (h.protocol_version.as_deref(), body_version) {
+        (None, _) => {
+            return Err(Error::header_mismatch(
+                "MCP-Protocol-Version",
+                "MCP-Protocol-Version header missing",
+            ));
+        }
+        (Some(v), _) if !valid(v) => {
+            return Err(Error::header_mismatch(
+                "MCP-Protocol-Version",
+                "MCP-Protocol-Version header malformed",
+            ));
+        }
+        (Some(v), Some(b)) if v != b => {
+            return Err(Error::header_mismatch(
+                "MCP-Protocol-Version",
+                "MCP-Protocol-Version differs from _meta",
+            ));
+        }
+        _ => {}
+    }
+    if let Some(c) = carrier {
+        let body_name = params
+            .and_then(|p| p.get(c.target_param()))
+            .and_then(Value::as_str);
+        match (h.name.as_deref(), body_name) {
+            (None, _) => {
+                return Err(Error::header_mismatch(
+                    "Mcp-Name",
+                    "Mcp-Name header missing",
+                ));
+            }
+            (Some(n), Some(b)) if n == b && valid(n) => {}
+            (Some(_), None) => {} // the body check (-32602) reports the missing target
+            (Some(_), Some(_)) => {
+                return Err(Error::header_mismatch(
+                    "Mcp-Name",
+                    "Mcp-Name differs from body or is malformed",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::tool_text;
+    use crate::seal::Keyring;
+
+    fn service() -> Service {
+        Service::new(Engine::new(Keyring::ephemeral(), "t"), "t", "0").tool(
+            "echo",
+            "echo",
+            json!({"type":"object"}),
+            |_| Ok(tool_text("hi")),
+        )
+    }
+
+    fn ctx(headers: Option<McpHeaders>) -> RequestContext {
+        RequestContext {
+            principal: Principal::anonymous(),
+            now: Timestamp::from_unix_secs(1_800_000_000),
+            correlation_id: "c".into(),
+            http_headers: headers,
+        }
+    }
+
+    fn body(method: &str, extra: &str) -> Vec<u8> {
+        format!(r#"{{"jsonrpc":"2.0","id":7,"method":"{method}","params":{{"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}}}}{extra}}}}}"#).into_bytes()
+    }
+
+    fn parse(r: &Reply) -> Value {
+        serde_json::from_str(r.body.as_deref().unwrap()).unwrap()
+    }
+
+    #[test]
+    fn envelope_errors() {
+        let s = service();
+        let r = s.handle(b"{not json", &ctx(None));
+        assert_eq!(parse(&r)["error"]["code"], -32700);
+        assert_eq!(r.http_status, 400);
+        let r = s.handle(b"[]", &ctx(None));
+        assert_eq!(parse(&r)["error"]["code"], -32600);
+        let r = s.handle(br#"{"jsonrpc":"2.0","id":{},"method":"ping"}"#, &ctx(None));
+        assert_eq!(parse(&r)["error"]["code"], -32600);
+        let r = s.handle(&body("nope/nope", ""), &ctx(None));
+        assert_eq!(parse(&r)["error"]["code"], -32601);
+        assert_eq!(r.http_status, 404);
+        let r = s.handle(
+            br#"{"jsonrpc":"2.0","method":"notifications/cancelled"}"#,
+            &ctx(None),
+        );
+        assert!(r.body.is_none());
+        assert_eq!(r.http_status, 202);
+    }
+
+    #[test]
+    fn lists_carry_caching_and_result_type() {
+        let s = service();
+        let v = parse(&s.handle(&body("tools/list", ""), &ctx(None)));
+        assert_eq!(v["result"]["resultType"], "complete");
+        assert_eq!(v["result"]["tools"][0]["name"], "echo");
+        assert!(v["result"]["ttlMs"].is_u64());
+        let v = parse(&s.handle(&body("server/discover", ""), &ctx(None)));
+        assert_eq!(v["result"]["supportedVersions"][0], "2026-07-28");
+    }
+
+    #[test]
+    fn long_string_ids_are_shortened_in_the_log_only() {
+        let s = service();
+        let long = "i".repeat(10_000);
+        let b = format!(r#"{{"jsonrpc":"2.0","id":"{long}","method":"nope"}}"#);
+        let r = s.handle(b.as_bytes(), &ctx(None));
+        assert_eq!(parse(&r)["id"], long.as_str());
+        let logged = r.log.jsonrpc_id.unwrap();
+        assert!(logged.len() <= LOG_ID_MAX + 2, "{}", logged.len());
+        let r = s.handle(&body("nope", ""), &ctx(None));
+        assert_eq!(r.log.jsonrpc_id.as_deref(), Some("7"));
+    }
+
+    #[test]
+    fn header_checks() {
+        let s = service();
+        let ok = McpHeaders {
+            protocol_version: Some("2026-07-28".into()),
+            method: Some("tools/call".into()),
+            name: Some("echo".into()),
+        };
+        let b = body("tools/call", r#","name":"echo""#);
+        assert_eq!(s.handle(&b, &ctx(Some(ok.clone()))).log.outcome, "complete");
+        for bad in [
+            McpHeaders {
+                name: Some("other".into()),
+                ..ok.clone()
+            },
+            McpHeaders {
+                name: None,
+                ..ok.clone()
+            },
+            McpHeaders {
+                method: Some("tools/list".into()),
+                ..ok.clone()
+            },
+            McpHeaders {
+                protocol_version: Some("2025-11-25".into()),
+                ..ok.clone()
+            },
+            McpHeaders {
+                protocol_version: None,
+                ..ok.clone()
+            },
+            McpHeaders {
+                name: Some("ec\u{7f}ho".into()),
+                ..ok.clone()
+            },
+        ] {
+            let r = s.handle(&b, &ctx(Some(bad)));
+            assert_eq!(parse(&r)["error"]["code"], -32020);
+            assert_eq!(r.http_status, 400);
+        }
+    }
+}

@@ -1,0 +1,243 @@
+//! The `mrtr` command line: usage and configuration errors exit 2 with a clear
+//! message, `keygen` and `inspect`, and the stdio transport's framing (a
+//! multi-round flow over stdio is in `tests/server_flows.rs`).
+#![cfg(feature = "server")]
+
+mod server_support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use server_support::{bin, tools_list, wait_timeout};
+
+fn run(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(bin());
+    cmd.args(args).env_remove("MRTR_KEYS").stdin(Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("run mrtr")
+}
+
+fn assert_exit_2(out: &Output, needle: &str) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {err}");
+    assert!(err.contains(needle), "stderr lacks {needle:?}: {err}");
+    assert!(
+        out.stdout.is_empty(),
+        "stdout: {:?}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+#[test]
+fn usage_and_config_errors_exit_2() {
+    assert_exit_2(&run(&["serve", "--bogus"], &[]), "--bogus");
+    assert_exit_2(&run(&["serve", "--listen", "nowhere"], &[]), "--listen");
+    assert_exit_2(
+        &run(&["serve", "--stdio", "--listen", "127.0.0.1:1"], &[]),
+        "--listen",
+    );
+    assert_exit_2(&run(&["serve", "--state-ttl", "0"], &[]), "--state-ttl");
+    assert_exit_2(&run(&["serve", "--state-ttl", "86401"], &[]), "--state-ttl");
+    assert_exit_2(
+        &run(&["serve", "--clock-skew", "3601"], &[]),
+        "--clock-skew",
+    );
+    assert_exit_2(&run(&["serve", "--max-rounds", "0"], &[]), "--max-rounds");
+    assert_exit_2(&run(&["serve", "--max-body", "10"], &[]), "--max-body");
+    assert_exit_2(&run(&["serve", "--audience", " "], &[]), "--audience");
+    assert_exit_2(
+        &run(&["serve", "--allow-origin", "example.com"], &[]),
+        "origin",
+    );
+    assert_exit_2(&run(&["serve", "--log-format", "xml"], &[]), "xml");
+    assert_exit_2(
+        &run(&["serve", "--keys-file", "/nonexistent/keys"], &[]),
+        "key file",
+    );
+    assert_exit_2(&run(&["serve"], &[("MRTR_KEYS", "")]), "MRTR_KEYS");
+    assert_exit_2(&run(&[], &[]), "Usage");
+}
+
+#[test]
+fn help_and_version_exit_0() {
+    let out = run(&["serve", "--help"], &[]);
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    for flag in [
+        "--listen",
+        "--stdio",
+        "--keys-file",
+        "--state-ttl",
+        "--clock-skew",
+        "--audience",
+        "--max-rounds",
+        "--max-body",
+        "--allow-origin",
+        "--log-format",
+    ] {
+        assert!(help.contains(flag), "{flag} missing from help");
+    }
+    assert!(run(&["--version"], &[]).status.success());
+}
+
+#[test]
+fn keygen_prints_a_fresh_usable_key() {
+    let a = run(&["keygen"], &[]);
+    let b = run(&["keygen"], &[]);
+    assert!(a.status.success() && b.status.success());
+    let (ka, kb) = (
+        String::from_utf8_lossy(&a.stdout),
+        String::from_utf8_lossy(&b.stdout),
+    );
+    assert_ne!(ka, kb, "every key is fresh");
+    assert!(
+        mrtr::seal::Keyring::parse_keys(ka.trim()).is_ok(),
+        "keygen output loads as MRTR_KEYS"
+    );
+}
+
+#[test]
+fn inspect_opens_with_the_configured_keys_or_says_why_not() {
+    use mrtr::principal::Principal;
+    use mrtr::seal::{Binding, BindingInput, Claims, Keyring, SealConfig, Sealer};
+    use mrtr::time::Timestamp;
+
+    let key = String::from_utf8(run(&["keygen"], &[]).stdout).unwrap();
+    let key = key.trim();
+    let sealer = Sealer::new(Keyring::parse_keys(key).unwrap(), SealConfig::default());
+    let binding = Binding::new(&BindingInput {
+        method: "tools/call",
+        target: "deploy",
+        arguments: None,
+        principal: &Principal::anonymous(),
+        audience: "mrtr-reference",
+        protocol_version: "2026-07-28",
+    });
+    let claims = Claims::first_round(
+        binding,
+        Timestamp::from_unix_secs(1_800_000_000),
+        &SealConfig::default(),
+        serde_json::json!({"d": 7}),
+    );
+    let token = sealer.seal(&claims).unwrap();
+
+    let out = run(&["inspect", &token], &[("MRTR_KEYS", key)]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let claims: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(claims["round"], 1);
+    assert_eq!(claims["state"]["d"], 7);
+
+    // another key: the private reason, exit 1, and never the token on any stream
+    let other = String::from_utf8(run(&["keygen"], &[]).stdout).unwrap();
+    let out = run(&["inspect", &token], &[("MRTR_KEYS", other.trim())]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unknown_key"), "{err}");
+    assert!(!err.contains(&token) && out.stdout.is_empty());
+    let out = run(&["inspect", &format!("{token}x")], &[("MRTR_KEYS", key)]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_exit_2(&run(&["inspect", &token], &[]), "no keys");
+}
+
+#[test]
+fn taken_listen_address_exits_1() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = run(&["serve", "--listen", &addr], &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn stdio_end_to_end() {
+    let mut child = Command::new(bin())
+        .args(["serve", "--stdio", "--max-body", "4096"])
+        .env_remove("MRTR_KEYS")
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+
+    // Two requests, with blank lines (ignored) between them.
+    writeln!(stdin, "{}", tools_list(1)).unwrap();
+    writeln!(stdin).unwrap();
+    writeln!(stdin, "  ").unwrap();
+    writeln!(stdin, "{}", tools_list(2)).unwrap();
+    stdin.flush().unwrap();
+    let mut replies = Vec::new();
+    for _ in 0..2 {
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        assert!(line.ends_with('\n'));
+        let v: serde_json::Value = serde_json::from_str(line.trim_end()).unwrap();
+        assert_eq!(v["jsonrpc"], "2.0");
+        replies.push(v);
+    }
+    // A line over the limit: a -32600 error line, and the server keeps going.
+    writeln!(stdin, "{}", " ".repeat(5000)).unwrap();
+    stdin.flush().unwrap();
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    let v: serde_json::Value = serde_json::from_str(line.trim_end()).unwrap();
+    assert_eq!(v["error"]["code"], -32600, "{v}");
+    assert!(v["id"].is_null());
+
+    // EOF: exit 0, and nothing else on stdout.
+    drop(stdin);
+    let status = wait_timeout(&mut child, Duration::from_secs(10)).expect("exit on EOF");
+    assert!(status.success(), "{status:?}");
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    assert_eq!(rest, "", "stdout must hold only the replies");
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(err.matches("mrtr::request").count(), 3, "{err}");
+    assert!(
+        err.contains("transport=\"stdio\"") || err.contains("transport=stdio"),
+        "{err}"
+    );
+}
+
+#[test]
+fn stdio_sigterm_exits_0_with_stdin_open() {
+    let mut child = Command::new(bin())
+        .args(["serve", "--stdio"])
+        .env_remove("MRTR_KEYS")
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    // One round trip proves the server is up (and its handlers installed).
+    writeln!(stdin, "{}", tools_list(1)).unwrap();
+    stdin.flush().unwrap();
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert!(!line.is_empty());
+    let ok = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let status = wait_timeout(&mut child, Duration::from_secs(10)).expect("exit on SIGTERM");
+    assert!(status.success(), "{status:?}");
+    drop(stdin);
+}

@@ -1,0 +1,716 @@
+//! Shared helpers for the server integration tests: spawn the built `mrtr`
+//! binary and talk raw HTTP/1.1 to it (no client library, so tests can send
+//! malformed or unusual headers).
+#![allow(dead_code, unreachable_pub)] // each test crate uses a subset; items are test-local
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// The path of the binary under test.
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_mrtr")
+}
+
+/// A running `mrtr serve` on a loopback port; killed on drop.
+pub struct Server {
+    pub child: Child,
+    pub addr: SocketAddr,
+    pub stderr: Arc<Mutex<Vec<String>>>,
+    /// The thread copying stderr into `stderr`; it ends at the pipe's EOF.
+    stderr_reader: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Server {
+    /// Starts `mrtr serve --listen 127.0.0.1:0 ARGS...` and waits for its
+    /// `listening on http://ADDR/mcp` line.
+    pub fn start(args: &[&str]) -> Self {
+        Self::start_with_env(args, &[])
+    }
+
+    pub fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Self {
+        let mut cmd = Command::new(bin());
+        cmd.args(["serve", "--listen", "127.0.0.1:0"]).args(args);
+        cmd.env_remove("MRTR_KEYS")
+            .env("RUST_LOG", "info")
+            .env("NO_COLOR", "1");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn mrtr");
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let pipe = child.stderr.take().unwrap();
+        let sink = Arc::clone(&stderr);
+        let stderr_reader = std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines() {
+                let Ok(line) = line else { break };
+                if let Some(addr) = parse_listening(&line) {
+                    let _ = tx.send(addr);
+                }
+                sink.lock().unwrap().push(line);
+            }
+        });
+        let addr = match rx.recv_timeout(Duration::from_secs(20)) {
+            Ok(a) => a,
+            Err(_) => {
+                let _ = child.kill();
+                panic!(
+                    "server did not report its address; stderr: {:?}",
+                    stderr.lock().unwrap()
+                );
+            }
+        };
+        Self {
+            child,
+            addr,
+            stderr,
+            stderr_reader: Some(stderr_reader),
+        }
+    }
+
+    /// The stderr lines so far.
+    pub fn stderr_lines(&self) -> Vec<String> {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// Waits until stderr holds at least `n` lines containing `needle`.
+    pub fn wait_for_lines(&self, needle: &str, n: usize) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let lines: Vec<String> = self
+                .stderr_lines()
+                .into_iter()
+                .filter(|l| l.contains(needle))
+                .collect();
+            if lines.len() >= n || Instant::now() > deadline {
+                return lines;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Sends SIGTERM and waits (at most 10 s) for the exit status.
+    pub fn terminate(&mut self) -> ExitStatus {
+        self.signal("TERM")
+    }
+
+    /// Sends a signal (`TERM`, `INT`) and waits (at most 10 s) for the exit status.
+    pub fn signal(&mut self, sig: &str) -> ExitStatus {
+        let ok = Command::new("kill")
+            .args([&format!("-{sig}"), &self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(ok.success());
+        let status =
+            wait_timeout(&mut self.child, Duration::from_secs(10)).expect("server did not exit");
+        // The process is gone, so its stderr pipe is at EOF: once the reader
+        // thread ends, every line it wrote is in `stderr`.
+        if let Some(h) = self.stderr_reader.take() {
+            let _ = h.join();
+        }
+        status
+    }
+
+    pub fn post(&self, headers: &[(&str, &str)], body: &[u8]) -> HttpResponse {
+        let mut all = vec![("Content-Type", "application/json")];
+        all.extend_from_slice(headers);
+        request(self.addr, "POST", "/mcp", &all, body)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Parses `... listening on http://ADDR/mcp ...`.
+pub fn parse_listening(line: &str) -> Option<SocketAddr> {
+    let rest = line.split("listening on http://").nth(1)?;
+    rest.split("/mcp").next()?.parse().ok()
+}
+
+pub fn wait_timeout(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status);
+        }
+        if Instant::now() > deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[derive(Debug)]
+pub struct HttpResponse {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl HttpResponse {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("body is not JSON ({e}): {:?}", self.text()))
+    }
+}
+
+/// One HTTP/1.1 request with `Connection: close`; `Content-Length` is added
+/// unless the caller sets it or `Transfer-Encoding`.
+pub fn request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> HttpResponse {
+    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    let framed = headers.iter().any(|(k, _)| {
+        k.eq_ignore_ascii_case("content-length") || k.eq_ignore_ascii_case("transfer-encoding")
+    });
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    if !framed {
+        head.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
+    head.push_str("\r\n");
+    let mut raw = head.into_bytes();
+    raw.extend_from_slice(body);
+    request_raw(addr, &raw)
+}
+
+/// Sends raw bytes and parses the response. A write error (the server may
+/// answer and close before reading everything, e.g. on 413) is ignored; the
+/// response is read from what arrived.
+pub fn request_raw(addr: SocketAddr, raw: &[u8]) -> HttpResponse {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let _ = s.write_all(raw);
+    let mut out = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            // A reset after the response arrived is fine; we parse what we have.
+            Err(_) if !out.is_empty() => break,
+            Err(e) => panic!("read: {e}"),
+        }
+    }
+    parse_response(&out)
+}
+
+fn parse_response(raw: &[u8]) -> HttpResponse {
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or_else(|| panic!("no header end in {:?}", String::from_utf8_lossy(raw)));
+    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+    let mut lines = head.split("\r\n");
+    let status_line = lines.next().unwrap();
+    let status = status_line.split(' ').nth(1).unwrap().parse().unwrap();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let mut body = raw[split + 4..].to_vec();
+    let chunked = headers
+        .iter()
+        .any(|(k, v)| k == "transfer-encoding" && v.eq_ignore_ascii_case("chunked"));
+    if chunked {
+        body = dechunk(&body);
+    }
+    HttpResponse {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn dechunk(mut b: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let Some(eol) = b.windows(2).position(|w| w == b"\r\n") else {
+            return out;
+        };
+        let size_text = String::from_utf8_lossy(&b[..eol]);
+        let size = usize::from_str_radix(size_text.split(';').next().unwrap().trim(), 16).unwrap();
+        if size == 0 {
+            return out;
+        }
+        out.extend_from_slice(&b[eol + 2..eol + 2 + size]);
+        b = &b[eol + 2 + size + 2..];
+    }
+}
+
+/// The JSON-RPC request body the harness would send (tools/list with `_meta`).
+pub fn tools_list(id: u64) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list","params":{{"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#
+    )
+}
+
+/// The MCP headers matching [`tools_list`].
+pub const MCP_HEADERS: &[(&str, &str)] = &[
+    ("MCP-Protocol-Version", "2026-07-28"),
+    ("Mcp-Method", "tools/list"),
+];
+
+// ---------------------------------------------------------------------------
+// MCP request builders and flow helpers (the engine-dependent tests).
+// ---------------------------------------------------------------------------
+
+/// The protocol version every request here speaks.
+pub const PROTOCOL: &str = "2026-07-28";
+
+/// Client capabilities that let every fixture and demo ask what it asks.
+pub fn all_caps() -> Value {
+    json!({"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {}})
+}
+
+/// `_meta` with the protocol version and `caps`.
+pub fn meta(caps: Value) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": PROTOCOL,
+        "io.modelcontextprotocol/clientCapabilities": caps,
+    })
+}
+
+/// The parameter naming a carrier's target (`uri` for resources/read).
+pub fn target_param(method: &str) -> &'static str {
+    if method == "resources/read" {
+        "uri"
+    } else {
+        "name"
+    }
+}
+
+/// A first-round carrier request (`tools/call`, `prompts/get`, `resources/read`)
+/// declaring [`all_caps`].
+pub fn carrier(id: u64, method: &str, target: &str, arguments: Option<Value>) -> Value {
+    let mut params = json!({"_meta": meta(all_caps())});
+    params[target_param(method)] = json!(target);
+    if let Some(a) = arguments {
+        params["arguments"] = a;
+    }
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+/// The retry of `first`: a new id, the same params plus `inputResponses`
+/// (omitted when `None`) and the echoed `requestState`.
+pub fn retry(first: &Value, id: u64, responses: Option<Value>, state: &str) -> Value {
+    let mut r = first.clone();
+    r["id"] = json!(id);
+    match responses {
+        Some(resp) => r["params"]["inputResponses"] = resp,
+        None => {
+            if let Some(p) = r["params"].as_object_mut() {
+                p.remove("inputResponses");
+            }
+        }
+    }
+    r["params"]["requestState"] = json!(state);
+    r
+}
+
+/// The MCP headers that agree with `body`: `MCP-Protocol-Version` from `_meta`
+/// (else [`PROTOCOL`]), `Mcp-Method`, and `Mcp-Name` for the carriers.
+pub fn headers_for(body: &Value) -> Vec<(String, String)> {
+    let method = body["method"].as_str().unwrap_or_default().to_owned();
+    let version = body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"]
+        .as_str()
+        .unwrap_or(PROTOCOL)
+        .to_owned();
+    let mut h = vec![
+        ("MCP-Protocol-Version".to_owned(), version),
+        ("Mcp-Method".to_owned(), method.clone()),
+    ];
+    if matches!(
+        method.as_str(),
+        "tools/call" | "prompts/get" | "resources/read"
+    ) && let Some(name) = body["params"][target_param(&method)].as_str()
+    {
+        h.push(("Mcp-Name".to_owned(), name.to_owned()));
+    }
+    h
+}
+
+/// Borrows owned header pairs as the `&[(&str, &str)]` the request helpers take.
+pub fn borrow(h: &[(String, String)]) -> Vec<(&str, &str)> {
+    h.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
+}
+
+/// Parses a `text/event-stream` body into its events' JSON `data` payloads,
+/// checking the framing: every event is `event: message` with an `id` and
+/// `data:` lines, and the stream ends with a blank line.
+pub fn sse_messages(text: &str) -> Vec<Value> {
+    assert!(
+        text.ends_with("\n\n"),
+        "SSE stream must end an event: {text:?}"
+    );
+    text.trim_end()
+        .split("\n\n")
+        .map(|event| {
+            let (mut name, mut id, mut data) = (None, None, Vec::new());
+            for line in event.lines() {
+                let (field, value) = line.split_once(':').unwrap_or((line, ""));
+                let value = value.strip_prefix(' ').unwrap_or(value);
+                match field {
+                    "event" => name = Some(value.to_owned()),
+                    "id" => id = Some(value.to_owned()),
+                    "data" => data.push(value.to_owned()),
+                    other => panic!("unexpected SSE field {other:?} in {text:?}"),
+                }
+            }
+            assert_eq!(name.as_deref(), Some("message"), "{text:?}");
+            assert!(id.is_some_and(|i| !i.is_empty()), "{text:?}");
+            assert!(!data.is_empty(), "{text:?}");
+            serde_json::from_str(&data.join("\n"))
+                .unwrap_or_else(|e| panic!("SSE data is not JSON ({e}): {text:?}"))
+        })
+        .collect()
+}
+
+impl Server {
+    /// Starts a server sharing `keys` (the `MRTR_KEYS` value) with `args`.
+    pub fn start_with_keys(args: &[&str], keys: &str) -> Self {
+        Self::start_with_env(args, &[("MRTR_KEYS", keys)])
+    }
+
+    /// POSTs `body` with the MCP headers that agree with it (JSON framing).
+    pub fn rpc(&self, body: &Value) -> HttpResponse {
+        self.rpc_with(body, &[])
+    }
+
+    /// Like [`Server::rpc`], with extra headers appended.
+    pub fn rpc_with(&self, body: &Value, extra: &[(&str, &str)]) -> HttpResponse {
+        let owned = headers_for(body);
+        let mut h = borrow(&owned);
+        h.extend_from_slice(extra);
+        self.post(&h, body.to_string().as_bytes())
+    }
+
+    /// POSTs `body` and returns its JSON-RPC reply, asserting HTTP `status`
+    /// and that the reply echoes the request id.
+    pub fn call(&self, body: &Value, status: u16) -> Value {
+        let r = self.rpc(body);
+        assert_eq!(r.status, status, "{}: {}", body, r.text());
+        assert_eq!(r.header("content-type"), Some("application/json"), "{r:?}");
+        let v = r.json();
+        assert_eq!(v["jsonrpc"], "2.0", "{v}");
+        assert_eq!(v["id"], body["id"], "{v}");
+        v
+    }
+
+    /// The request log lines (`mrtr::request`) so far.
+    pub fn request_lines(&self) -> Vec<String> {
+        self.stderr_lines()
+            .into_iter()
+            .filter(|l| l.contains("mrtr::request"))
+            .collect()
+    }
+
+    /// Waits for the request log line of JSON-RPC id `id` (a unique id per test
+    /// keeps this unambiguous) and returns it.
+    pub fn log_line_for(&self, id: u64) -> String {
+        let needle = format!("jsonrpc_id=\"{id}\"");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(l) = self
+                .request_lines()
+                .into_iter()
+                .find(|l| l.contains(&needle))
+            {
+                return l;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no request line for id {id}: {:?}",
+                self.stderr_lines()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+/// The `result` of a successful reply (panics on an error reply).
+pub fn result(v: &Value) -> &Value {
+    assert!(v.get("error").is_none(), "expected a result: {v}");
+    &v["result"]
+}
+
+/// The `requestState` of an `InputRequiredResult` reply.
+pub fn state_of(v: &Value) -> String {
+    let r = result(v);
+    assert_eq!(r["resultType"], "input_required", "{v}");
+    r["requestState"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no requestState: {v}"))
+        .to_owned()
+}
+
+/// The keys of an `InputRequiredResult`'s `inputRequests`, in order.
+pub fn asked_keys(v: &Value) -> Vec<String> {
+    result(v)["inputRequests"]
+        .as_object()
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+/// The text of the first content block of a tool result.
+pub fn tool_text(v: &Value) -> String {
+    result(v)["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text content: {v}"))
+        .to_owned()
+}
+
+/// Asserts a complete, successful tool result and returns its text.
+pub fn complete_text(v: &Value) -> String {
+    let r = result(v);
+    assert_eq!(r["resultType"], "complete", "{v}");
+    assert_ne!(r["isError"], true, "{v}");
+    tool_text(v)
+}
+
+/// Asserts a tool error (`isError: true`, resultType complete) and returns its text.
+pub fn tool_error_text(v: &Value) -> String {
+    let r = result(v);
+    assert_eq!(r["resultType"], "complete", "{v}");
+    assert_eq!(r["isError"], true, "{v}");
+    tool_text(v)
+}
+
+/// Asserts a JSON-RPC error with `code` and returns the `error` object.
+pub fn rpc_error(v: &Value, code: i64) -> &Value {
+    assert_eq!(v["jsonrpc"], "2.0", "{v}");
+    assert_eq!(v["error"]["code"], code, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty()),
+        "{v}"
+    );
+    assert!(v.get("result").is_none(), "{v}");
+    &v["error"]
+}
+
+/// Asserts the frozen -32602 `Invalid or expired requestState` error.
+pub fn assert_invalid_state(v: &Value) {
+    let e = rpc_error(v, -32602);
+    assert_eq!(e["message"], "Invalid or expired requestState", "{v}");
+    assert_eq!(e["data"]["reason"], "invalid_request_state", "{v}");
+}
+
+/// A form elicitation accepted with `content`.
+pub fn accept(content: Value) -> Value {
+    json!({"action": "accept", "content": content})
+}
+
+/// A sampling answer carrying `text`.
+pub fn sampled(text: &str) -> Value {
+    json!({
+        "role": "assistant",
+        "content": {"type": "text", "text": text},
+        "model": "test-model",
+        "stopReason": "endTurn",
+    })
+}
+
+/// A roots answer.
+pub fn roots(list: Value) -> Value {
+    json!({"roots": list})
+}
+
+/// A `mrtr serve --stdio` child speaking lines on stdin/stdout.
+pub struct StdioServer {
+    pub child: Child,
+    stdin: Option<std::process::ChildStdin>,
+    stdout: BufReader<std::process::ChildStdout>,
+    pub stderr: Arc<Mutex<Vec<String>>>,
+    stderr_reader: Option<std::thread::JoinHandle<()>>,
+}
+
+impl StdioServer {
+    pub fn start(args: &[&str]) -> Self {
+        let mut child = Command::new(bin())
+            .args(["serve", "--stdio"])
+            .args(args)
+            .env_remove("MRTR_KEYS")
+            .env("RUST_LOG", "info")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn mrtr --stdio");
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        let pipe = child.stderr.take().unwrap();
+        let sink = Arc::clone(&stderr);
+        let stderr_reader = std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines() {
+                let Ok(line) = line else { break };
+                sink.lock().unwrap().push(line);
+            }
+        });
+        Self {
+            child,
+            stdin,
+            stdout,
+            stderr,
+            stderr_reader: Some(stderr_reader),
+        }
+    }
+
+    /// Writes one request line and reads one reply line (which must be one
+    /// JSON object ending in a newline, echoing the request id).
+    pub fn call(&mut self, body: &Value) -> Value {
+        self.send(&body.to_string());
+        let v = self.read_reply();
+        assert_eq!(v["id"], body["id"], "{v}");
+        v
+    }
+
+    /// Writes one line as is (no reply is read).
+    pub fn send(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{line}").expect("write request");
+        stdin.flush().unwrap();
+    }
+
+    /// Reads one reply line: one JSON-RPC object ending in a newline.
+    pub fn read_reply(&mut self) -> Value {
+        let mut line = String::new();
+        let n = self.stdout.read_line(&mut line).expect("read reply");
+        assert!(
+            n > 0,
+            "stdout closed; stderr: {:?}",
+            self.stderr.lock().unwrap()
+        );
+        assert!(line.ends_with('\n'), "{line:?}");
+        let v: Value = serde_json::from_str(line.trim_end())
+            .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line:?}"));
+        assert_eq!(v["jsonrpc"], "2.0", "{v}");
+        v
+    }
+
+    /// Closes stdin, waits for exit 0, and returns whatever else was on stdout
+    /// and the stderr lines.
+    pub fn finish(mut self) -> (String, Vec<String>) {
+        drop(self.stdin.take());
+        let status = wait_timeout(&mut self.child, Duration::from_secs(10)).expect("exit on EOF");
+        assert!(status.success(), "{status:?}");
+        let mut rest = String::new();
+        self.stdout.read_to_string(&mut rest).unwrap();
+        // The process is gone, so its stderr pipe is at EOF: once the reader
+        // thread ends, every line is in `stderr`.
+        if let Some(h) = self.stderr_reader.take() {
+            let _ = h.join();
+        }
+        let err = self.stderr.lock().unwrap().clone();
+        (rest, err)
+    }
+}
+
+impl Drop for StdioServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A kept-alive HTTP/1.1 connection: requests go one after another on the same
+/// socket (responses must carry `Content-Length`).
+pub struct KeepAlive {
+    stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl KeepAlive {
+    pub fn connect(addr: SocketAddr) -> Self {
+        let stream = TcpStream::connect(addr).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        Self {
+            stream,
+            buf: Vec::new(),
+        }
+    }
+
+    /// POSTs `body` to /mcp with its agreeing MCP headers and reads one response.
+    pub fn rpc(&mut self, body: &Value) -> HttpResponse {
+        let text = body.to_string();
+        let mut head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+            text.len()
+        );
+        for (k, v) in headers_for(body) {
+            head.push_str(&format!("{k}: {v}\r\n"));
+        }
+        head.push_str("\r\n");
+        self.stream.write_all(head.as_bytes()).unwrap();
+        self.stream.write_all(text.as_bytes()).unwrap();
+        // Read the head, then exactly Content-Length body bytes.
+        let mut chunk = [0u8; 8192];
+        let split = loop {
+            if let Some(p) = self.buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break p;
+            }
+            let n = read_retrying(&mut self.stream, &mut chunk).expect("read head");
+            assert!(n > 0, "connection closed before a response");
+            self.buf.extend_from_slice(&chunk[..n]);
+        };
+        let head = String::from_utf8_lossy(&self.buf[..split]).to_ascii_lowercase();
+        let len: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .map(|v| v.trim().parse().unwrap())
+            .expect("response has a Content-Length");
+        while self.buf.len() < split + 4 + len {
+            let n = read_retrying(&mut self.stream, &mut chunk).expect("read body");
+            assert!(n > 0, "connection closed mid-body");
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+        let raw: Vec<u8> = self.buf.drain(..split + 4 + len).collect();
+        parse_response(&raw)
+    }
+}
+
+/// `read`, retried when a signal interrupts it (EINTR).
+fn read_retrying(s: &mut TcpStream, buf: &mut [u8]) -> std::io::Result<usize> {
+    loop {
+        match s.read(buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            r => return r,
+        }
+    }
+}
