@@ -170,6 +170,9 @@ fn claims_plaintext(format: u8, b: &Binding, state: &[u8]) -> Vec<u8> {
     pt
 }
 
+/// Builds the vector file's content. Object states are written with sorted keys so the
+/// tokens do not depend on serde_json's `preserve_order` feature (which keeps insertion
+/// order in a `Value` and so in the sealed JSON).
 fn build() -> Value {
     let s = sealer();
     let base = base_binding();
@@ -178,7 +181,7 @@ fn build() -> Value {
     let mut valid = vec![
         valid_entry(
             "object_state",
-            json!({"step": 1, "asked": ["confirm"]}),
+            json!({"asked": ["confirm"], "step": 1}),
             0x01,
             base.clone(),
         ),
@@ -186,7 +189,7 @@ fn build() -> Value {
         valid_entry("null_state", Value::Null, 0x03, anon),
         valid_entry(
             "unicode_state",
-            json!({"name": "Zoë", "emoji": "🔐", "ctl": "\u{1}"}),
+            json!({"ctl": "\u{1}", "emoji": "🔐", "name": "Zoë"}),
             0x04,
             no_args,
         ),

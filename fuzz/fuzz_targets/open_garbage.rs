@@ -36,7 +36,10 @@ static BINDING: LazyLock<Binding> = LazyLock::new(|| {
 fn refuse(token: String) {
     let t = UntrustedState::new(token);
     let now = Timestamp::from_unix_secs(1_800_000_000);
-    assert!(SEALER.open::<serde_json::Value>(&t, &BINDING, now).is_err(), "garbage opened");
+    assert!(
+        SEALER.open::<serde_json::Value>(&t, &BINDING, now).is_err(),
+        "garbage opened"
+    );
     assert!(SEALER.inspect(&t).is_err(), "garbage inspected");
 }
 

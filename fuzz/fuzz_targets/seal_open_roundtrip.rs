@@ -47,7 +47,10 @@ struct Input {
 }
 
 static SEALER: LazyLock<Sealer> = LazyLock::new(|| {
-    Sealer::new(Keyring::new(Key::from_secret(&[0x52; 32]).unwrap()), SealConfig::default())
+    Sealer::new(
+        Keyring::new(Key::from_secret(&[0x52; 32]).unwrap()),
+        SealConfig::default(),
+    )
 });
 
 fn binding(target: &str, who: &Principal, audience: &str, args: &serde_json::Value) -> Binding {
@@ -74,8 +77,11 @@ fuzz_target!(|input: Input| {
         Some(s) => Principal::subject(s.clone()),
         None => Principal::anonymous(),
     };
-    let args: serde_json::Value =
-        input.args.iter().map(|(k, v)| (k.clone(), serde_json::Value::from(*v))).collect();
+    let args: serde_json::Value = input
+        .args
+        .iter()
+        .map(|(k, v)| (k.clone(), serde_json::Value::from(*v)))
+        .collect();
     let b = binding(&input.target, &who, &input.audience, &args);
     let now = Timestamp::from_unix_secs(input.now);
     let claims = Claims::first_round(b, now, SEALER.config(), input.state.clone())
@@ -86,7 +92,9 @@ fuzz_target!(|input: Input| {
         Err(e) => panic!("seal failed: {e}"),
     };
     let t = UntrustedState::new(token);
-    let opened = SEALER.open::<State>(&t, &b, now).expect("fresh seal must open");
+    let opened = SEALER
+        .open::<State>(&t, &b, now)
+        .expect("fresh seal must open");
     assert_eq!(opened.state(), &input.state);
     assert_eq!(opened.flow_id(), input.flow_id);
     assert_eq!(opened.issued_at(), now);
