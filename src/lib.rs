@@ -75,7 +75,7 @@
 //! # Modules
 //! [`wire`] (the 2026-07-28 shapes), [`carrier`], [`capability`], [`error`] (the
 //! two channels), [`seal`], [`engine`], [`answers`], [`service`] (JSON-RPC
-//! router), [`reference`] (the reference server's tools), [`client`], and with the
+//! router), [`reference`](mod@reference) (the reference server's tools), [`client`], and with the
 //! `server` feature the transports in `server`.
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]

@@ -44,16 +44,28 @@ const FIELDS: [&str; 10] = [
 fn who_form(strict: bool) -> Form {
     let max = if strict { 6 } else { 12 };
     let p = |v: Value| PrimitiveSchema::from_value(&v).expect("valid schema");
-    Form::new(if strict { "Who are you (short name)?" } else { "Who are you?" })
-        .field(
-            "name",
-            p(json!({"type": "string", "minLength": 2, "maxLength": max})),
-            true,
-        )
-        .integer("age", "Age", Some(0), Some(130))
-        .field("email", p(json!({"type": "string", "format": "email"})), false)
-        .field("since", p(json!({"type": "string", "format": "date-time"})), false)
-        .field("site", p(json!({"type": "string", "format": "uri"})), false)
+    Form::new(if strict {
+        "Who are you (short name)?"
+    } else {
+        "Who are you?"
+    })
+    .field(
+        "name",
+        p(json!({"type": "string", "minLength": 2, "maxLength": max})),
+        true,
+    )
+    .integer("age", "Age", Some(0), Some(130))
+    .field(
+        "email",
+        p(json!({"type": "string", "format": "email"})),
+        false,
+    )
+    .field(
+        "since",
+        p(json!({"type": "string", "format": "date-time"})),
+        false,
+    )
+    .field("site", p(json!({"type": "string", "format": "uri"})), false)
 }
 
 fn drink_form() -> Form {
@@ -285,7 +297,11 @@ impl Answer {
                 let roots: Vec<Value> = rs
                     .iter()
                     .map(|(file, p)| {
-                        let uri = if *file { format!("file:///{p}") } else { p.clone() };
+                        let uri = if *file {
+                            format!("file:///{p}")
+                        } else {
+                            p.clone()
+                        };
                         json!({"uri": uri})
                     })
                     .collect();
@@ -310,10 +326,16 @@ fn good_answer(key: &str, n: u8) -> Value {
             }
             accept(c)
         }
-        "drink" => accept(json!({"drink": (["tea", "coffee", "water"][n as usize % 3]),
-                                 "extras": (if n & 0x20 != 0 { json!(["milk"]) } else { json!(["ice", "sugar"]) })})),
-        "color" => accept(json!({"color": (["r", "g", "Red"][n as usize % 3]), "confirm": n & 0x10 != 0})),
-        "s" => json!({"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m"}),
+        "drink" => accept(
+            json!({"drink": (["tea", "coffee", "water"][n as usize % 3]),
+                                 "extras": (if n & 0x20 != 0 { json!(["milk"]) } else { json!(["ice", "sugar"]) })}),
+        ),
+        "color" => {
+            accept(json!({"color": (["r", "g", "Red"][n as usize % 3]), "confirm": n & 0x10 != 0}))
+        }
+        "s" => {
+            json!({"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m"})
+        }
         "r" => json!({"roots": [{"uri": "file:///w", "name": "w"}]}),
         _ => json!({"action": (["accept", "decline", "cancel"][n as usize % 3])}),
     }
@@ -482,7 +504,12 @@ fn responses_value(r: &Responses) -> Option<Value> {
         Responses::AllGood(n) => Some(Value::Object(
             KEYS.iter()
                 .enumerate()
-                .map(|(i, k)| ((*k).to_owned(), good_answer(k, n.wrapping_add(i as u8 * 37))))
+                .map(|(i, k)| {
+                    (
+                        (*k).to_owned(),
+                        good_answer(k, n.wrapping_add(i as u8 * 37)),
+                    )
+                })
                 .collect(),
         )),
         Responses::Map(m) => Some(Value::Object(
@@ -525,7 +552,10 @@ fuzz_target!(|script: Script| {
                 let mut base = Map::new();
                 base.insert(
                     target_key.into(),
-                    f.target.clone().unwrap_or_else(|| own_target.to_owned()).into(),
+                    f.target
+                        .clone()
+                        .unwrap_or_else(|| own_target.to_owned())
+                        .into(),
                 );
                 if let Some(a) = &f.arguments {
                     base.insert("arguments".into(), a.value());
@@ -571,7 +601,15 @@ fuzz_target!(|script: Script| {
                     params.insert("requestState".into(), t.into());
                 }
                 let principal = src.principal ^ *switch_principal;
-                (*service, src.method.clone(), src.base.clone(), params, principal, caps, None)
+                (
+                    *service,
+                    src.method.clone(),
+                    src.base.clone(),
+                    params,
+                    principal,
+                    caps,
+                    None,
+                )
             }
         };
         let service = &services[service as usize % services.len()];
@@ -598,7 +636,10 @@ fuzz_target!(|script: Script| {
         if let Some(e) = v.get("error") {
             let code = e["code"].as_i64().expect("integer code");
             assert!(
-                matches!(code, -32700 | -32600 | -32601 | -32602 | -32020 | -32021 | -32022),
+                matches!(
+                    code,
+                    -32700 | -32600 | -32601 | -32602 | -32020 | -32021 | -32022
+                ),
                 "unexpected error code {code}: {v}"
             );
             assert!(e["message"].is_string());
@@ -609,15 +650,27 @@ fuzz_target!(|script: Script| {
         match result["resultType"].as_str() {
             Some("complete") => {
                 if stats() && params.contains_key("requestState") {
-                    eprintln!("STAT resumed-complete {method} {}", result.get("isError").is_some());
+                    eprintln!(
+                        "STAT resumed-complete {method} {}",
+                        result.get("isError").is_some()
+                    );
                 }
             }
             Some("input_required") => {
                 if stats() && params.contains_key("requestState") {
-                    eprintln!("STAT resumed-irr {method} {:?}", result.get("inputRequests").and_then(Value::as_object).map(|a| a.keys().cloned().collect::<Vec<_>>()));
+                    eprintln!(
+                        "STAT resumed-irr {method} {:?}",
+                        result
+                            .get("inputRequests")
+                            .and_then(Value::as_object)
+                            .map(|a| a.keys().cloned().collect::<Vec<_>>())
+                    );
                 }
                 assert!(
-                    matches!(method.as_str(), "tools/call" | "prompts/get" | "resources/read"),
+                    matches!(
+                        method.as_str(),
+                        "tools/call" | "prompts/get" | "resources/read"
+                    ),
                     "input_required on {method}"
                 );
                 let asks = result.get("inputRequests").and_then(Value::as_object);
