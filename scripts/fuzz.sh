@@ -31,10 +31,18 @@ if [ "${#targets[@]}" -eq 0 ]; then
     exit 1
 fi
 
+# libFuzzer is chatty: each target's output goes to a log file; the summary line
+# (executions, coverage) is printed, and the log's tail when a target fails.
+logs=target/fuzz-logs
+mkdir -p "$logs"
 failed=()
 for target in "${targets[@]}"; do
-    echo "== fuzzing $target for ${per_target}s" >&2
-    if ! cargo +nightly fuzz run "$target" -- -max_total_time="$per_target"; then
+    echo "== fuzzing $target for ${per_target}s (log: $logs/$target.log)" >&2
+    if cargo +nightly fuzz run "$target" -- -max_total_time="$per_target" -print_final_stats=1 \
+        >"$logs/$target.log" 2>&1; then
+        grep -E '^(Done|stat::number_of_executed_units|stat::peak_rss_mb)' "$logs/$target.log" >&2 || true
+    else
+        tail -n 60 "$logs/$target.log" >&2
         failed+=("$target")
     fi
 done
