@@ -387,3 +387,44 @@ fn engines_are_shareable_across_threads() {
     assert_send_sync::<Engine>();
     assert_send_sync::<Service>();
 }
+
+#[test]
+fn an_answer_in_hand_needs_no_capability_but_a_question_to_send_does() {
+    // The gate restricts what is *sent* (MRTR Server Requirement 7). A retry whose
+    // capabilities no longer list elicitation still resumes from the answer it carries.
+    let e = engine();
+    let handler = |r: &mut Round<'_>| -> Result<Value, Flow> {
+        let name = r.elicit("user_name", name_form())?;
+        let color = r.elicit(
+            "color",
+            Form::new("Favourite colour?").string("color", "Colour"),
+        )?;
+        let get = |x: &Elicited, k: &str| x.accepted().and_then(|f| f.str(k).map(str::to_owned));
+        Ok(tool_text(format!(
+            "{:?} {:?}",
+            get(&name, "name"),
+            get(&color, "color")
+        )))
+    };
+    let r1 = irr(run(&e, &tool("t"), T0, handler));
+    // Round 2 declares nothing, answers user_name: the answer is used, and the next
+    // question (color) cannot be sent, so -32021 names elicitation.
+    let round2 = tool("t")
+        .caps(json!({}))
+        .resume(&r1)
+        .answers(json!({"user_name": accept(json!({"name": "Ada"}))}));
+    assert_missing(run(&e, &round2, T0, handler), json!({"elicitation": {}}));
+    // Round 2 declaring elicitation again: user_name is taken, color is asked.
+    let round2 = tool("t")
+        .resume(&r1)
+        .answers(json!({"user_name": accept(json!({"name": "Ada"}))}));
+    let r2 = irr(run(&e, &round2, T0, handler));
+    assert_eq!(keys(&r2), ["color"]);
+    // Round 3 without any capability: both answers are in hand, so it completes.
+    let round3 = tool("t")
+        .caps(json!({}))
+        .resume(&r2)
+        .answers(json!({"color": accept(json!({"color": "teal"}))}));
+    let done = complete(run(&e, &round3, T0, handler));
+    assert_eq!(text(&done), r#"Some("Ada") Some("teal")"#);
+}

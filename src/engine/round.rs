@@ -306,18 +306,6 @@ impl<'e> Round<'e> {
                 self.seen.insert(key.to_owned(), digest.clone());
             }
         }
-        if let Some(m) = capability::missing(&self.request.meta.client_capabilities, &request) {
-            return match necessity {
-                Necessity::Optional => Ok(None),
-                Necessity::Required => {
-                    let acc = self
-                        .missing_caps
-                        .get_or_insert_with(ClientCapabilities::default);
-                    capability::merge(acc, m);
-                    Err(Flow::Suspend)
-                }
-            };
-        }
         let kind = request.kind();
         let mut note = None;
         // 1. an answer sealed by an earlier round, for this very question
@@ -365,6 +353,21 @@ impl<'e> Round<'e> {
                     Err(n) => note = Some(n),
                 }
             }
+        }
+        // 3. no usable answer: the question must go out, if this request's declared
+        // capabilities allow it (an answer already in hand needs no capability: nothing
+        // is sent for it).
+        if let Some(m) = capability::missing(&self.request.meta.client_capabilities, &request) {
+            return match necessity {
+                Necessity::Optional => Ok(None),
+                Necessity::Required => {
+                    let acc = self
+                        .missing_caps
+                        .get_or_insert_with(ClientCapabilities::default);
+                    capability::merge(acc, m);
+                    Err(Flow::Suspend)
+                }
+            };
         }
         self.pending.insert(
             key.to_owned(),
