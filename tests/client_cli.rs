@@ -176,32 +176,20 @@ async fn a_result_without_text_prints_as_json() {
     assert_eq!(v["contents"][0]["blob"], "AA==");
 }
 
-/// The built `mrtr_call` example (cargo builds examples before running tests).
-fn example_binary() -> Option<std::path::PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    let dir = exe.parent()?.parent()?; // target/<profile>/deps/.. = target/<profile>
-    let bin = dir.join("examples").join("mrtr_call");
-    bin.exists().then_some(bin)
-}
-
 #[tokio::test]
 async fn interactive_answers_through_a_pseudo_terminal() {
     // `script` (util-linux) runs the command on a new pseudo-terminal and copies
     // our piped stdin to it, so the program sees a terminal and asks.
-    let Some(bin) = example_binary() else {
-        eprintln!("skipped: target/*/examples/mrtr_call not built");
-        return;
-    };
-    if std::process::Command::new("script")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipped: no `script` command for a pseudo-terminal");
-        return;
-    }
+    let bin = env!("CARGO_BIN_EXE_mrtr");
+    assert!(
+        std::process::Command::new("script")
+            .arg("--version")
+            .output()
+            .is_ok(),
+        "this test needs util-linux `script` (Debian: bsdutils) for a pseudo-terminal"
+    );
     let (url, log) = server().await;
-    let cmd = format!("{} {url} tool book --root /tmp", bin.display());
+    let cmd = format!("{bin} call {url} tool book --root /tmp");
     let mut child = tokio::process::Command::new("script")
         .args(["-qec", &cmd, "/dev/null"])
         .stdin(std::process::Stdio::piped())

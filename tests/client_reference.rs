@@ -2,9 +2,7 @@
 //! every conformance fixture and demo, a tampered state, and a pending flow
 //! resumed on a second server instance that shares the key ring.
 //!
-//! The server is the crate's own `mrtr` binary, started on 127.0.0.1:0. While the
-//! binary is a stub that exits at once without output (a branch without the
-//! server), these tests report that and return.
+//! The server is the crate's own `mrtr` binary, started on 127.0.0.1:0.
 #![cfg(feature = "server")]
 
 use std::process::Stdio;
@@ -25,8 +23,8 @@ struct Server {
     _child: Child,
 }
 
-/// Starts `mrtr serve` with `keys` (MRTR_KEYS); `None` when the binary is the stub.
-async fn start(keys: &str) -> Option<Server> {
+/// Starts `mrtr serve` with `keys` (MRTR_KEYS).
+async fn start(keys: &str) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_mrtr"))
         .args(["serve", "--listen", "127.0.0.1:0"])
         .env("MRTR_KEYS", keys)
@@ -51,16 +49,11 @@ async fn start(keys: &str) -> Option<Server> {
     .expect("mrtr serve reports its address");
     let Some(url) = url else {
         let status = child.wait().await.unwrap();
-        assert!(
-            status.success() && seen.is_empty(),
-            "mrtr serve failed: {status} {seen:?}"
-        );
-        eprintln!("skipped: the mrtr binary is a stub without `serve` on this branch");
-        return None;
+        panic!("mrtr serve did not start: {status} {seen:?}");
     };
     // Keep draining the log so the server never blocks on a full pipe.
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    Some(Server { url, _child: child })
+    Server { url, _child: child }
 }
 
 const KEY: &str = "joQA0P64mi7jAzkeI2Nh28DK0YRUlWHu68MvGeKKUIw";
@@ -124,9 +117,7 @@ fn client(url: &str, h: Handlers) -> Client {
 
 #[tokio::test]
 async fn every_fixture_and_demo_completes() {
-    let Some(server) = start(KEY).await else {
-        return;
-    };
+    let server = start(KEY).await;
     let c = client(&server.url, everything());
     let cases: &[(CarrierCall, &str)] = &[
         (
@@ -203,9 +194,7 @@ async fn every_fixture_and_demo_completes() {
 
 #[tokio::test]
 async fn a_required_capability_missing_is_a_typed_error() {
-    let Some(server) = start(KEY).await else {
-        return;
-    };
+    let server = start(KEY).await;
     let c = client(&server.url, Handlers::new());
     assert!(c.capabilities().is_empty());
     match c
@@ -226,9 +215,7 @@ async fn a_required_capability_missing_is_a_typed_error() {
 
 #[tokio::test]
 async fn a_declined_confirmation_is_a_tool_error() {
-    let Some(server) = start(KEY).await else {
-        return;
-    };
+    let server = start(KEY).await;
     let h = Handlers::new().on_elicit(|_c, _p| async {
         Ok(ElicitResult {
             action: ElicitAction::Decline,
@@ -245,9 +232,7 @@ async fn a_declined_confirmation_is_a_tool_error() {
 
 #[tokio::test]
 async fn a_tampered_state_is_refused() {
-    let Some(server) = start(KEY).await else {
-        return;
-    };
+    let server = start(KEY).await;
     let c = client(&server.url, everything());
     let Step::NeedsInput(mut pending) = c
         .start(CarrierCall::tool(
@@ -276,8 +261,8 @@ async fn a_tampered_state_is_refused() {
 
 #[tokio::test]
 async fn a_pending_flow_resumes_on_another_instance() {
-    let Some(a) = start(KEY).await else { return };
-    let Some(b) = start(KEY).await else { return };
+    let a = start(KEY).await;
+    let b = start(KEY).await;
     let first = client(&a.url, everything());
     let Step::NeedsInput(pending) = first
         .start(CarrierCall::tool("plan_trip", json!({})))
