@@ -95,3 +95,8 @@ pub mod server;
 pub mod service;
 pub mod time;
 pub mod wire;
+
+/// The README's Rust example, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
