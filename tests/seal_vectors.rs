@@ -163,9 +163,9 @@ fn claims_plaintext(format: u8, b: &Binding, state: &[u8]) -> Vec<u8> {
     pt.extend_from_slice(&(T0 + 3600).to_be_bytes());
     pt.extend_from_slice(&1u32.to_be_bytes());
     pt.extend_from_slice(&[0xaa; 16]);
-    pt.extend_from_slice(b.request_digest());
-    pt.extend_from_slice(b.principal_digest());
-    pt.extend_from_slice(b.audience_digest());
+    pt.extend_from_slice(&b.request_digest()[..16]);
+    pt.extend_from_slice(&b.principal_digest()[..16]);
+    pt.extend_from_slice(&b.audience_digest()[..16]);
     pt.extend_from_slice(state);
     pt
 }

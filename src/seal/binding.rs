@@ -35,7 +35,7 @@ pub struct BindingInput<'a> {
     pub protocol_version: &'a str,
 }
 
-/// SHA-256 digests of the three bound components, sealed inside the claims.
+/// SHA-256 digests of the three bound components; the claims seal the first 16 bytes of each.
 ///
 /// The components are digested separately so that the private log can say which one
 /// differed (another request, another principal, another audience). Each digest is
@@ -120,14 +120,6 @@ impl Binding {
     /// The audience component digest.
     pub fn audience_digest(&self) -> &[u8; 32] {
         &self.audience
-    }
-
-    pub(super) fn to_json(self) -> Value {
-        serde_json::json!({
-            "request": hex(&self.request),
-            "principal": hex(&self.principal),
-            "audience": hex(&self.audience),
-        })
     }
 }
 

@@ -10,8 +10,19 @@ use crate::time::Timestamp;
 /// Version of the claims encoding inside the plaintext.
 pub(super) const CLAIMS_FORMAT: u8 = 1;
 
+/// Bytes kept of each binding digest in the claims header: the first 16 bytes of the
+/// SHA-256 digest (128-bit second-preimage resistance; the tag authenticates them).
+pub(super) const SEALED_DIGEST_LEN: usize = 16;
+
 /// Length of the fixed claims header that precedes the JSON state in the plaintext.
-pub(super) const CLAIMS_HEADER_LEN: usize = 1 + 8 + 8 + 8 + 4 + 16 + 32 * 3;
+pub(super) const CLAIMS_HEADER_LEN: usize = 1 + 8 + 8 + 8 + 4 + 16 + SEALED_DIGEST_LEN * 3;
+
+/// The sealed (truncated) form of a binding digest.
+pub(super) fn sealed_digest(d: &[u8; 32]) -> [u8; SEALED_DIGEST_LEN] {
+    let mut out = [0u8; SEALED_DIGEST_LEN];
+    out.copy_from_slice(&d[..SEALED_DIGEST_LEN]);
+    out
+}
 
 /// What a sealed `requestState` asserts, plus the handler's own state `S`.
 ///
@@ -151,9 +162,9 @@ impl<S> Claims<S> {
         out.extend_from_slice(&self.deadline.unix_secs().to_be_bytes());
         out.extend_from_slice(&self.round.to_be_bytes());
         out.extend_from_slice(&self.flow_id);
-        out.extend_from_slice(&self.binding.request);
-        out.extend_from_slice(&self.binding.principal);
-        out.extend_from_slice(&self.binding.audience);
+        out.extend_from_slice(&self.binding.request[..SEALED_DIGEST_LEN]);
+        out.extend_from_slice(&self.binding.principal[..SEALED_DIGEST_LEN]);
+        out.extend_from_slice(&self.binding.audience[..SEALED_DIGEST_LEN]);
     }
 }
 
@@ -165,7 +176,10 @@ pub(super) struct Header {
     pub(super) deadline: Timestamp,
     pub(super) round: u32,
     pub(super) flow_id: [u8; 16],
-    pub(super) binding: Binding,
+    /// The sealed (truncated) request, principal and audience digests.
+    pub(super) request: [u8; SEALED_DIGEST_LEN],
+    pub(super) principal: [u8; SEALED_DIGEST_LEN],
+    pub(super) audience: [u8; SEALED_DIGEST_LEN],
 }
 
 impl Header {
@@ -181,9 +195,9 @@ impl Header {
             b.copy_from_slice(&h[i..i + 8]);
             Timestamp::from_unix_secs(u64::from_be_bytes(b))
         };
-        let arr32 = |i: usize| {
-            let mut b = [0u8; 32];
-            b.copy_from_slice(&h[i..i + 32]);
+        let digest_at = |i: usize| {
+            let mut b = [0u8; SEALED_DIGEST_LEN];
+            b.copy_from_slice(&h[i..i + SEALED_DIGEST_LEN]);
             b
         };
         let mut flow_id = [0u8; 16];
@@ -194,23 +208,41 @@ impl Header {
             deadline: u64_at(17),
             round: u32::from_be_bytes([h[25], h[26], h[27], h[28]]),
             flow_id,
-            binding: Binding {
-                request: arr32(45),
-                principal: arr32(77),
-                audience: arr32(109),
-            },
+            request: digest_at(45),
+            principal: digest_at(45 + SEALED_DIGEST_LEN),
+            audience: digest_at(45 + 2 * SEALED_DIGEST_LEN),
         };
         Some((header, state))
     }
 
-    pub(super) fn with_state<S>(self, state: S) -> Claims<S> {
+    /// Which sealed digests differ from `expected`'s: (request, principal, audience).
+    pub(super) fn mismatches(&self, expected: &Binding) -> (bool, bool, bool) {
+        (
+            self.request != sealed_digest(&expected.request),
+            self.principal != sealed_digest(&expected.principal),
+            self.audience != sealed_digest(&expected.audience),
+        )
+    }
+
+    /// The sealed digests as lowercase hex, for `inspect`.
+    pub(super) fn binding_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "request": super::binding::hex(&self.request),
+            "principal": super::binding::hex(&self.principal),
+            "audience": super::binding::hex(&self.audience),
+        })
+    }
+
+    /// The verified claims. `binding` must be the binding every sealed digest matched
+    /// (see [`Header::mismatches`]): the header keeps only their first 16 bytes.
+    pub(super) fn with_state<S>(self, binding: Binding, state: S) -> Claims<S> {
         Claims {
             iat: self.iat,
             exp: self.exp,
             deadline: self.deadline,
             round: self.round,
             flow_id: self.flow_id,
-            binding: self.binding,
+            binding,
             state,
         }
     }
@@ -232,16 +264,19 @@ mod tests {
     use crate::principal::Principal;
     use crate::seal::BindingInput;
 
-    fn binding() -> Binding {
-        let p = Principal::subject("alice");
-        Binding::new(&BindingInput {
+    fn binding_input(p: &Principal) -> BindingInput<'_> {
+        BindingInput {
             method: "tools/call",
             target: "t",
             arguments: None,
-            principal: &p,
+            principal: p,
             audience: "aud",
             protocol_version: "2026-07-28",
-        })
+        }
+    }
+
+    fn binding() -> Binding {
+        Binding::new(&binding_input(&Principal::subject("alice")))
     }
 
     #[test]
@@ -254,7 +289,13 @@ mod tests {
         buf.extend_from_slice(b"null");
         let (h, rest) = Header::parse(&buf).unwrap();
         assert_eq!(rest, b"null");
-        assert_eq!(h.with_state(()), c);
+        assert_eq!(h.mismatches(c.binding()), (false, false, false));
+        assert_eq!(h.with_state(*c.binding(), ()), c);
+        let other = Binding::new(&BindingInput {
+            audience: "other",
+            ..binding_input(&Principal::subject("alice"))
+        });
+        assert_eq!(h.mismatches(&other), (false, false, true));
         buf[0] = 2;
         assert!(Header::parse(&buf).is_none());
         assert!(Header::parse(&buf[..CLAIMS_HEADER_LEN - 1]).is_none());

@@ -148,7 +148,7 @@ impl SealConfig {
         self
     }
 
-    /// Maximum plaintext in bytes (the 141-byte claims header plus the JSON state),
+    /// Maximum plaintext in bytes (the 93-byte claims header plus the JSON state),
     /// checked by `seal`: a larger state is an error for the operator, never a
     /// truncated token. Default 8 192.
     pub fn max_plaintext(mut self, n: usize) -> Self {

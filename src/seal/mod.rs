@@ -7,7 +7,7 @@
 //!
 //! ```text
 //!  seal:  Claims { iat, exp, deadline, round, flow_id, binding, state }
-//!           → plaintext (141-byte claims header ‖ JSON state)
+//!           → plaintext (93-byte claims header ‖ JSON state)
 //!           → XAES-256-GCM under the ring's sealing key, AAD = label ‖ header
 //!           → base64url(version ‖ kid ‖ nonce ‖ ciphertext ‖ tag)
 //!  open:  UntrustedState → length cap → canonical base64 → version → kid → tag
@@ -21,9 +21,9 @@
 //!   The kid (a keyed hash of the key) is in clear and reveals nothing about it.
 //! - **Authenticated**: the whole token. The header is the AEAD's associated
 //!   data, so a token cannot move between format versions or keys.
-//! - **Bound**: each token carries SHA-256 digests of the request (method,
-//!   target, canonical arguments, protocol version), of the principal and of
-//!   the audience; `open` compares them with the current request. They are
+//! - **Bound**: each token carries SHA-256 digests, truncated to 128 bits, of
+//!   the request (method, target, canonical arguments, protocol version), of
+//!   the principal and of the audience; `open` compares them with the current request. They are
 //!   inside the plaintext, not only in the AAD, so the private log can tell a
 //!   tampered token (`tag`) from an authentic one replayed elsewhere
 //!   (`binding`, `principal`, `audience`).
@@ -241,10 +241,10 @@ impl Sealer {
     //   17      8    deadline (u64 Unix seconds)
     //   25      4    round (u32, 1 = first)
     //   29      16   flow id (random)
-    //   45      32   request digest  (see Binding::new)
-    //   77      32   principal digest
-    //   109     32   audience digest
-    //   141     ..   state: exactly one JSON text as serde_json writes it
+    //   45      16   request digest  (see Binding::new), first 16 bytes
+    //   61      16   principal digest, first 16 bytes
+    //   77      16   audience digest, first 16 bytes
+    //   93      ..   state: exactly one JSON text as serde_json writes it
     //                (no leading or trailing whitespace, nothing after it)
     //
     // The request binding is inside the plaintext rather than the AAD so that
@@ -379,9 +379,7 @@ impl Sealer {
                 .saturating_add(cfg.max_ttl_secs())
                 .saturating_add(skew);
         let deadline = now_s > header.deadline.unix_secs().saturating_add(skew);
-        let request = header.binding.request != expected.request;
-        let principal = header.binding.principal != expected.principal;
-        let audience = header.binding.audience != expected.audience;
+        let (request, principal, audience) = header.mismatches(expected);
         let first = [
             (expired, RejectReason::Expired),
             (far_future, RejectReason::FarFuture),
@@ -393,7 +391,7 @@ impl Sealer {
         .into_iter()
         .find_map(|(failed, r)| failed.then_some(r));
         match first {
-            None => Ok(Verified::new(header.with_state(state))),
+            None => Ok(Verified::new(header.with_state(*expected, state))),
             Some(r) => {
                 let lapsed_but_authentic =
                     (expired || deadline) && !far_future && !request && !principal && !audience;
@@ -404,7 +402,7 @@ impl Sealer {
 
     /// For operators (`mrtr inspect`): opens a token with the ring's keys (tag checked)
     /// without binding or expiry checks, and returns its claims as JSON: `version`, `kid`,
-    /// `iat`, `exp`, `deadline`, `round`, `flow_id` (hex), `binding` (hex digests) and
+    /// `iat`, `exp`, `deadline`, `round`, `flow_id` (hex), `binding` (hex, the sealed 16-byte digests) and
     /// `state` (as sealed).
     ///
     /// The output holds the decrypted state: show it only to the operator.
@@ -436,7 +434,7 @@ impl Sealer {
             "deadline": h.deadline.unix_secs(),
             "round": h.round,
             "flow_id": binding::hex(&h.flow_id),
-            "binding": h.binding.to_json(),
+            "binding": h.binding_json(),
             "state": state,
         }))
     }
