@@ -114,9 +114,31 @@ pub enum CallTarget {
 /// Runs `mrtr call`, printing the result on stdout and messages on stderr.
 /// Returns the process exit code.
 pub async fn run_call(args: CallArgs) -> i32 {
-    let mut out = std::io::stdout();
-    let mut err = std::io::stderr();
+    let mut out = Sanitized(std::io::stdout());
+    let mut err = Sanitized(std::io::stderr());
     run_call_with_output(args, &mut out, &mut err).await
+}
+
+/// A writer for the terminal that drops control characters other than newline and
+/// tab, so a server cannot send escape sequences (cursor moves, colours, title or
+/// clipboard changes) or carriage returns that overwrite a prompt through a message,
+/// a field title, a link or a result.
+struct Sanitized<W>(W);
+
+impl<W: Write> Write for Sanitized<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let clean: Vec<u8> = buf
+            .iter()
+            .copied()
+            .filter(|&b| (b >= 0x20 && b != 0x7f) || b == b'\n' || b == b'\t')
+            .collect();
+        self.0.write_all(&clean)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
 }
 
 /// [`run_call`] writing the result to `out` and messages to `err` (for tests and embedding).
@@ -333,7 +355,7 @@ impl CliHandler {
         tokio::task::spawn_blocking(move || {
             let stdin = std::io::stdin();
             let mut input = stdin.lock();
-            let mut output = std::io::stderr();
+            let mut output = Sanitized(std::io::stderr());
             f(&mut input, &mut output)
         })
         .await
@@ -972,6 +994,16 @@ mod tests {
         assert_eq!(
             file_uri(Path::new("/home/a b/ü")),
             "file:///home/a%20b/%C3%BC"
+        );
+    }
+
+    #[test]
+    fn terminal_output_drops_control_characters() {
+        let mut w = Sanitized(Vec::new());
+        write!(w, "ok\x1b[2J\x1b]52;c;AAAA\x07\rfake prompt\n\tdone\x7f").unwrap();
+        assert_eq!(
+            String::from_utf8(w.0).unwrap(),
+            "ok[2J]52;c;AAAAfake prompt\n\tdone"
         );
     }
 }
