@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 
 use crate::error::Error;
-use crate::wire::meta::{MetaError, RequestMeta};
+use crate::wire::meta::RequestMeta;
 use crate::wire::{JsonObject, type_name};
 
 /// `tools/call`, `resources/read` or `prompts/get`: a closed set, so an
@@ -90,10 +90,7 @@ impl CarrierRequest {
                 )));
             }
         };
-        let meta = RequestMeta::from_meta(p.get("_meta")).map_err(|e| match e {
-            MetaError::Invalid(w) => Error::invalid_meta(w.message().to_owned()),
-            MetaError::UnsupportedVersion { requested } => Error::unsupported_version(&requested),
-        })?;
+        let meta = RequestMeta::from_meta(p.get("_meta"))?;
         let key = method.target_param();
         let target = match p.get(key) {
             Some(Value::String(s)) if !s.is_empty() => s.clone(),

@@ -520,6 +520,19 @@ fn capability_names(c: &ClientCapabilities) -> String {
     }
 }
 
+impl From<crate::wire::meta::MetaError> for Error {
+    /// -32602 (HTTP 400) for missing or malformed `_meta` fields, -32022 for an
+    /// unsupported protocol version.
+    fn from(e: crate::wire::meta::MetaError) -> Self {
+        match e {
+            crate::wire::meta::MetaError::Invalid(w) => Self::invalid_meta(w.message().to_owned()),
+            crate::wire::meta::MetaError::UnsupportedVersion { requested } => {
+                Self::unsupported_version(&requested)
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

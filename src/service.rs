@@ -16,7 +16,7 @@ use crate::error::{DiagContext, Error};
 use crate::principal::Principal;
 use crate::time::Timestamp;
 use crate::wire::jsonrpc::RequestId;
-use crate::wire::meta::{MetaError, RequestMeta};
+use crate::wire::meta::RequestMeta;
 use crate::wire::{Implementation, JsonObject, SUPPORTED_PROTOCOL_VERSIONS, type_name};
 
 /// The Streamable HTTP headers that must agree with the body (spec: streamable-http
@@ -400,12 +400,7 @@ impl Service {
             )));
         }
         if let Err(e) = RequestMeta::from_meta(params.and_then(|p| p.get("_meta"))) {
-            return Outcome::Protocol(match e {
-                MetaError::Invalid(w) => Error::invalid_meta(w.message().to_owned()),
-                MetaError::UnsupportedVersion { requested } => {
-                    Error::unsupported_version(&requested)
-                }
-            });
+            return Outcome::Protocol(e.into());
         }
         if let Some(c) = params.and_then(|p| p.get("cursor")) {
             // Everything fits on one page, so no cursor this server issued can exist.
