@@ -3,42 +3,23 @@
 //! the three binding digests for mrtr), both with a 600 s TTL.
 
 use std::hint::black_box;
-use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use mrtr::principal::Principal;
-use mrtr::seal::{Binding, BindingInput, Claims, Key, Keyring, SealConfig, Sealer, UntrustedState};
-use mrtr::time::Timestamp;
-use rmcp::model::{RequestStateCodec, SealOptions};
+use mrtr::seal::{Claims, UntrustedState};
+use mrtr_peers_bench::Peers;
 
 const SIZES: [usize; 4] = [256, 1024, 4096, 16384];
 
 fn bench(c: &mut Criterion) {
-    let cfg = SealConfig::default()
-        .max_plaintext(32 * 1024)
-        .max_token_len(64 * 1024);
-    let sealer = Sealer::new(Keyring::new(Key::from_secret(&[7u8; 32]).unwrap()), cfg);
-    let who = Principal::subject("alice").with_issuer("https://idp.example");
-    let args = serde_json::json!({"env": "prod", "replicas": 3});
-    let binding = Binding::new(&BindingInput {
-        method: "tools/call",
-        target: "deploy",
-        arguments: Some(&args),
-        principal: &who,
-        audience: "https://mcp.example",
-        protocol_version: "2026-07-28",
-    });
-    let aad: Vec<u8> = [
-        &binding.request_digest()[..],
-        &binding.principal_digest()[..],
-        &binding.audience_digest()[..],
-    ]
-    .concat();
-    let now = Timestamp::now();
-    let codec = RequestStateCodec::new_with_keyring("k1", [("k1", vec![7u8; 32])]).unwrap();
-    let opts = SealOptions::new()
-        .associated_data(&aad)
-        .ttl(Duration::from_secs(600));
+    let peers = Peers::new();
+    let opts = peers.opts();
+    let (sealer, binding, aad, now, codec) = (
+        &peers.sealer,
+        peers.binding,
+        &peers.aad,
+        peers.now,
+        &peers.codec,
+    );
 
     let mut g = c.benchmark_group("peers");
     for n in SIZES {

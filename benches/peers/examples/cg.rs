@@ -2,43 +2,24 @@
 //! Run at two iteration counts and divide the difference for per-call instructions.
 
 use std::hint::black_box;
-use std::time::Duration;
 
-use mrtr::principal::Principal;
-use mrtr::seal::{Binding, BindingInput, Claims, Key, Keyring, SealConfig, Sealer, UntrustedState};
-use mrtr::time::Timestamp;
-use rmcp::model::{RequestStateCodec, SealOptions};
+use mrtr::seal::{Claims, UntrustedState};
+use mrtr_peers_bench::Peers;
 
 fn main() {
     let a: Vec<String> = std::env::args().collect();
     let which = a[1].as_str();
     let n: usize = a[2].parse().unwrap();
     let iters: usize = a[3].parse().unwrap();
-    let cfg = SealConfig::default()
-        .max_plaintext(32 * 1024)
-        .max_token_len(64 * 1024);
-    let sealer = Sealer::new(Keyring::new(Key::from_secret(&[7u8; 32]).unwrap()), cfg);
-    let who = Principal::subject("alice").with_issuer("https://idp.example");
-    let args = serde_json::json!({"env": "prod", "replicas": 3});
-    let binding = Binding::new(&BindingInput {
-        method: "tools/call",
-        target: "deploy",
-        arguments: Some(&args),
-        principal: &who,
-        audience: "https://mcp.example",
-        protocol_version: "2026-07-28",
-    });
-    let aad: Vec<u8> = [
-        &binding.request_digest()[..],
-        &binding.principal_digest()[..],
-        &binding.audience_digest()[..],
-    ]
-    .concat();
-    let now = Timestamp::now();
-    let codec = RequestStateCodec::new_with_keyring("k1", [("k1", vec![7u8; 32])]).unwrap();
-    let opts = SealOptions::new()
-        .associated_data(&aad)
-        .ttl(Duration::from_secs(600));
+    let peers = Peers::new();
+    let opts = peers.opts();
+    let (sealer, binding, aad, now, codec) = (
+        &peers.sealer,
+        peers.binding,
+        &peers.aad,
+        peers.now,
+        &peers.codec,
+    );
     let state = "s".repeat(n - 2);
     let claims = Claims::first_round(binding, now, sealer.config(), state.clone());
     let token = UntrustedState::new(sealer.seal(&claims).unwrap());
