@@ -118,15 +118,9 @@ fn main() -> ExitCode {
 /// Runs `mrtr call` on a small runtime; exit codes 0 complete, 1 tool error,
 /// 2 usage, 3 protocol or transport error.
 fn call(args: mrtr::client::cli::CallArgs) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match runtime(tokio::runtime::Builder::new_current_thread()) {
         Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("mrtr: error: cannot start the async runtime: {e}");
-            return ExitCode::from(1);
-        }
+        Err(code) => return code,
     };
     let code = runtime.block_on(mrtr::client::cli::run_call(args));
     ExitCode::from(u8::try_from(code).unwrap_or(1))
@@ -184,15 +178,9 @@ fn serve(args: ServeArgs) -> ExitCode {
     };
     server::log::init(cfg.log_format);
     server::log::install_panic_hook();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match runtime(tokio::runtime::Builder::new_multi_thread()) {
         Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("mrtr: error: cannot start the async runtime: {e}");
-            return ExitCode::from(1);
-        }
+        Err(code) => return code,
     };
     let result = runtime.block_on(server::serve(cfg));
     // Do not wait for a blocking stdin read that will never finish (stdio mode
@@ -210,4 +198,12 @@ fn serve(args: ServeArgs) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// Builds a tokio runtime, or says why not (exit 1).
+fn runtime(mut builder: tokio::runtime::Builder) -> Result<tokio::runtime::Runtime, ExitCode> {
+    builder.enable_all().build().map_err(|e| {
+        eprintln!("mrtr: error: cannot start the async runtime: {e}");
+        ExitCode::from(1)
+    })
 }
