@@ -195,7 +195,7 @@ fn stdio_end_to_end() {
     stdout.read_line(&mut line).unwrap();
     let v: serde_json::Value = serde_json::from_str(line.trim_end()).unwrap();
     assert_eq!(v["error"]["code"], -32600, "{v}");
-    assert!(v["id"].is_null());
+    assert!(v.get("id").is_none(), "{v}");
 
     // EOF: exit 0, and nothing else on stdout.
     drop(stdin);

@@ -771,7 +771,7 @@ fn stdio_two_round_tools_call_end_to_end() {
     s.send("{not json");
     let v = s.read_reply();
     rpc_error(&v, -32700);
-    assert!(v["id"].is_null(), "{v}");
+    assert!(v.get("id").is_none(), "{v}");
     let v = s.call(&tool(4, "slow_report", None));
     assert_eq!(result(&v)["resultType"], "input_required");
     let (rest, err) = s.finish();

@@ -153,7 +153,6 @@ async fn post_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
             StatusCode::FORBIDDEN,
             -32600,
             "Forbidden: Origin not allowed",
-            false,
             "origin not allowed",
         );
     }
@@ -162,7 +161,6 @@ async fn post_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             -32600,
             "Unsupported Media Type: Content-Type must be application/json",
-            true,
             "content-type not application/json",
         );
     }
@@ -173,7 +171,6 @@ async fn post_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
                 StatusCode::PAYLOAD_TOO_LARGE,
                 -32600,
                 &format!("Request body too large (limit {} bytes)", app.max_body),
-                true,
                 "body too large",
             );
         }
@@ -182,7 +179,6 @@ async fn post_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
                 StatusCode::REQUEST_TIMEOUT,
                 -32600,
                 "Invalid Request: the request body was not received in time",
-                true,
                 "body read timed out",
             );
         }
@@ -191,7 +187,6 @@ async fn post_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
                 StatusCode::BAD_REQUEST,
                 -32600,
                 "Invalid Request: the request body could not be read",
-                true,
                 "body read failed",
             );
         }
@@ -453,23 +448,18 @@ fn empty(status: StatusCode) -> Response {
     resp
 }
 
-/// A JSON-RPC error body for a transport-level refusal; `id_null` adds
-/// `"id":null` (JSON-RPC 2.0 for "no request id could be read"), otherwise the
-/// `id` member is absent (the spec's "JSON-RPC error without id" on a 403).
-pub(crate) fn error_body(code: i64, message: &str, id_null: bool) -> String {
+/// A JSON-RPC error body for a refusal made before any request id could be read.
+///
+/// The `id` member is absent, as in the service's own errors: the MCP schema
+/// makes `id` optional on `JSONRPCErrorResponse` and allows only a string or a
+/// number in it, so JSON-RPC 2.0's `"id": null` would not validate.
+pub(crate) fn error_body(code: i64, message: &str) -> String {
     let message = serde_json::Value::from(message);
-    let id = if id_null { r#""id":null,"# } else { "" };
-    format!(r#"{{"jsonrpc":"2.0",{id}"error":{{"code":{code},"message":{message}}}}}"#)
+    format!(r#"{{"jsonrpc":"2.0","error":{{"code":{code},"message":{message}}}}}"#)
 }
 
-fn transport_error(
-    status: StatusCode,
-    code: i64,
-    message: &str,
-    id_null: bool,
-    detail: &'static str,
-) -> Response {
-    let mut resp = json(status, error_body(code, message, id_null));
+fn transport_error(status: StatusCode, code: i64, message: &str, detail: &'static str) -> Response {
+    let mut resp = json(status, error_body(code, message));
     resp.extensions_mut().insert(RequestLog {
         outcome: format!("error:{code}"),
         detail: Some(detail.into()),
@@ -481,7 +471,7 @@ fn transport_error(
 fn internal_error() -> Response {
     json(
         StatusCode::INTERNAL_SERVER_ERROR,
-        error_body(-32603, "Internal error", true),
+        error_body(-32603, "Internal error"),
     )
 }
 
@@ -540,11 +530,10 @@ mod tests {
 
     #[test]
     fn error_bodies() {
-        let v: serde_json::Value = serde_json::from_str(&error_body(-32600, "x", true)).unwrap();
-        assert_eq!(v["id"], serde_json::Value::Null);
+        let v: serde_json::Value = serde_json::from_str(&error_body(-32600, "x \"y\"")).unwrap();
         assert_eq!(v["error"]["code"], -32600);
-        let v: serde_json::Value = serde_json::from_str(&error_body(-32600, "x", false)).unwrap();
-        assert!(v.get("id").is_none());
+        assert_eq!(v["error"]["message"], "x \"y\"");
+        assert!(v.get("id").is_none(), "{v}");
     }
 
     fn reply(body: Option<&str>, http_status: u16) -> Reply {

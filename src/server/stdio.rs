@@ -102,11 +102,7 @@ where
                     detail: Some("line too long".into()),
                     ..RequestLog::default()
                 };
-                (
-                    Some(error_body(-32600, &msg, true)),
-                    entry,
-                    log::correlation_id(),
-                )
+                (Some(error_body(-32600, &msg)), entry, log::correlation_id())
             }
             Read::Line => {
                 let corr = log::correlation_id();
@@ -127,11 +123,7 @@ where
                             detail: Some("panic in service".into()),
                             ..RequestLog::default()
                         };
-                        (
-                            Some(error_body(-32603, "Internal error", true)),
-                            entry,
-                            corr,
-                        )
+                        (Some(error_body(-32603, "Internal error")), entry, corr)
                     }
                 }
             }
