@@ -5,11 +5,10 @@
 
 mod server_support;
 
-use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use server_support::{bin, tools_list, wait_timeout};
+use server_support::{StdioServer, bin, tools_list, wait_timeout};
 
 fn run(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(bin());
@@ -161,51 +160,26 @@ fn taken_listen_address_exits_1() {
 
 #[test]
 fn stdio_end_to_end() {
-    let mut child = Command::new(bin())
-        .args(["serve", "--stdio", "--max-body", "4096"])
-        .env_remove("MRTR_KEYS")
-        .env("RUST_LOG", "info")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut s = StdioServer::start(&["--max-body", "4096"]);
 
     // Two requests, with blank lines (ignored) between them.
-    writeln!(stdin, "{}", tools_list(1)).unwrap();
-    writeln!(stdin).unwrap();
-    writeln!(stdin, "  ").unwrap();
-    writeln!(stdin, "{}", tools_list(2)).unwrap();
-    stdin.flush().unwrap();
-    let mut replies = Vec::new();
+    s.send(&tools_list(1));
+    s.send("");
+    s.send("  ");
+    s.send(&tools_list(2));
     for _ in 0..2 {
-        let mut line = String::new();
-        stdout.read_line(&mut line).unwrap();
-        assert!(line.ends_with('\n'));
-        let v: serde_json::Value = serde_json::from_str(line.trim_end()).unwrap();
-        assert_eq!(v["jsonrpc"], "2.0");
-        replies.push(v);
+        s.read_reply();
     }
     // A line over the limit: a -32600 error line, and the server keeps going.
-    writeln!(stdin, "{}", " ".repeat(5000)).unwrap();
-    stdin.flush().unwrap();
-    let mut line = String::new();
-    stdout.read_line(&mut line).unwrap();
-    let v: serde_json::Value = serde_json::from_str(line.trim_end()).unwrap();
+    s.send(&" ".repeat(5000));
+    let v = s.read_reply();
     assert_eq!(v["error"]["code"], -32600, "{v}");
     assert!(v.get("id").is_none(), "{v}");
 
     // EOF: exit 0, and nothing else on stdout.
-    drop(stdin);
-    let status = wait_timeout(&mut child, Duration::from_secs(10)).expect("exit on EOF");
-    assert!(status.success(), "{status:?}");
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    let (rest, err) = s.finish();
     assert_eq!(rest, "", "stdout must hold only the replies");
-    let mut err = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    let err = err.join("\n");
     assert_eq!(err.matches("mrtr::request").count(), 3, "{err}");
     assert!(
         err.contains("transport=\"stdio\"") || err.contains("transport=stdio"),
@@ -215,29 +189,15 @@ fn stdio_end_to_end() {
 
 #[test]
 fn stdio_sigterm_exits_0_with_stdin_open() {
-    let mut child = Command::new(bin())
-        .args(["serve", "--stdio"])
-        .env_remove("MRTR_KEYS")
-        .env("RUST_LOG", "info")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut s = StdioServer::start(&[]);
     // One round trip proves the server is up (and its handlers installed).
-    writeln!(stdin, "{}", tools_list(1)).unwrap();
-    stdin.flush().unwrap();
-    let mut line = String::new();
-    stdout.read_line(&mut line).unwrap();
-    assert!(!line.is_empty());
+    s.send(&tools_list(1));
+    s.read_reply();
     let ok = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
+        .args(["-TERM", &s.child.id().to_string()])
         .status()
         .unwrap();
     assert!(ok.success());
-    let status = wait_timeout(&mut child, Duration::from_secs(10)).expect("exit on SIGTERM");
+    let status = wait_timeout(&mut s.child, Duration::from_secs(10)).expect("exit on SIGTERM");
     assert!(status.success(), "{status:?}");
-    drop(stdin);
 }

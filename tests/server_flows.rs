@@ -7,7 +7,6 @@
 
 mod server_support;
 
-use std::io::{BufRead, Write};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
@@ -806,30 +805,10 @@ fn stdio_with_shared_key_continues_an_http_flow() {
     let http = Server::start_with_keys(&[], &key);
     let first = tool(1, ELICIT, None);
     let state = state_of(&http.call(&first, 200));
-    let mut child = std::process::Command::new(server_support::bin())
-        .args(["serve", "--stdio"])
-        .env("MRTR_KEYS", &key)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
-    writeln!(
-        stdin,
-        "{}",
-        retry(&first, 2, Some(name_answer("Both")), &state)
-    )
-    .unwrap();
-    stdin.flush().unwrap();
-    let mut line = String::new();
-    stdout.read_line(&mut line).unwrap();
-    let v: Value = serde_json::from_str(line.trim_end()).unwrap();
+    let mut stdio = StdioServer::start_with_keys(&[], &key);
+    let v = stdio.call(&retry(&first, 2, Some(name_answer("Both")), &state));
     assert_eq!(complete_text(&v), "Hello, Both!");
-    drop(stdin);
-    let status = server_support::wait_timeout(&mut child, Duration::from_secs(10));
-    assert!(status.is_some_and(|s| s.success()));
+    stdio.finish();
 }
 
 // 12. Every demo through one full flow.

@@ -12,18 +12,7 @@
 
 mod server_support;
 
-use server_support::{MCP_HEADERS, Server, request, request_raw, tools_list};
-
-fn assert_jsonrpc_error(v: &serde_json::Value, code: i64) {
-    assert_eq!(v["jsonrpc"], "2.0", "{v}");
-    assert_eq!(v["error"]["code"], code, "{v}");
-    assert!(
-        v["error"]["message"]
-            .as_str()
-            .is_some_and(|m| !m.is_empty()),
-        "{v}"
-    );
-}
+use server_support::{MCP_HEADERS, Server, request, request_raw, rpc_error, tools_list};
 
 #[test]
 fn listen_port_zero_reports_the_bound_address() {
@@ -77,7 +66,7 @@ fn oversized_body_is_413_with_a_jsonrpc_error() {
     assert_eq!(r.status, 413, "{r:?}");
     assert_eq!(r.header("content-type"), Some("application/json"));
     let v = r.json();
-    assert_jsonrpc_error(&v, -32600);
+    rpc_error(&v, -32600);
     assert!(v.get("id").is_none(), "{v}");
     assert!(
         v["error"]["message"]
@@ -94,7 +83,7 @@ fn oversized_body_is_413_with_a_jsonrpc_error() {
     raw.extend_from_slice(b"\r\n0\r\n\r\n");
     let r = request_raw(s.addr, &raw);
     assert_eq!(r.status, 413, "{r:?}");
-    assert_jsonrpc_error(&r.json(), -32600);
+    rpc_error(&r.json(), -32600);
 
     // Exactly at the limit is accepted (reaches the service).
     let mut body = tools_list(1).into_bytes();
@@ -117,7 +106,7 @@ fn foreign_origin_is_403_with_an_error_without_id() {
         let r = s.post(&h, tools_list(1).as_bytes());
         assert_eq!(r.status, 403, "{origin}");
         let v = r.json();
-        assert_jsonrpc_error(&v, -32600);
+        rpc_error(&v, -32600);
         assert!(v.get("id").is_none(), "{v}");
     }
 }
@@ -152,7 +141,7 @@ fn non_json_content_type_is_415() {
         let headers: Vec<(&str, &str)> = ct.map(|c| ("Content-Type", c)).into_iter().collect();
         let r = request(s.addr, "POST", "/mcp", &headers, tools_list(1).as_bytes());
         assert_eq!(r.status, 415, "{ct:?}");
-        assert_jsonrpc_error(&r.json(), -32600);
+        rpc_error(&r.json(), -32600);
     }
     let r = request(
         s.addr,

@@ -558,18 +558,30 @@ pub struct StdioServer {
 }
 
 impl StdioServer {
+    /// Starts `mrtr serve --stdio ARGS...` on an ephemeral key.
     pub fn start(args: &[&str]) -> Self {
-        let mut child = Command::new(bin())
-            .args(["serve", "--stdio"])
+        Self::spawn(args, None)
+    }
+
+    /// Like [`StdioServer::start`], with `MRTR_KEYS` set to `keys`.
+    pub fn start_with_keys(args: &[&str], keys: &str) -> Self {
+        Self::spawn(args, Some(keys))
+    }
+
+    fn spawn(args: &[&str], keys: Option<&str>) -> Self {
+        let mut cmd = Command::new(bin());
+        cmd.args(["serve", "--stdio"])
             .args(args)
             .env_remove("MRTR_KEYS")
             .env("RUST_LOG", "info")
             .env("NO_COLOR", "1")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn mrtr --stdio");
+            .stderr(Stdio::piped());
+        if let Some(keys) = keys {
+            cmd.env("MRTR_KEYS", keys);
+        }
+        let mut child = cmd.spawn().expect("spawn mrtr --stdio");
         let stdin = child.stdin.take();
         let stdout = BufReader::new(child.stdout.take().unwrap());
         let stderr = Arc::new(Mutex::new(Vec::new()));
