@@ -5,8 +5,7 @@
 //! (spec.md §1.5).
 
 use indexmap::IndexMap;
-use serde::de::Error as _;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::schema::RequestedSchema;
@@ -331,18 +330,7 @@ fn field_error(e: &serde_json::Error) -> String {
     }
 }
 
-impl Serialize for InputRequest {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.to_value().serialize(s)
-    }
-}
-
-impl<'de> Deserialize<'de> for InputRequest {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let v = Value::deserialize(d)?;
-        Self::from_value(&v).map_err(D::Error::custom)
-    }
-}
+serde_via_value!(InputRequest);
 
 /// The `inputRequests` map: server-assigned key → input request, in order.
 pub type InputRequests = IndexMap<String, InputRequest>;
@@ -622,18 +610,7 @@ impl InputResponse {
     }
 }
 
-impl Serialize for InputResponse {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.to_value().serialize(s)
-    }
-}
-
-impl<'de> Deserialize<'de> for InputResponse {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let v = Value::deserialize(d)?;
-        Self::from_value(&v).map_err(D::Error::custom)
-    }
-}
+serde_via_value!(InputResponse);
 
 /// The `inputResponses` map: key → response.
 pub type InputResponses = IndexMap<String, InputResponse>;

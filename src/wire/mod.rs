@@ -7,6 +7,25 @@
 //! what it leaves open (`_meta`, unknown `resultType` values, extension
 //! capabilities).
 
+/// Serialize and Deserialize through the type's own `to_value` and `from_value`, for
+/// shapes whose parse is by kind (and whose errors name a field, never a value).
+macro_rules! serde_via_value {
+    ($($t:ty),+) => {$(
+        impl serde::Serialize for $t {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                serde::Serialize::serialize(&self.to_value(), s)
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $t {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let v = <serde_json::Value as serde::Deserialize>::deserialize(d)?;
+                Self::from_value(&v).map_err(<D::Error as serde::de::Error>::custom)
+            }
+        }
+    )+};
+}
+
 pub mod input;
 pub mod jsonrpc;
 pub mod meta;

@@ -1,6 +1,5 @@
 //! `resultType` and `InputRequiredResult`.
 
-use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
@@ -194,15 +193,4 @@ impl InputRequiredResult {
     }
 }
 
-impl Serialize for InputRequiredResult {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.to_value().serialize(s)
-    }
-}
-
-impl<'de> Deserialize<'de> for InputRequiredResult {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let v = Value::deserialize(d)?;
-        Self::from_value(&v).map_err(D::Error::custom)
-    }
-}
+serde_via_value!(InputRequiredResult);

@@ -5,8 +5,7 @@
 //! forms). Anything else, such as a nested object, is refused when parsed.
 
 use indexmap::IndexMap;
-use serde::de::Error as _;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::{WireError, type_name};
@@ -690,31 +689,7 @@ impl Default for RequestedSchema {
     }
 }
 
-impl Serialize for RequestedSchema {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.to_value().serialize(s)
-    }
-}
-
-impl<'de> Deserialize<'de> for RequestedSchema {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let v = Value::deserialize(d)?;
-        Self::from_value(&v).map_err(D::Error::custom)
-    }
-}
-
-impl Serialize for PrimitiveSchema {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.to_value().serialize(s)
-    }
-}
-
-impl<'de> Deserialize<'de> for PrimitiveSchema {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let v = Value::deserialize(d)?;
-        Self::from_value(&v).map_err(D::Error::custom)
-    }
-}
+serde_via_value!(RequestedSchema, PrimitiveSchema);
 
 #[cfg(test)]
 mod tests {
