@@ -223,11 +223,14 @@ fn elicitation_sampling_and_roots_batch_into_one_round() {
         request_json(&r1, "client_roots"),
         json!({"method": "roots/list"})
     );
-    let retry = req.clone().resume(&r1).answers(json!({
-        "user_name": accept(json!({"name": "Alice"})),
-        "greeting": sampled("Hello there!"),
-        "client_roots": roots_answer(),
-    }));
+    let retry = req.reply(
+        &r1,
+        json!({
+            "user_name": accept(json!({"name": "Alice"})),
+            "greeting": sampled("Hello there!"),
+            "client_roots": roots_answer(),
+        }),
+    );
     let done = complete(run(&e, &retry, T0.add_secs(1), three_kinds));
     assert_eq!(text(&done), "Alice / Hello there! / file:///test/root");
 }
@@ -239,19 +242,20 @@ fn partial_answers_are_kept_and_only_the_missing_one_is_asked_again() {
     let r1 = irr(run(&e, &req, T0, three_kinds));
     let r2 = irr(run(
         &e,
-        &req.clone().resume(&r1).answers(json!({
-            "user_name": accept(json!({"name": "Alice"})),
-            "greeting": sampled("Hi"),
-        })),
+        &req.reply(
+            &r1,
+            json!({
+                "user_name": accept(json!({"name": "Alice"})),
+                "greeting": sampled("Hi"),
+            }),
+        ),
         T0.add_secs(1),
         three_kinds,
     ));
     assert_eq!(keys(&r2), ["client_roots"]);
     let done = complete(run(
         &e,
-        &req.clone()
-            .resume(&r2)
-            .answers(json!({"client_roots": roots_answer()})),
+        &req.reply(&r2, json!({"client_roots": roots_answer()})),
         T0.add_secs(2),
         three_kinds,
     ));
@@ -315,18 +319,14 @@ fn max_rounds_turns_the_next_input_required_into_a_tool_error_on_tools_call() {
     let r1 = irr(run(&e, &req, T0, three_questions));
     let r2 = irr(run(
         &e,
-        &req.clone()
-            .resume(&r1)
-            .answers(json!({"q1": accept(json!({"a": "x"}))})),
+        &req.reply(&r1, json!({"q1": accept(json!({"a": "x"}))})),
         T0.add_secs(1),
         three_questions,
     ));
     assert_eq!(keys(&r2), ["q2"]);
     let third = run(
         &e,
-        &req.clone()
-            .resume(&r2)
-            .answers(json!({"q2": accept(json!({"a": "y"}))})),
+        &req.reply(&r2, json!({"q2": accept(json!({"a": "y"}))})),
         T0.add_secs(2),
         three_questions,
     );
@@ -344,17 +344,13 @@ fn max_rounds_is_a_json_rpc_invalid_params_on_prompts_get() {
     let r1 = irr(run(&e, &req, T0, three_questions_prompt));
     let r2 = irr(run(
         &e,
-        &req.clone()
-            .resume(&r1)
-            .answers(json!({"q1": accept(json!({"a": "x"}))})),
+        &req.reply(&r1, json!({"q1": accept(json!({"a": "x"}))})),
         T0.add_secs(1),
         three_questions_prompt,
     ));
     let e3 = protocol(run(
         &e,
-        &req.clone()
-            .resume(&r2)
-            .answers(json!({"q2": accept(json!({"a": "y"}))})),
+        &req.reply(&r2, json!({"q2": accept(json!({"a": "y"}))})),
         T0.add_secs(2),
         three_questions_prompt,
     ));
@@ -370,18 +366,14 @@ fn max_rounds_still_lets_the_last_allowed_round_complete() {
     for (i, k) in ["q1", "q2"].into_iter().enumerate() {
         last = irr(run(
             &e,
-            &req.clone()
-                .resume(&last)
-                .answers(json!({k: accept(json!({"a": "x"}))})),
+            &req.reply(&last, json!({k: accept(json!({"a": "x"}))})),
             T0.add_secs(i as u64 + 1),
             three_questions,
         ));
     }
     let done = complete(run(
         &e,
-        &req.clone()
-            .resume(&last)
-            .answers(json!({"q3": accept(json!({"a": "z"}))})),
+        &req.reply(&last, json!({"q3": accept(json!({"a": "z"}))})),
         T0.add_secs(9),
         three_questions,
     ));
@@ -405,9 +397,7 @@ fn flow_deadline_is_fixed_in_round_one_and_never_extended() {
     assert_eq!(c1["deadline"], T0.add_secs(120).unix_secs());
     let r2 = irr(run(
         &e,
-        &req.clone()
-            .resume(&r1)
-            .answers(json!({"q1": accept(json!({"a": "x"}))})),
+        &req.reply(&r1, json!({"q1": accept(json!({"a": "x"}))})),
         T0.add_secs(100),
         three_questions,
     ));
@@ -428,9 +418,7 @@ fn past_the_flow_deadline_tools_call_gets_a_tool_error_saying_the_window_lapsed(
     let r1 = irr(run(&e, &req, T0, three_questions));
     let r2 = irr(run(
         &e,
-        &req.clone()
-            .resume(&r1)
-            .answers(json!({"q1": accept(json!({"a": "x"}))})),
+        &req.reply(&r1, json!({"q1": accept(json!({"a": "x"}))})),
         T0.add_secs(100),
         three_questions,
     ));
@@ -464,9 +452,7 @@ fn past_the_flow_deadline_prompts_get_gets_the_frozen_invalid_params() {
     let r1 = irr(run(&e, &req, T0, three_questions_prompt));
     let late = run(
         &e,
-        &req.clone()
-            .resume(&r1)
-            .answers(json!({"q1": accept(json!({"a": "x"}))})),
+        &req.reply(&r1, json!({"q1": accept(json!({"a": "x"}))})),
         T0.add_secs(120 + 61),
         three_questions_prompt,
     );
@@ -507,9 +493,7 @@ fn a_guarded_side_effect_runs_exactly_once_across_re_runs() {
     assert_eq!(runs.get(), 0);
     let r2 = irr(run(
         &e,
-        &req.clone()
-            .resume(&r1)
-            .answers(json!({"item": accept(json!({"item": "book"}))})),
+        &req.reply(&r1, json!({"item": accept(json!({"item": "book"}))})),
         T0.add_secs(1),
         handler,
     ));
@@ -518,18 +502,14 @@ fn a_guarded_side_effect_runs_exactly_once_across_re_runs() {
     // A wrong answer makes round 3 ask again; the step is not repeated.
     let r3 = irr(run(
         &e,
-        &req.clone()
-            .resume(&r2)
-            .answers(json!({"confirm": accept(json!({"confirm": "yes"}))})),
+        &req.reply(&r2, json!({"confirm": accept(json!({"confirm": "yes"}))})),
         T0.add_secs(2),
         handler,
     ));
     assert_eq!(runs.get(), 1);
     let done = complete(run(
         &e,
-        &req.clone()
-            .resume(&r3)
-            .answers(json!({"confirm": accept(json!({"confirm": true}))})),
+        &req.reply(&r3, json!({"confirm": accept(json!({"confirm": true}))})),
         T0.add_secs(3),
         handler,
     ));
@@ -607,9 +587,7 @@ fn request_state_differs_between_rounds_and_between_flows() {
     for (i, k) in ["q1", "q2"].into_iter().enumerate() {
         last = irr(run(
             &e,
-            &req.clone()
-                .resume(&last)
-                .answers(json!({k: accept(json!({"a": "x"}))})),
+            &req.reply(&last, json!({k: accept(json!({"a": "x"}))})),
             T0.add_secs(i as u64 + 1),
             three_questions,
         ));
@@ -841,9 +819,7 @@ fn round_number_counts_up_and_the_handler_sees_it() {
     for (i, k) in ["q1", "q2", "q3"].into_iter().enumerate() {
         let o = run(
             &e,
-            &req.clone()
-                .resume(&last)
-                .answers(json!({k: accept(json!({"a": "x"}))})),
+            &req.reply(&last, json!({k: accept(json!({"a": "x"}))})),
             T0.add_secs(i as u64 + 1),
             handler,
         );

@@ -115,6 +115,12 @@ impl Req {
         }
     }
 
+    /// The retry of this request after `irr`: its `requestState` echoed, with `answers`
+    /// as `inputResponses`.
+    pub fn reply(&self, irr: &InputRequiredResult, answers: Value) -> Self {
+        self.clone().resume(irr).answers(answers)
+    }
+
     /// The parsed request.
     ///
     /// # Panics
