@@ -3,7 +3,7 @@
 #
 #   scripts/fuzz.sh [SECONDS]
 #
-# Needs the nightly toolchain (libFuzzer and sanitizers); installs cargo-fuzz if missing.
+# Needs the nightly toolchain (libFuzzer and sanitizers); installs it and cargo-fuzz if missing.
 # Targets come from `cargo fuzz list`, so targets added later run too.
 set -euo pipefail
 
@@ -15,9 +15,8 @@ esac
 cd "$(dirname "$0")/.."
 
 if ! rustup run nightly rustc --version >/dev/null 2>&1; then
-    echo "error: the nightly toolchain is missing; cargo-fuzz needs it." >&2
-    echo "       install it with: rustup toolchain install nightly" >&2
-    exit 1
+    echo "installing the nightly toolchain (cargo-fuzz needs it)" >&2
+    rustup toolchain install nightly --profile minimal
 fi
 
 if ! cargo fuzz --version >/dev/null 2>&1; then
