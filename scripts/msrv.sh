@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Checks that the crate builds on its declared rust-version (Cargo.toml), with every
+# feature and target, on the locked dependency versions.
+#
+#   scripts/msrv.sh
+#
+# Installs that toolchain through rustup (minimal profile) when it is missing.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+
+msrv="$(sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml)"
+if [ -z "$msrv" ]; then
+    echo "error: no rust-version in Cargo.toml" >&2
+    exit 1
+fi
+if ! rustup run "$msrv" rustc --version >/dev/null 2>&1; then
+    echo "installing Rust $msrv (the declared rust-version)" >&2
+    rustup toolchain install "$msrv" --profile minimal
+fi
+echo "checking with $(rustup run "$msrv" rustc --version)" >&2
+cargo "+$msrv" check --all-features --all-targets --locked --target-dir target/msrv
+cargo "+$msrv" check --no-default-features --lib --locked --target-dir target/msrv
