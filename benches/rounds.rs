@@ -34,7 +34,7 @@ fn notes_form() -> Form {
 }
 
 /// A release tool: two questions in round 1, a confirmation in round 2, done in round 3.
-fn release(r: &mut Round<'_>) -> Result<Value, Flow> {
+fn release(r: Round) -> Result<Value, Flow> {
     let target = r.elicit("target", target_form());
     let notes = r.elicit("notes", notes_form());
     let (target, notes) = (target?, notes?);
@@ -164,16 +164,16 @@ fn engine_rounds(c: &mut Criterion) {
         http_headers: None,
     };
     let (b1, b3) = (body(1, &p1), body(3, &p3));
-    assert_eq!(service.handle(&b1, &ctx).log.outcome, "input_required");
-    assert_eq!(service.handle(&b3, &ctx).log.outcome, "complete");
+    assert_eq!(service.handle_sync(&b1, &ctx).log.outcome, "input_required");
+    assert_eq!(service.handle_sync(&b3, &ctx).log.outcome, "complete");
     let mut g = c.benchmark_group("service");
     g.throughput(Throughput::Bytes(b1.len() as u64));
     g.bench_function("first_round_handle", |b| {
-        b.iter(|| black_box(service.handle(black_box(&b1), &ctx)))
+        b.iter(|| black_box(service.handle_sync(black_box(&b1), &ctx)))
     });
     g.throughput(Throughput::Bytes(b3.len() as u64));
     g.bench_function("resumed_round_handle_1KiB_state", |b| {
-        b.iter(|| black_box(service.handle(black_box(&b3), &ctx)))
+        b.iter(|| black_box(service.handle_sync(black_box(&b3), &ctx)))
     });
     g.finish();
 

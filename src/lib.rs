@@ -94,7 +94,17 @@ pub mod seal;
 pub mod server;
 pub mod service;
 pub mod time;
+pub mod typed;
 pub mod wire;
+
+pub use engine::{
+    Confirmation, Elicited, Engine, Flow, Form, Outcome, RootsAsk, Round, Sampling, UrlVisit,
+};
+pub use error::{Error, Retry, ToolAdvice};
+pub use principal::Principal;
+pub use seal::Keyring;
+pub use service::{RequestContext, Service};
+pub use time::Timestamp;
 
 /// The README's Rust example, compiled and run as a doctest.
 #[cfg(doctest)]

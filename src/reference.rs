@@ -84,7 +84,7 @@ pub fn conformance(s: Service) -> Service {
         "Conformance: one confirmation round with sealed requestState.",
         no_args(),
         |r| {
-            r.elicit("confirm", Form::new("Proceed?").boolean("ok", "OK"))?;
+            let _ = r.elicit("confirm", Form::new("Proceed?").boolean("ok", "OK"))?;
             Ok(tool_text(
                 "state-ok: the request state verified and the round resumed",
             ))
@@ -143,7 +143,7 @@ pub fn conformance(s: Service) -> Service {
         "Conformance: a round whose requestState must not be tampered with.",
         no_args(),
         |r| {
-            r.elicit("confirm", Form::new("Proceed?").boolean("ok", "OK"))?;
+            let _ = r.elicit("confirm", Form::new("Proceed?").boolean("ok", "OK"))?;
             Ok(tool_text("state verified"))
         },
     )
@@ -295,7 +295,7 @@ pub fn demos(s: Service, deployments: Arc<AtomicU64>) -> Service {
          the retry finishes from it, on any server instance holding the key.",
         no_args(),
         |r| {
-            if r.data::<u32>().is_none() {
+            if r.data::<u32>()?.is_none() {
                 r.set_data(&50_u32)?;
                 return Err(Flow::StateOnly);
             }
@@ -334,7 +334,13 @@ mod tests {
             correlation_id: "t".into(),
             http_headers: None,
         };
-        serde_json::from_str(s.handle(body.as_bytes(), &ctx).body.as_deref().unwrap()).unwrap()
+        serde_json::from_str(
+            s.handle_sync(body.as_bytes(), &ctx)
+                .body
+                .as_deref()
+                .unwrap(),
+        )
+        .unwrap()
     }
 
     #[test]

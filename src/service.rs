@@ -5,14 +5,22 @@
 //! decides (parse errors, header/body agreement, `_meta`, routing, the round
 //! engine, the error channels) happens here, without I/O or a clock.
 //!
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::{Pin, pin};
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use futures_util::FutureExt as _;
+use futures_util::future::{Either, select};
 
 use indexmap::IndexMap;
 use serde_json::{Map, Value, json};
 
 use crate::carrier::{CarrierMethod, CarrierRequest};
 use crate::engine::{Engine, Flow, Outcome, Round};
-use crate::error::{DiagContext, Error};
+use crate::error::{DiagContext, Error, Retry, ToolAdvice};
 use crate::principal::Principal;
 use crate::time::Timestamp;
 use crate::wire::jsonrpc::RequestId;
@@ -75,8 +83,47 @@ pub struct RequestLog {
     pub detail: Option<String>,
 }
 
-/// A handler: re-run from the top on every round of a flow.
-pub type Handler = Arc<dyn Fn(&mut Round<'_>) -> Result<Value, Flow> + Send + Sync>;
+/// The future a registered handler returns, boxed.
+type HandlerFuture = Pin<Box<dyn Future<Output = Result<Value, Flow>> + Send>>;
+
+/// A registered handler, sync or async, behind one shape: re-run from the top on
+/// every round of a flow.
+type Handler = Arc<dyn Fn(Round) -> HandlerFuture + Send + Sync>;
+
+/// Wraps a synchronous handler: it runs when the future is first polled, so a
+/// panic in it is caught like one in an async handler.
+fn sync_handler<F, R>(f: F) -> Handler
+where
+    F: Fn(Round) -> Result<R, Flow> + Send + Sync + 'static,
+    R: Into<Value> + 'static,
+{
+    let f = Arc::new(f);
+    Arc::new(move |round| {
+        let f = Arc::clone(&f);
+        Box::pin(async move { f(round).map(Into::into) })
+    })
+}
+
+/// Wraps an async handler.
+fn async_handler<F, Fut, R>(f: F) -> Handler
+where
+    F: Fn(Round) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<R, Flow>> + Send + 'static,
+    R: Into<Value> + 'static,
+{
+    Arc::new(move |round| {
+        let fut = f(round);
+        Box::pin(async move { fut.await.map(Into::into) })
+    })
+}
+
+/// A `Tool` definition from its parts.
+fn tool_definition(name: &str, description: &str, input_schema: Value) -> Value {
+    json!({"name": name, "description": description, "inputSchema": input_schema})
+}
+
+/// The default per-request deadline of a handler: 30 seconds.
+pub const DEFAULT_HANDLER_TIMEOUT: Duration = Duration::from_secs(30);
 
 struct Entry {
     definition: Value,
@@ -122,7 +169,7 @@ pub struct ListCaching {
 /// let body = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"greet","_meta":{
 ///     "io.modelcontextprotocol/protocolVersion":"2026-07-28",
 ///     "io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}}"#;
-/// let reply = service.handle(body, &ctx);
+/// let reply = service.handle_sync(body, &ctx);
 /// assert_eq!(reply.http_status, 200);
 /// assert_eq!(reply.log.outcome, "input_required");
 /// ```
@@ -135,6 +182,7 @@ pub struct Service {
     prompts: IndexMap<String, Entry>,
     resources: IndexMap<String, Entry>,
     caching: ListCaching,
+    handler_timeout: Duration,
 }
 
 impl Service {
@@ -155,6 +203,7 @@ impl Service {
                 ttl_ms: 60_000,
                 public: true,
             },
+            handler_timeout: DEFAULT_HANDLER_TIMEOUT,
         }
     }
 
@@ -175,24 +224,102 @@ impl Service {
         self
     }
 
-    /// Registers a tool. `input_schema` is the tool's JSON Schema (`type: "object"`).
-    pub fn tool<F>(self, name: &str, description: &str, input_schema: Value, handler: F) -> Self
-    where
-        F: Fn(&mut Round<'_>) -> Result<Value, Flow> + Send + Sync + 'static,
-    {
-        let definition =
-            json!({"name": name, "description": description, "inputSchema": input_schema});
-        self.tool_definition(definition, handler)
+    /// The per-request deadline of a handler (default [`DEFAULT_HANDLER_TIMEOUT`]).
+    /// The transports of the `server` feature enforce it through
+    /// [`Service::handle_until`]: a handler still running then is abandoned (its
+    /// future dropped, nothing it did in that run sealed) and the request gets a
+    /// retryable tool error on `tools/call`, -32603 elsewhere.
+    #[must_use]
+    pub fn handler_timeout(mut self, timeout: Duration) -> Self {
+        self.handler_timeout = timeout;
+        self
     }
 
-    /// Registers a tool from a full `Tool` definition (title, annotations, ...).
+    /// The per-request deadline of a handler.
+    pub fn handler_timeout_value(&self) -> Duration {
+        self.handler_timeout
+    }
+
+    /// Registers a tool with a synchronous handler. `input_schema` is the tool's
+    /// JSON Schema (`type: "object"`).
+    #[must_use]
+    pub fn tool<F, R>(self, name: &str, description: &str, input_schema: Value, handler: F) -> Self
+    where
+        F: Fn(Round) -> Result<R, Flow> + Send + Sync + 'static,
+        R: Into<Value> + 'static,
+    {
+        self.add_tool(
+            tool_definition(name, description, input_schema),
+            sync_handler(handler),
+        )
+    }
+
+    /// Registers a tool with an async handler, which may `.await` anything before,
+    /// between and after its asks.
+    ///
+    /// ```
+    /// use mrtr::{Confirmation, Engine, Keyring, Service};
+    /// use mrtr::result::ToolResult;
+    ///
+    /// let service = Service::new(Engine::new(Keyring::ephemeral(), "example"), "example", "1.0.0")
+    ///     .tool_async("wipe", "Wipes the cache after confirmation.", serde_json::json!({"type": "object"}),
+    ///         |round| async move {
+    ///             if round.confirm("confirm", "Wipe the cache?")? != Confirmation::Accepted {
+    ///                 return Ok(ToolResult::text("Nothing was wiped."));
+    ///             }
+    ///             round.once_async("wipe", || async { Ok(()) }).await?;
+    ///             Ok(ToolResult::text("Cache wiped."))
+    ///         });
+    /// # drop(service);
+    /// ```
+    #[must_use]
+    pub fn tool_async<F, Fut, R>(
+        self,
+        name: &str,
+        description: &str,
+        input_schema: Value,
+        handler: F,
+    ) -> Self
+    where
+        F: Fn(Round) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, Flow>> + Send + 'static,
+        R: Into<Value> + 'static,
+    {
+        self.add_tool(
+            tool_definition(name, description, input_schema),
+            async_handler(handler),
+        )
+    }
+
+    /// Registers a tool from a full `Tool` definition (title, annotations, ...),
+    /// with a synchronous handler.
     ///
     /// # Panics
     /// When the definition has no string `name` (a programming error at start-up).
-    pub fn tool_definition<F>(mut self, definition: Value, handler: F) -> Self
+    #[must_use]
+    pub fn tool_definition<F, R>(self, definition: Value, handler: F) -> Self
     where
-        F: Fn(&mut Round<'_>) -> Result<Value, Flow> + Send + Sync + 'static,
+        F: Fn(Round) -> Result<R, Flow> + Send + Sync + 'static,
+        R: Into<Value> + 'static,
     {
+        self.add_tool(definition, sync_handler(handler))
+    }
+
+    /// Registers a tool from a full `Tool` definition, with an async handler.
+    ///
+    /// # Panics
+    /// When the definition has no string `name` (a programming error at start-up).
+    #[must_use]
+    pub fn tool_definition_async<F, Fut, R>(self, definition: Value, handler: F) -> Self
+    where
+        F: Fn(Round) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, Flow>> + Send + 'static,
+        R: Into<Value> + 'static,
+    {
+        self.add_tool(definition, async_handler(handler))
+    }
+
+    fn add_tool(mut self, definition: Value, handler: Handler) -> Self {
         let name = definition
             .get("name")
             .and_then(Value::as_str)
@@ -202,23 +329,53 @@ impl Service {
             name,
             Entry {
                 definition,
-                handler: Arc::new(handler),
+                handler,
             },
         );
         self
     }
 
-    /// Registers a prompt with `(name, description, required)` arguments.
-    pub fn prompt<F>(
-        mut self,
+    /// Registers a prompt with `(name, description, required)` arguments and a
+    /// synchronous handler.
+    #[must_use]
+    pub fn prompt<F, R>(
+        self,
         name: &str,
         description: &str,
         arguments: &[(&str, &str, bool)],
         handler: F,
     ) -> Self
     where
-        F: Fn(&mut Round<'_>) -> Result<Value, Flow> + Send + Sync + 'static,
+        F: Fn(Round) -> Result<R, Flow> + Send + Sync + 'static,
+        R: Into<Value> + 'static,
     {
+        self.add_prompt(name, description, arguments, sync_handler(handler))
+    }
+
+    /// Registers a prompt with an async handler.
+    #[must_use]
+    pub fn prompt_async<F, Fut, R>(
+        self,
+        name: &str,
+        description: &str,
+        arguments: &[(&str, &str, bool)],
+        handler: F,
+    ) -> Self
+    where
+        F: Fn(Round) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, Flow>> + Send + 'static,
+        R: Into<Value> + 'static,
+    {
+        self.add_prompt(name, description, arguments, async_handler(handler))
+    }
+
+    fn add_prompt(
+        mut self,
+        name: &str,
+        description: &str,
+        arguments: &[(&str, &str, bool)],
+        handler: Handler,
+    ) -> Self {
         let args: Vec<Value> = arguments
             .iter()
             .map(|(n, d, r)| json!({"name": n, "description": d, "required": r}))
@@ -231,15 +388,16 @@ impl Service {
             name.to_owned(),
             Entry {
                 definition,
-                handler: Arc::new(handler),
+                handler,
             },
         );
         self
     }
 
-    /// Registers a resource at `uri`.
-    pub fn resource<F>(
-        mut self,
+    /// Registers a resource at `uri` with a synchronous handler.
+    #[must_use]
+    pub fn resource<F, R>(
+        self,
         uri: &str,
         name: &str,
         description: &str,
@@ -247,24 +405,96 @@ impl Service {
         handler: F,
     ) -> Self
     where
-        F: Fn(&mut Round<'_>) -> Result<Value, Flow> + Send + Sync + 'static,
+        F: Fn(Round) -> Result<R, Flow> + Send + Sync + 'static,
+        R: Into<Value> + 'static,
     {
         let definition =
             json!({"uri": uri, "name": name, "description": description, "mimeType": mime_type});
+        self.add_resource(uri, definition, sync_handler(handler))
+    }
+
+    /// Registers a resource at `uri` with an async handler.
+    #[must_use]
+    pub fn resource_async<F, Fut, R>(
+        self,
+        uri: &str,
+        name: &str,
+        description: &str,
+        mime_type: &str,
+        handler: F,
+    ) -> Self
+    where
+        F: Fn(Round) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, Flow>> + Send + 'static,
+        R: Into<Value> + 'static,
+    {
+        let definition =
+            json!({"uri": uri, "name": name, "description": description, "mimeType": mime_type});
+        self.add_resource(uri, definition, async_handler(handler))
+    }
+
+    fn add_resource(mut self, uri: &str, definition: Value, handler: Handler) -> Self {
         self.resources.insert(
             uri.to_owned(),
             Entry {
                 definition,
-                handler: Arc::new(handler),
+                handler,
             },
         );
         self
     }
 
-    /// Handles one JSON-RPC message (the raw body bytes). Never panics on any input.
-    pub fn handle(&self, body: &[u8], ctx: &RequestContext) -> Reply {
+    /// Handles one JSON-RPC message (the raw body bytes) without a deadline. Never
+    /// panics on any input; a handler that panics becomes -32603.
+    pub async fn handle(&self, body: &[u8], ctx: &RequestContext) -> Reply {
+        self.handle_until(body, ctx, std::future::pending()).await
+    }
+
+    /// Handles one message, abandoning the handler when `deadline` completes first
+    /// (pass a timer of your runtime, e.g. `tokio::time::sleep(service.handler_timeout_value())`).
+    /// An abandoned handler's future is dropped and nothing it did in that run is
+    /// sealed; the request gets a retryable tool error on `tools/call` (the model
+    /// is told to call again) and -32603 elsewhere.
+    pub async fn handle_until<D>(&self, body: &[u8], ctx: &RequestContext, deadline: D) -> Reply
+    where
+        D: Future<Output = ()>,
+    {
         let mut log = RequestLog::default();
-        let (id, outcome) = self.dispatch(body, ctx, &mut log);
+        let (id, outcome) = self.dispatch(body, ctx, &mut log, deadline).await;
+        self.reply(id, outcome, ctx, log)
+    }
+
+    /// Handles one message on the caller's thread, for synchronous callers (tests,
+    /// fuzzing, a server with only synchronous handlers). The handler must not wait:
+    /// one that is still pending after its first poll is abandoned with -32603.
+    /// Never call this from an async task with async handlers: use [`Service::handle`].
+    pub fn handle_sync(&self, body: &[u8], ctx: &RequestContext) -> Reply {
+        let mut log = RequestLog::default();
+        let (id, outcome) = {
+            let mut fut = pin!(self.dispatch(body, ctx, &mut log, std::future::ready(())));
+            let mut cx = Context::from_waker(Waker::noop());
+            match fut.as_mut().poll(&mut cx) {
+                Poll::Ready(r) => r,
+                // Not reachable: the deadline is ready, so a pending handler is
+                // abandoned within the first poll. A fail-closed answer all the same.
+                Poll::Pending => (
+                    None,
+                    Some(Outcome::Protocol(Error::internal(
+                        "handler did not complete",
+                    ))),
+                ),
+            }
+        };
+        self.reply(id, outcome, ctx, log)
+    }
+
+    fn reply(
+        &self,
+        id: Option<RequestId>,
+        outcome: Option<Outcome>,
+        ctx: &RequestContext,
+        mut log: RequestLog,
+    ) -> Reply {
         let Some(outcome) = outcome else {
             log.outcome = "notification".into();
             return Reply {
@@ -299,11 +529,12 @@ impl Service {
     }
 
     /// Returns the request id (if any) and the outcome (`None` for a notification).
-    fn dispatch(
+    async fn dispatch<D: Future<Output = ()>>(
         &self,
         body: &[u8],
         ctx: &RequestContext,
         log: &mut RequestLog,
+        deadline: D,
     ) -> (Option<RequestId>, Option<Outcome>) {
         let protocol = |e: Error| Some(Outcome::Protocol(e));
         let msg: Value = match serde_json::from_slice(body) {
@@ -372,7 +603,7 @@ impl Service {
             return (Some(request_id), protocol(e));
         }
         let outcome = match carrier {
-            Some(c) => self.carrier(c, params, ctx, log),
+            Some(c) => self.carrier(c, params, ctx, log, deadline).await,
             None => self.plain(method, params),
         };
         (Some(request_id), Some(outcome))
@@ -466,12 +697,13 @@ impl Service {
         Outcome::Complete(Value::Object(result))
     }
 
-    fn carrier(
+    async fn carrier<D: Future<Output = ()>>(
         &self,
         method: CarrierMethod,
         params: Option<&Value>,
         ctx: &RequestContext,
         log: &mut RequestLog,
+        deadline: D,
     ) -> Outcome {
         let request = match CarrierRequest::from_params(method, params) {
             Ok(r) => r,
@@ -490,15 +722,40 @@ impl Service {
             };
             return Outcome::Protocol(Error::invalid_params(what));
         };
-        match self.engine.begin(request, &ctx.principal, ctx.now) {
-            Err(e) => Outcome::from_error(Some(method), e),
-            Ok(mut round) => {
-                log.round = Some(round.number());
-                let result = (entry.handler)(&mut round);
-                round.finish(result)
+        let round = match self.engine.begin(request, &ctx.principal, ctx.now) {
+            Err(e) => return Outcome::from_error(Some(method), e),
+            Ok(round) => round,
+        };
+        log.round = Some(round.number());
+        let (round, finisher) = round.hand_over();
+        let run = AssertUnwindSafe((entry.handler)(round)).catch_unwind();
+        match select(pin!(run), pin!(deadline)).await {
+            Either::Left((Ok(result), _)) => finisher.finish(result),
+            Either::Left((Err(_panic), _)) => {
+                finisher.abandon();
+                Outcome::Protocol(Error::internal("handler panicked"))
+            }
+            Either::Right(((), _)) => {
+                finisher.abandon();
+                Outcome::from_error(Some(method), overdue(self.handler_timeout))
             }
         }
     }
+}
+
+/// The failure of a handler that outlived its deadline: retryable (nothing it did
+/// in that run was recorded), a tool error on `tools/call`, -32603 elsewhere.
+fn overdue(timeout: Duration) -> Error {
+    Error::tool_failure(
+        ToolAdvice::new("The tool did not finish in time", Retry::Helps)
+            .instead("Call the tool again; if it keeps timing out, try again later"),
+        crate::error::code::INTERNAL_ERROR,
+        "deadline",
+        format!(
+            "handler still running after {} ms: abandoned",
+            timeout.as_millis()
+        ),
+    )
 }
 
 /// The longest JSON-RPC string id written to the log, in characters (like the
@@ -620,17 +877,17 @@ mod tests {
     #[test]
     fn envelope_errors() {
         let s = service();
-        let r = s.handle(b"{not json", &ctx(None));
+        let r = s.handle_sync(b"{not json", &ctx(None));
         assert_eq!(parse(&r)["error"]["code"], -32700);
         assert_eq!(r.http_status, 400);
-        let r = s.handle(b"[]", &ctx(None));
+        let r = s.handle_sync(b"[]", &ctx(None));
         assert_eq!(parse(&r)["error"]["code"], -32600);
-        let r = s.handle(br#"{"jsonrpc":"2.0","id":{},"method":"ping"}"#, &ctx(None));
+        let r = s.handle_sync(br#"{"jsonrpc":"2.0","id":{},"method":"ping"}"#, &ctx(None));
         assert_eq!(parse(&r)["error"]["code"], -32600);
-        let r = s.handle(&body("nope/nope", ""), &ctx(None));
+        let r = s.handle_sync(&body("nope/nope", ""), &ctx(None));
         assert_eq!(parse(&r)["error"]["code"], -32601);
         assert_eq!(r.http_status, 404);
-        let r = s.handle(
+        let r = s.handle_sync(
             br#"{"jsonrpc":"2.0","method":"notifications/cancelled"}"#,
             &ctx(None),
         );
@@ -641,11 +898,11 @@ mod tests {
     #[test]
     fn lists_carry_caching_and_result_type() {
         let s = service();
-        let v = parse(&s.handle(&body("tools/list", ""), &ctx(None)));
+        let v = parse(&s.handle_sync(&body("tools/list", ""), &ctx(None)));
         assert_eq!(v["result"]["resultType"], "complete");
         assert_eq!(v["result"]["tools"][0]["name"], "echo");
         assert!(v["result"]["ttlMs"].is_u64());
-        let v = parse(&s.handle(&body("server/discover", ""), &ctx(None)));
+        let v = parse(&s.handle_sync(&body("server/discover", ""), &ctx(None)));
         assert_eq!(v["result"]["supportedVersions"][0], "2026-07-28");
     }
 
@@ -654,11 +911,11 @@ mod tests {
         let s = service();
         let long = "i".repeat(10_000);
         let b = format!(r#"{{"jsonrpc":"2.0","id":"{long}","method":"nope"}}"#);
-        let r = s.handle(b.as_bytes(), &ctx(None));
+        let r = s.handle_sync(b.as_bytes(), &ctx(None));
         assert_eq!(parse(&r)["id"], long.as_str());
         let logged = r.log.jsonrpc_id.unwrap();
         assert!(logged.len() <= LOG_ID_MAX + 2, "{}", logged.len());
-        let r = s.handle(&body("nope", ""), &ctx(None));
+        let r = s.handle_sync(&body("nope", ""), &ctx(None));
         assert_eq!(r.log.jsonrpc_id.as_deref(), Some("7"));
     }
 
@@ -671,7 +928,10 @@ mod tests {
             name: Some("echo".into()),
         };
         let b = body("tools/call", r#","name":"echo""#);
-        assert_eq!(s.handle(&b, &ctx(Some(ok.clone()))).log.outcome, "complete");
+        assert_eq!(
+            s.handle_sync(&b, &ctx(Some(ok.clone()))).log.outcome,
+            "complete"
+        );
         for bad in [
             McpHeaders {
                 name: Some("other".into()),
@@ -698,7 +958,7 @@ mod tests {
                 ..ok.clone()
             },
         ] {
-            let r = s.handle(&b, &ctx(Some(bad)));
+            let r = s.handle_sync(&b, &ctx(Some(bad)));
             assert_eq!(parse(&r)["error"]["code"], -32020);
             assert_eq!(r.http_status, 400);
         }

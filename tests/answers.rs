@@ -74,7 +74,7 @@ fn valid_profile() -> Value {
 /// What the handler was handed, so tests can assert it never saw a bad answer.
 type Seen = RefCell<Vec<Elicited>>;
 
-fn profile_handler(seen: &Seen) -> impl Fn(&mut Round<'_>) -> Result<Value, Flow> + Copy + '_ {
+fn profile_handler(seen: &Seen) -> impl Fn(Round) -> Result<Value, Flow> + Copy + '_ {
     move |r| {
         let e = r.elicit("profile", profile_form())?;
         seen.borrow_mut().push(e.clone());
@@ -267,7 +267,7 @@ fn every_problem_is_listed_in_one_re_ask() {
     }
 }
 
-fn name_handler(seen: &Seen) -> impl Fn(&mut Round<'_>) -> Result<Value, Flow> + Copy + '_ {
+fn name_handler(seen: &Seen) -> impl Fn(Round) -> Result<Value, Flow> + Copy + '_ {
     move |r| {
         let e = r.elicit(
             "user_name",
@@ -352,7 +352,7 @@ fn an_answer_of_the_wrong_kind_is_never_taken_for_the_one_asked() {
     }
     assert!(seen.borrow().is_empty());
 
-    let sampler = |r: &mut Round<'_>| -> Result<Value, Flow> {
+    let sampler = |r: Round| -> Result<Value, Flow> {
         let m = r.sample("capital", Sampling::prompt("Capital of France?", 10))?;
         Ok(tool_text(m.map(|m| m.text()).unwrap_or_default()))
     };
@@ -370,7 +370,7 @@ fn an_answer_of_the_wrong_kind_is_never_taken_for_the_one_asked() {
         ));
         assert_eq!(keys(&again), ["capital"], "{bad}");
     }
-    let rooter = |r: &mut Round<'_>| -> Result<Value, Flow> {
+    let rooter = |r: Round| -> Result<Value, Flow> {
         let roots = r.roots("roots", RootsAsk::new())?;
         Ok(tool_text(format!("{}", roots.map_or(0, |r| r.len()))))
     };
@@ -420,13 +420,13 @@ fn decline_and_cancel_reach_the_handler_as_answers() {
         assert_eq!(seen.borrow().as_slice(), std::slice::from_ref(&expected));
         // And a declined answer is sealed like any other: a later round sees it again.
         let seen2 = Seen::default();
-        let two = |r: &mut Round<'_>| -> Result<Value, Flow> {
+        let two = |r: Round| -> Result<Value, Flow> {
             let e = r.elicit(
                 "user_name",
                 Form::new("What is your name?").string("name", "Name"),
             )?;
             seen2.borrow_mut().push(e);
-            r.elicit("more", Form::confirm("More?"))?;
+            let _ = r.elicit("more", Form::confirm("More?"))?;
             Ok(tool_text("ok"))
         };
         let r2 = irr(run(
@@ -453,7 +453,7 @@ fn decline_and_cancel_reach_the_handler_as_answers() {
 fn a_url_elicitation_accept_carries_no_content() {
     let e = engine();
     let got = RefCell::new(None);
-    let handler = |r: &mut Round<'_>| -> Result<Value, Flow> {
+    let handler = |r: Round| -> Result<Value, Flow> {
         let v = r.visit(
             "sign_in",
             UrlVisit::new("Sign in", "https://auth.example/connect"),
@@ -501,15 +501,15 @@ fn a_form_accept_without_content_is_asked_again() {
 fn an_answer_to_a_question_reworded_since_it_was_asked_is_stale_and_asked_again() {
     // Instance v1 asks; the retry lands on v2, which words the question differently.
     let e = engine();
-    let v1 = |r: &mut Round<'_>| -> Result<Value, Flow> {
-        r.elicit(
+    let v1 = |r: Round| -> Result<Value, Flow> {
+        let _ = r.elicit(
             "k",
             Form::new("Which environment?").one_of("env", ["staging", "production"]),
         )?;
         Ok(tool_text("v1"))
     };
     let seen = Seen::default();
-    let v2 = |r: &mut Round<'_>| -> Result<Value, Flow> {
+    let v2 = |r: Round| -> Result<Value, Flow> {
         let a = r.elicit(
             "k",
             Form::new("Which environment?").one_of("env", ["staging", "production", "canary"]),
@@ -541,19 +541,19 @@ fn an_answer_to_a_question_reworded_since_it_was_asked_is_stale_and_asked_again(
 fn a_sealed_answer_to_a_question_reworded_later_is_stale_and_asked_again() {
     // Rolling upgrade after the answer was sealed (spec.md §4.4).
     let e = engine();
-    let v1 = |r: &mut Round<'_>| -> Result<Value, Flow> {
-        r.elicit(
+    let v1 = |r: Round| -> Result<Value, Flow> {
+        let _ = r.elicit(
             "github_login",
             Form::new("GitHub user?").string("name", "Name"),
         )?;
-        r.elicit(
+        let _ = r.elicit(
             "google_login",
             Form::new("Google user?").string("name", "Name"),
         )?;
         Ok(tool_text("v1"))
     };
     let seen = Seen::default();
-    let v2 = |r: &mut Round<'_>| -> Result<Value, Flow> {
+    let v2 = |r: Round| -> Result<Value, Flow> {
         let a = r.elicit(
             "github_login",
             Form::new("Your GitHub username?").string("name", "Name"),
@@ -588,7 +588,7 @@ fn a_sealed_answer_to_a_question_reworded_later_is_stale_and_asked_again() {
 fn the_same_question_asked_again_on_another_instance_keeps_its_answer() {
     // spec.md §4.4: the new instance keeps github_login, ignores google_login, asks microsoft_login.
     let e = engine();
-    let v1 = |r: &mut Round<'_>| -> Result<Value, Flow> {
+    let v1 = |r: Round| -> Result<Value, Flow> {
         let a = r.elicit(
             "github_login",
             Form::new("GitHub user?").string("name", "Name"),
@@ -597,11 +597,11 @@ fn the_same_question_asked_again_on_another_instance_keeps_its_answer() {
             "google_login",
             Form::new("Google user?").string("name", "Name"),
         );
-        a?;
-        b?;
+        let _ = a?;
+        let _ = b?;
         Ok(tool_text("v1"))
     };
-    let v2 = |r: &mut Round<'_>| -> Result<Value, Flow> {
+    let v2 = |r: Round| -> Result<Value, Flow> {
         let a = r.elicit(
             "github_login",
             Form::new("GitHub user?").string("name", "Name"),
@@ -660,9 +660,9 @@ fn strict_policy_refuses_cold_answers_that_lenient_accepts() {
 #[test]
 fn strict_policy_refuses_an_answer_to_a_question_not_yet_issued() {
     let strict = engine().policy(AnswerPolicy::Strict);
-    let two = |r: &mut Round<'_>| -> Result<Value, Flow> {
-        r.elicit("first", Form::confirm("First?"))?;
-        r.elicit("second", Form::confirm("Second?"))?;
+    let two = |r: Round| -> Result<Value, Flow> {
+        let _ = r.elicit("first", Form::confirm("First?"))?;
+        let _ = r.elicit("second", Form::confirm("Second?"))?;
         Ok(tool_text("done"))
     };
     let r1 = irr(run(&strict, &tool("t"), T0, two));

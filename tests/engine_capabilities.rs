@@ -21,11 +21,11 @@ fn name_form() -> Form {
 }
 
 /// Asks a form, a sampling call and the roots, all required, in one batch.
-fn batch(r: &mut Round<'_>) -> Result<Value, Flow> {
+fn batch(r: Round) -> Result<Value, Flow> {
     let a = r.elicit("user_name", name_form());
     let b = r.sample("greeting", Sampling::prompt("Say hello.", 50));
     let c = r.roots("client_roots", RootsAsk::new());
-    a?;
+    let _ = a?;
     b?;
     c?;
     Ok(tool_text("done"))
@@ -53,8 +53,8 @@ fn assert_missing(o: Outcome, expected: Value) {
 #[test]
 fn a_required_elicitation_without_the_capability_is_32021_in_the_spec_shape() {
     let e = engine();
-    let handler = |r: &mut Round<'_>| -> Result<Value, Flow> {
-        r.elicit("user_name", name_form())?;
+    let handler = |r: Round| -> Result<Value, Flow> {
+        let _ = r.elicit("user_name", name_form())?;
         Ok(tool_text("hi"))
     };
     let o = run(&e, &tool("t").caps(json!({})), T0, handler);
@@ -97,8 +97,8 @@ fn missing_capabilities_are_merged_across_the_asks_of_one_run() {
 #[test]
 fn sub_capabilities_are_named_exactly() {
     let e = engine();
-    let url = |r: &mut Round<'_>| -> Result<Value, Flow> {
-        r.visit(
+    let url = |r: Round| -> Result<Value, Flow> {
+        let _ = r.visit(
             "sign_in",
             UrlVisit::new("Sign in", "https://auth.example/x"),
         )?;
@@ -108,8 +108,8 @@ fn sub_capabilities_are_named_exactly() {
         run(&e, &tool("t").caps(json!({"elicitation": {}})), T0, url),
         json!({"elicitation": {"url": {}}}),
     );
-    let form = |r: &mut Round<'_>| -> Result<Value, Flow> {
-        r.elicit("f", name_form())?;
+    let form = |r: Round| -> Result<Value, Flow> {
+        let _ = r.elicit("f", name_form())?;
         Ok(tool_text("ok"))
     };
     assert_missing(
@@ -127,7 +127,7 @@ fn sub_capabilities_are_named_exactly() {
         T0,
         form,
     ));
-    let with_tools = |r: &mut Round<'_>| -> Result<Value, Flow> {
+    let with_tools = |r: Round| -> Result<Value, Flow> {
         let s = Sampling::prompt("Weather?", 100).tools(vec![
             json!({"name": "get_weather", "inputSchema": {"type": "object"}}),
         ]);
@@ -144,7 +144,7 @@ fn sub_capabilities_are_named_exactly() {
         T0,
         with_tools,
     ));
-    let with_context = |r: &mut Round<'_>| -> Result<Value, Flow> {
+    let with_context = |r: Round| -> Result<Value, Flow> {
         let mut p = CreateMessageParams::user_text("Summarize", 100);
         p.include_context = Some("thisServer".into());
         r.sample("s", Sampling::from_params(p))?;
@@ -164,11 +164,11 @@ fn sub_capabilities_are_named_exactly() {
 #[test]
 fn a_form_and_a_url_ask_without_elicitation_name_both_modes() {
     let e = engine();
-    let both = |r: &mut Round<'_>| -> Result<Value, Flow> {
+    let both = |r: Round| -> Result<Value, Flow> {
         let a = r.elicit("f", name_form());
         let b = r.visit("u", UrlVisit::new("Sign in", "https://auth.example/x"));
-        a?;
-        b?;
+        let _ = a?;
+        let _ = b?;
         Ok(tool_text("ok"))
     };
     let err = protocol(run(&e, &tool("t").caps(json!({"sampling": {}})), T0, both));
@@ -185,9 +185,9 @@ fn a_form_and_a_url_ask_without_elicitation_name_both_modes() {
 #[test]
 fn the_gate_reads_the_capabilities_of_the_current_request_only() {
     let e = engine();
-    let handler = |r: &mut Round<'_>| -> Result<Value, Flow> {
-        r.elicit("a", name_form())?;
-        r.elicit("b", Form::confirm("Sure?"))?;
+    let handler = |r: Round| -> Result<Value, Flow> {
+        let _ = r.elicit("a", name_form())?;
+        let _ = r.elicit("b", Form::confirm("Sure?"))?;
         Ok(tool_text("ok"))
     };
     let r1 = irr(run(&e, &tool("t"), T0, handler));
@@ -215,7 +215,7 @@ fn the_gate_reads_the_capabilities_of_the_current_request_only() {
 fn an_optional_ask_the_client_cannot_serve_is_dropped_and_never_sent() {
     let e = engine();
     let seen = RefCell::new(Vec::new());
-    let handler = |r: &mut Round<'_>| -> Result<Value, Flow> {
+    let handler = |r: Round| -> Result<Value, Flow> {
         let form = r.elicit("user_name", name_form().optional());
         let roots = r.roots("roots", RootsAsk::new().optional());
         let sampled = r.sample(
@@ -243,11 +243,11 @@ fn an_optional_ask_the_client_cannot_serve_is_dropped_and_never_sent() {
 #[test]
 fn optional_asks_are_sent_when_declared() {
     let e = engine();
-    let handler = |r: &mut Round<'_>| -> Result<Value, Flow> {
+    let handler = |r: Round| -> Result<Value, Flow> {
         let a = r.elicit("f", name_form().optional());
         let b = r.roots("r", RootsAsk::new().optional());
         let c = r.sample("s", Sampling::prompt("hi", 5).optional());
-        a?;
+        let _ = a?;
         b?;
         c?;
         Ok(tool_text("ok"))
@@ -258,7 +258,7 @@ fn optional_asks_are_sent_when_declared() {
     );
     // Nothing declared and everything optional: the handler goes on without asking.
     let seen = RefCell::new(None);
-    let all_optional = |r: &mut Round<'_>| -> Result<Value, Flow> {
+    let all_optional = |r: Round| -> Result<Value, Flow> {
         let a = r.elicit("f", name_form().optional())?;
         let b = r.roots("r", RootsAsk::new().optional())?;
         let c = r.sample("s", Sampling::prompt("hi", 5).optional())?;
@@ -269,8 +269,8 @@ fn optional_asks_are_sent_when_declared() {
     assert_eq!(*seen.borrow(), Some((Elicited::Unavailable, true, true)));
 }
 
-fn always_asks(r: &mut Round<'_>) -> Result<Value, Flow> {
-    r.elicit("user_name", name_form())?;
+fn always_asks(r: Round) -> Result<Value, Flow> {
+    let _ = r.elicit("user_name", name_form())?;
     Ok(tool_text("hi"))
 }
 
@@ -368,7 +368,7 @@ fn the_capability_error_goes_out_as_json_rpc_through_the_service() {
     ] {
         let mut p = params;
         p["_meta"] = meta(&json!({"sampling": {}}));
-        let reply = s.handle(&rpc(9, method, p), &ctx(T0));
+        let reply = s.handle_sync(&rpc(9, method, p), &ctx(T0));
         assert_eq!(reply.http_status, 400);
         let v: Value = serde_json::from_str(reply.body.as_deref().unwrap()).unwrap();
         assert_eq!(v["id"], 9);
@@ -393,7 +393,7 @@ fn an_answer_in_hand_needs_no_capability_but_a_question_to_send_does() {
     // The gate restricts what is *sent* (MRTR Server Requirement 7). A retry whose
     // capabilities no longer list elicitation still resumes from the answer it carries.
     let e = engine();
-    let handler = |r: &mut Round<'_>| -> Result<Value, Flow> {
+    let handler = |r: Round| -> Result<Value, Flow> {
         let name = r.elicit("user_name", name_form())?;
         let color = r.elicit(
             "color",

@@ -24,7 +24,11 @@ fn inspect(engine: &Engine, token: &str) -> Value {
 }
 
 /// A tool that asks for a name, then greets.
-fn greet(r: &mut Round<'_>) -> Result<Value, Flow> {
+fn greet(r: Round) -> Result<Value, Flow> {
+    ask_name(&r)
+}
+
+fn ask_name(r: &Round) -> Result<Value, Flow> {
     match r.elicit(
         "user_name",
         Form::new("What is your name?").string("name", "Name"),
@@ -67,7 +71,7 @@ fn single_elicitation_round_asks_then_completes() {
 
 /// spec.md §4.2: `update_work_item` asks the resolution, then, only for a
 /// duplicate, which item it duplicates.
-fn update_work_item(r: &mut Round<'_>) -> Result<Value, Flow> {
+fn update_work_item(r: Round) -> Result<Value, Flow> {
     let resolution = r.elicit(
         "resolution",
         Form::new("Resolving requires a resolution. How was it resolved?").one_of(
@@ -186,7 +190,7 @@ fn round_three_cannot_replace_an_answer_sealed_in_round_two() {
     assert_eq!(text(&done), "Work item 4522 resolved as Duplicate of 7.");
 }
 
-fn three_kinds(r: &mut Round<'_>) -> Result<Value, Flow> {
+fn three_kinds(r: Round) -> Result<Value, Flow> {
     let name = r.elicit(
         "user_name",
         Form::new("What is your name?").string("name", "Name"),
@@ -268,8 +272,8 @@ struct Progress {
     note: String,
 }
 
-fn shed_load(r: &mut Round<'_>) -> Result<Value, Flow> {
-    match r.data::<Progress>() {
+fn shed_load(r: Round) -> Result<Value, Flow> {
+    match r.data::<Progress>()? {
         None => {
             r.set_data(&Progress {
                 percent: 50,
@@ -300,14 +304,14 @@ fn state_only_round_carries_typed_data_and_the_retry_completes() {
     assert_eq!(text(&done), "resumed at 50% (half way)");
 }
 
-fn three_questions(r: &mut Round<'_>) -> Result<Value, Flow> {
+fn three_questions(r: Round) -> Result<Value, Flow> {
     for k in ["q1", "q2", "q3"] {
-        r.elicit(k, Form::new(format!("Question {k}?")).string("a", "Answer"))?;
+        let _ = r.elicit(k, Form::new(format!("Question {k}?")).string("a", "Answer"))?;
     }
     Ok(tool_text("all answered"))
 }
 
-fn three_questions_prompt(r: &mut Round<'_>) -> Result<Value, Flow> {
+fn three_questions_prompt(r: Round) -> Result<Value, Flow> {
     three_questions(r)?;
     Ok(mrtr::engine::prompt_text("p", "all answered"))
 }
@@ -479,13 +483,13 @@ fn a_round_expires_after_its_ttl_even_inside_the_flow_lifetime() {
 fn a_guarded_side_effect_runs_exactly_once_across_re_runs() {
     let e = engine();
     let runs = Cell::new(0_u32);
-    let handler = |r: &mut Round<'_>| -> Result<Value, Flow> {
-        r.elicit("item", Form::new("Which item?").string("item", "Item"))?;
+    let handler = |r: Round| -> Result<Value, Flow> {
+        let _ = r.elicit("item", Form::new("Which item?").string("item", "Item"))?;
         let receipt: String = r.once("charge", || {
             runs.set(runs.get() + 1);
             Ok(format!("receipt-{}", runs.get()))
         })?;
-        r.elicit("confirm", Form::confirm("Ship it?"))?;
+        let _ = r.elicit("confirm", Form::confirm("Ship it?"))?;
         Ok(tool_text(receipt))
     };
     let req = tool("buy");
@@ -521,7 +525,7 @@ fn a_guarded_side_effect_runs_exactly_once_across_re_runs() {
 fn with_a_replay_guard_a_replayed_final_round_gets_a_tool_error() {
     let e = engine().replay_guard(Arc::new(MemoryReplayGuard::default()));
     let runs = Cell::new(0_u32);
-    let handler = |r: &mut Round<'_>| -> Result<Value, Flow> {
+    let handler = |r: Round| -> Result<Value, Flow> {
         match r.elicit("confirm", Form::confirm("Deploy?"))? {
             Elicited::Accepted(f) if f.bool("confirm") == Some(true) => {
                 let n: u32 = r.once("deploy", || {
@@ -552,8 +556,8 @@ fn without_a_replay_guard_once_only_protects_re_runs_within_the_flow() {
     // Documented limit: the sealed state alone cannot make a step single-use.
     let e = engine();
     let runs = Cell::new(0_u32);
-    let handler = |r: &mut Round<'_>| -> Result<Value, Flow> {
-        r.elicit("confirm", Form::confirm("Deploy?"))?;
+    let handler = |r: Round| -> Result<Value, Flow> {
+        let _ = r.elicit("confirm", Form::confirm("Deploy?"))?;
         let n: u32 = r.once("deploy", || {
             runs.set(runs.get() + 1);
             Ok(runs.get())
@@ -671,7 +675,7 @@ fn tamper(token: &str) -> String {
 fn tampered_request_state_is_the_frozen_invalid_params_never_a_re_prompt() {
     let e = engine();
     for req in [tool("greet"), prompt("greet")] {
-        let handler = |r: &mut Round<'_>| -> Result<Value, Flow> {
+        let handler = |r: Round| -> Result<Value, Flow> {
             greet(r)?;
             Ok(mrtr::engine::prompt_text("p", "t"))
         };
@@ -810,7 +814,7 @@ fn input_responses_that_are_not_an_object_are_invalid_params() {
 fn round_number_counts_up_and_the_handler_sees_it() {
     let e = engine();
     let seen = RefCell::new(Vec::new());
-    let handler = |r: &mut Round<'_>| -> Result<Value, Flow> {
+    let handler = |r: Round| -> Result<Value, Flow> {
         seen.borrow_mut().push(r.number());
         three_questions(r)
     };
@@ -835,13 +839,13 @@ fn round_number_counts_up_and_the_handler_sees_it() {
 #[test]
 fn too_many_asks_in_one_round_is_a_tool_error_on_tools_call_and_invalid_params_elsewhere() {
     let e = engine().max_asks_per_round(2);
-    let handler = |r: &mut Round<'_>| -> Result<Value, Flow> {
+    let handler = |r: Round| -> Result<Value, Flow> {
         let a = r.elicit("a", Form::confirm("A?"));
         let b = r.elicit("b", Form::confirm("B?"));
         let c = r.elicit("c", Form::confirm("C?"));
-        a?;
-        b?;
-        c?;
+        let _ = a?;
+        let _ = b?;
+        let _ = c?;
         Ok(mrtr::engine::prompt_text("p", "t"))
     };
     let (result, error) = tool_error(run(&e, &tool("t"), T0, handler));
@@ -849,11 +853,11 @@ fn too_many_asks_in_one_round_is_a_tool_error_on_tools_call_and_invalid_params_e
     assert_eq!(error.diagnostic().category, "limit");
     assert_eq!(protocol(run(&e, &prompt("t"), T0, handler)).code(), -32602);
     // Two are fine.
-    let two = |r: &mut Round<'_>| -> Result<Value, Flow> {
+    let two = |r: Round| -> Result<Value, Flow> {
         let a = r.elicit("a", Form::confirm("A?"));
         let b = r.elicit("b", Form::confirm("B?"));
-        a?;
-        b?;
+        let _ = a?;
+        let _ = b?;
         Ok(tool_text("ok"))
     };
     assert_eq!(keys(&irr(run(&e, &tool("t"), T0, two))), ["a", "b"]);
@@ -884,16 +888,16 @@ fn handler_data_is_carried_typed_across_question_rounds() {
     }
     let e = engine();
     let seen = RefCell::new(Vec::new());
-    let handler = |r: &mut Round<'_>| -> Result<Value, Flow> {
-        seen.borrow_mut().push(r.data::<Cart>());
-        if r.data::<Cart>().is_none() {
+    let handler = |r: Round| -> Result<Value, Flow> {
+        seen.borrow_mut().push(r.data::<Cart>()?);
+        if r.data::<Cart>()?.is_none() {
             r.set_data(&Cart {
                 items: vec!["book".into(), "pen".into()],
                 total_cents: 1250,
             })?;
         }
-        r.elicit("pay", Form::confirm("Pay 12.50?"))?;
-        let cart: Cart = r.data().expect("carried");
+        let _ = r.elicit("pay", Form::confirm("Pay 12.50?"))?;
+        let cart: Cart = r.data()?.expect("carried");
         Ok(tool_text(format!("{} items", cart.items.len())))
     };
     let r1 = irr(run(&e, &tool("buy"), T0, handler));
@@ -928,8 +932,8 @@ fn the_sealed_state_never_holds_undeclared_answer_fields() {
             .answers(json!({"user_name": accept(json!({"name": "Al", "password": "hunter2"}))})),
         T0.add_secs(1),
         |r| {
-            greet(r)?;
-            r.elicit("more", Form::confirm("More?"))?;
+            ask_name(&r)?;
+            let _ = r.elicit("more", Form::confirm("More?"))?;
             Ok(tool_text("x"))
         },
     ));
@@ -942,12 +946,12 @@ fn answers_too_large_to_seal_are_a_limit_not_an_internal_error() {
     // A client can send a long free-text answer; carrying it into the next round
     // would exceed the sealed state's size limit (8 KiB by default).
     let e = engine();
-    let handler = |r: &mut Round<'_>| -> Result<Value, Flow> {
-        r.elicit(
+    let handler = |r: Round| -> Result<Value, Flow> {
+        let _ = r.elicit(
             "essay",
             Form::new("Tell us everything.").string("text", "Text"),
         )?;
-        r.elicit("more", Form::confirm("Anything else?"))?;
+        let _ = r.elicit("more", Form::confirm("Anything else?"))?;
         Ok(mrtr::engine::prompt_text("p", "t"))
     };
     let long = "x".repeat(20_000);

@@ -682,7 +682,7 @@ fn request_state_of_one_principal_is_refused_for_another() {
             principal: who,
             ..ctx(T0)
         };
-        serde_json::from_str(s.handle(body, &c).body.as_deref().unwrap()).unwrap()
+        serde_json::from_str(s.handle_sync(body, &c).body.as_deref().unwrap()).unwrap()
     };
     let alice = mrtr::principal::Principal::subject("alice");
     let r1 = as_who(
@@ -708,7 +708,7 @@ fn input_responses_null_or_array_is_invalid_params_on_every_carrier() {
             prompt("test_input_required_result_prompt"),
             resource("mrtr://demo/vault-note"),
         ] {
-            let reply = s.handle(&req.answers(bad.clone()).body(1), &ctx(T0));
+            let reply = s.handle_sync(&req.answers(bad.clone()).body(1), &ctx(T0));
             assert_eq!(reply.http_status, 400);
             let v: Value = serde_json::from_str(reply.body.as_deref().unwrap()).unwrap();
             assert_eq!(v["error"]["code"], -32602, "{bad}: {v}");
@@ -730,7 +730,7 @@ fn the_http_headers_are_checked_on_every_round() {
             http_headers: Some(h),
             ..ctx(T0)
         };
-        s.handle(body, &c)
+        s.handle_sync(body, &c)
     };
     let r1 = with_headers(headers(name), &tool(name).body(1));
     assert_eq!(r1.http_status, 200);
@@ -754,7 +754,7 @@ fn the_private_log_names_the_reject_reason_and_the_wire_does_not() {
     let name = "test_input_required_result_tampered_state";
     let r1 = call(&s, &tool(name).body(1), T0);
     let token = r1["result"]["requestState"].as_str().unwrap();
-    let reply = s.handle(
+    let reply = s.handle_sync(
         &tool(name)
             .state(&format!("{token}-TAMPERED"))
             .answers(json!({"confirm": accept(json!({"ok": true}))}))

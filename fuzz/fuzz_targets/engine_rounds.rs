@@ -95,7 +95,7 @@ fn check(e: &Elicited, form: &Form) {
     }
 }
 
-fn handler(strict_who: bool) -> impl Fn(&mut Round<'_>) -> Result<Value, Flow> + Send + Sync {
+fn handler(strict_who: bool) -> impl Fn(Round) -> Result<Value, Flow> + Send + Sync {
     move |r| {
         let who_f = who_form(strict_who);
         let who = r.elicit("who", who_f.clone());
@@ -628,7 +628,7 @@ fuzz_target!(|script: Script| {
                 .to_string()
                 .into_bytes()
         });
-        let reply = service.handle(&body, &ctx);
+        let reply = service.handle_sync(&body, &ctx);
         let Some(text) = reply.body else {
             continue;
         };

@@ -366,7 +366,9 @@ impl Fields {
 }
 
 /// What came back for an elicitation.
+#[must_use = "an elicitation's answer may be a decline or a cancel: match on it"]
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Elicited {
     /// Accepted: the form's validated values (empty for url mode, where accept
     /// means the user agreed to open the page, not that they finished there).

@@ -14,7 +14,7 @@
 //! use serde_json::json;
 //!
 //! let engine = Engine::new(Keyring::ephemeral(), "https://tools.example");
-//! let handler = |round: &mut mrtr::engine::Round<'_>| -> Result<serde_json::Value, Flow> {
+//! let handler = |round: mrtr::engine::Round| -> Result<serde_json::Value, Flow> {
 //!     match round.elicit("confirm", Form::confirm("Deploy to production?"))? {
 //!         Elicited::Accepted(f) if f.bool("confirm") == Some(true) => Ok(tool_text("deployed")),
 //!         _ => Ok(tool_text("not deployed")),
@@ -39,12 +39,13 @@ mod ask;
 mod round;
 mod state;
 
+use std::future::Future;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
 pub use ask::{Elicited, Fields, Form, Roots, RootsAsk, Sampling, UrlVisit};
-pub use round::{Flow, Round};
+pub use round::{Confirmation, Flow, Round};
 
 use crate::carrier::{CarrierMethod, CarrierRequest};
 use crate::error::{Error, Retry, ToolAdvice, code};
@@ -68,9 +69,15 @@ pub enum AnswerPolicy {
     Strict,
 }
 
-/// The engine, configured once and shared across requests (it is `Send + Sync`).
+/// The engine, configured once and shared across requests (`Send + Sync`; a clone
+/// is one reference count).
 #[derive(Debug, Clone)]
 pub struct Engine {
+    inner: Arc<EngineConfig>,
+}
+
+#[derive(Debug, Clone)]
+struct EngineConfig {
     sealer: Sealer,
     audience: String,
     max_rounds: u32,
@@ -85,56 +92,90 @@ impl Engine {
     /// (10 min per round, 1 h per flow, 60 s skew), 16 rounds, 16 asks per round,
     /// lenient answers, no replay guard.
     pub fn new(keyring: Keyring, audience: impl Into<String>) -> Self {
+        Self::with_sealer(Sealer::new(keyring, SealConfig::default()), audience)
+    }
+
+    /// An engine sealing with `sealer` (its key ring, limits and randomness), for
+    /// the service named `audience`. Other defaults as in [`Engine::new`].
+    pub fn with_sealer(sealer: Sealer, audience: impl Into<String>) -> Self {
         Self {
-            sealer: Sealer::new(keyring, SealConfig::default()),
-            audience: audience.into(),
-            max_rounds: 16,
-            max_asks: 16,
-            policy: AnswerPolicy::Lenient,
-            replay: None,
+            inner: Arc::new(EngineConfig {
+                sealer,
+                audience: audience.into(),
+                max_rounds: 16,
+                max_asks: 16,
+                policy: AnswerPolicy::Lenient,
+                replay: None,
+            }),
         }
     }
 
+    fn config_mut(&mut self) -> &mut EngineConfig {
+        Arc::make_mut(&mut self.inner)
+    }
+
     /// Replaces the seal configuration (TTL, flow lifetime, skew, size limits).
+    #[must_use]
     pub fn with_seal_config(mut self, config: SealConfig) -> Self {
-        self.sealer = Sealer::new(self.sealer.keyring().clone(), config);
+        let c = self.config_mut();
+        c.sealer = Sealer::new(c.sealer.keyring().clone(), config);
         self
     }
 
     /// The most `InputRequiredResult`s one flow may issue (default 16).
+    #[must_use]
     pub fn max_rounds(mut self, n: u32) -> Self {
-        self.max_rounds = n.max(1);
+        self.config_mut().max_rounds = n.max(1);
         self
     }
 
     /// The most questions one round may ask (default 16).
+    #[must_use]
     pub fn max_asks_per_round(mut self, n: usize) -> Self {
-        self.max_asks = n.max(1);
+        self.config_mut().max_asks = n.max(1);
         self
     }
 
     /// The answer policy (default [`AnswerPolicy::Lenient`]).
+    #[must_use]
     pub fn policy(mut self, policy: AnswerPolicy) -> Self {
-        self.policy = policy;
+        self.config_mut().policy = policy;
         self
     }
 
     /// A store that makes [`Round::once`] steps single-use even when a client
     /// replays a round's `requestState` (default: none, so `once` protects
     /// re-runs within one flow but not a replayed final round).
+    #[must_use]
     pub fn replay_guard(mut self, guard: Arc<dyn ReplayGuard>) -> Self {
-        self.replay = Some(guard);
+        self.config_mut().replay = Some(guard);
         self
     }
 
     /// The sealer (for `mrtr inspect` and counters).
     pub fn sealer(&self) -> &Sealer {
-        &self.sealer
+        &self.inner.sealer
     }
 
     /// The audience.
     pub fn audience(&self) -> &str {
-        &self.audience
+        &self.inner.audience
+    }
+
+    pub(crate) fn max_rounds_value(&self) -> u32 {
+        self.inner.max_rounds
+    }
+
+    pub(crate) fn max_asks_value(&self) -> usize {
+        self.inner.max_asks
+    }
+
+    pub(crate) fn answer_policy(&self) -> AnswerPolicy {
+        self.inner.policy
+    }
+
+    pub(crate) fn replay_guard_ref(&self) -> Option<&Arc<dyn ReplayGuard>> {
+        self.inner.replay.as_ref()
     }
 
     /// Starts a round: binds the request, opens its `requestState` if present, and
@@ -149,19 +190,19 @@ impl Engine {
         request: CarrierRequest,
         principal: &Principal,
         now: Timestamp,
-    ) -> Result<Round<'_>, Error> {
+    ) -> Result<Round, Error> {
         let arguments = request.arguments_value();
         let binding = Binding::new(&BindingInput {
             method: request.method.as_str(),
             target: &request.target,
             arguments: arguments.as_ref(),
             principal,
-            audience: &self.audience,
+            audience: &self.inner.audience,
             protocol_version: &request.meta.protocol_version,
         });
         let prior = match &request.request_state {
             None => None,
-            Some(token) => match self.sealer.open::<FlowState>(
+            Some(token) => match self.inner.sealer.open::<FlowState>(
                 &UntrustedState::new(token.clone()),
                 &binding,
                 now,
@@ -176,8 +217,9 @@ impl Engine {
         Ok(Round::new(self, request, binding, prior, now))
     }
 
-    /// Runs one round: [`Engine::begin`], the handler, [`Round::finish`].
-    pub fn run<F>(
+    /// Runs one round with a synchronous handler: [`Engine::begin`], the handler,
+    /// and the end of the round.
+    pub fn run<F, R>(
         &self,
         request: CarrierRequest,
         principal: &Principal,
@@ -185,13 +227,40 @@ impl Engine {
         handler: F,
     ) -> Outcome
     where
-        F: FnOnce(&mut Round<'_>) -> Result<Value, Flow>,
+        F: FnOnce(Round) -> Result<R, Flow>,
+        R: Into<Value>,
     {
         let method = request.method;
         match self.begin(request, principal, now) {
-            Ok(mut round) => {
-                let result = handler(&mut round);
-                round.finish(result)
+            Ok(round) => {
+                let (round, finisher) = round.hand_over();
+                finisher.finish(handler(round).map(Into::into))
+            }
+            Err(e) => Outcome::from_error(Some(method), e),
+        }
+    }
+
+    /// Runs one round with an async handler, which may `.await` anything (a
+    /// database, an HTTP call, a timer) before, between and after its asks. The
+    /// engine itself never waits: this future is ready as soon as the handler's is.
+    pub async fn run_async<F, Fut, R>(
+        &self,
+        request: CarrierRequest,
+        principal: &Principal,
+        now: Timestamp,
+        handler: F,
+    ) -> Outcome
+    where
+        F: FnOnce(Round) -> Fut,
+        Fut: Future<Output = Result<R, Flow>>,
+        R: Into<Value>,
+    {
+        let method = request.method;
+        match self.begin(request, principal, now) {
+            Ok(round) => {
+                let (round, finisher) = round.hand_over();
+                let result = handler(round).await;
+                finisher.finish(result.map(Into::into))
             }
             Err(e) => Outcome::from_error(Some(method), e),
         }
@@ -210,6 +279,7 @@ impl Engine {
 
 /// How a round ends.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum Outcome {
     /// The final result (carries `resultType: "complete"`).
     Complete(Value),

@@ -1,6 +1,8 @@
 //! One run of a handler: answers in, questions out.
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use indexmap::IndexMap;
 use serde::Serialize;
@@ -24,6 +26,7 @@ use crate::wire::{
 
 /// Why a handler stopped before producing a result. Handlers return it with `?`.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum Flow {
     /// Some answer is missing: the questions recorded so far go out in one
     /// `InputRequiredResult`. Produced by the ask methods of [`Round`].
@@ -63,26 +66,79 @@ struct PendingAsk {
     note: Option<String>,
 }
 
-/// One run of a handler. Ask with [`Round::elicit`], [`Round::sample`],
-/// [`Round::roots`] and friends; each returns the answer when there is one and
-/// `Err(Flow::Suspend)` otherwise, after recording the question. Call several
-/// before the first `?` to batch them into one round.
+/// What a round knows from the start and never changes: the engine, the request,
+/// its binding, the time, and the verified state of the previous round.
 #[derive(Debug)]
-pub struct Round<'e> {
-    engine: &'e Engine,
+struct Fixed {
+    engine: Engine,
     request: CarrierRequest,
     binding: Binding,
     now: Timestamp,
     prior: Option<Verified<Claims<FlowState>>>,
+}
+
+/// What the handler's asks change as it runs.
+#[derive(Debug, Default)]
+struct Live {
     carry: FlowState,
     seen: HashMap<String, String>,
     pending: IndexMap<String, PendingAsk>,
     missing_caps: Option<ClientCapabilities>,
+    /// Set when the round was finished: a `Round` kept past its handler (moved into a
+    /// spawned task, say) can no longer record questions or results.
+    finished: bool,
 }
 
-impl<'e> Round<'e> {
+/// One run of a handler. Ask with [`Round::elicit`], [`Round::sample`],
+/// [`Round::roots`] and friends; each returns the answer when there is one and
+/// `Err(Flow::Suspend)` otherwise, after recording the question. Call several
+/// before the first `?` to batch them into one round.
+///
+/// A handler takes its `Round` by value (`|round: Round| async move { … }`), so an
+/// async handler's future owns it and can hold it across `.await`; every method
+/// takes `&self`, so helper functions take `&Round`. It is `Send`.
+#[derive(Debug)]
+pub struct Round {
+    fixed: Arc<Fixed>,
+    live: Arc<Mutex<Live>>,
+}
+
+/// The engine's side of a round handed to a handler: it finishes the round once
+/// the handler has returned (or its future has completed).
+#[derive(Debug)]
+pub(crate) struct Finisher {
+    fixed: Arc<Fixed>,
+    live: Arc<Mutex<Live>>,
+}
+
+impl Finisher {
+    /// Ends the round with the handler's result.
+    pub(crate) fn finish(self, result: Result<Value, Flow>) -> Outcome {
+        finish(&self.fixed, &self.live, result)
+    }
+
+    /// Ends the round without sealing anything (the handler was abandoned: overdue or
+    /// panicked): later uses of its `Round` fail, and no `once` result it recorded
+    /// is kept.
+    pub(crate) fn abandon(self) {
+        lock(&self.live).finished = true;
+    }
+}
+
+fn lock(live: &Mutex<Live>) -> MutexGuard<'_, Live> {
+    // No user code runs while the lock is held, so a poisoned lock holds consistent data.
+    live.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn finished_error() -> Flow {
+    Flow::Fail(Error::internal(
+        "a Round was used after its round had finished",
+    ))
+}
+
+impl Round {
     pub(super) fn new(
-        engine: &'e Engine,
+        engine: &Engine,
         request: CarrierRequest,
         binding: Binding,
         prior: Option<Verified<Claims<FlowState>>>,
@@ -93,62 +149,131 @@ impl<'e> Round<'e> {
             ..FlowState::default()
         };
         Self {
-            engine,
-            request,
-            binding,
-            now,
-            prior,
-            carry,
-            seen: HashMap::new(),
-            pending: IndexMap::new(),
-            missing_caps: None,
+            fixed: Arc::new(Fixed {
+                engine: engine.clone(),
+                request,
+                binding,
+                now,
+                prior,
+            }),
+            live: Arc::new(Mutex::new(Live {
+                carry,
+                ..Live::default()
+            })),
         }
+    }
+
+    /// Splits off the engine's handle, so the handler can own the `Round`.
+    pub(crate) fn hand_over(self) -> (Round, Finisher) {
+        let finisher = Finisher {
+            fixed: Arc::clone(&self.fixed),
+            live: Arc::clone(&self.live),
+        };
+        (self, finisher)
     }
 
     /// The carrier method.
     pub fn method(&self) -> CarrierMethod {
-        self.request.method
+        self.fixed.request.method
     }
 
     /// The tool or prompt name, or the resource URI.
     pub fn target(&self) -> &str {
-        &self.request.target
+        &self.fixed.request.target
     }
 
-    /// The request's arguments (empty when none were sent).
-    pub fn arguments(&self) -> JsonObject {
-        self.request.arguments.clone().unwrap_or_default()
+    /// The request's arguments decoded into the handler's own type.
+    ///
+    /// Absent arguments decode as an empty object, so a type whose fields all have
+    /// defaults (or are `Option`s) decodes from a call without arguments.
+    ///
+    /// # Errors
+    /// When the arguments do not fit `T`: on `tools/call` a tool error (`isError`)
+    /// naming the field and the type it expects (never the value that was sent), so
+    /// the model can correct its call; -32602 on the other carriers.
+    pub fn arguments<T: DeserializeOwned>(&self) -> Result<T, Flow> {
+        let empty = Value::Object(JsonObject::new());
+        let value = self
+            .fixed
+            .request
+            .arguments
+            .as_ref()
+            .map_or(empty, |a| Value::Object(a.clone()));
+        crate::typed::decode(&value).map_err(|m| {
+            let text = m.describe("Argument");
+            let advice = ToolAdvice::new(text, Retry::DoesNotHelp)
+                .input(m.field().to_owned())
+                .instead("Correct the argument and call the tool again");
+            Flow::Fail(Error::tool_failure(
+                advice,
+                code::INVALID_PARAMS,
+                "arguments",
+                format!("arguments do not fit the handler's type: {m}"),
+            ))
+        })
     }
 
-    /// One argument.
+    /// One argument, as sent.
     pub fn argument(&self, name: &str) -> Option<&Value> {
-        self.request.arguments.as_ref()?.get(name)
+        self.fixed.request.arguments.as_ref()?.get(name)
     }
 
     /// The capabilities the client declared in this request.
     pub fn client_capabilities(&self) -> &ClientCapabilities {
-        &self.request.meta.client_capabilities
+        &self.fixed.request.meta.client_capabilities
     }
 
     /// Which round this is: 1 for a request without state, then 2, 3, ...
     pub fn number(&self) -> u32 {
-        self.prior
+        self.fixed
+            .prior
             .as_ref()
             .map_or(1, |p| p.round().saturating_add(1))
     }
 
     /// The current time, as passed to [`Engine::begin`].
     pub fn now(&self) -> Timestamp {
-        self.now
+        self.fixed.now
     }
 
     /// Asks a form elicitation (or returns its answer).
     ///
     /// # Errors
     /// `Flow::Suspend` when the answer is not there yet (the question is recorded).
-    pub fn elicit(&mut self, key: &str, form: Form) -> Result<Elicited, Flow> {
+    pub fn elicit(&self, key: &str, form: Form) -> Result<Elicited, Flow> {
         let req = form.to_request();
         self.elicitation(key, req, form.necessity(), form.is_issued_only())
+    }
+
+    /// Asks the user to confirm (a form with one boolean field `confirm`) and says
+    /// whether they did.
+    ///
+    /// Only an answer to a question this flow put to the user in an earlier sealed
+    /// round counts: a client that sends `confirm: accept` with its first request,
+    /// unasked, is asked anyway. A decline, a cancel, or an accepted form with
+    /// `confirm: false` is [`Confirmation::Declined`] or
+    /// [`Confirmation::Cancelled`]: never run what it guards then.
+    ///
+    /// ```
+    /// # use mrtr::{Confirmation, Flow, Round};
+    /// fn guarded(round: &Round) -> Result<&'static str, Flow> {
+    ///     match round.confirm("confirm", "Delete the backup?")? {
+    ///         Confirmation::Accepted => Ok("deleted"),
+    ///         _ => Ok("kept"),
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// # Errors
+    /// `Flow::Suspend` until the user has answered; -32021 when the client declared
+    /// no form elicitation.
+    pub fn confirm(&self, key: &str, message: impl Into<String>) -> Result<Confirmation, Flow> {
+        let form = Form::confirm(message).issued_only();
+        Ok(match self.elicit(key, form)? {
+            Elicited::Accepted(f) if f.bool("confirm") == Some(true) => Confirmation::Accepted,
+            Elicited::Cancelled => Confirmation::Cancelled,
+            _ => Confirmation::Declined,
+        })
     }
 
     /// Asks a URL-mode elicitation (or returns its answer). `Accepted` means the
@@ -156,13 +281,13 @@ impl<'e> Round<'e> {
     ///
     /// # Errors
     /// `Flow::Suspend` when the answer is not there yet.
-    pub fn visit(&mut self, key: &str, visit: UrlVisit) -> Result<Elicited, Flow> {
+    pub fn visit(&self, key: &str, visit: UrlVisit) -> Result<Elicited, Flow> {
         let req = visit.to_request();
         self.elicitation(key, req, visit.necessity(), false)
     }
 
     fn elicitation(
-        &mut self,
+        &self,
         key: &str,
         req: InputRequest,
         necessity: Necessity,
@@ -189,7 +314,7 @@ impl<'e> Round<'e> {
     /// # Errors
     /// `Flow::Suspend` when the answer is not there yet.
     pub fn sample(
-        &mut self,
+        &self,
         key: &str,
         sampling: Sampling,
     ) -> Result<Option<CreateMessageResult>, Flow> {
@@ -208,7 +333,7 @@ impl<'e> Round<'e> {
     ///
     /// # Errors
     /// `Flow::Suspend` when the answer is not there yet.
-    pub fn roots(&mut self, key: &str, ask: RootsAsk) -> Result<Option<Vec<Root>>, Flow> {
+    pub fn roots(&self, key: &str, ask: RootsAsk) -> Result<Option<Vec<Root>>, Flow> {
         match self.answer(key, ask.to_request(), ask.necessity(), false)? {
             None => Ok(None),
             Some(InputResponse::ListRoots(r)) => Ok(Some(r.roots)),
@@ -219,21 +344,31 @@ impl<'e> Round<'e> {
     }
 
     /// The handler's data carried from the previous round, if any.
-    pub fn data<T: DeserializeOwned>(&self) -> Option<T> {
-        self.carry
-            .data
-            .clone()
-            .and_then(|v| serde_json::from_value(v).ok())
+    ///
+    /// # Errors
+    /// -32603 when the carried data does not fit `T` (the handler changed the type
+    /// it stores: a server fault, never silently `None`).
+    pub fn data<T: DeserializeOwned>(&self) -> Result<Option<T>, Flow> {
+        let data = lock(&self.live).carry.data.clone();
+        data.map(|v| {
+            serde_json::from_value(v).map_err(|_| {
+                Flow::Fail(Error::internal(format!(
+                    "handler data does not fit {}",
+                    std::any::type_name::<T>()
+                )))
+            })
+        })
+        .transpose()
     }
 
     /// Stores data to carry into the next round (sealed with the state).
     ///
     /// # Errors
     /// -32603 when `value` cannot be serialized.
-    pub fn set_data<T: Serialize>(&mut self, value: &T) -> Result<(), Error> {
+    pub fn set_data<T: Serialize>(&self, value: &T) -> Result<(), Error> {
         let v = serde_json::to_value(value)
             .map_err(|e| Error::internal(format!("handler data: {e}")))?;
-        self.carry.data = Some(v);
+        lock(&self.live).carry.data = Some(v);
         Ok(())
     }
 
@@ -244,12 +379,49 @@ impl<'e> Round<'e> {
     ///
     /// # Errors
     /// The step's own error, or a replay refusal.
-    pub fn once<T, F>(&mut self, step: &str, f: F) -> Result<T, Flow>
+    pub fn once<T, F>(&self, step: &str, f: F) -> Result<T, Flow>
     where
         T: Serialize + DeserializeOwned,
         F: FnOnce() -> Result<T, Error>,
     {
-        if let Some(v) = self
+        if let Some(done) = self.once_begin(step)? {
+            return Ok(done);
+        }
+        let t = f().map_err(Flow::Fail)?;
+        self.once_end(step, &t)?;
+        Ok(t)
+    }
+
+    /// [`Round::once`] for a step that awaits (an API call, a database write): the
+    /// future `f` makes runs at most once per flow, and only when this round gets
+    /// to run it (nothing runs when the step is already done or a replay is refused).
+    /// If the handler is abandoned while the step runs (its deadline passed), the
+    /// step's result is not recorded.
+    ///
+    /// # Errors
+    /// The step's own error, or a replay refusal.
+    pub async fn once_async<T, F, Fut>(&self, step: &str, f: F) -> Result<T, Flow>
+    where
+        T: Serialize + DeserializeOwned,
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<T, Error>>,
+    {
+        if let Some(done) = self.once_begin(step)? {
+            return Ok(done);
+        }
+        let t = f().await.map_err(Flow::Fail)?;
+        self.once_end(step, &t)?;
+        Ok(t)
+    }
+
+    /// The sealed result of `step` if it already ran in this flow, else `None` once
+    /// the replay guard (if any) let this round claim it.
+    fn once_begin<T: DeserializeOwned>(&self, step: &str) -> Result<Option<T>, Flow> {
+        if lock(&self.live).finished {
+            return Err(finished_error());
+        }
+        let fixed = &self.fixed;
+        if let Some(v) = fixed
             .prior
             .as_ref()
             .and_then(|p| p.state().once.get(step))
@@ -260,16 +432,17 @@ impl<'e> Round<'e> {
                     "sealed result of step {step:?} does not fit its type"
                 ))
             })?;
-            self.carry.once.insert(step.to_owned(), v);
-            return Ok(t);
+            lock(&self.live).carry.once.insert(step.to_owned(), v);
+            return Ok(Some(t));
         }
-        if let (Some(prior), Some(guard)) = (self.prior.as_ref(), self.engine.replay.as_ref()) {
-            let skew = self.engine.sealer.config().clock_skew_value().as_secs();
+        if let (Some(prior), Some(guard)) = (fixed.prior.as_ref(), fixed.engine.replay_guard_ref())
+        {
+            let skew = fixed.engine.sealer().config().clock_skew_value().as_secs();
             if !guard.claim(
                 prior.flow_id(),
                 step,
                 prior.deadline().add_secs(skew),
-                self.now,
+                fixed.now,
             ) {
                 return Err(Flow::Fail(Error::tool_failure(
                     ToolAdvice::new("This step was already carried out for this request", Retry::DoesNotHelp)
@@ -280,57 +453,73 @@ impl<'e> Round<'e> {
                 )));
             }
         }
-        let t = f().map_err(Flow::Fail)?;
+        Ok(None)
+    }
+
+    fn once_end<T: Serialize>(&self, step: &str, t: &T) -> Result<(), Flow> {
         let v =
-            serde_json::to_value(&t).map_err(|e| Error::internal(format!("step result: {e}")))?;
-        self.carry.once.insert(step.to_owned(), v);
-        Ok(t)
+            serde_json::to_value(t).map_err(|e| Error::internal(format!("step result: {e}")))?;
+        let mut live = lock(&self.live);
+        if live.finished {
+            return Err(finished_error());
+        }
+        live.carry.once.insert(step.to_owned(), v);
+        Ok(())
     }
 
     /// Looks up the answer for `key`, or records the question.
     fn answer(
-        &mut self,
+        &self,
         key: &str,
         request: InputRequest,
         necessity: Necessity,
         issued_only: bool,
     ) -> Result<Option<InputResponse>, Flow> {
+        let fixed = &self.fixed;
         let digest = question_digest(&request);
-        match self.seen.get(key) {
+        let mut live = lock(&self.live);
+        if live.finished {
+            return Err(finished_error());
+        }
+        match live.seen.get(key) {
             Some(d) if *d != digest => {
                 return Err(Flow::Fail(Error::internal(format!(
                     "handler asked key {key:?} twice with different questions in one round"
                 ))));
             }
             _ => {
-                self.seen.insert(key.to_owned(), digest.clone());
+                live.seen.insert(key.to_owned(), digest.clone());
             }
         }
         let kind = request.kind();
         let mut note = None;
         // 1. an answer sealed by an earlier round, for this very question
-        if let Some(a) = self.prior.as_ref().and_then(|p| p.state().answers.get(key)) {
+        if let Some(a) = fixed
+            .prior
+            .as_ref()
+            .and_then(|p| p.state().answers.get(key))
+        {
             if a.kind == kind
                 && a.digest == digest
                 && let Ok(resp) = InputResponse::parse_as(kind, &a.value)
             {
-                self.carry.answers.insert(key.to_owned(), a.clone());
+                live.carry.answers.insert(key.to_owned(), a.clone());
                 return Ok(Some(resp));
             }
             note =
                 Some("The question changed since it was answered; please answer again.".to_owned());
         }
         // 2. an answer in this retry's inputResponses
-        if let Some(v) = self
+        if let Some(v) = fixed
             .request
             .input_responses
             .as_ref()
             .and_then(|r| r.get(key))
         {
-            let asked = self.prior.as_ref().and_then(|p| p.state().asked.get(key));
+            let asked = fixed.prior.as_ref().and_then(|p| p.state().asked.get(key));
             let eligible = match asked {
                 Some(q) => q.kind == kind && q.digest == digest,
-                None => self.engine.policy == AnswerPolicy::Lenient && !issued_only,
+                None => fixed.engine.answer_policy() == AnswerPolicy::Lenient && !issued_only,
             };
             if asked.is_some() && !eligible {
                 note = Some(
@@ -340,7 +529,7 @@ impl<'e> Round<'e> {
             if eligible {
                 match accept(kind, &request, v) {
                     Ok((resp, value)) => {
-                        self.carry.answers.insert(
+                        live.carry.answers.insert(
                             key.to_owned(),
                             SealedAnswer {
                                 kind,
@@ -357,11 +546,11 @@ impl<'e> Round<'e> {
         // 3. no usable answer: the question must go out, if this request's declared
         // capabilities allow it (an answer already in hand needs no capability: nothing
         // is sent for it).
-        if let Some(m) = capability::missing(&self.request.meta.client_capabilities, &request) {
+        if let Some(m) = capability::missing(&fixed.request.meta.client_capabilities, &request) {
             return match necessity {
                 Necessity::Optional => Ok(None),
                 Necessity::Required => {
-                    let acc = self
+                    let acc = live
                         .missing_caps
                         .get_or_insert_with(ClientCapabilities::default);
                     capability::merge(acc, m);
@@ -369,7 +558,7 @@ impl<'e> Round<'e> {
                 }
             };
         }
-        self.pending.insert(
+        live.pending.insert(
             key.to_owned(),
             PendingAsk {
                 request,
@@ -380,96 +569,123 @@ impl<'e> Round<'e> {
         Err(Flow::Suspend)
     }
 
-    /// Ends the round with the handler's result.
+    /// Ends the round with the handler's result (for callers of [`Engine::begin`];
+    /// [`Engine::run`] and the service call it for you).
     pub fn finish(self, result: Result<Value, Flow>) -> Outcome {
-        let method = self.request.method;
-        if let Some(m) = &self.missing_caps {
-            return Outcome::Protocol(Error::missing_capabilities(m));
-        }
-        match result {
-            Ok(Value::Object(mut o)) => {
-                o.insert("resultType".into(), "complete".into());
-                Outcome::Complete(Value::Object(o))
-            }
-            Ok(_) => Outcome::Protocol(Error::internal("handler result is not a JSON object")),
-            Err(Flow::Fail(e)) => Outcome::from_error(Some(method), e),
-            Err(Flow::Suspend) if self.pending.is_empty() => {
-                Outcome::Protocol(Error::internal("handler suspended without asking anything"))
-            }
-            Err(Flow::Suspend | Flow::StateOnly) => self.suspend(method),
-        }
+        finish(&self.fixed, &self.live, result)
     }
+}
 
-    fn suspend(mut self, method: CarrierMethod) -> Outcome {
-        let engine = self.engine;
-        let issued = self.prior.as_ref().map_or(0, |p| p.round());
-        if issued >= engine.max_rounds {
+/// Whether the user confirmed, from [`Round::confirm`].
+#[must_use = "a confirmation guards an action: match on it"]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Confirmation {
+    /// The user accepted with `confirm: true`.
+    Accepted,
+    /// The user declined, or accepted the form with `confirm: false`.
+    Declined,
+    /// The user dismissed the question.
+    Cancelled,
+}
+
+impl Confirmation {
+    /// Whether the user accepted.
+    pub fn is_accepted(self) -> bool {
+        self == Self::Accepted
+    }
+}
+
+/// Ends a round: the handler's result, a failure, or the questions it recorded.
+fn finish(fixed: &Fixed, live: &Mutex<Live>, result: Result<Value, Flow>) -> Outcome {
+    let mut live = lock(live);
+    if live.finished {
+        return Outcome::Protocol(Error::internal("round finished twice"));
+    }
+    live.finished = true;
+    let method = fixed.request.method;
+    if let Some(m) = &live.missing_caps {
+        return Outcome::Protocol(Error::missing_capabilities(m));
+    }
+    match result {
+        Ok(Value::Object(mut o)) => {
+            o.insert("resultType".into(), "complete".into());
+            Outcome::Complete(Value::Object(o))
+        }
+        Ok(_) => Outcome::Protocol(Error::internal("handler result is not a JSON object")),
+        Err(Flow::Fail(e)) => Outcome::from_error(Some(method), e),
+        Err(Flow::Suspend) if live.pending.is_empty() => {
+            Outcome::Protocol(Error::internal("handler suspended without asking anything"))
+        }
+        Err(Flow::Suspend | Flow::StateOnly) => suspend(fixed, &mut live, method),
+    }
+}
+
+fn suspend(fixed: &Fixed, live: &mut Live, method: CarrierMethod) -> Outcome {
+    let engine = &fixed.engine;
+    let issued = fixed.prior.as_ref().map_or(0, |p| p.round());
+    if issued >= engine.max_rounds_value() {
+        let e = engine.limit_error(
+            "This request needed more rounds of questions than the server allows",
+            format!("max rounds {} reached", engine.max_rounds_value()),
+        );
+        return Outcome::from_error(Some(method), e);
+    }
+    let max_asks = engine.max_asks_value();
+    if live.pending.len() > max_asks {
+        let e = engine.limit_error(
+            "This request asked more questions at once than the server allows",
+            format!("{} asks in one round, max {max_asks}", live.pending.len()),
+        );
+        return Outcome::from_error(Some(method), e);
+    }
+    let mut requests = InputRequests::new();
+    let pending = std::mem::take(&mut live.pending);
+    for (key, ask) in pending {
+        live.carry.asked.insert(
+            key.clone(),
+            Asked {
+                kind: ask.request.kind(),
+                digest: ask.digest,
+            },
+        );
+        let mut req = ask.request;
+        if let (Some(note), InputRequest::Elicit(p)) = (&ask.note, &mut req) {
+            let msg = match p {
+                ElicitParams::Form(f) => &mut f.message,
+                ElicitParams::Url(u) => &mut u.message,
+            };
+            msg.push_str("\n\n");
+            msg.push_str(note);
+        }
+        requests.insert(key, req);
+    }
+    let config = engine.sealer().config();
+    let state = std::mem::take(&mut live.carry);
+    let claims = match &fixed.prior {
+        None => Claims::first_round(fixed.binding, fixed.now, config, state),
+        Some(p) => Claims::next_round(p, fixed.now, config, state),
+    };
+    let token = match engine.sealer().seal(&claims) {
+        Ok(t) => t,
+        // The state holds the client's answers, so a client can push it over the size
+        // limit (a long free-text field): a limit like max rounds, not a server fault.
+        Err(e @ (SealError::TooLarge { .. } | SealError::TokenTooLong { .. })) => {
             let e = engine.limit_error(
-                "This request needed more rounds of questions than the server allows",
-                format!("max rounds {} reached", engine.max_rounds),
+                "The answers gathered so far are too large to carry into the next round",
+                format!("sealing requestState: {e}"),
             );
             return Outcome::from_error(Some(method), e);
         }
-        if self.pending.len() > engine.max_asks {
-            let e = engine.limit_error(
-                "This request asked more questions at once than the server allows",
-                format!(
-                    "{} asks in one round, max {}",
-                    self.pending.len(),
-                    engine.max_asks
-                ),
-            );
-            return Outcome::from_error(Some(method), e);
+        Err(e) => {
+            return Outcome::Protocol(Error::internal(format!("sealing requestState failed: {e}")));
         }
-        let mut requests = InputRequests::new();
-        for (key, ask) in &self.pending {
-            self.carry.asked.insert(
-                key.clone(),
-                Asked {
-                    kind: ask.request.kind(),
-                    digest: ask.digest.clone(),
-                },
-            );
-            let mut req = ask.request.clone();
-            if let (Some(note), InputRequest::Elicit(p)) = (&ask.note, &mut req) {
-                let msg = match p {
-                    ElicitParams::Form(f) => &mut f.message,
-                    ElicitParams::Url(u) => &mut u.message,
-                };
-                msg.push_str("\n\n");
-                msg.push_str(note);
-            }
-            requests.insert(key.clone(), req);
-        }
-        let config = engine.sealer.config();
-        let state = std::mem::take(&mut self.carry);
-        let claims = match &self.prior {
-            None => Claims::first_round(self.binding, self.now, config, state),
-            Some(p) => Claims::next_round(p, self.now, config, state),
-        };
-        let token = match engine.sealer.seal(&claims) {
-            Ok(t) => t,
-            // The state holds the client's answers, so a client can push it over the size
-            // limit (a long free-text field): a limit like max rounds, not a server fault.
-            Err(e @ (SealError::TooLarge { .. } | SealError::TokenTooLong { .. })) => {
-                let e = engine.limit_error(
-                    "The answers gathered so far are too large to carry into the next round",
-                    format!("sealing requestState: {e}"),
-                );
-                return Outcome::from_error(Some(method), e);
-            }
-            Err(e) => {
-                return Outcome::Protocol(Error::internal(format!(
-                    "sealing requestState failed: {e}"
-                )));
-            }
-        };
-        match InputRequiredResult::new(method, requests, Some(token)) {
-            Ok(irr) => Outcome::InputRequired(irr),
-            Err(e) => Outcome::Protocol(Error::internal(format!(
-                "building InputRequiredResult: {e}"
-            ))),
-        }
+    };
+    match InputRequiredResult::new(method, requests, Some(token)) {
+        Ok(irr) => Outcome::InputRequired(irr),
+        Err(e) => Outcome::Protocol(Error::internal(format!(
+            "building InputRequiredResult: {e}"
+        ))),
     }
 }
 

@@ -4,15 +4,14 @@
 //! size (413), then [`Service::handle`]. `GET`/`DELETE` (and any other method)
 //! on `/mcp` answer 405 with `Allow: POST`; other paths answer 404.
 //!
-//! [`Service::handle`] is called directly on the async worker, not through
-//! `spawn_blocking`: it is synchronous, does no I/O and never waits (a round
-//! that needs the client returns an `InputRequiredResult` instead of blocking),
-//! so its cost is parsing at most `max_body` bytes of JSON plus one AEAD
-//! operation; a thread hop would cost more than it saves. Panics are caught
-//! around the call and around the whole request (a 500 with a -32603 body).
+//! [`Service::handle_until`] is awaited on the request's own task: the core does
+//! no I/O itself, and a handler that awaits (a database, an API) yields the worker
+//! to other requests instead of blocking it. The handler's deadline is the
+//! service's [`Service::handler_timeout_value`]. Panics in a handler are caught by
+//! the service (-32603); a panic anywhere else in the request is caught around the
+//! whole request (a 500 with a -32603 body).
 
 use std::future::Future;
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -199,18 +198,8 @@ async fn post_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
         http_headers: Some(mcp_headers(headers)),
     };
     let service = &app.service;
-    let reply = match std::panic::catch_unwind(AssertUnwindSafe(|| service.handle(&bytes, &ctx))) {
-        Ok(reply) => reply,
-        Err(_) => {
-            let mut resp = internal_error();
-            resp.extensions_mut().insert(RequestLog {
-                outcome: "error:-32603".into(),
-                detail: Some("panic in service".into()),
-                ..RequestLog::default()
-            });
-            return resp;
-        }
-    };
+    let deadline = tokio::time::sleep(service.handler_timeout_value());
+    let reply = service.handle_until(&bytes, &ctx, deadline).await;
 
     reply_response(reply, wants_sse(headers))
 }

@@ -31,6 +31,7 @@ use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use crate::engine::Engine;
+use crate::principal::Principal;
 use crate::reference;
 use crate::replay::MemoryReplayGuard;
 use crate::seal::{Keyring, SealConfig};
@@ -289,12 +290,19 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServeError> {
     if cfg.stdio {
         let stdin = tokio::io::BufReader::new(tokio::io::stdin());
         let stdout = tokio::io::stdout();
-        stdio::serve(&service, cfg.max_body, stdin, stdout, shutdown)
-            .await
-            .map_err(|source| ServeError::Io {
-                context: "stdio",
-                source,
-            })?;
+        stdio::serve(
+            &service,
+            &Principal::anonymous(),
+            cfg.max_body,
+            stdin,
+            stdout,
+            shutdown,
+        )
+        .await
+        .map_err(|source| ServeError::Io {
+            context: "stdio",
+            source,
+        })?;
         tracing::info!("stdin closed, exiting");
         return Ok(());
     }

@@ -3,11 +3,14 @@
 //! stdout carries only JSON-RPC messages; logs go to stderr. Blank lines are
 //! ignored; a line longer than the limit is answered with a -32600 error line
 //! (and its bytes are discarded, never buffered whole); EOF ends the loop.
-//! Messages are handled one at a time, so replies keep the order of requests.
+//! Messages are handled concurrently (up to [`MAX_IN_FLIGHT`]); each reply is
+//! written as soon as it is ready, so replies may come out of request order.
 
 use std::future::Future;
 use std::time::Instant;
 
+use futures_util::StreamExt as _;
+use futures_util::stream::FuturesUnordered;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::http::error_body;
@@ -69,12 +72,30 @@ async fn read_line<R: AsyncBufRead + Unpin>(
     }
 }
 
-/// Serves JSON-RPC over a line-oriented reader/writer until EOF or `shutdown`.
+/// The most requests handled at once on one stdio connection: beyond it, input is
+/// not read until one finishes (back-pressure on the client, bounded memory).
+pub const MAX_IN_FLIGHT: usize = 64;
+
+/// What the reader hands the worker.
+enum Incoming {
+    Line(Vec<u8>),
+    TooLong,
+}
+
+/// Serves JSON-RPC over a line-oriented reader/writer until EOF or `shutdown`,
+/// binding every flow to `principal` (stdio has no per-request authentication: the
+/// principal is the one the process was configured with).
+///
+/// Requests are handled concurrently, up to [`MAX_IN_FLIGHT`] at once, so a
+/// handler that awaits does not hold up the next request; each reply is written
+/// when it is ready (JSON-RPC matches replies by id). At EOF the requests in
+/// flight finish and their replies are written before this returns.
 ///
 /// # Errors
 /// An I/O error reading input or writing output (e.g. stdout closed).
 pub async fn serve<R, W>(
     service: &Service,
+    principal: &Principal,
     max_body: usize,
     mut reader: R,
     mut writer: W,
@@ -84,60 +105,112 @@ where
     R: AsyncBufRead + Unpin,
     W: AsyncWrite + Unpin,
 {
-    tokio::pin!(shutdown);
-    let mut buf = Vec::new();
-    loop {
-        let read = tokio::select! {
-            r = read_line(&mut reader, &mut buf, max_body) => r?,
-            () = &mut shutdown => return Ok(()),
-        };
-        let started = Instant::now();
-        let (out, entry, corr) = match read {
-            Read::Eof => return Ok(()),
-            Read::Line if buf.iter().all(u8::is_ascii_whitespace) => continue,
-            Read::TooLong => {
-                let msg = format!("Request too large (limit {max_body} bytes per line)");
-                let entry = RequestLog {
-                    outcome: "error:-32600".into(),
-                    detail: Some("line too long".into()),
-                    ..RequestLog::default()
-                };
-                (Some(error_body(-32600, &msg)), entry, log::correlation_id())
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Incoming>(MAX_IN_FLIGHT);
+    // The reader runs beside the worker (not as a select branch), so a partly read
+    // line is never lost to a cancelled read.
+    let reading = async move {
+        let mut buf = Vec::new();
+        loop {
+            let incoming = match read_line(&mut reader, &mut buf, max_body).await? {
+                Read::Eof => return Ok::<(), std::io::Error>(()),
+                Read::Line if buf.iter().all(u8::is_ascii_whitespace) => continue,
+                Read::Line => Incoming::Line(std::mem::take(&mut buf)),
+                Read::TooLong => Incoming::TooLong,
+            };
+            if tx.send(incoming).await.is_err() {
+                return Ok(());
             }
-            Read::Line => {
-                let corr = log::correlation_id();
-                let ctx = RequestContext {
-                    principal: Principal::anonymous(),
-                    now: Timestamp::now(),
-                    correlation_id: corr.clone(),
-                    http_headers: None,
-                };
-                let handled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    service.handle(&buf, &ctx)
-                }));
-                match handled {
-                    Ok(reply) => (reply.body, reply.log, corr),
-                    Err(_) => {
-                        let entry = RequestLog {
-                            outcome: "error:-32603".into(),
-                            detail: Some("panic in service".into()),
-                            ..RequestLog::default()
-                        };
-                        (Some(error_body(-32603, "Internal error")), entry, corr)
-                    }
-                }
-            }
-        };
-        if let Some(body) = out {
-            // Valid JSON has raw line breaks only as whitespace, so replacing them
-            // keeps the message and keeps it on one line.
-            let line = body.replace(['\n', '\r'], " ");
-            writer.write_all(line.as_bytes()).await?;
-            writer.write_all(b"\n").await?;
-            writer.flush().await?;
         }
-        log::request(&corr, "stdio", &entry, None, started.elapsed());
+    };
+    let working = async {
+        let mut in_flight = FuturesUnordered::new();
+        let mut open = true;
+        loop {
+            tokio::select! {
+                biased;
+                Some(done) = in_flight.next() => {
+                    let done: Done = done;
+                    write_reply(&mut writer, done.body).await?;
+                    log::request(&done.correlation_id, "stdio", &done.log, None, done.started.elapsed());
+                }
+                incoming = rx.recv(), if open && in_flight.len() < MAX_IN_FLIGHT => match incoming {
+                    Some(m) => in_flight.push(handle(service, principal, m, max_body)),
+                    None => open = false,
+                },
+                else => return Ok::<(), std::io::Error>(()),
+            }
+        }
+    };
+    tokio::select! {
+        r = async { tokio::try_join!(reading, working).map(|_| ()) } => r,
+        () = shutdown => Ok(()),
     }
+}
+
+/// A handled request: the reply body (if any) and what its log line needs.
+struct Done {
+    body: Option<String>,
+    log: RequestLog,
+    correlation_id: String,
+    started: Instant,
+}
+
+/// Handles one incoming line.
+async fn handle(
+    service: &Service,
+    principal: &Principal,
+    incoming: Incoming,
+    max_body: usize,
+) -> Done {
+    let started = Instant::now();
+    let corr = log::correlation_id();
+    match incoming {
+        Incoming::TooLong => {
+            let msg = format!("Request too large (limit {max_body} bytes per line)");
+            let entry = RequestLog {
+                outcome: "error:-32600".into(),
+                detail: Some("line too long".into()),
+                ..RequestLog::default()
+            };
+            Done {
+                body: Some(error_body(-32600, &msg)),
+                log: entry,
+                correlation_id: corr,
+                started,
+            }
+        }
+        Incoming::Line(buf) => {
+            let ctx = RequestContext {
+                principal: principal.clone(),
+                now: Timestamp::now(),
+                correlation_id: corr.clone(),
+                http_headers: None,
+            };
+            let deadline = tokio::time::sleep(service.handler_timeout_value());
+            let reply = service.handle_until(&buf, &ctx, deadline).await;
+            Done {
+                body: reply.body,
+                log: reply.log,
+                correlation_id: corr,
+                started,
+            }
+        }
+    }
+}
+
+async fn write_reply<W: AsyncWrite + Unpin>(
+    writer: &mut W,
+    body: Option<String>,
+) -> std::io::Result<()> {
+    if let Some(body) = body {
+        // Valid JSON has raw line breaks only as whitespace, so replacing them
+        // keeps the message and keeps it on one line.
+        let line = body.replace(['\n', '\r'], " ");
+        writer.write_all(line.as_bytes()).await?;
+        writer.write_all(b"\n").await?;
+        writer.flush().await?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -189,9 +262,17 @@ mod tests {
         input.extend_from_slice(&[b'x'; 100]);
         input.push(b'\n');
         let mut out = Vec::new();
-        serve(&service, 64, &input[..], &mut out, std::future::pending())
-            .await
-            .unwrap();
+        let anyone = Principal::anonymous();
+        serve(
+            &service,
+            &anyone,
+            64,
+            &input[..],
+            &mut out,
+            std::future::pending(),
+        )
+        .await
+        .unwrap();
         let text = String::from_utf8(out).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 2, "{text}");

@@ -145,7 +145,7 @@ impl Req {
 /// Runs one round as the anonymous principal.
 pub fn run<F>(engine: &Engine, req: &Req, now: Timestamp, handler: F) -> Outcome
 where
-    F: FnOnce(&mut Round<'_>) -> Result<Value, Flow>,
+    F: FnOnce(Round) -> Result<Value, Flow>,
 {
     engine.run(req.build(), &Principal::anonymous(), now, handler)
 }
@@ -284,7 +284,7 @@ pub fn ctx(now: Timestamp) -> RequestContext {
 /// Sends one body through `Service::handle` and parses the JSON-RPC response.
 #[track_caller]
 pub fn call(service: &Service, body: &[u8], now: Timestamp) -> Value {
-    let reply = service.handle(body, &ctx(now));
+    let reply = service.handle_sync(body, &ctx(now));
     let text = reply.body.expect("a request gets a response");
     serde_json::from_str(&text).expect("the response is JSON")
 }
