@@ -1,7 +1,8 @@
 //! The capability gate: may this input request be sent to this client?
 //!
-//! Read from the current request's `_meta` only (spec.md §1.6: servers MUST NOT
-//! infer capabilities from earlier requests). `elicitation: {}` means form only;
+//! Read from the current request's `_meta` only (MCP 2026-07-28, Base Protocol
+//! §_meta, Per-request protocol fields: servers MUST NOT infer capabilities from
+//! earlier requests). `elicitation: {}` means form only;
 //! url mode needs `elicitation.url`; sampling with `tools`/`toolChoice` needs
 //! `sampling.tools`; `includeContext` other than `none` needs `sampling.context`;
 //! roots needs `roots`. A required ask the client cannot serve fails the request
@@ -97,7 +98,7 @@ pub fn missing(
 /// Merges `more` into `acc` (union of capability trees).
 pub(crate) fn merge(acc: &mut ClientCapabilities, more: ClientCapabilities) {
     if let Some(e) = more.elicitation {
-        // `elicitation: {}` means form (spec.md §1.6), so a bare `{}` merged
+        // `elicitation: {}` means form (MCP 2026-07-28, Elicitation §Capabilities), so a bare `{}` merged
         // with `{url: {}}` must become `{form: {}, url: {}}`: `{url: {}}` alone
         // would tell the client to declare url-only, which refuses forms.
         let needs_form =

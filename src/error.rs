@@ -1,4 +1,5 @@
-//! The error model: one public error type, two channels (design.md §6).
+//! The error model: one public error type, two channels (the why, and the code
+//! table: [`crate::manual::security_model`]).
 //!
 //! A failure the model can act on (the user declined, a window lapsed, a limit
 //! was reached) becomes, on `tools/call`, a tool result with `isError: true`
@@ -17,7 +18,7 @@ use crate::carrier::CarrierMethod;
 use crate::wire::ClientCapabilities;
 use crate::wire::jsonrpc::{self, RequestId};
 
-/// JSON-RPC and MCP error codes (spec.md §3).
+/// JSON-RPC and MCP error codes (MCP 2026-07-28, Base Protocol §Error Codes).
 pub mod code {
     /// Invalid JSON.
     pub const PARSE_ERROR: i64 = -32700;
@@ -37,7 +38,8 @@ pub mod code {
     pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 }
 
-/// The frozen public message for every rejected `requestState` (design.md §4).
+/// The frozen public message for every rejected `requestState` (see
+/// [`crate::manual::security_model`]).
 pub const INVALID_REQUEST_STATE_MESSAGE: &str = "Invalid or expired requestState";
 
 /// What kind of failure this is; decides the code and HTTP status.
@@ -415,7 +417,10 @@ impl Error {
     }
 
     /// The HTTP status the Streamable HTTP transport uses when this goes out as a
-    /// JSON-RPC error (spec.md §3.1).
+    /// JSON-RPC error. MCP 2026-07-28, Streamable HTTP requires 404 for -32601 and
+    /// 400 for a missing `_meta` field, -32020, -32021 and -32022; it leaves the
+    /// others open, and mrtr answers 500 for -32603 (its own fault) and 400 for
+    /// every other client fault.
     pub fn http_status(&self) -> u16 {
         match self.inner.code {
             code::METHOD_NOT_FOUND => 404,

@@ -72,10 +72,14 @@
 //!   step within the window; it does not make a step single-use. For that, use
 //!   [`engine::Round::once`] with a [`replay::ReplayGuard`] (shared across a fleet).
 //!
+//! The whole model, and what is left to the application, is in
+//! [`manual::security_model`].
+//!
 //! # Modules
-//! [`wire`] (the 2026-07-28 shapes), [`carrier`], [`capability`], [`error`] (the
-//! two channels), [`seal`], [`engine`], [`answers`], [`service`] (JSON-RPC
-//! router), [`reference`](mod@reference) (the reference server's tools), [`client`], and with the
+//! [`manual`] (prose: token format, security model, handler model, key
+//! rotation), [`wire`] (the 2026-07-28 shapes), [`carrier`], [`capability`],
+//! [`error`] (the two channels), [`seal`], [`engine`], [`answers`], [`service`]
+//! (JSON-RPC router), [`reference`](mod@reference) (the reference server's tools), [`client`], and with the
 //! `server` feature the transports in `server`.
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -86,6 +90,8 @@ pub mod carrier;
 pub mod client;
 pub mod engine;
 pub mod error;
+/// The manual: prose chapters on the token format, the security model, the handler model and key rotation.
+pub mod manual;
 pub mod principal;
 pub mod reference;
 pub mod replay;

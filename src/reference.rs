@@ -35,7 +35,8 @@ pub fn service(engine: Engine, deployments: Arc<AtomicU64>) -> Service {
     demos(conformance(s), deployments)
 }
 
-/// The conformance fixtures (reference/conformance.md §3).
+/// The conformance fixtures: the tools that the MRTR (SEP-2322) server scenarios of the
+/// official MCP conformance suite call, named `test_input_required_result_*`.
 pub fn conformance(s: Service) -> Service {
     s.tool(
         "test_input_required_result_elicitation",

@@ -132,7 +132,8 @@ struct Inner {
 /// stay unique across parallel calls. All per-flow state (the latest
 /// `requestState`, the answers, the round count) lives in the call itself,
 /// never in the client, so parallel calls cannot see each other's state
-/// (spec.md §2.4 item 4).
+/// (MCP 2026-07-28, Multi Round-Trip Requests §Client Requirements (Basic
+/// Workflow), item 4).
 ///
 /// Every request carries the full `_meta` (protocol version, `clientInfo`,
 /// `clientCapabilities`) and a fresh id. A retry re-sends the original params
@@ -511,7 +512,7 @@ fn result_of(response: Value, id: &RequestId) -> Result<Value, ClientError> {
 
 fn classify(result: Value) -> Result<Outcome, ClientError> {
     match result.get("resultType") {
-        // Absent means complete (servers of earlier versions; spec.md §2.2).
+        // Absent means complete (servers of earlier versions; MCP 2026-07-28, Base Protocol §Result Responses).
         None => Ok(Outcome::Complete(result)),
         Some(Value::String(t)) => match t.as_str() {
             "complete" => Ok(Outcome::Complete(result)),

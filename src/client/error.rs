@@ -54,7 +54,8 @@ pub enum ClientError {
         missing: Box<ClientCapabilities>,
     },
     /// The result's `resultType` is neither `complete` nor `input_required`
-    /// (a client MUST treat an unknown value as invalid, spec.md §2.2).
+    /// (a client MUST treat an unknown value as invalid: MCP 2026-07-28, Base
+    /// Protocol §Result Responses, ResultType).
     #[error("unknown resultType {result_type:?}")]
     UnknownResultType {
         /// The value received.

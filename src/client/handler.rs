@@ -26,7 +26,8 @@ pub struct InputContext {
 }
 
 /// Why a handler gave no answer. Any of these ends the flow without a retry
-/// (spec.md §2.6: on a declined or failed sampling or roots request the client
+/// (MCP 2026-07-28, Sampling §Error Handling and Roots §Error Handling: on a
+/// declined or failed sampling or roots request the client
 /// "simply does not retry"). An elicitation the user declines or cancels is *not*
 /// an error: answer with [`ElicitResult`] `decline`/`cancel`, which the server sees.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -253,7 +254,8 @@ impl InputHandler for Handlers {
         let mut caps = ClientCapabilities::none();
         if self.elicit.is_some() {
             caps.elicitation = Some(match (self.url_mode, self.no_form_mode) {
-                // `elicitation: {}` is form only (spec.md §1.6): the shortest correct declaration.
+                // `elicitation: {}` is form only (MCP 2026-07-28, Elicitation §Capabilities):
+                // the shortest correct declaration.
                 (false, _) => ElicitationCapability::default(),
                 (true, false) => ElicitationCapability {
                     form: Some(JsonObject::new()),

@@ -81,7 +81,8 @@ impl HttpTransport {
             .and_then(Value::as_str)
             .unwrap_or_default();
         let params = request.get("params");
-        // The header must equal `_meta`'s version (spec.md §3.1), so it is read from there.
+        // The header must equal `_meta`'s version (MCP 2026-07-28, Streamable HTTP §Server
+        // Validation), so it is read from there.
         let version = params
             .and_then(|p| p.get("_meta"))
             .and_then(|m| m.get(META_PROTOCOL_VERSION))

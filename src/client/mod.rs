@@ -1,5 +1,6 @@
 //! The client driver: call `tools/call`, `prompts/get` or `resources/read` and
-//! drive every `InputRequiredResult` round to completion (design.md §8).
+//! drive every `InputRequiredResult` round to completion (MCP 2026-07-28, Multi
+//! Round-Trip Requests §Client Requirements (Basic Workflow)).
 //!
 //! ```text
 //!  Client::call ──► round n: request {id: fresh, params: original + _meta

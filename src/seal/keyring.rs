@@ -18,8 +18,12 @@ pub const KEYS_ENV: &str = "MRTR_KEYS";
 ///
 /// 1. Add the new key as open-only on every instance (`MRTR_KEYS=old,new`).
 /// 2. Once all instances have it, make it the sealing key (`MRTR_KEYS=new,old`).
-/// 3. After `max_ttl` plus clock skew (and the flow lifetime, if longer), remove
-///    the old key (`MRTR_KEYS=new`): its tokens then fail with `unknown_key`.
+/// 3. Once no instance seals with the old key any more, wait the longest flow
+///    lifetime plus clock skew (1 h and 60 s by default), then remove the old key
+///    (`MRTR_KEYS=new`): its tokens then fail with `unknown_key`.
+///
+/// Why this is enough, the key file format and how to check a rotation:
+/// [`crate::manual::rotation`].
 ///
 /// ```
 /// use mrtr::seal::{Key, Keyring};

@@ -15,6 +15,10 @@
 //!             principal, audience → Verified<Claims<S>>
 //! ```
 //!
+//! The byte layout, the limits and the versioning rules are in
+//! [`crate::manual::token_format`]; the key ring and its rotation in
+//! [`crate::manual::rotation`].
+//!
 //! # Security
 //!
 //! - **Secret**: the keys, and the sealed state (encrypted, not only signed).

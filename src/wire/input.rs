@@ -1,8 +1,9 @@
 //! `InputRequests` (what the server asks) and `InputResponses` (what the client answers).
 //!
 //! Input requests are bare `{method, params}` objects, not JSON-RPC requests: no
-//! `jsonrpc`, no `id` (spec.md §1.3). Input responses have no `resultType`
-//! (spec.md §1.5).
+//! `jsonrpc`, no `id` (MCP 2026-07-28 schema, `InputRequest`). Input responses
+//! have no `resultType`: the schema's `ElicitResult`, `CreateMessageResult` and
+//! `ListRootsResult` do not extend `Result`.
 
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};

@@ -2,7 +2,7 @@
 //!
 //! Since 2026-07-28 every request carries its protocol version and the client's
 //! capabilities in `params._meta`; a server must not infer capabilities from
-//! earlier requests (spec.md §1.6).
+//! earlier requests (MCP 2026-07-28, Base Protocol §_meta, Per-request protocol fields).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

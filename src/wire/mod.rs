@@ -1,7 +1,7 @@
 //! The MCP 2026-07-28 wire shapes that MRTR touches, as serde types.
 //!
-//! Everything here follows `schema.ts` of the 2026-07-28 revision (see
-//! `reference/spec.md` §1). Types reject on parse what the schema forbids (a form
+//! Everything here follows the schema of the MCP 2026-07-28 revision and its
+//! Multi Round-Trip Requests page. Types reject on parse what the schema forbids (a form
 //! elicitation without `requestedSchema`, a url elicitation without `url`,
 //! sampling without `maxTokens`, a non-primitive form property) and preserve
 //! what it leaves open (`_meta`, unknown `resultType` values, extension

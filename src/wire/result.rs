@@ -8,7 +8,8 @@ use super::{JsonObject, WireError};
 use crate::carrier::CarrierMethod;
 
 /// The `resultType` discriminator. Open: an unknown value survives a round trip
-/// (a client must then treat it as invalid, spec.md §2.2).
+/// (a client must then treat it as invalid: MCP 2026-07-28, Base Protocol §Result
+/// Responses, ResultType).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum ResultType {
     /// `"complete"`: the final result.
@@ -57,7 +58,8 @@ impl<'de> Deserialize<'de> for ResultType {
 /// It can only be built for one of the three carrier methods (the
 /// [`CarrierMethod`] argument), and only with a non-empty `inputRequests` or a
 /// non-empty `requestState` (MRTR Server Requirement 6). An empty
-/// `inputRequests` map is never emitted (spec.md §5.2 item 12).
+/// `inputRequests` map is never emitted: the schema allows one, but it asks for
+/// nothing, and the MCP conformance suite counts it as a failure.
 ///
 /// ```
 /// use mrtr::carrier::CarrierMethod;

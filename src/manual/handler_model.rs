@@ -1,0 +1,202 @@
+//! The handler model: a stateless handler, re-run from the top on every round.
+//!
+//! A server that speaks Multi Round-Trip Requests keeps nothing between rounds:
+//! the retry may reach another instance, or the same one after a restart, and
+//! between rounds nothing is in flight. So mrtr does not suspend a handler in
+//! the middle and resume it later. It runs the handler again, from the top, on
+//! every round, and makes each ask return the answer the flow already has. A
+//! handler reads like straight-line code that asks its questions one after the
+//! other; underneath, it runs once per round.
+//!
+//! # One round
+//!
+//! ```text
+//!  request (+ requestState, + inputResponses)
+//!    │
+//!    ▼  open and check the sealed state
+//!  handler runs from the top
+//!    │  round.elicit / sample / roots / visit:
+//!    │    answer sealed by an earlier round, or a valid one in this retry ─► Ok(answer)
+//!    │    otherwise: record the question ─────────────────────────────────► Err(Flow::Suspend)
+//!    ▼
+//!  Ok(result)      → the complete result
+//!  Flow::Suspend   → one InputRequiredResult: every recorded question, and a new
+//!                    requestState sealing the answers, the asked set, once
+//!                    results and handler data (round + 1, same flow deadline)
+//!  a failure       → a tool error (isError) or a JSON-RPC error
+//! ```
+//!
+//! The client answers, retries the same request with a new id, and the handler
+//! runs again; this time the asks it passed before return their answers, and it
+//! gets further. How the state is opened and checked is in the
+//! [security model](super::security_model); what it holds is in the
+//! [token format](super::token_format).
+//!
+//! # Registering a handler
+//!
+//! A handler is a closure that takes the round by value. It may be `async`,
+//! registered with `Service::tool_async`, or synchronous, registered with
+//! `Service::tool`; prompts and resources take handlers of the same shape.
+//!
+//! ```ignore
+//! use serde::Deserialize;
+//!
+//! #[derive(Deserialize)]
+//! struct DeployArgs {
+//!     service: String,
+//! }
+//!
+//! let service = service.tool_async(
+//!     "deploy",
+//!     "Deploys a service after the user confirms.",
+//!     deploy_schema,
+//!     |round: Round| async move {
+//!         let args: DeployArgs = round.arguments()?;
+//!         if !round.confirm("confirm", format!("Deploy {} to production?", args.service))? {
+//!             return Err(Flow::failed(
+//!                 ToolAdvice::new("The user did not confirm the deployment, so nothing was deployed", Retry::DoesNotHelp)
+//!                     .instead("Ask the user whether they want to deploy before calling deploy again"),
+//!             ));
+//!         }
+//!         let id: u64 = round
+//!             .once_async("deploy", async { deploy(&args.service).await })
+//!             .await?;
+//!         Ok(tool_text(format!("Deployed {} (deployment #{id}).", args.service)))
+//!     },
+//! );
+//! ```
+//!
+//! Round 1 of this flow parses the arguments, asks the confirmation and stops
+//! at the `?`. Round 2 parses the same arguments (they are bound to the sealed
+//! state, so they cannot change), gets the confirmation, runs the `once` step
+//! and completes. When the engine has a replay guard, round 2 sent again does
+//! not deploy a second time: the `once` step refuses, and the model is told the
+//! step was already carried out.
+//!
+//! # Arguments
+//!
+//! `round.arguments::<T>()?` deserializes the request's arguments into any
+//! `serde` type. When they do not fit, the handler stops with a tool result
+//! with `isError: true` that names the field and the expected type, never the
+//! value sent, so the model can correct its call.
+//!
+//! # Asking
+//!
+//! | call | asks for | returns |
+//! |---|---|---|
+//! | `round.elicit(key, Form)` | a form the user fills in | accepted fields, declined, cancelled, or unavailable |
+//! | `round.visit(key, UrlVisit)` | the user to open a URL (sign-in, payment, secrets) | accepted, declined, cancelled, or unavailable |
+//! | `round.sample(key, Sampling)` | a completion from the client's model | the model's message, or none |
+//! | `round.roots(key, RootsAsk)` | the client's roots | the roots, or none |
+//!
+//! Each returns the answer when the flow has one, and otherwise records the
+//! question and returns `Err(Flow::Suspend)`, which `?` passes up. An answer
+//! counts only for the key and kind asked, for the very same question, and (for
+//! a form) when it validates against the form's schema; anything else is asked
+//! again with a note saying what was wrong. Decline and cancel are answers the
+//! handler sees, not errors.
+//!
+//! An ask is required by default: when the client did not declare the
+//! capability it needs, the request fails with `-32021` naming it. Mark an ask
+//! `.optional()` to have it dropped instead; the handler then sees it as
+//! unavailable and goes on without it. An accepted URL visit means the user
+//! agreed to open the page, not that they finished there: check the outcome
+//! yourself on the next round.
+//!
+//! # Several questions in one round
+//!
+//! Every ask made before the first `?` goes into the same
+//! `InputRequiredResult`:
+//!
+//! ```ignore
+//! let units = round.elicit("units", Form::new("Units?").one_of("units", ["metric", "imperial"]).optional());
+//! let forecast = round.sample("forecast", Sampling::prompt("One-line forecast for Paris?", 60));
+//! let (units, forecast) = (units?, forecast?); // both asked at once
+//! ```
+//!
+//! Ask in one round what does not depend on another answer, and in later rounds
+//! what does. The engine caps questions per round and rounds per flow (16 each
+//! by default); beyond that the flow ends with a tool error telling the model to
+//! start over.
+//!
+//! # Confirmations
+//!
+//! `round.confirm(key, message)?` returns `true` only when the user accepted
+//! *and* the question was put to the user in an earlier sealed round of this
+//! flow. A confirmation the client sends unasked, on its first request, is not
+//! taken: the question goes out, and only the answer to it counts. `false`
+//! covers every other outcome (declined, cancelled, unchecked, or no elicitation
+//! possible); treat it as "no".
+//!
+//! # Side effects: `once`
+//!
+//! `round.once(step, || ...)` and `round.once_async(step, async { ... }).await`
+//! run a side effect at most once per flow. The first run in a flow carries it
+//! out and its result (any `serde` type) is sealed into the state; every later
+//! re-run of the handler in that flow returns the sealed result without running
+//! the step. A replayed final round would re-run it (nothing is sealed after a
+//! complete result), unless the engine has a replay guard: then, on every round
+//! that resumes a flow, the step first claims `(flow id, step)`, and a second
+//! claim ends the run with a tool error saying the step was already carried
+//! out. The claim is taken before the step runs, so a step that failed is not
+//! retried in that flow. An in-memory guard only holds within one process; see
+//! the [security model](super::security_model#replay-what-binding-gives-and-what-it-does-not)
+//! for fleets.
+//!
+//! Step names identify steps within a flow: one name per side effect, and the
+//! same result type across releases (a sealed result that no longer fits its
+//! type is an internal error).
+//!
+//! # Handler data
+//!
+//! `round.set_data(&value)` stores typed data (any `serde` type) that is sealed
+//! with the state and read back by `round.data::<T>()` in the next round.
+//! Use it for what is expensive or impossible to recompute the same way on
+//! every run, such as a plan derived from earlier answers. It travels through
+//! the client, encrypted, and counts toward the size limit of the state (8 KiB of
+//! plaintext by default).
+//!
+//! # Deadline and panics
+//!
+//! Each run of a handler has a deadline. A run that overruns it is aborted: on
+//! `tools/call` the client gets a tool error saying that retrying may succeed,
+//! elsewhere `-32603`. Nothing from the aborted run is recorded, including
+//! the results of `once` steps that finished in it, so a side effect that can
+//! be cut short this way should be idempotent at its destination.
+//!
+//! A handler that panics ends its request with `-32603`; the panic's message
+//! is not sent to the client. Panics are bugs, not a way to report a failure.
+//!
+//! # Rules for writing handlers
+//!
+//! 1. **Ask deterministically.** A question is its key plus the exact request
+//!    sent: message, schema, parameters. A reworded question is a new question,
+//!    asked again, and an earlier answer does not count for it. Do not put the
+//!    time, random values, counters or freshly fetched data into a question,
+//!    unless you stored them with `set_data` in an earlier round and read them
+//!    back.
+//! 2. **One key, one question.** Asking the same key with two different
+//!    questions in one run is an internal error. Use a new key when the
+//!    question is really new.
+//! 3. **Branch only on answers and arguments.** Later questions may depend on
+//!    earlier answers; that is what rounds are for. They must not depend on
+//!    anything that may differ between runs.
+//! 4. **Do side effects only inside `once`.** Code before an ask runs on every
+//!    round; code outside `once` runs on every replay. Put the step after the
+//!    questions that confirm it, and give the engine a replay guard when it must
+//!    not run twice.
+//! 5. **Never act on a declined, cancelled or unavailable confirmation.** Act
+//!    only on `confirm(...)` returning `true`; for anything else return a tool
+//!    error that tells the model nothing was done and why.
+//! 6. **Handle every answer.** Decline, cancel and unavailable are normal
+//!    outcomes; a `match` that covers them is part of the handler.
+//! 7. **Keep the state small.** Everything sealed (answers, data, `once`
+//!    results) travels through the client twice per round and must fit the size
+//!    limit.
+//! 8. **Ask for secrets by URL.** Never put passwords, API keys or payment
+//!    details in a form; send the user to a page with `visit`.
+//! 9. **Say what failed, not what was sent.** Failure text reaches the model:
+//!    name the input at fault, never its value or a secret.
+//! 10. **Suspend only by asking.** Return `Flow::Suspend` only through an ask's
+//!     `?`; a handler that suspends without having asked anything is an
+//!     internal error.

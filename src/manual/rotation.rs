@@ -1,0 +1,114 @@
+//! Keys for a fleet, and the three-phase rotation runbook.
+//!
+//! # The key ring
+//!
+//! A [`Keyring`] holds one key that seals and any number of keys that only
+//! open. Every token names its key by kid, in clear (see [`token_format`]), and
+//! `open` uses exactly that key: rotation costs no trial decryptions, and a
+//! token under a key the ring no longer holds fails as `unknown_key` (the
+//! uniform `-32602` for the client). Every instance of a fleet needs the same
+//! ring and the same audience (`mrtr serve --audience`), or the instances cannot
+//! open each other's state.
+//!
+//! # Making a key
+//!
+//! `mrtr keygen` prints a fresh key: 32 random bytes from the operating system,
+//! base64url without padding (43 characters); [`generate_key_string`] does the
+//! same in code. Any base64url string of at least 32 random bytes works
+//! (`head -c 32 /dev/urandom | basenc --base64url`; padding is accepted).
+//! Exactly 32 bytes are used as they are; a longer secret, such as 64 bytes from
+//! a secret manager, is condensed with HKDF-SHA256 ([`Key::from_secret`]).
+//! Shorter secrets are refused. Never use a password: the bytes must be random.
+//!
+//! # Where keys come from
+//!
+//! - **`MRTR_KEYS`**: comma-separated base64url keys; the **first seals**, the
+//!   others only open. Whitespace around an entry and empty entries are ignored.
+//!   Example: `MRTR_KEYS=NEWKEY,OLDKEY`.
+//! - **`--keys-file PATH`** (`mrtr serve`, `mrtr inspect`): a file in the same
+//!   format, where newlines separate entries as commas do and `#` starts a
+//!   comment that runs to the end of the line:
+//!
+//!   ```text
+//!   # mrtr keys: the first one seals
+//!   NEWKEY   # added 2026-11-30
+//!   OLDKEY   # remove after the rotation window
+//!   ```
+//!
+//!   When both are given, the file wins.
+//! - **Neither**: `mrtr serve` uses an ephemeral key for this process only, and
+//!   warns that a fleet needs a shared one. Its tokens do not survive a restart
+//!   and no other instance can open them. `MRTR_KEYS` set but empty, or not
+//!   UTF-8, is a configuration error (exit code 2): an operator who meant to set
+//!   it must not silently get a per-process key.
+//!
+//! A bad entry is reported by its position (from 1), never by its value; two
+//! entries with the same kid (usually the same key twice) are refused. In code:
+//! [`Keyring::parse_keys`], [`Keyring::from_file`], [`Keyring::from_env`] (which
+//! returns `None` when `MRTR_KEYS` is unset or blank: decide explicitly what your
+//! server does then), and [`Keyring::new`] with [`Keyring::with_open_only`].
+//!
+//! # Rotation runbook
+//!
+//! Rotate in three deploys. Each phase must be complete on **every** instance
+//! before the next one starts.
+//!
+//! 1. **Add the new key as an opener.** `MRTR_KEYS=OLD,NEW`. Nothing seals
+//!    with `NEW` yet, but every instance can open what it will seal. Skipping
+//!    this phase would let an instance that already seals with `NEW` hand out
+//!    tokens that instances still running the old ring refuse as `unknown_key`.
+//! 2. **Promote the new key to sealer.** `MRTR_KEYS=NEW,OLD`. New tokens are
+//!    sealed with `NEW`; tokens sealed with `OLD` still open. While this deploy
+//!    rolls out, both keys seal on different instances, and every instance opens
+//!    both.
+//! 3. **Remove the old key** once the last instance has sealed with `OLD` for
+//!    the last time, plus the longest flow lifetime configured on any instance,
+//!    plus the clock skew: with the defaults, 1 hour and 60 seconds after phase 2
+//!    finished. `MRTR_KEYS=NEW`.
+//!
+//! Why that wait is enough: every token carries its flow's absolute deadline,
+//! fixed when the flow began and never extended, and no token opens after that
+//! deadline plus the clock skew. A token sealed with `OLD` at time `t` belongs to
+//! a flow that began at or before `t`, so it is dead by `t + flow lifetime +
+//! skew` whatever its round expiry (`mrtr serve --state-ttl` cannot push a round
+//! past the deadline). The flow lifetime is [`SealConfig::flow_lifetime`]
+//! (default [`DEFAULT_FLOW_LIFETIME`], 1 hour; `mrtr serve` uses the default)
+//! and the skew [`SealConfig::clock_skew`] (default 60 s, `mrtr serve
+//! --clock-skew`).
+//!
+//! # Checking a rotation
+//!
+//! - Each refusal is counted per reason ([`Sealer::reject_counts`]), its reason
+//!   is on the request's log line (`reject_reason`), and a `tracing` event
+//!   names the token's kid (target `mrtr::seal`, debug level for
+//!   `unknown_key`: `RUST_LOG=mrtr::seal=debug`). After phase 3, `unknown_key`
+//!   refusals naming the old kid mean the key was removed too early, or an
+//!   instance still seals with it.
+//! - `mrtr inspect TOKEN` (keys from `--keys-file` or `MRTR_KEYS`) opens a token
+//!   with the ring's keys and prints its claims, kid included, or the private
+//!   reason it does not open. The output holds the decrypted state: it is for
+//!   the operator only.
+//! - A ring's `Debug` shows the sealing kid and the open-only kids, never key
+//!   bytes.
+//!
+//! # A compromised key
+//!
+//! A leaked key lets its holder read every state sealed under it and forge
+//! states for any request and principal. Do not wait out the rotation window:
+//! deploy a ring without it (`MRTR_KEYS=NEW`) at once. Flows in progress under
+//! the leaked key then fail with the uniform `-32602`, and their clients must
+//! start over; that is the price of closing the hole.
+//!
+//! [`Keyring`]: crate::seal::Keyring
+//! [`Keyring::parse_keys`]: crate::seal::Keyring::parse_keys
+//! [`Keyring::from_file`]: crate::seal::Keyring::from_file
+//! [`Keyring::from_env`]: crate::seal::Keyring::from_env
+//! [`Keyring::new`]: crate::seal::Keyring::new
+//! [`Keyring::with_open_only`]: crate::seal::Keyring::with_open_only
+//! [`Key::from_secret`]: crate::seal::Key::from_secret
+//! [`generate_key_string`]: crate::seal::generate_key_string
+//! [`SealConfig::flow_lifetime`]: crate::seal::SealConfig::flow_lifetime
+//! [`SealConfig::clock_skew`]: crate::seal::SealConfig::clock_skew
+//! [`DEFAULT_FLOW_LIFETIME`]: crate::seal::DEFAULT_FLOW_LIFETIME
+//! [`Sealer::reject_counts`]: crate::seal::Sealer::reject_counts
+//! [`token_format`]: super::token_format
