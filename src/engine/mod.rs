@@ -1,4 +1,4 @@
-//! The round engine: resume a stateless handler across rounds (design.md §5).
+//! The round engine: resume a stateless handler across rounds (see [`crate::manual::handler_model`]).
 //!
 //! A stateless server re-runs its handler from the top on every retry. The engine
 //! hands the handler the answers it already has (sealed in `requestState` from
