@@ -35,6 +35,32 @@ fn notes_form() -> Form {
 
 /// A release tool: two questions in round 1, a confirmation in round 2, done in round 3.
 fn release(r: Round) -> Result<Value, Flow> {
+    release_steps(&r)
+}
+
+/// The same tool as an async handler, with a real suspension point before the asks
+/// (a handler that awaits a lookup that happens to be ready).
+async fn release_async(r: Round) -> Result<Value, Flow> {
+    ready_lookup().await;
+    release_steps(&r)
+}
+
+/// Stands in for an awaited lookup: yields once to the executor, then completes.
+async fn ready_lookup() {
+    let mut yielded = false;
+    std::future::poll_fn(|cx| {
+        if yielded {
+            std::task::Poll::Ready(())
+        } else {
+            yielded = true;
+            cx.waker().wake_by_ref();
+            std::task::Poll::Pending
+        }
+    })
+    .await;
+}
+
+fn release_steps(r: &Round) -> Result<Value, Flow> {
     let target = r.elicit("target", target_form());
     let notes = r.elicit("notes", notes_form());
     let (target, notes) = (target?, notes?);
@@ -149,8 +175,43 @@ fn engine_rounds(c: &mut Criterion) {
     g.bench_function("resumed_round_accept_two_reseal_1KiB", |b| {
         b.iter(|| black_box(engine.run(black_box(r2.clone()), &anon, now, release)))
     });
+    // The same rounds with the async handler, on a current-thread tokio runtime.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    assert!(matches!(
+        rt.block_on(engine.run_async(r3.clone(), &anon, now, release_async)),
+        Outcome::Complete(_)
+    ));
+    g.bench_function("async/first_round_two_asks_sealed", |b| {
+        b.iter(|| {
+            black_box(rt.block_on(engine.run_async(
+                black_box(r1.clone()),
+                &anon,
+                now,
+                release_async,
+            )))
+        })
+    });
+    g.bench_function("async/resumed_round_1KiB_state_complete", |b| {
+        b.iter(|| {
+            black_box(rt.block_on(engine.run_async(
+                black_box(r3.clone()),
+                &anon,
+                now,
+                release_async,
+            )))
+        })
+    });
     g.finish();
 
+    let async_service = Service::new(engine.clone(), "bench", "1.0.0").tool_async(
+        "release",
+        "Releases a service after two questions and a confirmation.",
+        json!({"type": "object", "properties": {"ticket": {"type": "string"}}}),
+        release_async,
+    );
     let service = Service::new(engine.clone(), "bench", "1.0.0").tool(
         "release",
         "Releases a service after two questions and a confirmation.",
@@ -174,6 +235,26 @@ fn engine_rounds(c: &mut Criterion) {
     g.throughput(Throughput::Bytes(b3.len() as u64));
     g.bench_function("resumed_round_handle_1KiB_state", |b| {
         b.iter(|| black_box(service.handle_sync(black_box(&b3), &ctx)))
+    });
+    // The transports' path: `Service::handle` awaited on a runtime, sync handler
+    // against async handler.
+    assert_eq!(
+        rt.block_on(async_service.handle(&b3, &ctx)).log.outcome,
+        "complete"
+    );
+    g.throughput(Throughput::Bytes(b1.len() as u64));
+    g.bench_function("runtime/first_round_sync_handler", |b| {
+        b.iter(|| black_box(rt.block_on(service.handle(black_box(&b1), &ctx))))
+    });
+    g.bench_function("runtime/first_round_async_handler", |b| {
+        b.iter(|| black_box(rt.block_on(async_service.handle(black_box(&b1), &ctx))))
+    });
+    g.throughput(Throughput::Bytes(b3.len() as u64));
+    g.bench_function("runtime/resumed_round_sync_handler", |b| {
+        b.iter(|| black_box(rt.block_on(service.handle(black_box(&b3), &ctx))))
+    });
+    g.bench_function("runtime/resumed_round_async_handler", |b| {
+        b.iter(|| black_box(rt.block_on(async_service.handle(black_box(&b3), &ctx))))
     });
     g.finish();
 
