@@ -94,6 +94,7 @@ pub mod seal;
 pub mod server;
 pub mod service;
 pub mod time;
+pub mod typed;
 pub mod wire;
 
 /// The README's Rust example, compiled and run as a doctest.
