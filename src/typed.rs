@@ -11,7 +11,7 @@
 //! use serde::Deserialize;
 //! use serde_json::json;
 //!
-//! #[derive(Deserialize)]
+//! #[derive(Debug, Deserialize)]
 //! struct Restart {
 //!     service: String,
 //!     delay_ms: u32,
