@@ -89,6 +89,7 @@ pub mod error;
 pub mod principal;
 pub mod reference;
 pub mod replay;
+pub mod result;
 pub mod seal;
 #[cfg(feature = "server")]
 pub mod server;
