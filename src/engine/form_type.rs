@@ -869,6 +869,28 @@ mod tests {
         a: String,
     }
 
+    #[derive(JsonSchema, Default)]
+    #[allow(dead_code)]
+    #[serde(default)]
+    struct Defaults {
+        retries: u8,
+        verbose: bool,
+        label: String,
+    }
+
+    #[test]
+    fn container_default_makes_fields_optional_with_defaults() {
+        let form = Form::from_type::<Defaults>("m").unwrap();
+        assert_eq!(
+            form.schema().to_value(),
+            json!({"type": "object", "properties": {
+                "retries": {"type": "integer", "minimum": 0, "maximum": 255, "default": 0},
+                "verbose": {"type": "boolean", "default": false},
+                "label": {"type": "string", "default": ""},
+            }})
+        );
+    }
+
     #[test]
     fn root_keywords() {
         assert_eq!(
