@@ -95,6 +95,7 @@ pub mod manual;
 pub mod principal;
 pub mod reference;
 pub mod replay;
+pub mod result;
 pub mod seal;
 #[cfg(feature = "server")]
 pub mod server;

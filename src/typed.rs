@@ -1,36 +1,552 @@
-//! Placeholder: replaced by the typed-decoding module.
+//! Decoding JSON into a handler's own serde type, with an error safe to show.
+//!
+//! A handler usually wants its arguments as a struct, not as loose JSON. [`decode`]
+//! does that and, when the client sent something that does not fit, returns a
+//! [`TypeMismatch`] that names the field and the type the server expected, and
+//! never the value the client sent: arguments may hold secrets, and an error text
+//! travels to the model, to logs and back to the client.
+//!
+//! ```
+//! use mrtr::typed::{Problem, decode};
+//! use serde::Deserialize;
+//! use serde_json::json;
+//!
+//! #[derive(Debug, Deserialize)]
+//! struct Restart {
+//!     service: String,
+//!     delay_ms: u32,
+//! }
+//!
+//! let ok: Restart = decode(&json!({"service": "api", "delay_ms": 250})).unwrap();
+//! assert_eq!((ok.service.as_str(), ok.delay_ms), ("api", 250));
+//!
+//! let err = decode::<Restart>(&json!({"service": "api", "delay_ms": "hunter2"})).unwrap_err();
+//! assert_eq!(err.field(), "delay_ms");
+//! assert_eq!(err.expected(), "u32");
+//! assert_eq!(err.problem(), Problem::InvalidType);
+//! assert_eq!(err.to_string(), "field \"delay_ms\": expected u32");
+//! assert!(!err.describe("Argument").contains("hunter2"));
+//! ```
+//!
+//! # Security
+//! The text of a [`TypeMismatch`] is built only from the path of the failing
+//! field and from serde's "expected …" clause, which comes from the server's own
+//! type. The path's map keys come from the client, so each segment is cut to
+//! [`MAX_SEGMENT_CHARS`] characters and stripped of control characters. An error
+//! message serde cannot classify (a `Deserialize` impl's custom error, which may
+//! quote the value) is reduced to "has an invalid value".
+
+use std::fmt;
+
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-/// Why a value does not fit a type.
-#[derive(Debug, Clone)]
+/// The most characters kept of one path segment (a map key or enum variant the
+/// client sent); the rest is cut.
+pub const MAX_SEGMENT_CHARS: usize = 64;
+
+/// The most characters kept of an "expected …" clause.
+const MAX_EXPECTED_CHARS: usize = 200;
+
+/// Decodes `value` into `T`.
+///
+/// # Errors
+/// A [`TypeMismatch`] naming the first field that does not fit `T` and what `T`
+/// expected there; it never holds the value the client sent.
+pub fn decode<T: DeserializeOwned>(value: &Value) -> Result<T, TypeMismatch> {
+    serde_path_to_error::deserialize(value).map_err(|e| TypeMismatch::from_path_error(&e))
+}
+
+/// What was wrong with a field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Problem {
+    /// A required field was absent.
+    MissingField,
+    /// The value had the wrong JSON type (a string where a number belongs).
+    InvalidType,
+    /// The value had the right JSON type but was out of range, not one of the
+    /// allowed variants, or of the wrong length.
+    InvalidValue,
+    /// A field the type does not know (with `#[serde(deny_unknown_fields)]`).
+    UnknownField,
+    /// Anything else, such as a custom error from a `Deserialize` impl; its text is
+    /// not kept, because it may quote the value.
+    Other,
+}
+
+/// Why a JSON value did not decode into the handler's type: which field, what was
+/// expected, never what was sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TypeMismatch {
     field: String,
+    expected: String,
+    problem: Problem,
 }
 
 impl TypeMismatch {
-    /// The field.
+    /// The path of the field, such as `service` or `items[2].name`; empty for the
+    /// value itself. Each segment is at most [`MAX_SEGMENT_CHARS`] characters, with
+    /// control characters removed.
     pub fn field(&self) -> &str {
         &self.field
     }
-    /// A sentence.
+
+    /// What the server's type expected there, such as `u32`, `a string` or
+    /// `integer between 0 and 10000`; empty when the problem is not
+    /// [`Problem::InvalidType`] or [`Problem::InvalidValue`].
+    pub fn expected(&self) -> &str {
+        &self.expected
+    }
+
+    /// What was wrong.
+    pub fn problem(&self) -> Problem {
+        self.problem
+    }
+
+    /// A sentence a model can act on, with `what` naming the kind of input
+    /// (`"Argument"` for tool arguments, `"Field"` for form fields), for example
+    /// `Argument "delay_ms" must be u32. Correct it and try again.`
     pub fn describe(&self, what: &str) -> String {
-        format!("{what} {:?} does not fit", self.field)
+        let subject = if self.field.is_empty() {
+            "The input".to_owned()
+        } else {
+            format!("{what} \"{}\"", self.field)
+        };
+        match self.problem {
+            Problem::InvalidType | Problem::InvalidValue if !self.expected.is_empty() => format!(
+                "{subject} must be {}. Correct it and try again.",
+                self.expected
+            ),
+            Problem::MissingField => {
+                format!("{subject} is required but was not given. Add it and try again.")
+            }
+            Problem::UnknownField => {
+                format!("{subject} is not accepted. Remove it and try again.")
+            }
+            _ => format!("{subject} has an invalid value. Correct it and try again."),
+        }
+    }
+
+    fn from_path_error(e: &serde_path_to_error::Error<serde_json::Error>) -> Self {
+        let mut field = String::new();
+        for segment in e.path() {
+            match segment {
+                serde_path_to_error::Segment::Seq { index } => {
+                    field.push_str(&format!("[{index}]"));
+                }
+                serde_path_to_error::Segment::Map { key } => push_name(&mut field, key),
+                serde_path_to_error::Segment::Enum { variant } => push_name(&mut field, variant),
+                serde_path_to_error::Segment::Unknown => push_name(&mut field, "?"),
+            }
+        }
+        let message = e.inner().to_string();
+        let message = strip_position(&message, e.inner());
+        let (problem, expected) = classify(message);
+        if problem == Problem::MissingField {
+            // `missing field `name``: the name comes from the server's type, and the
+            // path stops at the struct that lacks it.
+            if let Some(name) = message
+                .strip_prefix("missing field `")
+                .and_then(|rest| rest.strip_suffix('`'))
+            {
+                push_name(&mut field, name);
+            }
+        }
+        Self {
+            field,
+            expected,
+            problem,
+        }
     }
 }
 
-impl std::fmt::Display for TypeMismatch {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "field {:?}", self.field)
+impl fmt::Display for TypeMismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let root = self.field.is_empty();
+        match self.problem {
+            Problem::InvalidType | Problem::InvalidValue if !self.expected.is_empty() => {
+                if root {
+                    write!(f, "the value: expected {}", self.expected)
+                } else {
+                    write!(f, "field \"{}\": expected {}", self.field, self.expected)
+                }
+            }
+            Problem::MissingField => write!(f, "field \"{}\" is missing", self.field),
+            Problem::UnknownField => write!(f, "unknown field \"{}\"", self.field),
+            _ if root => f.write_str("the value is invalid"),
+            _ => write!(f, "field \"{}\" has an invalid value", self.field),
+        }
     }
 }
 
-/// Decodes.
-///
-/// # Errors
-/// On mismatch.
-pub fn decode<T: DeserializeOwned>(value: &Value) -> Result<T, TypeMismatch> {
-    serde_json::from_value(value.clone()).map_err(|_| TypeMismatch {
-        field: String::new(),
-    })
+impl std::error::Error for TypeMismatch {}
+
+/// Sorts serde's message into a [`Problem`] and keeps only its "expected …"
+/// clause. The text between `invalid type: ` and the clause describes the value
+/// the client sent, so it is never copied.
+fn classify(message: &str) -> (Problem, String) {
+    const EXPECTED: &str = ", expected ";
+    let problem = if message.starts_with("invalid type: ") {
+        Problem::InvalidType
+    } else if message.starts_with("invalid value: ")
+        || message.starts_with("invalid length ")
+        || message.starts_with("unknown variant ")
+    {
+        Problem::InvalidValue
+    } else if message.starts_with("missing field `") {
+        return (Problem::MissingField, String::new());
+    } else if message.starts_with("unknown field `") {
+        return (Problem::UnknownField, String::new());
+    } else {
+        return (Problem::Other, String::new());
+    };
+    // The clause is the end of the message, written by the server's type; client
+    // text can only come before it, so the last separator is the real one.
+    match message.rfind(EXPECTED) {
+        Some(at) => {
+            let expected = clean(&message[at + EXPECTED.len()..], MAX_EXPECTED_CHARS);
+            if expected.is_empty() {
+                (Problem::Other, String::new())
+            } else {
+                (problem, expected)
+            }
+        }
+        None => (Problem::Other, String::new()),
+    }
+}
+
+/// serde_json appends ` at line L column C` when it parsed text; a `Value` has
+/// no position, but strip it in case.
+fn strip_position<'a>(message: &'a str, inner: &serde_json::Error) -> &'a str {
+    if inner.line() == 0 {
+        return message;
+    }
+    message
+        .rfind(" at line ")
+        .map_or(message, |at| &message[..at])
+}
+
+/// Appends one path segment, cut and cleaned.
+fn push_name(field: &mut String, name: &str) {
+    if !field.is_empty() {
+        field.push('.');
+    }
+    field.push_str(&clean(name, MAX_SEGMENT_CHARS));
+}
+
+/// At most `max` characters of `s`, without control characters.
+fn clean(s: &str, max: usize) -> String {
+    s.chars().filter(|c| !c.is_control()).take(max).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use proptest::prelude::*;
+    use serde::Deserialize;
+    use serde_json::json;
+
+    use super::*;
+
+    #[derive(Debug, Deserialize)]
+    #[allow(dead_code)] // fields exist to be decoded into
+    struct Prims {
+        s: String,
+        b: bool,
+        i: i64,
+        u: u32,
+        small: u8,
+        f: f64,
+        opt: Option<u32>,
+        mode: Mode,
+        tags: Vec<String>,
+    }
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    #[serde(rename_all = "lowercase")]
+    enum Mode {
+        Fast,
+        Safe,
+    }
+
+    fn good() -> Value {
+        json!({"s": "x", "b": true, "i": -3, "u": 7, "small": 200, "f": 1.5,
+               "opt": null, "mode": "fast", "tags": ["a", "b"]})
+    }
+
+    fn with(field: &str, v: Value) -> Value {
+        let mut g = good();
+        g[field] = v;
+        g
+    }
+
+    fn mismatch(field: &str, v: Value) -> TypeMismatch {
+        decode::<Prims>(&with(field, v)).unwrap_err()
+    }
+
+    #[test]
+    fn good_value_decodes() {
+        let p: Prims = decode(&good()).unwrap();
+        assert_eq!((p.mode, p.small, p.opt), (Mode::Fast, 200, None));
+    }
+
+    #[test]
+    fn each_primitive_names_field_and_expected_type() {
+        let cases = [
+            ("s", json!(5), "a string", Problem::InvalidType),
+            ("b", json!("yes"), "a boolean", Problem::InvalidType),
+            ("i", json!("12"), "i64", Problem::InvalidType),
+            ("i", json!(1.5), "i64", Problem::InvalidType),
+            ("u", json!(-1), "u32", Problem::InvalidValue),
+            ("u", json!("7"), "u32", Problem::InvalidType),
+            ("small", json!(300), "u8", Problem::InvalidValue),
+            ("f", json!("1.5"), "f64", Problem::InvalidType),
+            ("opt", json!("seven"), "u32", Problem::InvalidType),
+            ("tags", json!("a"), "a sequence", Problem::InvalidType),
+        ];
+        for (field, v, expected, problem) in cases {
+            let e = mismatch(field, v.clone());
+            assert_eq!(
+                (e.field(), e.expected(), e.problem()),
+                (field, expected, problem),
+                "{field} = {v}"
+            );
+            assert_eq!(
+                e.to_string(),
+                format!("field \"{field}\": expected {expected}")
+            );
+        }
+    }
+
+    #[test]
+    fn unit_enum_names_its_variants() {
+        let e = mismatch("mode", json!("turbo"));
+        assert_eq!(e.field(), "mode");
+        assert_eq!(e.problem(), Problem::InvalidValue);
+        assert_eq!(e.expected(), "`fast` or `safe`");
+        assert!(!e.to_string().contains("turbo"));
+        let e = mismatch("mode", json!(3));
+        assert_eq!(e.field(), "mode");
+        assert_eq!(e.problem(), Problem::InvalidType);
+    }
+
+    #[test]
+    fn vec_element_has_index_in_path() {
+        let e = mismatch("tags", json!(["a", 2]));
+        assert_eq!((e.field(), e.expected()), ("tags[1]", "a string"));
+    }
+
+    #[test]
+    fn missing_field_is_named() {
+        let mut v = good();
+        v.as_object_mut().unwrap().remove("u");
+        let e = decode::<Prims>(&v).unwrap_err();
+        assert_eq!(
+            (e.field(), e.problem(), e.expected()),
+            ("u", Problem::MissingField, "")
+        );
+        assert_eq!(e.to_string(), "field \"u\" is missing");
+        assert_eq!(
+            e.describe("Argument"),
+            "Argument \"u\" is required but was not given. Add it and try again."
+        );
+        // An absent Option is fine.
+        let mut v = good();
+        v.as_object_mut().unwrap().remove("opt");
+        assert!(decode::<Prims>(&v).is_ok());
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Strict {
+        name: String,
+    }
+
+    #[test]
+    fn unknown_field_is_named() {
+        let e = decode::<Strict>(&json!({"name": "a", "x": "secret"})).unwrap_err();
+        assert_eq!((e.field(), e.problem()), ("x", Problem::UnknownField));
+        assert_eq!(e.to_string(), "unknown field \"x\"");
+        assert_eq!(
+            e.describe("Field"),
+            "Field \"x\" is not accepted. Remove it and try again."
+        );
+        assert!(!e.to_string().contains("secret"));
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[allow(dead_code)]
+    struct Order {
+        items: Vec<Item>,
+        meta: HashMap<String, Item>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[allow(dead_code)]
+    struct Item {
+        name: String,
+        qty: u16,
+    }
+
+    #[test]
+    fn nested_paths() {
+        let v = json!({"items": [{"name": "a", "qty": 1}, {"name": "b", "qty": 2},
+                                 {"name": false, "qty": 3}], "meta": {}});
+        let e = decode::<Order>(&v).unwrap_err();
+        assert_eq!((e.field(), e.expected()), ("items[2].name", "a string"));
+        let v = json!({"items": [{"name": "a"}], "meta": {}});
+        let e = decode::<Order>(&v).unwrap_err();
+        assert_eq!(
+            (e.field(), e.problem()),
+            ("items[0].qty", Problem::MissingField)
+        );
+        let v = json!({"items": [], "meta": {"k": {"name": "a", "qty": 70000}}});
+        let e = decode::<Order>(&v).unwrap_err();
+        assert_eq!((e.field(), e.expected()), ("meta.k.qty", "u16"));
+    }
+
+    #[test]
+    fn client_keys_are_cut_and_cleaned() {
+        let key = format!("a\u{1b}[31m\n{}", "k".repeat(100));
+        let mut meta = serde_json::Map::new();
+        meta.insert(key, json!({"name": 1, "qty": 1}));
+        let v = json!({"items": [], "meta": meta});
+        let e = decode::<Order>(&v).unwrap_err();
+        let first = e.field().strip_prefix("meta.").unwrap();
+        let key_part = first.strip_suffix(".name").unwrap();
+        assert_eq!(key_part.chars().count(), MAX_SEGMENT_CHARS);
+        assert!(!e.field().chars().any(char::is_control));
+        assert!(key_part.starts_with("a[31mkkk"));
+    }
+
+    #[test]
+    fn root_mismatch() {
+        let e = decode::<Strict>(&json!("just a string")).unwrap_err();
+        assert_eq!((e.field(), e.problem()), ("", Problem::InvalidType));
+        assert_eq!(e.expected(), "struct Strict");
+        assert_eq!(e.to_string(), "the value: expected struct Strict");
+        assert_eq!(
+            e.describe("Argument"),
+            "The input must be struct Strict. Correct it and try again."
+        );
+        let e = decode::<u32>(&json!(-4)).unwrap_err();
+        assert_eq!((e.field(), e.expected()), ("", "u32"));
+    }
+
+    /// A type whose `Deserialize` quotes the value in a custom error.
+    #[derive(Debug)]
+    struct Port(#[allow(dead_code)] u16);
+
+    impl<'de> Deserialize<'de> for Port {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            let s = String::deserialize(d)?;
+            s.parse()
+                .map(Port)
+                .map_err(|_| serde::de::Error::custom(format!("bad port {s}")))
+        }
+    }
+
+    /// A `Deserialize` that reports a range with serde's own vocabulary.
+    #[derive(Debug)]
+    struct Delay(#[allow(dead_code)] u64);
+
+    impl<'de> Deserialize<'de> for Delay {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            let n = u64::deserialize(d)?;
+            if n > 10_000 {
+                return Err(serde::de::Error::invalid_value(
+                    serde::de::Unexpected::Unsigned(n),
+                    &"integer between 0 and 10000",
+                ));
+            }
+            Ok(Delay(n))
+        }
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[allow(dead_code)]
+    struct Conn {
+        port: Port,
+        delay: Option<Delay>,
+    }
+
+    #[test]
+    fn custom_errors_are_not_quoted() {
+        let e = decode::<Conn>(&json!({"port": "s3cr3t"})).unwrap_err();
+        assert_eq!(
+            (e.field(), e.problem(), e.expected()),
+            ("port", Problem::Other, "")
+        );
+        assert_eq!(e.to_string(), "field \"port\" has an invalid value");
+        assert_eq!(
+            e.describe("Argument"),
+            "Argument \"port\" has an invalid value. Correct it and try again."
+        );
+    }
+
+    #[test]
+    fn invalid_value_keeps_the_servers_clause() {
+        let e = decode::<Conn>(&json!({"port": "80", "delay": 20000})).unwrap_err();
+        assert_eq!((e.field(), e.problem()), ("delay", Problem::InvalidValue));
+        assert_eq!(e.expected(), "integer between 0 and 10000");
+        assert!(!e.to_string().contains("20000"));
+        assert_eq!(
+            e.describe("Argument"),
+            "Argument \"delay\" must be integer between 0 and 10000. Correct it and try again."
+        );
+    }
+
+    #[test]
+    fn classify_uses_the_last_separator() {
+        let (p, exp) = classify("unknown variant `x, expected evil`, expected one of `a`");
+        assert_eq!((p, exp.as_str()), (Problem::InvalidValue, "one of `a`"));
+        assert_eq!(classify("invalid type: string \"q\"").0, Problem::Other);
+        assert_eq!(
+            classify("unknown variant `x`, there are no variants").0,
+            Problem::Other
+        );
+        assert_eq!(
+            classify("invalid length 3, expected a tuple of size 2").1,
+            "a tuple of size 2"
+        );
+        assert_eq!(classify("something else entirely").0, Problem::Other);
+    }
+
+    fn secret_value() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            "[a-zA-Z0-9 _.,:`\"'-]{6,40}".prop_map(Value::String),
+            (5_000_000_000i64..i64::MAX).prop_map(Value::from),
+            (i64::MIN..-5_000_000_000i64).prop_map(Value::from),
+            (1.0e6f64..1.0e12).prop_map(|f| json!(f + 0.25)),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn sent_values_never_appear(v in secret_value(), field in 0usize..7) {
+            let field = ["s", "b", "i", "u", "small", "mode", "tags"][field];
+            // Strings go where a string is not wanted; numbers where a number overflows
+            // or is the wrong type.
+            let field = match (&v, field) {
+                (Value::String(_), "s") => "u",
+                (Value::Number(_), "i") if v.is_f64() => "i",
+                (Value::Number(_), "i") => "small",
+                _ => field,
+            };
+            let result = decode::<Prims>(&with(field, v.clone()));
+            prop_assert!(result.is_err(), "{} accepted {}", field, v);
+            let e = result.unwrap_err();
+            prop_assert_eq!(e.field(), field);
+            let needle = match &v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            let shown = format!("{e} {} {} {:?}", e.describe("Argument"), e.describe("Field"), e);
+            prop_assert!(!shown.contains(&needle), "{} leaked into {}", needle, shown);
+        }
+    }
 }

@@ -36,6 +36,7 @@
 //! ```
 
 mod ask;
+pub mod form_type;
 mod round;
 mod state;
 

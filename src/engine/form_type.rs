@@ -1,0 +1,976 @@
+//! Forms built from a type's JSON Schema (feature `schemars`).
+//!
+//! A form elicitation may only ask for a flat object of primitive fields
+//! (`PrimitiveSchemaDefinition` in `schema.ts`): strings (with `minLength`,
+//! `maxLength` and the formats `email`, `uri`, `date`, `date-time`), numbers and
+//! integers (with `minimum`, `maximum`), booleans, and single-choice enums of
+//! strings. [`Form::from_type`] reads the schema `schemars` derives for a struct
+//! and builds the same [`Form`] one would write by hand, or refuses the type with
+//! a [`FormTypeError`] naming the field and the reason. Refusing is deliberate:
+//! a constraint the form cannot express (a `pattern`, a nested object, a list)
+//! would otherwise be dropped without a word.
+//!
+//! ```
+//! use mrtr::engine::Form;
+//! use schemars::JsonSchema;
+//!
+//! #[derive(JsonSchema)]
+//! #[allow(dead_code)]
+//! struct Deploy {
+//!     /// Where to deploy.
+//!     env: Env,
+//!     /// How many replicas.
+//!     #[schemars(range(min = 1, max = 10))]
+//!     replicas: u8,
+//!     /// Why, for the audit log.
+//!     reason: Option<String>,
+//! }
+//!
+//! #[derive(JsonSchema)]
+//! #[serde(rename_all = "lowercase")]
+//! enum Env { Staging, Production }
+//!
+//! let form = Form::from_type::<Deploy>("Deploy where?").unwrap();
+//! let schema = form.schema().to_value();
+//! assert_eq!(schema["properties"]["env"]["enum"], serde_json::json!(["staging", "production"]));
+//! assert_eq!(schema["properties"]["replicas"]["maximum"], 10);
+//! assert_eq!(schema["required"], serde_json::json!(["env", "replicas"]));
+//! ```
+#![cfg(feature = "schemars")]
+#![cfg_attr(docsrs, doc(cfg(feature = "schemars")))]
+
+use schemars::JsonSchema;
+use schemars::generate::SchemaSettings;
+use serde_json::{Map, Value};
+
+use super::Form;
+use crate::wire::schema::{EnumOption, EnumStyle, PrimitiveSchema, StringFormat};
+
+/// Why a type cannot be a form. Every variant names what the server's type
+/// declared (field names, keywords, formats), never a client's value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FormTypeError {
+    /// The type is not a struct with named fields: its schema is not an object
+    /// with `properties`.
+    #[error("a form needs a struct with named fields, and this type's schema is not an object")]
+    NotAnObject,
+    /// The struct's schema uses a keyword at its top level that a form cannot
+    /// express, such as `additionalProperties` from a flattened map or `allOf`.
+    #[error("the type's schema uses \"{keyword}\", which a form cannot express")]
+    UnsupportedRoot {
+        /// The JSON Schema keyword.
+        keyword: String,
+    },
+    /// A field is not a primitive: a nested struct, a list, a map, a union, a
+    /// value of any type, or an enum whose variants are not plain strings.
+    #[error(
+        "field \"{field}\" is {kind}; a form holds only strings, numbers, integers, booleans and single-choice enums of strings"
+    )]
+    NotPrimitive {
+        /// The field's name as sent on the wire.
+        field: String,
+        /// What it is instead, such as `a nested object`.
+        kind: &'static str,
+    },
+    /// A field uses a JSON Schema keyword that a form cannot express, such as
+    /// `pattern` or `exclusiveMinimum`.
+    #[error("field \"{field}\" uses \"{keyword}\", which a form cannot express")]
+    UnsupportedKeyword {
+        /// The field's name as sent on the wire.
+        field: String,
+        /// The JSON Schema keyword.
+        keyword: String,
+    },
+    /// A field has a `format` a form does not support (strings allow `email`,
+    /// `uri`, `date` and `date-time`).
+    #[error("field \"{field}\" has the format \"{format}\", which a form does not support")]
+    UnsupportedFormat {
+        /// The field's name as sent on the wire.
+        field: String,
+        /// The format.
+        format: String,
+    },
+    /// A field's `default` does not fit its type (or is not one of its choices).
+    #[error("field \"{field}\" has a default that does not fit its type")]
+    BadDefault {
+        /// The field's name as sent on the wire.
+        field: String,
+    },
+}
+
+impl Form {
+    /// A form showing `message`, with one field per field of `T`, read from the
+    /// JSON Schema `schemars` derives for `T` (for deserialization, so serde
+    /// renames apply).
+    ///
+    /// `Option` fields and fields with a serde default are optional; all others are
+    /// required. Titles and descriptions come from `schemars` (doc comments,
+    /// `#[schemars(title = "…")]`); a unit-only enum becomes a single choice, with
+    /// titles (`oneOf`) when its variants carry `#[schemars(title = "…")]`. Integer
+    /// bounds are the ones `schemars` emits (`u8` gets 0 to 255, `u32` only 0, `i64`
+    /// none); add `#[schemars(range(…))]` for tighter ones.
+    ///
+    /// # Errors
+    /// A [`FormTypeError`] when `T` is not a struct with named fields, or a field
+    /// cannot be a form field: a nested struct, a `Vec`, a map, a `pattern`, a
+    /// format other than `email`, `uri`, `date` or `date-time`, and so on. The
+    /// check is complete when this returns, so calling it once in a test proves the
+    /// type for good.
+    pub fn from_type<T: JsonSchema>(message: impl Into<String>) -> Result<Form, FormTypeError> {
+        let root = SchemaSettings::draft2020_12()
+            .for_deserialize()
+            .into_generator()
+            .into_root_schema_for::<T>();
+        form_from_schema(message.into(), root.as_value())
+    }
+}
+
+/// Keywords that only annotate, which a form may drop without losing a constraint.
+const ANNOTATIONS: &[&str] = &[
+    "title",
+    "description",
+    "default",
+    "examples",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "$comment",
+];
+
+fn form_from_schema(message: String, root: &Value) -> Result<Form, FormTypeError> {
+    let o = root.as_object().ok_or(FormTypeError::NotAnObject)?;
+    if o.get("type").and_then(Value::as_str) != Some("object") {
+        return Err(FormTypeError::NotAnObject);
+    }
+    let properties = o
+        .get("properties")
+        .and_then(Value::as_object)
+        .ok_or(FormTypeError::NotAnObject)?;
+    for (k, v) in o {
+        let allowed = match k.as_str() {
+            "$schema" | "type" | "properties" | "required" | "$defs" | "title" | "description"
+            | "examples" | "deprecated" | "$comment" => true,
+            // `deny_unknown_fields`: the form sends only its own fields anyway.
+            "additionalProperties" => v == &Value::Bool(false),
+            _ => false,
+        };
+        if !allowed {
+            return Err(FormTypeError::UnsupportedRoot { keyword: k.clone() });
+        }
+    }
+    let required: Vec<&str> = o
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let defs = o.get("$defs").and_then(Value::as_object);
+    let mut form = Form::new(message);
+    for (name, raw) in properties {
+        let schema = primitive(name, raw, defs)?;
+        form = form.field(name.clone(), schema, required.contains(&name.as_str()));
+    }
+    Ok(form)
+}
+
+fn not_primitive(field: &str, kind: &'static str) -> FormTypeError {
+    FormTypeError::NotPrimitive {
+        field: field.to_owned(),
+        kind,
+    }
+}
+
+/// Resolves `$ref` into `$defs` and unwraps `Option` (`anyOf: [T, {type: null}]`
+/// or `type: [T, "null"]`), so that what is left is one flat schema object whose
+/// own keywords (a field's doc comment) override the referenced ones.
+fn flatten(
+    field: &str,
+    raw: &Value,
+    defs: Option<&Map<String, Value>>,
+    depth: u8,
+) -> Result<Map<String, Value>, FormTypeError> {
+    let o = match raw {
+        Value::Object(o) => o,
+        Value::Bool(_) => return Err(not_primitive(field, "a value of any type")),
+        _ => return Err(not_primitive(field, "not described by a schema")),
+    };
+    if depth > 4 {
+        return Err(not_primitive(field, "a chain of references"));
+    }
+    let overlay = |base: Map<String, Value>, skip: &str| {
+        let mut merged = base;
+        for (k, v) in o {
+            if k != skip {
+                merged.insert(k.clone(), v.clone());
+            }
+        }
+        merged
+    };
+    if let Some(r) = o.get("$ref") {
+        let target = r
+            .as_str()
+            .and_then(|r| r.strip_prefix("#/$defs/"))
+            .and_then(|name| defs?.get(name))
+            .ok_or_else(|| not_primitive(field, "a reference outside the type's schema"))?;
+        let base = flatten(field, target, defs, depth + 1)?;
+        return Ok(overlay(base, "$ref"));
+    }
+    for key in ["anyOf", "oneOf"] {
+        let Some(alternatives) = o.get(key).and_then(Value::as_array) else {
+            continue;
+        };
+        let is_null = |v: &Value| v.get("type").and_then(Value::as_str) == Some("null");
+        if alternatives.len() == 2 && alternatives.iter().any(is_null) {
+            let inner = alternatives
+                .iter()
+                .find(|v| !is_null(v))
+                .unwrap_or(&Value::Null);
+            let base = flatten(field, inner, defs, depth + 1)?;
+            return Ok(overlay(base, key));
+        }
+    }
+    let mut flat = o.clone();
+    if let Some(Value::Array(types)) = o.get("type") {
+        let named: Vec<&str> = types
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|t| *t != "null")
+            .collect();
+        match named.as_slice() {
+            [one] => {
+                flat.insert("type".into(), Value::String((*one).to_owned()));
+            }
+            _ => return Err(not_primitive(field, "a union of types")),
+        }
+        if let Some(Value::Array(values)) = flat.get_mut("enum") {
+            values.retain(|v| !v.is_null());
+        }
+    }
+    if flat.get("default") == Some(&Value::Null) {
+        flat.remove("default");
+    }
+    Ok(flat)
+}
+
+/// One field's schema as a form property.
+fn primitive(
+    field: &str,
+    raw: &Value,
+    defs: Option<&Map<String, Value>>,
+) -> Result<PrimitiveSchema, FormTypeError> {
+    let s = flatten(field, raw, defs, 0)?;
+    let text = |key: &str| s.get(key).and_then(Value::as_str).map(str::to_owned);
+    let (title, description) = (text("title"), text("description"));
+    let bad_default = || FormTypeError::BadDefault {
+        field: field.to_owned(),
+    };
+    let only = |allowed: &[&str]| -> Result<(), FormTypeError> {
+        match s
+            .keys()
+            .find(|k| !allowed.contains(&k.as_str()) && !ANNOTATIONS.contains(&k.as_str()))
+        {
+            Some(k) => Err(FormTypeError::UnsupportedKeyword {
+                field: field.to_owned(),
+                keyword: k.clone(),
+            }),
+            None => Ok(()),
+        }
+    };
+    let bound = |key: &str| -> Result<Option<f64>, FormTypeError> {
+        match s.get(key) {
+            None => Ok(None),
+            Some(v) => v
+                .as_f64()
+                .map(Some)
+                .ok_or_else(|| FormTypeError::UnsupportedKeyword {
+                    field: field.to_owned(),
+                    keyword: key.to_owned(),
+                }),
+        }
+    };
+    let ty = s.get("type").and_then(Value::as_str);
+    if ty.is_none() || ty == Some("string") {
+        if let Some(values) = s.get("enum") {
+            only(&["type", "enum"])?;
+            return single_select(field, values, None, title, description, s.get("default"));
+        }
+        if let Some(entries) = s.get("oneOf") {
+            only(&["type", "oneOf"])?;
+            return single_select(
+                field,
+                &Value::Null,
+                Some(entries),
+                title,
+                description,
+                s.get("default"),
+            );
+        }
+    }
+    match ty {
+        Some("string") => {
+            only(&["type", "minLength", "maxLength", "format"])?;
+            let length = |key: &str| -> Result<Option<u64>, FormTypeError> {
+                match s.get(key) {
+                    None => Ok(None),
+                    Some(v) => {
+                        v.as_u64()
+                            .map(Some)
+                            .ok_or_else(|| FormTypeError::UnsupportedKeyword {
+                                field: field.to_owned(),
+                                keyword: key.to_owned(),
+                            })
+                    }
+                }
+            };
+            let format = match s.get("format") {
+                None => None,
+                Some(f) => Some(match f.as_str() {
+                    Some("email") => StringFormat::Email,
+                    Some("uri") => StringFormat::Uri,
+                    Some("date") => StringFormat::Date,
+                    Some("date-time") => StringFormat::DateTime,
+                    other => {
+                        return Err(FormTypeError::UnsupportedFormat {
+                            field: field.to_owned(),
+                            format: other.unwrap_or("?").to_owned(),
+                        });
+                    }
+                }),
+            };
+            let default = match s.get("default") {
+                None => None,
+                Some(Value::String(d)) => Some(d.clone()),
+                Some(_) => return Err(bad_default()),
+            };
+            Ok(PrimitiveSchema::String {
+                title,
+                description,
+                min_length: length("minLength")?,
+                max_length: length("maxLength")?,
+                format,
+                default,
+            })
+        }
+        Some(t @ ("integer" | "number")) => {
+            only(&["type", "minimum", "maximum", "format"])?;
+            let integer = t == "integer";
+            if let Some(f) = s.get("format") {
+                // schemars names the Rust width (`uint8`, `int64`, `double`); the
+                // bounds it implies are the ones emitted as `minimum`/`maximum`.
+                let known = match f.as_str() {
+                    Some(
+                        "int8" | "int16" | "int32" | "int64" | "int128" | "int" | "uint8"
+                        | "uint16" | "uint32" | "uint64" | "uint128" | "uint",
+                    ) => integer,
+                    Some("float" | "double") => !integer,
+                    _ => false,
+                };
+                if !known {
+                    return Err(FormTypeError::UnsupportedFormat {
+                        field: field.to_owned(),
+                        format: f.as_str().unwrap_or("?").to_owned(),
+                    });
+                }
+            }
+            let default = match s.get("default") {
+                None => None,
+                Some(d) => Some(d.as_f64().ok_or_else(bad_default)?),
+            };
+            Ok(PrimitiveSchema::Number {
+                integer,
+                title,
+                description,
+                minimum: bound("minimum")?,
+                maximum: bound("maximum")?,
+                default,
+            })
+        }
+        Some("boolean") => {
+            only(&["type"])?;
+            let default = match s.get("default") {
+                None => None,
+                Some(Value::Bool(b)) => Some(*b),
+                Some(_) => return Err(bad_default()),
+            };
+            Ok(PrimitiveSchema::Boolean {
+                title,
+                description,
+                default,
+            })
+        }
+        Some("object") => Err(not_primitive(
+            field,
+            if s.contains_key("properties") {
+                "a nested object"
+            } else {
+                "a map"
+            },
+        )),
+        Some("array") => Err(not_primitive(field, "a list")),
+        Some("null") => Err(not_primitive(field, "always null")),
+        _ => Err(not_primitive(field, "not of one primitive type")),
+    }
+}
+
+/// A single choice from `enum: [strings]`, or from `oneOf: [{const, title?}]`.
+fn single_select(
+    field: &str,
+    values: &Value,
+    entries: Option<&Value>,
+    title: Option<String>,
+    description: Option<String>,
+    default: Option<&Value>,
+) -> Result<PrimitiveSchema, FormTypeError> {
+    let not_strings = || not_primitive(field, "an enum whose variants are not plain strings");
+    let (options, style) = match entries {
+        None => {
+            let values = values.as_array().ok_or_else(not_strings)?;
+            let options = values
+                .iter()
+                .map(|v| {
+                    let v = v.as_str().ok_or_else(not_strings)?;
+                    Ok(EnumOption {
+                        value: v.to_owned(),
+                        title: v.to_owned(),
+                    })
+                })
+                .collect::<Result<Vec<_>, FormTypeError>>()?;
+            (options, EnumStyle::Untitled)
+        }
+        Some(entries) => {
+            let entries = entries.as_array().ok_or_else(not_strings)?;
+            let mut titled = false;
+            let mut options = Vec::with_capacity(entries.len());
+            for e in entries {
+                let e = e.as_object().ok_or_else(not_strings)?;
+                let allowed = |k: &str| {
+                    matches!(
+                        k,
+                        "const" | "title" | "description" | "deprecated" | "$comment"
+                    ) || (k == "type" && e.get("type").and_then(Value::as_str) == Some("string"))
+                };
+                let value = e.get("const").and_then(Value::as_str);
+                let (Some(value), true) = (value, e.keys().all(|k| allowed(k))) else {
+                    return Err(not_strings());
+                };
+                let option_title = e.get("title").and_then(Value::as_str);
+                titled |= option_title.is_some();
+                options.push(EnumOption {
+                    value: value.to_owned(),
+                    title: option_title.unwrap_or(value).to_owned(),
+                });
+            }
+            let style = if titled {
+                EnumStyle::Titled
+            } else {
+                EnumStyle::Untitled
+            };
+            (options, style)
+        }
+    };
+    if options.is_empty() {
+        return Err(not_primitive(field, "an enum with no variants"));
+    }
+    let default = match default {
+        None => None,
+        Some(Value::String(d)) if options.iter().any(|o| &o.value == d) => Some(d.clone()),
+        Some(_) => {
+            return Err(FormTypeError::BadDefault {
+                field: field.to_owned(),
+            });
+        }
+    };
+    Ok(PrimitiveSchema::SingleSelect {
+        title,
+        description,
+        options,
+        style,
+        default,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeSet, HashMap};
+
+    use schemars::JsonSchema;
+    use serde_json::json;
+
+    use super::*;
+    use crate::wire::RequestedSchema;
+
+    #[derive(JsonSchema)]
+    #[allow(dead_code)] // only the schema matters
+    struct Signup {
+        /// Your name.
+        name: String,
+        #[schemars(title = "Age", range(min = 13, max = 130))]
+        age: u8,
+        /// Contact address.
+        #[schemars(email, length(min = 3, max = 254))]
+        email: String,
+        #[schemars(url)]
+        homepage: Option<String>,
+        height_m: f64,
+        visits: u32,
+        balance: i64,
+        newsletter: bool,
+        plan: Plan,
+        /// Preferred colour.
+        colour: Option<Colour>,
+        #[serde(default = "default_team", rename = "teamName")]
+        team: String,
+    }
+
+    fn default_team() -> String {
+        "blue".into()
+    }
+
+    #[derive(JsonSchema)]
+    #[allow(dead_code)]
+    #[serde(rename_all = "lowercase")]
+    enum Plan {
+        Free,
+        Pro,
+    }
+
+    #[derive(JsonSchema)]
+    #[allow(dead_code)]
+    enum Colour {
+        #[schemars(title = "Red")]
+        R,
+        #[schemars(title = "Green")]
+        G,
+    }
+
+    fn hand_built() -> Form {
+        let described = |mut s: PrimitiveSchema, d: &str| {
+            if let PrimitiveSchema::String { description, .. }
+            | PrimitiveSchema::SingleSelect { description, .. } = &mut s
+            {
+                *description = Some(d.to_owned());
+            }
+            s
+        };
+        Form::new("Sign up")
+            .field(
+                "name",
+                described(PrimitiveSchema::string(), "Your name."),
+                true,
+            )
+            .integer("age", "Age", Some(13), Some(130))
+            .field(
+                "email",
+                PrimitiveSchema::String {
+                    title: None,
+                    description: Some("Contact address.".into()),
+                    min_length: Some(3),
+                    max_length: Some(254),
+                    format: Some(StringFormat::Email),
+                    default: None,
+                },
+                true,
+            )
+            .field(
+                "homepage",
+                PrimitiveSchema::String {
+                    title: None,
+                    description: None,
+                    min_length: None,
+                    max_length: None,
+                    format: Some(StringFormat::Uri),
+                    default: None,
+                },
+                false,
+            )
+            .field("height_m", PrimitiveSchema::number(false), true)
+            .field(
+                "visits",
+                PrimitiveSchema::Number {
+                    integer: true,
+                    title: None,
+                    description: None,
+                    minimum: Some(0.0),
+                    maximum: None,
+                    default: None,
+                },
+                true,
+            )
+            .field("balance", PrimitiveSchema::number(true), true)
+            .field("newsletter", PrimitiveSchema::boolean(), true)
+            .one_of("plan", ["free", "pro"])
+            .field(
+                "colour",
+                PrimitiveSchema::SingleSelect {
+                    title: None,
+                    description: Some("Preferred colour.".into()),
+                    options: vec![
+                        EnumOption {
+                            value: "R".into(),
+                            title: "Red".into(),
+                        },
+                        EnumOption {
+                            value: "G".into(),
+                            title: "Green".into(),
+                        },
+                    ],
+                    style: EnumStyle::Titled,
+                    default: None,
+                },
+                false,
+            )
+            .field(
+                "teamName",
+                PrimitiveSchema::String {
+                    title: None,
+                    description: None,
+                    min_length: None,
+                    max_length: None,
+                    format: None,
+                    default: Some("blue".into()),
+                },
+                false,
+            )
+    }
+
+    #[test]
+    fn derived_form_equals_hand_built() {
+        let derived = Form::from_type::<Signup>("Sign up").unwrap();
+        let hand = hand_built();
+        assert_eq!(
+            derived.to_request().to_value(),
+            hand.to_request().to_value()
+        );
+        assert_eq!(derived, hand);
+        // And it is a valid requestedSchema.
+        let schema = derived.schema().to_value();
+        assert!(RequestedSchema::from_value(&schema).is_ok());
+        assert_eq!(
+            schema["required"],
+            json!([
+                "name",
+                "age",
+                "email",
+                "height_m",
+                "visits",
+                "balance",
+                "newsletter",
+                "plan"
+            ])
+        );
+        assert_eq!(
+            schema["properties"]["plan"],
+            json!({"type": "string", "enum": ["free", "pro"]})
+        );
+        assert_eq!(
+            schema["properties"]["colour"]["oneOf"],
+            json!([{"const": "R", "title": "Red"}, {"const": "G", "title": "Green"}])
+        );
+    }
+
+    #[derive(JsonSchema)]
+    #[allow(dead_code)]
+    struct Optional {
+        a: Option<String>,
+        b: Option<u8>,
+        c: Option<bool>,
+        d: Option<Plan>,
+        e: String,
+    }
+
+    #[test]
+    fn option_fields_are_optional() {
+        let form = Form::from_type::<Optional>("m").unwrap();
+        let s = form.schema();
+        assert_eq!(s.required.as_deref(), Some(&["e".to_owned()][..]));
+        for name in ["a", "b", "c", "d"] {
+            assert!(!s.is_required(name), "{name}");
+        }
+        assert_eq!(
+            s.to_value()["properties"],
+            json!({
+                "a": {"type": "string"},
+                "b": {"type": "integer", "minimum": 0, "maximum": 255},
+                "c": {"type": "boolean"},
+                "d": {"type": "string", "enum": ["free", "pro"]},
+                "e": {"type": "string"},
+            })
+        );
+    }
+
+    #[derive(JsonSchema)]
+    #[allow(dead_code)]
+    struct Nested {
+        ok: String,
+        address: Address,
+    }
+
+    #[derive(JsonSchema)]
+    #[allow(dead_code)]
+    struct Address {
+        street: String,
+    }
+
+    #[derive(JsonSchema)]
+    #[allow(dead_code)]
+    struct WithVec {
+        ok: bool,
+        tags: Vec<String>,
+    }
+
+    #[derive(JsonSchema)]
+    #[allow(dead_code)]
+    struct WithMap {
+        labels: HashMap<String, String>,
+    }
+
+    #[derive(JsonSchema)]
+    #[allow(dead_code)]
+    struct WithSet {
+        plans: BTreeSet<Plan>,
+    }
+
+    #[test]
+    fn non_primitive_fields_are_refused_by_name() {
+        let cases = [
+            (Form::from_type::<Nested>("m"), "address", "a nested object"),
+            (Form::from_type::<WithVec>("m"), "tags", "a list"),
+            (Form::from_type::<WithMap>("m"), "labels", "a map"),
+            (Form::from_type::<WithSet>("m"), "plans", "a list"),
+        ];
+        for (result, field, kind) in cases {
+            let e = result.unwrap_err();
+            assert_eq!(
+                e,
+                FormTypeError::NotPrimitive {
+                    field: field.into(),
+                    kind
+                }
+            );
+            assert!(
+                e.to_string()
+                    .contains(&format!("field \"{field}\" is {kind}")),
+                "{e}"
+            );
+        }
+    }
+
+    #[derive(JsonSchema)]
+    #[allow(dead_code)]
+    struct WithPattern {
+        #[schemars(regex(pattern = r"^[a-z]+$"))]
+        slug: String,
+    }
+
+    #[derive(JsonSchema)]
+    #[allow(dead_code)]
+    struct WithAny {
+        extra: serde_json::Value,
+    }
+
+    #[derive(JsonSchema)]
+    #[allow(dead_code)]
+    enum DataEnum {
+        Unit,
+        Data { x: u8 },
+    }
+
+    #[derive(JsonSchema)]
+    #[allow(dead_code)]
+    struct WithDataEnum {
+        choice: DataEnum,
+    }
+
+    #[derive(JsonSchema)]
+    #[allow(dead_code)]
+    struct WithUnit {
+        nothing: (),
+    }
+
+    #[test]
+    fn inexpressible_fields_are_refused() {
+        assert_eq!(
+            Form::from_type::<WithPattern>("m").unwrap_err(),
+            FormTypeError::UnsupportedKeyword {
+                field: "slug".into(),
+                keyword: "pattern".into()
+            }
+        );
+        assert_eq!(
+            Form::from_type::<WithAny>("m").unwrap_err(),
+            FormTypeError::NotPrimitive {
+                field: "extra".into(),
+                kind: "a value of any type"
+            }
+        );
+        assert!(matches!(
+            Form::from_type::<WithDataEnum>("m").unwrap_err(),
+            FormTypeError::NotPrimitive { field, .. } if field == "choice"
+        ));
+        assert!(matches!(
+            Form::from_type::<WithUnit>("m").unwrap_err(),
+            FormTypeError::NotPrimitive { field, kind: "always null" } if field == "nothing"
+        ));
+    }
+
+    #[derive(JsonSchema)]
+    #[allow(dead_code)]
+    enum Documented {
+        /// The first.
+        First,
+        /// The second.
+        Second,
+    }
+
+    #[derive(JsonSchema)]
+    #[allow(dead_code)]
+    struct WithDocumented {
+        pick: Documented,
+    }
+
+    #[test]
+    fn documented_variants_without_titles_stay_a_plain_enum() {
+        let form = Form::from_type::<WithDocumented>("m").unwrap();
+        assert_eq!(form, Form::new("m").one_of("pick", ["First", "Second"]));
+    }
+
+    #[test]
+    fn non_struct_roots_are_refused() {
+        assert_eq!(
+            Form::from_type::<Plan>("m").unwrap_err(),
+            FormTypeError::NotAnObject
+        );
+        assert_eq!(
+            Form::from_type::<String>("m").unwrap_err(),
+            FormTypeError::NotAnObject
+        );
+        assert_eq!(
+            Form::from_type::<Vec<u8>>("m").unwrap_err(),
+            FormTypeError::NotAnObject
+        );
+        assert_eq!(
+            Form::from_type::<HashMap<String, u8>>("m").unwrap_err(),
+            FormTypeError::NotAnObject
+        );
+    }
+
+    #[derive(JsonSchema)]
+    #[allow(dead_code)]
+    struct Flattened {
+        a: String,
+        #[serde(flatten)]
+        rest: HashMap<String, String>,
+    }
+
+    #[derive(JsonSchema)]
+    #[allow(dead_code)]
+    #[serde(deny_unknown_fields)]
+    struct Strict {
+        a: String,
+    }
+
+    #[derive(JsonSchema, Default)]
+    #[allow(dead_code)]
+    #[serde(default)]
+    struct Defaults {
+        retries: u8,
+        verbose: bool,
+        label: String,
+    }
+
+    #[test]
+    fn container_default_makes_fields_optional_with_defaults() {
+        let form = Form::from_type::<Defaults>("m").unwrap();
+        assert_eq!(
+            form.schema().to_value(),
+            json!({"type": "object", "properties": {
+                "retries": {"type": "integer", "minimum": 0, "maximum": 255, "default": 0},
+                "verbose": {"type": "boolean", "default": false},
+                "label": {"type": "string", "default": ""},
+            }})
+        );
+    }
+
+    #[test]
+    fn root_keywords() {
+        assert_eq!(
+            Form::from_type::<Flattened>("m").unwrap_err(),
+            FormTypeError::UnsupportedRoot {
+                keyword: "additionalProperties".into()
+            }
+        );
+        let strict = Form::from_type::<Strict>("m").unwrap();
+        assert_eq!(
+            strict,
+            Form::new("m").field("a", PrimitiveSchema::string(), true)
+        );
+    }
+
+    #[test]
+    fn schema_level_checks() {
+        let f = |props: Value| {
+            form_from_schema("m".into(), &json!({"type": "object", "properties": props}))
+        };
+        let e = f(json!({"id": {"type": "string", "format": "uuid"}})).unwrap_err();
+        assert_eq!(
+            e,
+            FormTypeError::UnsupportedFormat {
+                field: "id".into(),
+                format: "uuid".into()
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "field \"id\" has the format \"uuid\", which a form does not support"
+        );
+        assert!(matches!(
+            f(json!({"n": {"type": "number", "format": "int32"}})),
+            Err(FormTypeError::UnsupportedFormat { .. })
+        ));
+        assert!(matches!(
+            f(json!({"n": {"type": "integer", "exclusiveMinimum": 0}})),
+            Err(FormTypeError::UnsupportedKeyword { keyword, .. }) if keyword == "exclusiveMinimum"
+        ));
+        assert!(matches!(
+            f(json!({"n": {"type": ["integer", "string"]}})),
+            Err(FormTypeError::NotPrimitive {
+                kind: "a union of types",
+                ..
+            })
+        ));
+        assert!(matches!(
+            f(json!({"n": {"$ref": "https://example.com/s.json"}})),
+            Err(FormTypeError::NotPrimitive {
+                kind: "a reference outside the type's schema",
+                ..
+            })
+        ));
+        assert!(matches!(
+            f(json!({"n": {"type": "string", "enum": ["a"], "default": "b"}})),
+            Err(FormTypeError::BadDefault { .. })
+        ));
+        assert!(matches!(
+            f(json!({"n": {"type": "boolean", "default": "yes"}})),
+            Err(FormTypeError::BadDefault { .. })
+        ));
+        assert!(matches!(
+            f(json!({"n": {"type": "string", "enum": []}})),
+            Err(FormTypeError::NotPrimitive {
+                kind: "an enum with no variants",
+                ..
+            })
+        ));
+        // Nullable enum written inline, and a null default, as schemars may emit them.
+        let form =
+            f(json!({"n": {"type": ["string", "null"], "enum": ["a", null], "default": null}}))
+                .unwrap();
+        assert_eq!(
+            form.schema().to_value()["properties"]["n"],
+            json!({"type": "string", "enum": ["a"]})
+        );
+        assert_eq!(
+            form_from_schema("m".into(), &json!({"type": "object"})).unwrap_err(),
+            FormTypeError::NotAnObject
+        );
+    }
+}
