@@ -105,10 +105,12 @@ pub mod typed;
 pub mod wire;
 
 pub use engine::{
-    Confirmation, Elicited, Engine, Flow, Form, Outcome, RootsAsk, Round, Sampling, UrlVisit,
+    Confirmation, Elicited, Engine, Flow, Form, FormAnswer, Outcome, RootsAsk, Round, Sampling,
+    UrlVisit,
 };
 pub use error::{Error, Retry, ToolAdvice};
 pub use principal::Principal;
+pub use result::{PromptResult, ResourceResult, ToolResult};
 pub use seal::Keyring;
 pub use service::{RequestContext, Service};
 pub use time::Timestamp;

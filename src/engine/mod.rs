@@ -43,10 +43,10 @@ mod state;
 use std::future::Future;
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 pub use ask::{Elicited, Fields, Form, Roots, RootsAsk, Sampling, UrlVisit};
-pub use round::{Confirmation, Flow, Round};
+pub use round::{Confirmation, Flow, FormAnswer, Round};
 
 use crate::carrier::{CarrierMethod, CarrierRequest};
 use crate::error::{Error, Retry, ToolAdvice, code};
@@ -345,18 +345,23 @@ impl Outcome {
     }
 }
 
-/// A `CallToolResult` body with one text block (the engine adds `resultType`).
+/// A `CallToolResult` body with one text block (the engine adds `resultType`);
+/// shorthand for [`ToolResult::text`](crate::result::ToolResult::text).
 pub fn tool_text(text: impl Into<String>) -> Value {
-    json!({"content": [{"type": "text", "text": text.into()}]})
+    crate::result::ToolResult::text(text).into()
 }
 
-/// A `GetPromptResult` body with one user text message.
+/// A `GetPromptResult` body with one user text message; shorthand for
+/// [`PromptResult`](crate::result::PromptResult).
 pub fn prompt_text(description: impl Into<String>, text: impl Into<String>) -> Value {
-    json!({"description": description.into(),
-           "messages": [{"role": "user", "content": {"type": "text", "text": text.into()}}]})
+    crate::result::PromptResult::new()
+        .description(description)
+        .user_text(text)
+        .into()
 }
 
-/// A `ReadResourceResult` body with one text content.
+/// A `ReadResourceResult` body with one text content; shorthand for
+/// [`ResourceResult::text`](crate::result::ResourceResult::text).
 pub fn resource_text(uri: impl Into<String>, mime_type: &str, text: impl Into<String>) -> Value {
-    json!({"contents": [{"uri": uri.into(), "mimeType": mime_type, "text": text.into()}]})
+    crate::result::ResourceResult::text(uri, mime_type, text).into()
 }

@@ -200,10 +200,8 @@ impl Round {
             .as_ref()
             .map_or(empty, |a| Value::Object(a.clone()));
         crate::typed::decode(&value).map_err(|m| {
-            let text = m.describe("Argument");
-            let advice = ToolAdvice::new(text, Retry::DoesNotHelp)
-                .input(m.field().to_owned())
-                .instead("Correct the argument and call the tool again");
+            // The text names the field and the expected type, never the value.
+            let advice = ToolAdvice::new(m.describe("Argument"), Retry::DoesNotHelp);
             Flow::Fail(Error::tool_failure(
                 advice,
                 code::INVALID_PARAMS,
@@ -243,6 +241,68 @@ impl Round {
     pub fn elicit(&self, key: &str, form: Form) -> Result<Elicited, Flow> {
         let req = form.to_request();
         self.elicitation(key, req, form.necessity(), form.is_issued_only())
+    }
+
+    /// Asks a form elicitation whose accepted content decodes into the handler's
+    /// own type `T` (or returns its answer).
+    ///
+    /// An accepted answer that validates against the form but does not fit `T` is
+    /// not taken: the question is asked again, with a note naming the field and the
+    /// type expected (never the value), as for any invalid answer.
+    ///
+    /// # Errors
+    /// `Flow::Suspend` when the answer is not there yet.
+    pub fn elicit_as<T: DeserializeOwned>(
+        &self,
+        key: &str,
+        form: Form,
+    ) -> Result<FormAnswer<T>, Flow> {
+        let req = form.to_request();
+        let fits = |content: &Value| {
+            crate::typed::decode::<T>(content)
+                .map(drop)
+                .map_err(|m| m.describe("Field"))
+        };
+        let answer =
+            self.answer_checked(key, req, form.necessity(), form.is_issued_only(), &fits)?;
+        match answer {
+            None => Ok(FormAnswer::Unavailable),
+            Some(InputResponse::Elicit(e)) => match e.action {
+                ElicitAction::Accept => {
+                    let content = Value::Object(e.content.unwrap_or_default());
+                    crate::typed::decode::<T>(&content)
+                        .map(FormAnswer::Accepted)
+                        .map_err(|m| {
+                            Flow::Fail(Error::internal(format!(
+                                "checked answer does not decode: {m}"
+                            )))
+                        })
+                }
+                ElicitAction::Decline => Ok(FormAnswer::Declined),
+                ElicitAction::Cancel => Ok(FormAnswer::Cancelled),
+            },
+            Some(_) => Err(Flow::Fail(Error::internal(
+                "answer of another kind passed the kind check",
+            ))),
+        }
+    }
+
+    /// Asks a form built from `T`'s JSON Schema ([`Form::from_type`]) and decodes the
+    /// accepted content into `T` (feature `schemars`).
+    ///
+    /// # Errors
+    /// `Flow::Suspend` when the answer is not there yet; -32603 when `T` cannot be
+    /// a form (not a flat object of primitives): a server fault, found the first
+    /// time the handler runs.
+    #[cfg(feature = "schemars")]
+    pub fn ask<T: DeserializeOwned + schemars::JsonSchema>(
+        &self,
+        key: &str,
+        message: impl Into<String>,
+    ) -> Result<FormAnswer<T>, Flow> {
+        let form = Form::from_type::<T>(message)
+            .map_err(|e| Flow::Fail(Error::internal(format!("form for key {key:?}: {e}"))))?;
+        self.elicit_as(key, form)
     }
 
     /// Asks the user to confirm (a form with one boolean field `confirm`) and says
@@ -475,6 +535,19 @@ impl Round {
         necessity: Necessity,
         issued_only: bool,
     ) -> Result<Option<InputResponse>, Flow> {
+        self.answer_checked(key, request, necessity, issued_only, &|_| Ok(()))
+    }
+
+    /// [`Round::answer`] with a further check of an accepted form's content (the
+    /// handler's type); a content that fails it is asked again with its note.
+    fn answer_checked(
+        &self,
+        key: &str,
+        request: InputRequest,
+        necessity: Necessity,
+        issued_only: bool,
+        fits: &dyn Fn(&Value) -> Result<(), String>,
+    ) -> Result<Option<InputResponse>, Flow> {
         let fixed = &self.fixed;
         let digest = question_digest(&request);
         let mut live = lock(&self.live);
@@ -527,7 +600,7 @@ impl Round {
                 );
             }
             if eligible {
-                match accept(kind, &request, v) {
+                match accept(kind, &request, v, fits) {
                     Ok((resp, value)) => {
                         live.carry.answers.insert(
                             key.to_owned(),
@@ -573,6 +646,31 @@ impl Round {
     /// [`Engine::run`] and the service call it for you).
     pub fn finish(self, result: Result<Value, Flow>) -> Outcome {
         finish(&self.fixed, &self.live, result)
+    }
+}
+
+/// What came back for a typed form ([`Round::elicit_as`]).
+#[must_use = "a form's answer may be a decline or a cancel: match on it"]
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum FormAnswer<T> {
+    /// Accepted: the content, validated against the form and decoded into `T`.
+    Accepted(T),
+    /// The user declined.
+    Declined,
+    /// The user dismissed the request.
+    Cancelled,
+    /// An optional ask the client cannot serve; it was not sent.
+    Unavailable,
+}
+
+impl<T> FormAnswer<T> {
+    /// The value when accepted.
+    pub fn accepted(self) -> Option<T> {
+        match self {
+            Self::Accepted(t) => Some(t),
+            _ => None,
+        }
     }
 }
 
@@ -696,6 +794,7 @@ fn accept(
     kind: InputKind,
     request: &InputRequest,
     v: &Value,
+    fits: &dyn Fn(&Value) -> Result<(), String>,
 ) -> Result<(InputResponse, Value), String> {
     let resp = InputResponse::parse_as(kind, v).map_err(|_| {
         "The previous answer was not in the expected format; please answer again.".to_owned()
@@ -708,6 +807,8 @@ fn accept(
                     let list: Vec<String> = problems.iter().map(ToString::to_string).collect();
                     format!("Please correct: {}.", list.join("; "))
                 })?;
+                let kept_value = Value::Object(kept.clone());
+                fits(&kept_value).map_err(|note| format!("Please correct: {note}"))?;
                 e.content = Some(kept);
             } else {
                 e.content = None;
