@@ -38,7 +38,8 @@
 //! registered with `Service::tool_async`, or synchronous, registered with
 //! `Service::tool`; prompts and resources take handlers of the same shape.
 //!
-//! ```ignore
+//! ```
+//! use mrtr::{Confirmation, Engine, Flow, Keyring, Retry, Service, ToolAdvice, ToolResult};
 //! use serde::Deserialize;
 //!
 //! #[derive(Deserialize)]
@@ -46,24 +47,31 @@
 //!     service: String,
 //! }
 //!
+//! async fn deploy(service: &str) -> Result<u64, mrtr::Error> {
+//!     # let _ = service;
+//!     Ok(7) // your API call
+//! }
+//!
+//! let service = Service::new(Engine::new(Keyring::ephemeral(), "https://tools.example"), "tools", "1.0.0");
+//! let deploy_schema = serde_json::json!({"type": "object", "properties": {"service": {"type": "string"}}});
 //! let service = service.tool_async(
 //!     "deploy",
 //!     "Deploys a service after the user confirms.",
 //!     deploy_schema,
-//!     |round: Round| async move {
+//!     |round| async move {
 //!         let args: DeployArgs = round.arguments()?;
-//!         if !round.confirm("confirm", format!("Deploy {} to production?", args.service))? {
+//!         let question = format!("Deploy {} to production?", args.service);
+//!         if round.confirm("confirm", question)? != Confirmation::Accepted {
 //!             return Err(Flow::failed(
 //!                 ToolAdvice::new("The user did not confirm the deployment, so nothing was deployed", Retry::DoesNotHelp)
 //!                     .instead("Ask the user whether they want to deploy before calling deploy again"),
 //!             ));
 //!         }
-//!         let id: u64 = round
-//!             .once_async("deploy", async { deploy(&args.service).await })
-//!             .await?;
-//!         Ok(tool_text(format!("Deployed {} (deployment #{id}).", args.service)))
+//!         let id = round.once_async("deploy", || deploy(&args.service)).await?;
+//!         Ok(ToolResult::text(format!("Deployed {} (deployment #{id}).", args.service)))
 //!     },
 //! );
+//! # drop(service);
 //! ```
 //!
 //! Round 1 of this flow parses the arguments, asks the confirmation and stops
@@ -78,7 +86,15 @@
 //! `round.arguments::<T>()?` deserializes the request's arguments into any
 //! `serde` type. When they do not fit, the handler stops with a tool result
 //! with `isError: true` that names the field and the expected type, never the
-//! value sent, so the model can correct its call.
+//! value sent, so the model can correct its call (`-32602` on `prompts/get` and
+//! `resources/read`, which have no tool results).
+//!
+//! An accepted form decodes the same way: `round.elicit_as::<T>(key, form)?`
+//! returns `FormAnswer::Accepted(T)`; content that fits the form's schema but not
+//! `T` is asked again with a note naming the field. With the `schemars` feature,
+//! `round.ask::<T>(key, message)?` builds the form from `T` itself (a flat struct
+//! of primitives, as MCP elicitation allows; anything else is refused when the
+//! form is built, before anything reaches a client).
 //!
 //! # Asking
 //!
@@ -108,10 +124,15 @@
 //! Every ask made before the first `?` goes into the same
 //! `InputRequiredResult`:
 //!
-//! ```ignore
-//! let units = round.elicit("units", Form::new("Units?").one_of("units", ["metric", "imperial"]).optional());
-//! let forecast = round.sample("forecast", Sampling::prompt("One-line forecast for Paris?", 60));
-//! let (units, forecast) = (units?, forecast?); // both asked at once
+//! ```
+//! # use mrtr::{Flow, Form, Round, Sampling};
+//! fn forecast(round: &Round) -> Result<String, Flow> {
+//!     let units = round.elicit("units", Form::new("Units?").one_of("units", ["metric", "imperial"]).optional());
+//!     let forecast = round.sample("forecast", Sampling::prompt("One-line forecast for Paris?", 60));
+//!     let (units, forecast) = (units?, forecast?); // both asked at once
+//!     let units = units.accepted().and_then(|f| f.str("units")).unwrap_or("metric").to_owned();
+//!     Ok(format!("{} ({units})", forecast.map(|m| m.text()).unwrap_or_default()))
+//! }
 //! ```
 //!
 //! Ask in one round what does not depend on another answer, and in later rounds
@@ -121,16 +142,17 @@
 //!
 //! # Confirmations
 //!
-//! `round.confirm(key, message)?` returns `true` only when the user accepted
-//! *and* the question was put to the user in an earlier sealed round of this
-//! flow. A confirmation the client sends unasked, on its first request, is not
-//! taken: the question goes out, and only the answer to it counts. `false`
-//! covers every other outcome (declined, cancelled, unchecked, or no elicitation
-//! possible); treat it as "no".
+//! `round.confirm(key, message)?` returns `Confirmation::Accepted` only when the
+//! user accepted *and* the question was put to the user in an earlier sealed
+//! round of this flow. A confirmation the client sends unasked, on its first
+//! request, is not taken: the question goes out, and only the answer to it
+//! counts. `Declined` covers a decline and an unchecked box, `Cancelled` a
+//! dismissed question; treat both as "no". A client without form elicitation
+//! gets `-32021`: a confirmation is never skipped. The result is `#[must_use]`.
 //!
 //! # Side effects: `once`
 //!
-//! `round.once(step, || ...)` and `round.once_async(step, async { ... }).await`
+//! `round.once(step, || ...)` and `round.once_async(step, || async { ... }).await`
 //! run a side effect at most once per flow. The first run in a flow carries it
 //! out and its result (any `serde` type) is sealed into the state; every later
 //! re-run of the handler in that flow returns the sealed result without running
@@ -185,9 +207,9 @@
 //!    round; code outside `once` runs on every replay. Put the step after the
 //!    questions that confirm it, and give the engine a replay guard when it must
 //!    not run twice.
-//! 5. **Never act on a declined, cancelled or unavailable confirmation.** Act
-//!    only on `confirm(...)` returning `true`; for anything else return a tool
-//!    error that tells the model nothing was done and why.
+//! 5. **Never act on a declined or cancelled confirmation.** Act only on
+//!    `confirm(...)` returning `Confirmation::Accepted`; for anything else
+//!    return a result that tells the model nothing was done and why.
 //! 6. **Handle every answer.** Decline, cancel and unavailable are normal
 //!    outcomes; a `match` that covers them is part of the handler.
 //! 7. **Keep the state small.** Everything sealed (answers, data, `once`
