@@ -581,13 +581,13 @@ impl StdioServer {
     fn start_with_keys_opt(args: &[&str], keys: Option<&str>) -> Self {
         let mut all = vec!["--anonymous"];
         all.extend_from_slice(args);
-        Self::launch(&all, keys)
+        let env: Vec<(&str, &str)> = keys.map(|k| ("MRTR_KEYS", k)).into_iter().collect();
+        Self::launch(&all, &env)
     }
 
-    /// Starts `mrtr serve --stdio ARGS...`, with `MRTR_KEYS` set to `keys` if
-    /// given: the arguments must say who the caller is (`--principal NAME` or
-    /// `--anonymous`).
-    pub fn launch(args: &[&str], keys: Option<&str>) -> Self {
+    /// Starts `mrtr serve --stdio ARGS...` with extra environment variables: the
+    /// arguments (or `MRTR_PRINCIPAL`) must say who the caller is.
+    pub fn launch(args: &[&str], env: &[(&str, &str)]) -> Self {
         let mut cmd = Command::new(bin());
         cmd.args(["serve", "--stdio"])
             .args(args)
@@ -598,8 +598,8 @@ impl StdioServer {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        if let Some(keys) = keys {
-            cmd.env("MRTR_KEYS", keys);
+        for (k, v) in env {
+            cmd.env(k, v);
         }
         let mut child = cmd.spawn().expect("spawn mrtr --stdio");
         let stdin = child.stdin.take();
