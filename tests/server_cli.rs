@@ -125,6 +125,10 @@ fn the_principal_must_be_chosen() {
         &run(&["serve", "--stdio"], &[("MRTR_PRINCIPAL", " ")]),
         "MRTR_PRINCIPAL",
     );
+    assert_exit_2(
+        &run(&["serve", "--stdio"], &[("MRTR_PRINCIPAL", "alice smith")]),
+        "MRTR_PRINCIPAL",
+    );
 }
 
 #[test]

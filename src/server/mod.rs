@@ -325,9 +325,9 @@ impl ServeConfig {
                 ));
             }
             (PrincipalConfig::Named(name), true) if !http::is_principal_name(name) => {
-                return Err(ConfigError(
-                    "--principal must be visible ASCII without spaces".into(),
-                ));
+                return Err(ConfigError(format!(
+                    "--principal (or {PRINCIPAL_ENV}) must be visible ASCII without spaces"
+                )));
             }
             _ => {}
         }
