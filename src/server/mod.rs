@@ -8,12 +8,12 @@
 //!
 //! ```text
 //!  POST /mcp ─► origin (403) ─► principal (401) ─► content-type (415) ─► body limit (413) ─┐
-//!  stdin line ─► line limit (-32600) ─────────────────────────────────────────────────────┤
-//!                                                                                         ▼
-//!                                      Service::handle(body, ctx) -> Reply
-//!                                                                       │
-//!  HTTP: Reply.http_status + JSON or one SSE event; no body → 202 ◄─────┤
-//!  stdout: one line per reply ◄─────────────────────────────────────────┘
+//!  stdin line (principal from configuration) ─► line limit (-32600) ───────────────────────┤
+//!                                                                                          ▼
+//!                                                        Service::handle(body, ctx) -> Reply
+//!                                                                                          │
+//!  HTTP: Reply.http_status + JSON or one SSE event; no body → 202 ◄────────────────────────┤
+//!  stdout: one line per reply ◄────────────────────────────────────────────────────────────┘
 //! ```
 //!
 //! [`McpHeaders`]: crate::service::McpHeaders
