@@ -43,7 +43,7 @@ pub struct McpHeaders {
 /// What the transport knows about one incoming message.
 #[derive(Debug, Clone)]
 pub struct RequestContext {
-    /// The authenticated principal (the reference server is anonymous).
+    /// The authenticated principal every `requestState` of this request is bound to.
     pub principal: Principal,
     /// The current time, read by the transport.
     pub now: Timestamp,

@@ -26,7 +26,7 @@ struct Server {
 /// Starts `mrtr serve` with `keys` (MRTR_KEYS).
 async fn start(keys: &str) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_mrtr"))
-        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(["serve", "--listen", "127.0.0.1:0", "--anonymous"])
         .env("MRTR_KEYS", keys)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

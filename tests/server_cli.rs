@@ -12,7 +12,10 @@ use server_support::{StdioServer, bin, tools_list, wait_timeout};
 
 fn run(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(bin());
-    cmd.args(args).env_remove("MRTR_KEYS").stdin(Stdio::null());
+    cmd.args(args)
+        .env_remove("MRTR_KEYS")
+        .env_remove("MRTR_PRINCIPAL")
+        .stdin(Stdio::null());
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -38,26 +41,94 @@ fn usage_and_config_errors_exit_2() {
         &run(&["serve", "--stdio", "--listen", "127.0.0.1:1"], &[]),
         "--listen",
     );
-    assert_exit_2(&run(&["serve", "--state-ttl", "0"], &[]), "--state-ttl");
-    assert_exit_2(&run(&["serve", "--state-ttl", "86401"], &[]), "--state-ttl");
     assert_exit_2(
-        &run(&["serve", "--clock-skew", "3601"], &[]),
+        &run(&["serve", "--anonymous", "--state-ttl", "0"], &[]),
+        "--state-ttl",
+    );
+    assert_exit_2(
+        &run(&["serve", "--anonymous", "--state-ttl", "86401"], &[]),
+        "--state-ttl",
+    );
+    assert_exit_2(
+        &run(&["serve", "--anonymous", "--clock-skew", "3601"], &[]),
         "--clock-skew",
     );
-    assert_exit_2(&run(&["serve", "--max-rounds", "0"], &[]), "--max-rounds");
-    assert_exit_2(&run(&["serve", "--max-body", "10"], &[]), "--max-body");
-    assert_exit_2(&run(&["serve", "--audience", " "], &[]), "--audience");
     assert_exit_2(
-        &run(&["serve", "--allow-origin", "example.com"], &[]),
+        &run(&["serve", "--anonymous", "--max-rounds", "0"], &[]),
+        "--max-rounds",
+    );
+    assert_exit_2(
+        &run(&["serve", "--anonymous", "--max-body", "10"], &[]),
+        "--max-body",
+    );
+    assert_exit_2(
+        &run(&["serve", "--anonymous", "--audience", " "], &[]),
+        "--audience",
+    );
+    assert_exit_2(
+        &run(
+            &["serve", "--anonymous", "--allow-origin", "example.com"],
+            &[],
+        ),
         "origin",
     );
-    assert_exit_2(&run(&["serve", "--log-format", "xml"], &[]), "xml");
     assert_exit_2(
-        &run(&["serve", "--keys-file", "/nonexistent/keys"], &[]),
+        &run(&["serve", "--anonymous", "--log-format", "xml"], &[]),
+        "xml",
+    );
+    assert_exit_2(
+        &run(
+            &["serve", "--anonymous", "--keys-file", "/nonexistent/keys"],
+            &[],
+        ),
         "key file",
     );
-    assert_exit_2(&run(&["serve"], &[("MRTR_KEYS", "")]), "MRTR_KEYS");
+    assert_exit_2(
+        &run(&["serve", "--anonymous"], &[("MRTR_KEYS", "")]),
+        "MRTR_KEYS",
+    );
     assert_exit_2(&run(&[], &[]), "Usage");
+}
+
+#[test]
+fn the_principal_must_be_chosen() {
+    assert_exit_2(&run(&["serve"], &[]), "--anonymous");
+    assert_exit_2(
+        &run(&["serve"], &[("MRTR_PRINCIPAL", "alice")]),
+        "--principal-header",
+    );
+    assert_exit_2(&run(&["serve", "--stdio"], &[]), "--principal NAME");
+    assert_exit_2(
+        &run(&["serve", "--principal", "alice"], &[]),
+        "--principal-header",
+    );
+    assert_exit_2(
+        &run(&["serve", "--stdio", "--principal-header", "x-user"], &[]),
+        "--principal-header",
+    );
+    assert_exit_2(
+        &run(
+            &["serve", "--anonymous", "--principal-header", "x-user"],
+            &[],
+        ),
+        "--anonymous",
+    );
+    assert_exit_2(
+        &run(&["serve", "--principal-header", "not a header"], &[]),
+        "--principal-header",
+    );
+    assert_exit_2(
+        &run(&["serve", "--stdio", "--principal", "alice smith"], &[]),
+        "--principal",
+    );
+    assert_exit_2(
+        &run(&["serve", "--stdio"], &[("MRTR_PRINCIPAL", " ")]),
+        "MRTR_PRINCIPAL",
+    );
+    assert_exit_2(
+        &run(&["serve", "--stdio"], &[("MRTR_PRINCIPAL", "alice smith")]),
+        "MRTR_PRINCIPAL",
+    );
 }
 
 #[test]
@@ -76,6 +147,9 @@ fn help_and_version_exit_0() {
         "--max-body",
         "--allow-origin",
         "--log-format",
+        "--principal-header",
+        "--principal",
+        "--anonymous",
     ] {
         assert!(help.contains(flag), "{flag} missing from help");
     }
@@ -149,7 +223,7 @@ fn inspect_opens_with_the_configured_keys_or_says_why_not() {
 fn taken_listen_address_exits_1() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = taken.local_addr().unwrap().to_string();
-    let out = run(&["serve", "--listen", &addr], &[]);
+    let out = run(&["serve", "--anonymous", "--listen", &addr], &[]);
     assert_eq!(
         out.status.code(),
         Some(1),

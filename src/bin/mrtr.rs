@@ -8,7 +8,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use mrtr::server::{self, ConfigError, KeySource, LogFormat, ServeConfig, ServeError};
+use mrtr::server::{
+    self, ConfigError, KeySource, LogFormat, PrincipalConfig, ServeConfig, ServeError,
+};
 
 /// Multi Round-Trip Requests (MCP 2026-07-28): reference server and operator tools.
 #[derive(Debug, Parser)]
@@ -39,6 +41,12 @@ enum Command {
 }
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Who the caller is must be chosen: every requestState is bound to it, \
+so that one user cannot present another's. Over HTTP, give --principal-header NAME (only behind \
+an authenticating reverse proxy) or --anonymous; with --stdio, --principal NAME (or \
+MRTR_PRINCIPAL) or --anonymous."
+)]
 struct ServeArgs {
     /// Address to listen on; port 0 picks a free port (the bound address is
     /// logged as `listening on http://ADDR/mcp`).
@@ -73,6 +81,22 @@ struct ServeArgs {
     /// Log format on stderr.
     #[arg(long, value_enum, default_value_t = LogFormatArg::Human)]
     log_format: LogFormatArg,
+    /// HTTP: the caller is the subject in request header NAME (e.g. X-Forwarded-User);
+    /// a request without it gets 401. RISK: the header is trusted as is. Use this only
+    /// behind a reverse proxy that authenticates every request, sets NAME itself and
+    /// strips any NAME the client sent; anyone who can reach mrtr directly can claim
+    /// any identity.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["stdio", "anonymous", "principal"])]
+    principal_header: Option<String>,
+    /// stdio: the caller's principal (a subject; visible ASCII, no spaces).
+    /// Default: $MRTR_PRINCIPAL.
+    #[arg(long, value_name = "NAME", conflicts_with = "anonymous")]
+    principal: Option<String>,
+    /// Every caller is the anonymous principal. All callers then share one identity, so
+    /// binding stops no user from presenting another's requestState: only for a
+    /// single-user server or one on loopback.
+    #[arg(long)]
+    anonymous: bool,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -84,6 +108,13 @@ enum LogFormatArg {
 impl ServeArgs {
     fn into_config(self) -> Result<ServeConfig, ConfigError> {
         let keys = KeySource::resolve(self.keys_file, std::env::var_os(server::KEYS_ENV))?;
+        let principal = PrincipalConfig::resolve(
+            self.stdio,
+            self.anonymous,
+            self.principal,
+            self.principal_header.as_deref(),
+            std::env::var_os(server::PRINCIPAL_ENV),
+        )?;
         let mut cfg = ServeConfig::default();
         cfg.listen = self.listen;
         cfg.stdio = self.stdio;
@@ -98,6 +129,7 @@ impl ServeArgs {
             LogFormatArg::Human => LogFormat::Human,
             LogFormatArg::Json => LogFormat::Json,
         };
+        cfg.principal = principal;
         cfg.validate()
     }
 }

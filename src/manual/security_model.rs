@@ -223,8 +223,12 @@
 //!   principal it is given; it cannot check it. Derive it from the MCP
 //!   authorization credentials (subject, issuer, client id). Every anonymous
 //!   caller shares [`Principal::anonymous`], so binding to it prevents no replay
-//!   between users; the reference server is anonymous, listens on loopback by
-//!   default, and warns when it does not.
+//!   between users. Over HTTP the principal comes from the request
+//!   (`server::http::PrincipalSource`: the one your authentication layer put in the
+//!   request's extensions, or a header an authenticating proxy sets); `mrtr serve`
+//!   refuses to start until told `--principal-header NAME`, `--principal NAME`
+//!   (stdio) or `--anonymous`, listens on loopback by default, and warns when an
+//!   anonymous server does not.
 //! - **Choose one audience** per service, identical on every instance.
 //! - **Keep the keys secret and shared**: the same ring on every instance, from
 //!   a secret store, rotated as in [`rotation`]. Without configured keys a

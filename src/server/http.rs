@@ -1,8 +1,36 @@
 //! Streamable HTTP transport: `POST /mcp` (axum on tokio).
 //!
-//! Order of checks on `POST /mcp`: `Origin` (403), `Content-Type` (415), body
-//! size (413), then [`Service::handle`]. `GET`/`DELETE` (and any other method)
-//! on `/mcp` answer 405 with `Allow: POST`; other paths answer 404.
+//! [`mcp_router`] is a router you mount in your own axum application, behind your
+//! own authentication layer; `mrtr serve` runs the same router in a process of its
+//! own. The principal every sealed `requestState` is bound to comes from the
+//! request, through the [`PrincipalSource`] you give: [`FromExtension`] (a
+//! [`Principal`] your authentication middleware put into the request's
+//! extensions), [`FromHeader`] (a header set by an authenticating reverse proxy),
+//! a closure, or [`Anonymous`], which must be chosen by name.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use axum::{Router, extract::Request, middleware::{self, Next}, response::Response};
+//! use mrtr::server::http::{FromExtension, HttpOptions, mcp_router};
+//! use mrtr::{Engine, Keyring, Principal, Service};
+//!
+//! async fn authenticate(mut req: Request, next: Next) -> Response {
+//!     // Your authentication: on success, say who the caller is; else answer 401 here.
+//!     req.extensions_mut().insert(Principal::subject("alice"));
+//!     next.run(req).await
+//! }
+//!
+//! let service = Arc::new(Service::new(Engine::new(Keyring::ephemeral(), "https://mcp.example.com"), "example", "1.0.0"));
+//! let app: Router = Router::new()
+//!     .merge(mcp_router(service, HttpOptions::default(), FromExtension))
+//!     .layer(middleware::from_fn(authenticate));
+//! ```
+//!
+//! Order of checks on `POST /mcp`: `Origin` (403), the principal (401),
+//! `Content-Type` (415), body size (413), then [`Service::handle`]. `GET`/`DELETE`
+//! (and any other method) on `/mcp` answer 405 with `Allow: POST`. The router has
+//! no fallback of its own, so it merges into an application that has one; `mrtr
+//! serve` answers 404 on other paths.
 //!
 //! [`Service::handle_until`] is awaited on the request's own task: the core does
 //! no I/O itself, and a handler that awaits (a database, an API) yields the worker
@@ -11,6 +39,8 @@
 //! the service (-32603); a panic anywhere else in the request is caught around the
 //! whole request (a 500 with a -32603 body).
 
+use std::borrow::Cow;
+use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,13 +48,15 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
+use axum::handler::Handler as _;
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::post;
 use http_body_util::BodyExt;
 
-use super::{ConfigError, ServeConfig, log};
+use super::{ConfigError, DEFAULT_MAX_BODY, log};
 use crate::principal::Principal;
 use crate::service::{McpHeaders, Reply, RequestContext, RequestLog, Service};
 use crate::time::Timestamp;
@@ -32,11 +64,201 @@ use crate::time::Timestamp;
 /// The path of the MCP endpoint.
 pub const MCP_PATH: &str = "/mcp";
 
-#[derive(Debug)]
-struct AppState {
-    service: Arc<Service>,
+/// Where the principal of a request comes from: the identity every `requestState`
+/// issued to that request is bound to, and that a retry must present again.
+///
+/// Implemented by [`FromExtension`], [`FromHeader`], [`Anonymous`], and any
+/// `Fn(&Parts) -> Result<Principal, Rejection>` (annotate the closure's argument,
+/// `|parts: &Parts| ...`). It is synchronous: authentication that awaits (a token
+/// introspection, a database) belongs in a middleware layer that inserts the
+/// [`Principal`] for [`FromExtension`].
+pub trait PrincipalSource: Send + Sync + 'static {
+    /// The principal of the request whose head is `parts`.
+    ///
+    /// # Errors
+    /// A [`Rejection`] when the request carries no identity this source accepts:
+    /// the request is answered 401 and never reaches the service.
+    fn principal(&self, parts: &Parts) -> Result<Principal, Rejection>;
+}
+
+/// A request without an acceptable identity: answered `401 Unauthorized`.
+///
+/// The body is a JSON-RPC error without `id`, code `-32600` (Invalid Request,
+/// like the transport's other refusals made before the body is read), message
+/// `Unauthorized`. No `WWW-Authenticate` header is set: a challenge (OAuth
+/// resource metadata, realm) is your authentication layer's business, and it
+/// should answer before mrtr does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejection {
+    detail: Cow<'static, str>,
+}
+
+impl Rejection {
+    /// A refusal; `detail` goes to the private request log only. It must not hold
+    /// a credential or a header value.
+    pub fn new(detail: impl Into<Cow<'static, str>>) -> Self {
+        Self {
+            detail: detail.into(),
+        }
+    }
+
+    /// The private reason, as logged.
+    pub fn detail(&self) -> &str {
+        &self.detail
+    }
+}
+
+impl<F> PrincipalSource for F
+where
+    F: Fn(&Parts) -> Result<Principal, Rejection> + Send + Sync + 'static,
+{
+    fn principal(&self, parts: &Parts) -> Result<Principal, Rejection> {
+        self(parts)
+    }
+}
+
+/// The [`Principal`] your authentication middleware inserted into the request's
+/// extensions (`req.extensions_mut().insert(principal)`): the idiomatic axum way.
+///
+/// A request without one is refused with 401, never served as anonymous: a route
+/// mounted outside the authentication layer by mistake fails closed.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FromExtension;
+
+impl PrincipalSource for FromExtension {
+    fn principal(&self, parts: &Parts) -> Result<Principal, Rejection> {
+        parts
+            .extensions
+            .get::<Principal>()
+            .cloned()
+            .ok_or_else(|| Rejection::new("no Principal in the request extensions"))
+    }
+}
+
+/// The subject named by a request header that an authenticating reverse proxy sets
+/// (`X-Forwarded-User`, say).
+///
+/// # Security
+/// The header is trusted as is. Use this only when every request reaches mrtr
+/// through a proxy that authenticates the caller, sets this header itself and
+/// removes any copy the client sent; anyone who can reach mrtr directly can claim
+/// any identity. A request where the header is missing, repeated, empty or holds
+/// anything but visible ASCII (`!` to `~`, so no spaces) is refused with 401.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FromHeader {
+    name: HeaderName,
+}
+
+impl FromHeader {
+    /// Reads the subject from the header `name`.
+    pub fn new(name: HeaderName) -> Self {
+        Self { name }
+    }
+
+    /// The header read.
+    pub fn name(&self) -> &HeaderName {
+        &self.name
+    }
+}
+
+impl PrincipalSource for FromHeader {
+    fn principal(&self, parts: &Parts) -> Result<Principal, Rejection> {
+        let mut values = parts.headers.get_all(&self.name).iter();
+        match (values.next(), values.next()) {
+            (None, _) => Err(Rejection::new(format!("no {} header", self.name))),
+            (Some(_), Some(_)) => Err(Rejection::new(format!("repeated {} header", self.name))),
+            (Some(v), None) => match std::str::from_utf8(v.as_bytes()) {
+                Ok(s) if is_principal_name(s) => Ok(Principal::subject(s)),
+                _ => Err(Rejection::new(format!(
+                    "{} header is empty or not visible ASCII",
+                    self.name
+                ))),
+            },
+        }
+    }
+}
+
+/// Every caller is [`Principal::anonymous`].
+///
+/// # Security
+/// All callers share one principal, so binding to it keeps no user from
+/// presenting another user's `requestState`. Choose it only for a single-user
+/// server, or one on loopback.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Anonymous;
+
+impl PrincipalSource for Anonymous {
+    fn principal(&self, _parts: &Parts) -> Result<Principal, Rejection> {
+        Ok(Principal::anonymous())
+    }
+}
+
+/// Whether `name` can be a principal's subject from a header or the command line:
+/// not empty, visible ASCII only.
+pub(crate) fn is_principal_name(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_graphic())
+}
+
+/// The transport's limits: the body size and the allowed `Origin` values.
+///
+/// ```
+/// use mrtr::server::http::HttpOptions;
+/// let options = HttpOptions::default().max_body(64 * 1024).allow_origin("https://app.example")?;
+/// # Ok::<(), mrtr::server::ConfigError>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
     max_body: usize,
     allowed_origins: Vec<String>,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        Self {
+            max_body: DEFAULT_MAX_BODY,
+            allowed_origins: Vec::new(),
+        }
+    }
+}
+
+impl HttpOptions {
+    /// The largest request body accepted, in bytes; larger ones get 413.
+    /// Default: [`DEFAULT_MAX_BODY`] (1 MiB).
+    #[must_use]
+    pub fn max_body(mut self, bytes: usize) -> Self {
+        self.max_body = bytes;
+        self
+    }
+
+    /// Allows requests whose `Origin` is `origin` (`scheme://host[:port]`).
+    /// Default: only requests without `Origin` or from `http://localhost`,
+    /// `http://127.0.0.1` and `http://[::1]` (any port); any other `Origin` gets 403
+    /// (spec: Streamable HTTP §Security Warning, DNS rebinding).
+    ///
+    /// # Errors
+    /// [`ConfigError`] if `origin` is not of the form `scheme://host[:port]`.
+    pub fn allow_origin(mut self, origin: &str) -> Result<Self, ConfigError> {
+        let origin = normalize_origin(origin)?;
+        if !self.allowed_origins.contains(&origin) {
+            self.allowed_origins.push(origin);
+        }
+        Ok(self)
+    }
+}
+
+struct AppState {
+    service: Arc<Service>,
+    options: HttpOptions,
+    principal: Box<dyn PrincipalSource>,
+}
+
+impl fmt::Debug for AppState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AppState")
+            .field("service", &self.service)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The per-request correlation id, put into the request's extensions by the
@@ -44,19 +266,40 @@ struct AppState {
 #[derive(Debug, Clone)]
 struct CorrelationId(String);
 
-/// Builds the router: `POST /mcp`, 405 for other methods on `/mcp`, 404
-/// elsewhere, one log line per request, panics turned into 500 with a body.
-pub fn router(service: Arc<Service>, cfg: &ServeConfig) -> Router {
+/// The MCP endpoint as a router to merge (or nest) into an axum application:
+/// `POST /mcp` runs `service` for the principal `principal` gives, other methods
+/// on `/mcp` get 405.
+///
+/// Each request on `/mcp` is logged in one line and runs on a task of its own, so a
+/// panic ends only that request (a 500 with a -32603 body). Layers you add around
+/// the router (authentication, tracing, limits) run before it. The router sets no
+/// fallback, so it merges into an application that has its own; it is generic over
+/// the application's state type and holds its own.
+pub fn mcp_router<S, P>(service: Arc<Service>, options: HttpOptions, principal: P) -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+    P: PrincipalSource,
+{
     let state = Arc::new(AppState {
         service,
-        max_body: cfg.max_body,
-        allowed_origins: cfg.allowed_origins.clone(),
+        options,
+        principal: Box::new(principal),
     });
     Router::new()
         .route(MCP_PATH, post(post_mcp).fallback(method_not_allowed))
-        .fallback(not_found)
+        .route_layer(middleware::from_fn(per_request))
         .with_state(state)
-        .layer(middleware::from_fn(per_request))
+}
+
+/// [`mcp_router`] for a process of its own (`mrtr serve`): other paths get a
+/// logged 404.
+pub(crate) fn standalone_router<P: PrincipalSource>(
+    service: Arc<Service>,
+    options: HttpOptions,
+    principal: P,
+) -> Router {
+    mcp_router(service, options, principal)
+        .fallback(not_found.layer(middleware::from_fn(per_request)))
 }
 
 /// Serves `app` on `listener` until `shutdown` resolves, then lets in-flight
@@ -145,7 +388,7 @@ async fn post_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
     let headers = &parts.headers;
 
     if let Some(origin) = headers.get(header::ORIGIN)
-        && !origin_allowed(origin.as_bytes(), &app.allowed_origins)
+        && !origin_allowed(origin.as_bytes(), &app.options.allowed_origins)
     {
         // Spec (Streamable HTTP §Security): 403, optional JSON-RPC error without id.
         return transport_error(
@@ -155,6 +398,21 @@ async fn post_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
             "origin not allowed",
         );
     }
+    let principal = match app.principal.principal(&parts) {
+        Ok(p) => p,
+        Err(rejection) => {
+            let mut resp = transport_error(
+                StatusCode::UNAUTHORIZED,
+                -32600,
+                "Unauthorized",
+                "unauthenticated",
+            );
+            if let Some(log) = resp.extensions_mut().get_mut::<RequestLog>() {
+                log.detail = Some(format!("unauthenticated: {}", rejection.detail()));
+            }
+            return resp;
+        }
+    };
     if !is_json_content_type(headers) {
         return transport_error(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -163,13 +421,14 @@ async fn post_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
             "content-type not application/json",
         );
     }
-    let bytes = match read_body(body, headers, app.max_body).await {
+    let max_body = app.options.max_body;
+    let bytes = match read_body(body, headers, max_body).await {
         Ok(b) => b,
         Err(BodyError::TooLarge) => {
             return transport_error(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 -32600,
-                &format!("Request body too large (limit {} bytes)", app.max_body),
+                &format!("Request body too large (limit {max_body} bytes)"),
                 "body too large",
             );
         }
@@ -192,7 +451,7 @@ async fn post_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
     };
 
     let ctx = RequestContext {
-        principal: Principal::anonymous(),
+        principal,
         now: Timestamp::now(),
         correlation_id: corr.clone(),
         http_headers: Some(mcp_headers(headers)),
@@ -604,14 +863,148 @@ mod tests {
     }
 
     async fn raw_post(addr: std::net::SocketAddr, path: &str) -> String {
+        raw_request(addr, path, "", "").await
+    }
+
+    /// One HTTP/1.1 POST with extra header lines (each ending in `\r\n`) and a body.
+    async fn raw_request(
+        addr: std::net::SocketAddr,
+        path: &str,
+        headers: &str,
+        body: &str,
+    ) -> String {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
         let req = format!(
-            "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            "POST {path} HTTP/1.1\r\nHost: x\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
         );
         s.write_all(req.as_bytes()).await.unwrap();
         let mut out = String::new();
         s.read_to_string(&mut out).await.unwrap();
         out
+    }
+
+    fn parts(headers: &[(&str, &[u8])]) -> Parts {
+        let mut req = axum::http::Request::builder().method("POST").uri("/mcp");
+        for (name, value) in headers {
+            req = req.header(*name, HeaderValue::from_bytes(value).unwrap());
+        }
+        req.body(()).unwrap().into_parts().0
+    }
+
+    #[test]
+    fn from_extension_reads_the_principal_the_auth_layer_inserted() {
+        let mut p = parts(&[]);
+        let refused = FromExtension.principal(&p).unwrap_err();
+        assert_eq!(refused.detail(), "no Principal in the request extensions");
+        p.extensions.insert(Principal::subject("alice"));
+        assert_eq!(FromExtension.principal(&p), Ok(Principal::subject("alice")));
+    }
+
+    #[test]
+    fn from_header_trusts_one_visible_ascii_value() {
+        let source = FromHeader::new(HeaderName::from_static("x-forwarded-user"));
+        let ok = source.principal(&parts(&[("X-Forwarded-User", b"alice@example.com")]));
+        assert_eq!(ok, Ok(Principal::subject("alice@example.com")));
+        for bad in [
+            parts(&[]),
+            parts(&[("x-other", b"alice")]),
+            parts(&[("x-forwarded-user", b"")]),
+            parts(&[("x-forwarded-user", b"alice smith")]),
+            parts(&[("x-forwarded-user", b"al\tice")]),
+            parts(&[("x-forwarded-user", b"\xc3\xa9lise")]),
+            parts(&[("x-forwarded-user", b"alice"), ("x-forwarded-user", b"bob")]),
+        ] {
+            let refused = source.principal(&bad).unwrap_err();
+            // The private reason names the header, never its value.
+            assert!(refused.detail().contains("x-forwarded-user"), "{refused:?}");
+            assert!(!refused.detail().contains("alice"), "{refused:?}");
+        }
+    }
+
+    #[test]
+    fn anonymous_and_closures() {
+        assert_eq!(Anonymous.principal(&parts(&[])), Ok(Principal::anonymous()));
+        let by_tenant = |parts: &Parts| match parts.headers.get("x-tenant") {
+            Some(t) if t == "acme" => Ok(Principal::subject("svc").with_issuer("acme")),
+            _ => Err(Rejection::new("unknown tenant")),
+        };
+        assert_eq!(
+            by_tenant.principal(&parts(&[("x-tenant", b"acme")])),
+            Ok(Principal::subject("svc").with_issuer("acme"))
+        );
+        assert!(by_tenant.principal(&parts(&[])).is_err());
+    }
+
+    #[test]
+    fn http_options_normalize_origins() {
+        let o = HttpOptions::default()
+            .allow_origin("https://App.Example/")
+            .unwrap()
+            .allow_origin("https://app.example")
+            .unwrap();
+        assert_eq!(o.allowed_origins, ["https://app.example"]);
+        assert_eq!(o.max_body, DEFAULT_MAX_BODY);
+        assert!(HttpOptions::default().allow_origin("app.example").is_err());
+    }
+
+    /// A user's application: its own state type, its own routes and fallback, an
+    /// authentication layer, and the MCP router merged in and nested.
+    #[tokio::test]
+    async fn mounts_in_an_application_behind_its_auth_layer() {
+        #[derive(Clone)]
+        struct UserState;
+        async fn authenticate(mut req: Request, next: Next) -> Response {
+            if req
+                .headers()
+                .get("x-test-user")
+                .is_some_and(|v| v == "alice")
+            {
+                req.extensions_mut().insert(Principal::subject("alice"));
+            }
+            next.run(req).await
+        }
+        let service = Arc::new(Service::new(
+            crate::engine::Engine::new(crate::seal::Keyring::ephemeral(), "test"),
+            "test",
+            "1.0.0",
+        ));
+        let app: Router = Router::<UserState>::new()
+            .route("/health", post(|| async { "ok" }))
+            .merge(mcp_router(
+                Arc::clone(&service),
+                HttpOptions::default(),
+                FromExtension,
+            ))
+            .nest(
+                "/tenant",
+                mcp_router(service, HttpOptions::default(), FromExtension),
+            )
+            .fallback(|| async { (StatusCode::IM_A_TEAPOT, "user fallback") })
+            .layer(middleware::from_fn(authenticate))
+            .with_state(UserState);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+
+        let list = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+        let mcp = "Content-Type: application/json\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/list\r\n";
+        let alice = format!("{mcp}x-test-user: alice\r\n");
+        for path in ["/mcp", "/tenant/mcp"] {
+            let raw = raw_request(addr, path, &alice, list).await;
+            assert!(raw.starts_with("HTTP/1.1 200"), "{path}: {raw}");
+            assert!(raw.contains(r#""tools":[]"#), "{raw}");
+            // No principal from the auth layer: 401, never anonymous.
+            let raw = raw_request(addr, path, mcp, list).await;
+            assert!(raw.starts_with("HTTP/1.1 401"), "{path}: {raw}");
+            let body = raw.split("\r\n\r\n").nth(1).unwrap();
+            let v: serde_json::Value = serde_json::from_str(body).unwrap();
+            assert_eq!(v["error"]["code"], -32600, "{v}");
+            assert_eq!(v["error"]["message"], "Unauthorized", "{v}");
+            assert!(v.get("id").is_none(), "{v}");
+        }
+        assert!(raw_post(addr, "/health").await.ends_with("ok"));
+        assert!(raw_post(addr, "/other").await.starts_with("HTTP/1.1 418"));
     }
 }

@@ -1,18 +1,19 @@
 //! The reference server: Streamable HTTP and stdio transports around [`Service`].
 //!
 //! Transports do transport things only: read bytes within a size limit, check the
-//! `Origin` and `Content-Type`, copy the MCP headers into [`McpHeaders`], pick JSON
-//! or SSE framing from `Accept`, write the reply, and log one line per request.
-//! Everything the protocol decides happens in [`Service::handle`].
+//! `Origin` and `Content-Type`, take the caller's principal (from the request over
+//! HTTP, from configuration on stdio), copy the MCP headers into [`McpHeaders`],
+//! pick JSON or SSE framing from `Accept`, write the reply, and log one line per
+//! request. Everything the protocol decides happens in [`Service::handle`].
 //!
 //! ```text
-//!  POST /mcp ─► origin (403) ─► content-type (415) ─► body limit (413) ─┐
-//!  stdin line ─► line limit (-32600) ───────────────────────────────────┤
-//!                                                                       ▼
-//!                                      Service::handle(body, ctx) -> Reply
-//!                                                                       │
-//!  HTTP: Reply.http_status + JSON or one SSE event; no body → 202 ◄─────┤
-//!  stdout: one line per reply ◄─────────────────────────────────────────┘
+//!  POST /mcp ─► origin (403) ─► principal (401) ─► content-type (415) ─► body limit (413) ─┐
+//!  stdin line (principal from configuration) ─► line limit (-32600) ───────────────────────┤
+//!                                                                                          ▼
+//!                                                        Service::handle(body, ctx) -> Reply
+//!                                                                                          │
+//!  HTTP: Reply.http_status + JSON or one SSE event; no body → 202 ◄────────────────────────┤
+//!  stdout: one line per reply ◄────────────────────────────────────────────────────────────┘
 //! ```
 //!
 //! [`McpHeaders`]: crate::service::McpHeaders
@@ -58,6 +59,9 @@ pub const MAX_CLOCK_SKEW_SECS: u64 = 3600;
 pub const DEFAULT_MAX_ROUNDS: u32 = 16;
 /// The environment variable holding the key ring for a fleet.
 pub const KEYS_ENV: &str = "MRTR_KEYS";
+/// The environment variable naming the principal of `mrtr serve --stdio` when
+/// `--principal` is not given.
+pub const PRINCIPAL_ENV: &str = "MRTR_PRINCIPAL";
 
 /// Where the sealing keys come from. The text is kept raw here; parsing it into a
 /// key ring belongs to the sealed-state module.
@@ -150,6 +154,75 @@ pub enum LogFormat {
     Json,
 }
 
+/// Who the caller of `mrtr serve` is: the principal every flow is bound to.
+///
+/// There is no default: [`ServeConfig::validate`] refuses [`PrincipalConfig::Unset`],
+/// so an anonymous server is always one somebody chose.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum PrincipalConfig {
+    /// Nothing chosen yet (refused by [`ServeConfig::validate`]).
+    #[default]
+    Unset,
+    /// `--anonymous`: every caller is [`Principal::anonymous`].
+    Anonymous,
+    /// `--principal NAME` or `MRTR_PRINCIPAL` (stdio only): the subject of the one
+    /// user at the other end of the pipe.
+    Named(String),
+    /// `--principal-header NAME` (HTTP only): the subject in this header, set by an
+    /// authenticating reverse proxy. See [`http::FromHeader`] for the risk.
+    Header(axum::http::HeaderName),
+}
+
+impl PrincipalConfig {
+    /// `--principal-header NAME`.
+    ///
+    /// # Errors
+    /// [`ConfigError`] if `name` is not a valid header name.
+    pub fn header(name: &str) -> Result<Self, ConfigError> {
+        axum::http::HeaderName::from_bytes(name.trim().as_bytes())
+            .map(Self::Header)
+            .map_err(|_| ConfigError(format!("--principal-header: not a header name: {name:?}")))
+    }
+
+    /// Picks the principal setting of `mrtr serve` from its flags and, for stdio
+    /// only, `MRTR_PRINCIPAL` (passed in as read from the environment); a flag
+    /// wins over the environment.
+    ///
+    /// # Errors
+    /// [`ConfigError`] if more than one flag is given, `header` is not a header
+    /// name, or `MRTR_PRINCIPAL` is used but empty or not UTF-8.
+    pub fn resolve(
+        stdio: bool,
+        anonymous: bool,
+        principal: Option<String>,
+        header: Option<&str>,
+        env_value: Option<std::ffi::OsString>,
+    ) -> Result<Self, ConfigError> {
+        match (anonymous, principal, header) {
+            (false, None, None) => {}
+            (true, None, None) => return Ok(Self::Anonymous),
+            (false, Some(name), None) => return Ok(Self::Named(name)),
+            (false, None, Some(h)) => return Self::header(h),
+            _ => {
+                return Err(ConfigError(
+                    "choose one of --principal-header, --principal and --anonymous".into(),
+                ));
+            }
+        }
+        match env_value {
+            Some(v) if stdio => match v.into_string() {
+                Ok(s) if s.trim().is_empty() => {
+                    Err(ConfigError(format!("{PRINCIPAL_ENV} is set but empty")))
+                }
+                Ok(s) => Ok(Self::Named(s)),
+                Err(_) => Err(ConfigError(format!("{PRINCIPAL_ENV} is not valid UTF-8"))),
+            },
+            _ => Ok(Self::Unset),
+        }
+    }
+}
+
 /// The settings of `mrtr serve`, parsed and validated.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -175,6 +248,8 @@ pub struct ServeConfig {
     pub allowed_origins: Vec<String>,
     /// Log line format.
     pub log_format: LogFormat,
+    /// Who the caller is. Must be chosen: the default is [`PrincipalConfig::Unset`].
+    pub principal: PrincipalConfig,
 }
 
 impl Default for ServeConfig {
@@ -190,12 +265,14 @@ impl Default for ServeConfig {
             max_body: DEFAULT_MAX_BODY,
             allowed_origins: Vec::new(),
             log_format: LogFormat::Human,
+            principal: PrincipalConfig::Unset,
         }
     }
 }
 
 impl ServeConfig {
-    /// Checks the ranges of the numeric settings and normalizes the allowed origins.
+    /// Checks the ranges of the numeric settings, normalizes the allowed origins,
+    /// and checks that the principal was chosen and fits the transport.
     ///
     /// # Errors
     /// [`ConfigError`] naming the first setting that is out of range or malformed.
@@ -224,7 +301,45 @@ impl ServeConfig {
             .iter()
             .map(|o| http::normalize_origin(o))
             .collect::<Result<_, _>>()?;
+        match (&self.principal, self.stdio) {
+            (PrincipalConfig::Unset, true) => {
+                return Err(ConfigError(format!(
+                    "say who the caller is: --principal NAME (or {PRINCIPAL_ENV}), or --anonymous"
+                )));
+            }
+            (PrincipalConfig::Unset, false) => {
+                return Err(ConfigError(
+                    "say who the caller is: --principal-header NAME (only behind an \
+                     authenticating reverse proxy), or --anonymous"
+                        .into(),
+                ));
+            }
+            (PrincipalConfig::Named(_), false) => {
+                return Err(ConfigError(
+                    "--principal is for --stdio; over HTTP use --principal-header NAME".into(),
+                ));
+            }
+            (PrincipalConfig::Header(_), true) => {
+                return Err(ConfigError(
+                    "--principal-header is for HTTP; with --stdio use --principal NAME".into(),
+                ));
+            }
+            (PrincipalConfig::Named(name), true) if !http::is_principal_name(name) => {
+                return Err(ConfigError(format!(
+                    "--principal (or {PRINCIPAL_ENV}) must be visible ASCII without spaces"
+                )));
+            }
+            _ => {}
+        }
         Ok(self)
+    }
+
+    /// The transport options of the HTTP router.
+    fn http_options(&self) -> Result<http::HttpOptions, ConfigError> {
+        self.allowed_origins.iter().try_fold(
+            http::HttpOptions::default().max_body(self.max_body),
+            |o, origin| o.allow_origin(origin),
+        )
     }
 }
 
@@ -288,21 +403,19 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServeError> {
     // Handlers are installed here, before the server reports that it is up.
     let shutdown = shutdown::signal();
     if cfg.stdio {
+        let principal = match &cfg.principal {
+            PrincipalConfig::Named(name) => Principal::subject(name.as_str()),
+            PrincipalConfig::Anonymous => Principal::anonymous(),
+            _ => return Err(ConfigError("no principal for --stdio".into()).into()),
+        };
         let stdin = tokio::io::BufReader::new(tokio::io::stdin());
         let stdout = tokio::io::stdout();
-        stdio::serve(
-            &service,
-            &Principal::anonymous(),
-            cfg.max_body,
-            stdin,
-            stdout,
-            shutdown,
-        )
-        .await
-        .map_err(|source| ServeError::Io {
-            context: "stdio",
-            source,
-        })?;
+        stdio::serve(&service, &principal, cfg.max_body, stdin, stdout, shutdown)
+            .await
+            .map_err(|source| ServeError::Io {
+                context: "stdio",
+                source,
+            })?;
         tracing::info!("stdin closed, exiting");
         return Ok(());
     }
@@ -316,14 +429,29 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServeError> {
         context: "cannot read bound address",
         source,
     })?;
-    if !local.ip().is_loopback() {
-        tracing::warn!(
-            %local,
-            "listening on a non-loopback address: the reference server has no authentication"
-        );
-    }
+    let options = cfg.http_options()?;
+    let app = match &cfg.principal {
+        PrincipalConfig::Anonymous => {
+            if !local.ip().is_loopback() {
+                tracing::warn!(
+                    %local,
+                    "listening on a non-loopback address with --anonymous: every caller \
+                     shares one principal, so one can present another's requestState"
+                );
+            }
+            http::standalone_router(service, options, http::Anonymous)
+        }
+        PrincipalConfig::Header(name) => {
+            tracing::info!(
+                header = %name,
+                "the caller is the subject in this header: only an authenticating reverse \
+                 proxy that sets it must be able to reach this address"
+            );
+            http::standalone_router(service, options, http::FromHeader::new(name.clone()))
+        }
+        _ => return Err(ConfigError("no principal source for HTTP".into()).into()),
+    };
     tracing::info!(local_addr = %local, "listening on http://{local}/mcp");
-    let app = http::router(service, &cfg);
     http::serve(listener, app, shutdown)
         .await
         .map_err(|source| ServeError::Io {

@@ -145,7 +145,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 # shellcheck disable=SC2086 # MRTR_SERVE_ARGS is word-split on purpose
-RUST_LOG=${RUST_LOG:-info} NO_COLOR=1 "$BIN" serve --listen 127.0.0.1:0 ${MRTR_SERVE_ARGS:-} \
+RUST_LOG=${RUST_LOG:-info} NO_COLOR=1 "$BIN" serve --listen 127.0.0.1:0 --anonymous ${MRTR_SERVE_ARGS:-} \
   </dev/null >"$OUT/server.stdout" 2>"$SERVER_LOG" &
 SERVER_PID=$!
 

@@ -26,16 +26,26 @@ pub struct Server {
 }
 
 impl Server {
-    /// Starts `mrtr serve --listen 127.0.0.1:0 ARGS...` and waits for its
-    /// `listening on http://ADDR/mcp` line.
+    /// Starts `mrtr serve --listen 127.0.0.1:0 --anonymous ARGS...` and waits for
+    /// its `listening on http://ADDR/mcp` line.
     pub fn start(args: &[&str]) -> Self {
         Self::start_with_env(args, &[])
     }
 
+    /// Like [`Server::start`], with extra environment variables.
     pub fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Self {
+        let mut all = vec!["--anonymous"];
+        all.extend_from_slice(args);
+        Self::launch(&all, env)
+    }
+
+    /// Starts `mrtr serve --listen 127.0.0.1:0 ARGS...`: the arguments must say
+    /// who the caller is (`--anonymous` or `--principal-header NAME`).
+    pub fn launch(args: &[&str], env: &[(&str, &str)]) -> Self {
         let mut cmd = Command::new(bin());
         cmd.args(["serve", "--listen", "127.0.0.1:0"]).args(args);
         cmd.env_remove("MRTR_KEYS")
+            .env_remove("MRTR_PRINCIPAL")
             .env("RUST_LOG", "info")
             .env("NO_COLOR", "1");
         for (k, v) in env {
@@ -558,28 +568,38 @@ pub struct StdioServer {
 }
 
 impl StdioServer {
-    /// Starts `mrtr serve --stdio ARGS...` on an ephemeral key.
+    /// Starts `mrtr serve --stdio --anonymous ARGS...` on an ephemeral key.
     pub fn start(args: &[&str]) -> Self {
-        Self::spawn(args, None)
+        Self::start_with_keys_opt(args, None)
     }
 
     /// Like [`StdioServer::start`], with `MRTR_KEYS` set to `keys`.
     pub fn start_with_keys(args: &[&str], keys: &str) -> Self {
-        Self::spawn(args, Some(keys))
+        Self::start_with_keys_opt(args, Some(keys))
     }
 
-    fn spawn(args: &[&str], keys: Option<&str>) -> Self {
+    fn start_with_keys_opt(args: &[&str], keys: Option<&str>) -> Self {
+        let mut all = vec!["--anonymous"];
+        all.extend_from_slice(args);
+        let env: Vec<(&str, &str)> = keys.map(|k| ("MRTR_KEYS", k)).into_iter().collect();
+        Self::launch(&all, &env)
+    }
+
+    /// Starts `mrtr serve --stdio ARGS...` with extra environment variables: the
+    /// arguments (or `MRTR_PRINCIPAL`) must say who the caller is.
+    pub fn launch(args: &[&str], env: &[(&str, &str)]) -> Self {
         let mut cmd = Command::new(bin());
         cmd.args(["serve", "--stdio"])
             .args(args)
             .env_remove("MRTR_KEYS")
+            .env_remove("MRTR_PRINCIPAL")
             .env("RUST_LOG", "info")
             .env("NO_COLOR", "1")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        if let Some(keys) = keys {
-            cmd.env("MRTR_KEYS", keys);
+        for (k, v) in env {
+            cmd.env(k, v);
         }
         let mut child = cmd.spawn().expect("spawn mrtr --stdio");
         let stdin = child.stdin.take();
