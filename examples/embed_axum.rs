@@ -24,13 +24,13 @@ use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use clap::Parser;
-use mrtr::engine::tool_text;
+use mrtr::ToolResult;
 use mrtr::replay::MemoryReplayGuard;
 use mrtr::server::http::{FromExtension, HttpOptions, mcp_router};
 use mrtr::server::{KEYS_ENV, KeySource, LogFormat};
 use mrtr::{Confirmation, Engine, Flow, Keyring, Principal, Retry, Round, Service, ToolAdvice};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// Serves the `slow_deploy` tool on POST /mcp behind a toy bearer-token check.
 #[derive(Debug, Parser)]
@@ -154,7 +154,7 @@ const MAX_DELAY_MS: u16 = 10_000;
 
 /// Re-run from the top on every round: the confirmation is answered from the
 /// retry, and the deployment, once done, from the sealed state.
-async fn slow_deploy(round: Round) -> Result<Value, Flow> {
+async fn slow_deploy(round: Round) -> Result<ToolResult, Flow> {
     // A wrong type or a missing field is a tool error naming the field, never its value.
     let args: SlowDeploy = round.arguments()?;
     if args.delay_ms > MAX_DELAY_MS {
@@ -172,7 +172,7 @@ async fn slow_deploy(round: Round) -> Result<Value, Flow> {
         _ => Some("the user dismissed the question"),
     };
     if let Some(why) = refused {
-        return Ok(tool_text(format!("Not deployed: {why}.")));
+        return Ok(ToolResult::text(format!("Not deployed: {why}.")));
     }
     let delay = Duration::from_millis(args.delay_ms.into());
     round
@@ -182,5 +182,5 @@ async fn slow_deploy(round: Round) -> Result<Value, Flow> {
             Ok::<(), mrtr::Error>(())
         })
         .await?;
-    Ok(tool_text(format!("Deployed {}", args.service)))
+    Ok(ToolResult::text(format!("Deployed {}", args.service)))
 }
