@@ -11,8 +11,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 use server_support::{
-    HttpResponse, Server, StdioServer, accept, all_caps, asked_keys, assert_invalid_state, borrow,
-    carrier, complete_text, headers_for, meta, result, retry, roots, rpc_error, sampled,
+    HttpResponse, Server, StdioServer, accept, all_caps, asked_keys, assert_frozen_state_response,
+    borrow, carrier, complete_text, headers_for, meta, result, retry, roots, rpc_error, sampled,
     sse_messages, state_of, tool_error_text, tool_text,
 };
 
@@ -122,7 +122,7 @@ fn two_round_tools_call_over_sse() {
     assert_eq!(r.header("content-type"), Some("text/event-stream"));
     let msgs = sse_messages(&r.text());
     assert_eq!(msgs.len(), 1);
-    assert_invalid_state(&msgs[0]);
+    assert_frozen_state_response(&msgs[0]);
     assert_eq!(msgs[0]["id"], 3);
 }
 
@@ -400,7 +400,7 @@ fn unsupported_protocol_version_is_32022_with_supported_and_requested() {
         let mut body = match target {
             Some(t) => carrier(id, method, t, None),
             None => json!({"jsonrpc": "2.0", "id": id, "method": method,
-                           "params": {"_meta": meta(json!({}))}}),
+                           "params": {"_meta": meta(&json!({}))}}),
         };
         body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("1900-01-01");
         // headers_for copies the body's version into MCP-Protocol-Version.
@@ -420,12 +420,12 @@ fn unsupported_protocol_version_is_32022_with_supported_and_requested() {
 fn unknown_method_is_32601_with_404_and_get_delete_are_405() {
     let s = Server::start(&[]);
     let body = json!({"jsonrpc": "2.0", "id": 70, "method": "tools/explode",
-                      "params": {"_meta": meta(all_caps())}});
+                      "params": {"_meta": meta(&all_caps())}});
     let v = expect_error(&s.rpc(&body), 404, -32601, &json!(70));
     assert_eq!(v["id"], 70);
     // The retired 2025 handshake is an unknown method too.
     let init = json!({"jsonrpc": "2.0", "id": 71, "method": "initialize",
-                      "params": {"_meta": meta(all_caps())}});
+                      "params": {"_meta": meta(&all_caps())}});
     expect_error(&s.rpc(&init), 404, -32601, &json!(71));
     for m in ["GET", "DELETE"] {
         let r = server_support::request(
@@ -443,7 +443,7 @@ fn unknown_method_is_32601_with_404_and_get_delete_are_405() {
 fn notification_is_202_without_a_body() {
     let s = Server::start(&[]);
     let n = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                   "params": {"requestId": 1, "_meta": meta(json!({}))}});
+                   "params": {"requestId": 1, "_meta": meta(&json!({}))}});
     let r = s.rpc(&n);
     assert_eq!(r.status, 202, "{r:?}");
     assert!(r.body.is_empty(), "{:?}", r.text());
@@ -459,28 +459,30 @@ fn request_state_replayed_on_another_tool_or_other_arguments_is_refused() {
     let state = state_of(&s.call(&first, 200));
     let other = tool(81, "test_input_required_result_request_state", None);
     let v = s.call(&retry(&other, 81, Some(name_answer("Ada")), &state), 400);
-    assert_invalid_state(&v);
+    assert_frozen_state_response(&v);
     // ... onto a prompt and a resource.
     let prompt = carrier(82, "prompts/get", PROMPT, None);
-    assert_invalid_state(&s.call(&retry(&prompt, 82, None, &state), 400));
+    assert_frozen_state_response(&s.call(&retry(&prompt, 82, None, &state), 400));
     let read = carrier(83, "resources/read", VAULT, None);
-    assert_invalid_state(&s.call(&retry(&read, 83, None, &state), 400));
+    assert_frozen_state_response(&s.call(&retry(&read, 83, None, &state), 400));
 
     // The same tool with other arguments.
     let a = tool(84, "deploy", Some(json!({"service": "a"})));
     let deploy_state = state_of(&s.call(&a, 200));
     let b = tool(85, "deploy", Some(json!({"service": "b"})));
     let v = s.call(&retry(&b, 85, Some(confirm(true)), &deploy_state), 400);
-    assert_invalid_state(&v);
+    assert_frozen_state_response(&v);
     // ... or with the arguments dropped.
     let none = tool(86, "deploy", None);
-    assert_invalid_state(&s.call(&retry(&none, 86, Some(confirm(true)), &deploy_state), 400));
+    assert_frozen_state_response(
+        &s.call(&retry(&none, 86, Some(confirm(true)), &deploy_state), 400),
+    );
     // ... or tampered with.
     let mut tampered = deploy_state.clone().into_bytes();
     let mid = tampered.len() / 2;
     tampered[mid] = if tampered[mid] == b'A' { b'B' } else { b'A' };
     let tampered = String::from_utf8(tampered).unwrap();
-    assert_invalid_state(&s.call(&retry(&a, 87, Some(confirm(true)), &tampered), 400));
+    assert_frozen_state_response(&s.call(&retry(&a, 87, Some(confirm(true)), &tampered), 400));
 
     // Nothing was deployed by the refused retries: the genuine one is #1.
     let done = s.call(&retry(&a, 88, Some(confirm(true)), &deploy_state), 200);
@@ -540,14 +542,14 @@ fn fleet_with_shared_keys_finishes_one_flow_across_processes() {
     let s2 = state_of(&r2);
 
     // The other key refuses both rounds' state.
-    assert_invalid_state(&other.call(&second, 400));
+    assert_frozen_state_response(&other.call(&second, 400));
     let third = retry(
         &first,
         3,
         Some(json!({"step2": accept(json!({"color": "green"}))})),
         &s2,
     );
-    assert_invalid_state(&other.call(&third, 400));
+    assert_frozen_state_response(&other.call(&third, 400));
     let line = other.log_line_for(3);
     assert!(line.contains("reject_reason=\"unknown_key\""), "{line}");
 
@@ -602,7 +604,7 @@ fn ephemeral_keys_do_not_open_each_others_state() {
     let b = Server::start(&[]);
     let first = tool(1, ELICIT, None);
     let state = state_of(&a.call(&first, 200));
-    assert_invalid_state(&b.call(&retry(&first, 2, Some(name_answer("X")), &state), 400));
+    assert_frozen_state_response(&b.call(&retry(&first, 2, Some(name_answer("X")), &state), 400));
 }
 
 // 8. An expired state: a tool error on tools/call, the frozen -32602 on prompts/get.
@@ -642,14 +644,14 @@ fn expired_state_is_a_tool_error_on_tools_call_and_32602_on_prompts_get() {
 
     let answer = json!({"user_context": accept(json!({"context": "late"}))});
     let v = s.call(&retry(&prompt, 4, Some(answer), &prompt_state), 400);
-    assert_invalid_state(&v);
+    assert_frozen_state_response(&v);
     let line = s.log_line_for(4);
     assert!(line.contains("outcome=\"error:-32602\""), "{line}");
     assert!(line.contains("reject_reason=\"expired\""), "{line}");
 
     // resources/read has no tool-error channel either: the frozen -32602.
     let reveal = json!({"reveal": accept(json!({"confirm": true}))});
-    assert_invalid_state(&s.call(&retry(&read, 7, Some(reveal), &read_state), 400));
+    assert_frozen_state_response(&s.call(&retry(&read, 7, Some(reveal), &read_state), 400));
 
     // Calling again, as the tool error says, starts a fresh flow.
     let fresh = tool(5, ELICIT, None);
@@ -763,7 +765,7 @@ fn stdio_two_round_tools_call_end_to_end() {
     assert_eq!(complete_text(&done), "Hello, Stdio!");
     // A protocol error is a line too.
     let v = s.call(&retry(&first, 3, Some(name_answer("x")), "bogus"));
-    assert_invalid_state(&v);
+    assert_frozen_state_response(&v);
     // A notification gets no line; malformed JSON gets a -32700 line; the next
     // request's reply is the next line.
     s.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#);
@@ -818,7 +820,7 @@ fn demos_are_listed_with_what_they_demonstrate() {
     let s = Server::start(&[]);
     let v = s.call(
         &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list",
-                "params": {"_meta": meta(json!({}))}}),
+                "params": {"_meta": meta(&json!({}))}}),
         200,
     );
     let tools = result(&v)["tools"].as_array().unwrap();
@@ -844,7 +846,7 @@ fn demos_are_listed_with_what_they_demonstrate() {
     }
     let v = s.call(
         &json!({"jsonrpc": "2.0", "id": 2, "method": "resources/list",
-                "params": {"_meta": meta(json!({}))}}),
+                "params": {"_meta": meta(&json!({}))}}),
         200,
     );
     let r = result(&v);
@@ -960,7 +962,7 @@ fn summarize_samples_the_clients_model() {
     // Without the sampling capability: -32021 naming it.
     let mut bare = first.clone();
     bare["id"] = json!(3);
-    bare["params"]["_meta"] = meta(json!({"elicitation": {}}));
+    bare["params"]["_meta"] = meta(&json!({"elicitation": {}}));
     let v = s.call(&bare, 400);
     let e = rpc_error(&v, -32021);
     assert!(
@@ -1228,7 +1230,7 @@ fn the_flow_unit_helpers_agree_with_the_wire() {
 fn undeclared_capability_is_32021_naming_it() {
     let s = Server::start(&[]);
     let mut body = tool(1, ELICIT, None);
-    body["params"]["_meta"] = meta(json!({}));
+    body["params"]["_meta"] = meta(&json!({}));
     let v = s.call(&body, 400);
     let e = rpc_error(&v, -32021);
     assert!(
@@ -1237,7 +1239,7 @@ fn undeclared_capability_is_32021_naming_it() {
     );
     // URL mode needs elicitation.url: form alone is not enough.
     let mut body = tool(2, "connect_account", None);
-    body["params"]["_meta"] = meta(json!({"elicitation": {"form": {}}}));
+    body["params"]["_meta"] = meta(&json!({"elicitation": {"form": {}}}));
     let v = s.call(&body, 400);
     let e = rpc_error(&v, -32021);
     assert!(
@@ -1257,7 +1259,7 @@ fn another_audience_refuses_state_sealed_with_the_same_key() {
     let first = tool(1, ELICIT, None);
     let state = state_of(&a.call(&first, 200));
     let second = retry(&first, 2, Some(name_answer("Aud")), &state);
-    assert_invalid_state(&b.call(&second, 400));
+    assert_frozen_state_response(&b.call(&second, 400));
     let line = b.log_line_for(2);
     assert!(line.contains("reject_reason=\"audience\""), "{line}");
     assert_eq!(complete_text(&a2.call(&second, 200)), "Hello, Aud!");
