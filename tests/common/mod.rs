@@ -3,15 +3,19 @@
 //! and outcome matchers.
 #![allow(dead_code, unreachable_pub)] // each test binary uses a different subset
 
-use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
 
 use mrtr::carrier::{CarrierMethod, CarrierRequest};
+use mrtr::client::InProcess;
 use mrtr::engine::{Engine, Flow, Outcome, Round};
 use mrtr::error::Error;
 use mrtr::principal::Principal;
+use mrtr::replay::MemoryReplayGuard;
 use mrtr::seal::Keyring;
-use mrtr::service::{RequestContext, Service};
+use mrtr::service::{RequestContext, RequestLog, Service};
 use mrtr::time::Timestamp;
 use mrtr::wire::InputRequiredResult;
 use serde_json::{Value, json};
@@ -345,6 +349,30 @@ pub fn retry(first: &Value, id: u64, responses: Option<Value>, state: &str) -> V
     r
 }
 
+/// The reference server's elicitation fixture (asks `user_name`).
+pub const ELICIT: &str = "test_input_required_result_elicitation";
+/// The reference server's three-round fixture (`step1`, then `step2`).
+pub const MULTI: &str = "test_input_required_result_multi_round";
+/// The reference server's prompt fixture (asks `user_context`).
+pub const PROMPT: &str = "test_input_required_result_prompt";
+/// The reference server's resource that asks before it reveals.
+pub const VAULT: &str = "mrtr://demo/vault-note";
+
+/// A first-round `tools/call` declaring [`all_caps`].
+pub fn tool_call(id: u64, name: &str, arguments: Option<Value>) -> Value {
+    carrier(id, "tools/call", name, arguments)
+}
+
+/// The answer to [`ELICIT`]'s `user_name` question.
+pub fn name_answer(name: &str) -> Value {
+    json!({"user_name": accept(json!({"name": name}))})
+}
+
+/// The answer to the deploy demo's `confirm` question.
+pub fn confirm_answer(yes: bool) -> Value {
+    json!({"confirm": accept(json!({"confirm": yes}))})
+}
+
 /// The `result` of a successful reply (panics on an error reply).
 #[track_caller]
 pub fn result(v: &Value) -> &Value {
@@ -411,4 +439,105 @@ pub fn rpc_error(v: &Value, code: i64) -> &Value {
     );
     assert!(v.get("result").is_none(), "{v}");
     &v["error"]
+}
+
+// ---------------------------------------------------------------------------
+// The reference server in process.
+// ---------------------------------------------------------------------------
+
+/// The reference service assembled as `mrtr serve` assembles it (a replay guard
+/// for the deploy demo), anonymous, behind the in-process transport with the
+/// Streamable HTTP headers emulated and a fake clock starting at [`T0`]: the
+/// stand-in for a spawned server wherever a test needs no socket.
+pub struct LocalServer {
+    transport: InProcess,
+    clock: Arc<AtomicU64>,
+    deployments: Arc<AtomicU64>,
+    logs: Mutex<Vec<(Value, RequestLog)>>,
+}
+
+impl LocalServer {
+    /// The reference service on [`engine`] (key [`SECRET_A`], so two of them share
+    /// a key like a fleet sharing `MRTR_KEYS`), with the server's defaults.
+    pub fn start() -> Self {
+        Self::on(engine())
+    }
+
+    /// The reference service on `engine` plus the server's replay guard.
+    pub fn on(engine: Engine) -> Self {
+        let (service, deployments) =
+            reference(engine.replay_guard(Arc::new(MemoryReplayGuard::default())));
+        let clock = Arc::new(AtomicU64::new(T0.unix_secs()));
+        let now = Arc::clone(&clock);
+        let transport = InProcess::new(service, Principal::anonymous())
+            .clock(move || Timestamp::from_unix_secs(now.load(Ordering::SeqCst)))
+            .emulate_http_headers();
+        Self {
+            transport,
+            clock,
+            deployments,
+            logs: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Moves the fake clock forward.
+    pub fn advance(&self, secs: u64) {
+        self.clock.fetch_add(secs, Ordering::SeqCst);
+    }
+
+    /// How many deployments the deploy demo has made.
+    pub fn deployments(&self) -> u64 {
+        self.deployments.load(Ordering::SeqCst)
+    }
+
+    /// Sends `body` and returns its JSON-RPC reply, asserting the HTTP `status`
+    /// the service chose and that the reply echoes the request id.
+    #[track_caller]
+    pub fn call(&self, body: &Value, status: u16) -> Value {
+        let reply = ready(self.transport.exchange(body.to_string().as_bytes()));
+        self.logs
+            .lock()
+            .unwrap()
+            .push((body["id"].clone(), reply.log.clone()));
+        let text = reply.body.expect("a request gets a response");
+        assert_eq!(reply.http_status, status, "{body}: {text}");
+        let v: Value = serde_json::from_str(&text).expect("the reply is JSON");
+        assert_eq!(v["jsonrpc"], "2.0", "{v}");
+        assert_eq!(v["id"], body["id"], "{v}");
+        v
+    }
+
+    /// The private log record of the last request with JSON-RPC id `id`.
+    #[track_caller]
+    pub fn log_for(&self, id: u64) -> RequestLog {
+        self.logs
+            .lock()
+            .unwrap()
+            .iter()
+            .rev()
+            .find(|(i, _)| *i == json!(id))
+            .map(|(_, log)| log.clone())
+            .unwrap_or_else(|| panic!("no request with id {id}"))
+    }
+
+    /// Every log record so far, in order.
+    pub fn logs(&self) -> Vec<RequestLog> {
+        self.logs
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(_, l)| l.clone())
+            .collect()
+    }
+}
+
+/// The output of a future that completes on its first poll (the reference
+/// handlers are synchronous and no deadline is set, so the service never waits).
+#[track_caller]
+pub fn ready<F: Future>(f: F) -> F::Output {
+    let mut f = std::pin::pin!(f);
+    match f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(v) => v,
+        Poll::Pending => panic!("the service waited, but no handler here ever does"),
+    }
 }

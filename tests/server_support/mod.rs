@@ -17,8 +17,9 @@ use serde_json::Value;
 pub mod common;
 #[allow(unused_imports)] // each test crate uses a subset
 pub use common::{
-    PROTOCOL, accept, all_caps, asked_keys, assert_frozen_state_response, carrier, complete_text,
-    meta, result, retry, roots, rpc_error, sampled, state_of, target_param, tool_error_text,
+    ELICIT, MULTI, PROMPT, PROTOCOL, VAULT, accept, all_caps, asked_keys,
+    assert_frozen_state_response, carrier, complete_text, confirm_answer, meta, name_answer,
+    result, retry, roots, rpc_error, sampled, state_of, target_param, tool_call, tool_error_text,
     tool_text,
 };
 
