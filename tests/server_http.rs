@@ -2,12 +2,13 @@
 //! the round engine: methods, paths, Origin, Content-Type, body limit, Accept
 //! framing, the bound-address line, the log line, and graceful shutdown.
 //!
-//! The engine-dependent behaviour (multi-round flows over JSON, SSE and stdio,
-//! protocol errors and their statuses, requestState binding, fleets sharing
-//! `MRTR_KEYS` or `--keys-file`, expiry, `--max-rounds`, exactly-once side
-//! effects, the demos, and the log line's `round` and `reject_reason`) is tested
-//! in `tests/server_flows.rs`; `mrtr keygen` and `mrtr inspect` in
-//! `tests/server_cli.rs`.
+//! The engine-dependent behaviour over the socket (multi-round flows over JSON,
+//! SSE and stdio, protocol errors and their statuses, fleets sharing `MRTR_KEYS`
+//! or `--keys-file`, the `serve` flags reaching the engine, and the log line's
+//! `round` and `reject_reason`) is tested in `tests/server_flows.rs`; the engine
+//! behaviour itself (binding, expiry, exactly-once side effects, the round cap,
+//! the demos) in process in `tests/flow_guarantees.rs` and `tests/demos.rs`;
+//! `mrtr keygen` and `mrtr inspect` in `tests/server_cli.rs`.
 #![cfg(feature = "server")]
 
 mod server_support;

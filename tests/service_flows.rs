@@ -121,14 +121,6 @@ fn with(responses: Value, state: Map<String, Value>) -> Value {
     p
 }
 
-fn harness_elicit(content: Value) -> Value {
-    json!({"action": "accept", "content": content})
-}
-
-fn harness_sampled(text: &str) -> Value {
-    json!({"role": "assistant", "content": {"type": "text", "text": text}, "model": "test-model", "stopReason": "endTurn"})
-}
-
 fn has_content(v: &Value) -> bool {
     v["result"]["content"]
         .as_array()
@@ -147,7 +139,7 @@ fn a1_basic_elicitation() {
     let r2 = h.tool(
         "test_input_required_result_elicitation",
         with(
-            json!({"user_name": harness_elicit(json!({"name": "Alice"}))}),
+            json!({"user_name": accept(json!({"name": "Alice"}))}),
             state_of(&r1),
         ),
     );
@@ -166,7 +158,7 @@ fn a2_basic_sampling() {
     let r2 = h.tool(
         "test_input_required_result_sampling",
         with(
-            json!({key: harness_sampled("Paris is the capital of France.")}),
+            json!({key: sampled("Paris is the capital of France.")}),
             state_of(&r1),
         ),
     );
@@ -203,10 +195,7 @@ fn a4_request_state() {
     let key = first_key(&r1);
     let r2 = h.tool(
         "test_input_required_result_request_state",
-        with(
-            json!({key: harness_elicit(json!({"ok": true}))}),
-            state_of(&r1),
-        ),
+        with(json!({key: accept(json!({"ok": true}))}), state_of(&r1)),
     );
     assert!(is_complete(&r2), "{r2}");
     assert!(text(&r2["result"]).contains("state-ok"));
@@ -231,8 +220,8 @@ fn a5_multiple_input_requests() {
     let mut responses = Map::new();
     for (k, r) in r1["result"]["inputRequests"].as_object().unwrap() {
         let a = match r["method"].as_str().unwrap() {
-            "elicitation/create" => harness_elicit(json!({"name": "Alice"})),
-            "sampling/createMessage" => harness_sampled("Hello there!"),
+            "elicitation/create" => accept(json!({"name": "Alice"})),
+            "sampling/createMessage" => sampled("Hello there!"),
             _ => roots_answer(),
         };
         responses.insert(k.clone(), a);
@@ -258,7 +247,7 @@ fn a6_multi_round() {
     let r2 = h.tool(
         tool,
         with(
-            json!({first_key(&r1): harness_elicit(json!({"name": "Alice"}))}),
+            json!({first_key(&r1): accept(json!({"name": "Alice"}))}),
             state_of(&r1),
         ),
     );
@@ -272,7 +261,7 @@ fn a6_multi_round() {
     let r3 = h.tool(
         tool,
         with(
-            json!({first_key(&r2): harness_elicit(json!({"color": "blue"}))}),
+            json!({first_key(&r2): accept(json!({"color": "blue"}))}),
             state_of(&r2),
         ),
     );
@@ -305,7 +294,7 @@ fn a9_non_tool_request() {
     let r2 = h.send(
         "prompts/get",
         with(
-            json!({first_key(&r1): harness_elicit(json!({"context": "test context"}))}),
+            json!({first_key(&r1): accept(json!({"context": "test context"}))}),
             state_of(&r1),
         )
         .as_object()
@@ -401,7 +390,7 @@ fn a13_capability_check_asks_only_declared_inputs() {
     let r2 = h.tool(
         "test_input_required_result_capabilities",
         json!({"_meta": {"io.modelcontextprotocol/clientCapabilities": {"sampling": {}}},
-               "inputResponses": {first_key(&r): harness_sampled("Paris")},
+               "inputResponses": {first_key(&r): sampled("Paris")},
                "requestState": r["result"]["requestState"]}),
     );
     assert!(is_complete(&r2), "{r2}");

@@ -17,9 +17,10 @@
 //! ```
 //!
 //! The core of this module needs no runtime: a [`Transport`] sends one JSON-RPC
-//! request, an [`InputHandler`] answers input requests, a [`Timer`] sleeps. With
-//! the `client-http` feature, [`HttpTransport`] speaks Streamable HTTP and
-//! [`TokioTimer`] is the default timer.
+//! request, an [`InputHandler`] answers input requests, a [`Timer`] sleeps.
+//! [`InProcess`] is a transport to a [`Service`](crate::Service) in the same
+//! process (tests, embedding). With the `client-http` feature, [`HttpTransport`]
+//! speaks Streamable HTTP and [`TokioTimer`] is the default timer.
 //!
 //! # Example
 //! ```
@@ -67,6 +68,7 @@ mod driver;
 mod error;
 mod flow;
 mod handler;
+mod in_process;
 mod timer;
 mod transport;
 
@@ -84,6 +86,7 @@ pub use flow::{CarrierCall, Completion, PendingFlow, Step};
 pub use handler::{HandlerError, Handlers, InputContext, InputHandler, NoInput};
 #[cfg(feature = "client-http")]
 pub use http::HttpTransport;
+pub use in_process::InProcess;
 pub use timer::Timer;
 #[cfg(feature = "client-http")]
 pub use timer::TokioTimer;

@@ -3,15 +3,19 @@
 //! and outcome matchers.
 #![allow(dead_code, unreachable_pub)] // each test binary uses a different subset
 
-use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
 
 use mrtr::carrier::{CarrierMethod, CarrierRequest};
+use mrtr::client::InProcess;
 use mrtr::engine::{Engine, Flow, Outcome, Round};
 use mrtr::error::Error;
 use mrtr::principal::Principal;
+use mrtr::replay::MemoryReplayGuard;
 use mrtr::seal::Keyring;
-use mrtr::service::{RequestContext, Service};
+use mrtr::service::{RequestContext, RequestLog, Service};
 use mrtr::time::Timestamp;
 use mrtr::wire::InputRequiredResult;
 use serde_json::{Value, json};
@@ -37,15 +41,19 @@ pub fn engine() -> Engine {
     Engine::new(ring(SECRET_A), AUDIENCE)
 }
 
-/// Every input capability: form elicitation, sampling and roots.
+/// The protocol version every request here speaks.
+pub const PROTOCOL: &str = "2026-07-28";
+
+/// Every input capability: form and url elicitation, sampling and roots, so every
+/// fixture and demo can ask what it asks.
 pub fn all_caps() -> Value {
-    json!({"elicitation": {}, "sampling": {}, "roots": {"listChanged": true}})
+    json!({"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {"listChanged": true}})
 }
 
-/// The per-request `_meta` declaring `caps`.
+/// The per-request `_meta`: the protocol version, `clientInfo`, and `caps`.
 pub fn meta(caps: &Value) -> Value {
     json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/protocolVersion": PROTOCOL,
         "io.modelcontextprotocol/clientInfo": {"name": "mrtr-tests", "version": "0.0.0"},
         "io.modelcontextprotocol/clientCapabilities": caps,
     })
@@ -161,9 +169,14 @@ pub fn sampled(text: &str) -> Value {
            "model": "test-model", "stopReason": "endTurn"})
 }
 
+/// A roots answer listing `list`.
+pub fn roots(list: Value) -> Value {
+    json!({"roots": list})
+}
+
 /// A roots answer with one root.
 pub fn roots_answer() -> Value {
-    json!({"roots": [{"uri": "file:///test/root", "name": "Test Root"}]})
+    roots(json!([{"uri": "file:///test/root", "name": "Test Root"}]))
 }
 
 /// The InputRequiredResult, or a panic naming what came instead.
@@ -254,15 +267,13 @@ pub fn assert_frozen_state_error(e: &Error) {
     );
 }
 
-/// The same frozen error as a JSON-RPC response body.
+/// The same frozen error as a JSON-RPC response: -32602, the fixed message and
+/// exactly `{"reason": "invalid_request_state"}` as data.
 #[track_caller]
 pub fn assert_frozen_state_response(v: &Value) {
-    assert_eq!(v["error"]["code"], -32602, "{v}");
-    assert_eq!(v["error"]["message"], "Invalid or expired requestState");
-    assert_eq!(
-        v["error"]["data"],
-        json!({"reason": "invalid_request_state"})
-    );
+    let e = rpc_error(v, -32602);
+    assert_eq!(e["message"], "Invalid or expired requestState", "{v}");
+    assert_eq!(e["data"], json!({"reason": "invalid_request_state"}), "{v}");
 }
 
 /// The reference service on an engine, with its deployment counter.
@@ -294,4 +305,239 @@ pub fn rpc(id: u64, method: &str, params: Value) -> Vec<u8> {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
         .to_string()
         .into_bytes()
+}
+
+// ---------------------------------------------------------------------------
+// JSON-RPC messages as values: the requests a client sends and what its replies
+// hold, for the tests that speak the wire (in process or over a socket).
+// ---------------------------------------------------------------------------
+
+/// The parameter naming a carrier's target (`uri` for resources/read).
+pub fn target_param(method: &str) -> &'static str {
+    if method == "resources/read" {
+        "uri"
+    } else {
+        "name"
+    }
+}
+
+/// A first-round carrier request (`tools/call`, `prompts/get`, `resources/read`)
+/// declaring [`all_caps`].
+pub fn carrier(id: u64, method: &str, target: &str, arguments: Option<Value>) -> Value {
+    let mut params = json!({"_meta": meta(&all_caps())});
+    params[target_param(method)] = json!(target);
+    if let Some(a) = arguments {
+        params["arguments"] = a;
+    }
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+/// The retry of `first`: a new id, the same params plus `inputResponses`
+/// (omitted when `None`) and the echoed `requestState`.
+pub fn retry(first: &Value, id: u64, responses: Option<Value>, state: &str) -> Value {
+    let mut r = first.clone();
+    r["id"] = json!(id);
+    match responses {
+        Some(resp) => r["params"]["inputResponses"] = resp,
+        None => {
+            if let Some(p) = r["params"].as_object_mut() {
+                p.remove("inputResponses");
+            }
+        }
+    }
+    r["params"]["requestState"] = json!(state);
+    r
+}
+
+/// The reference server's elicitation fixture (asks `user_name`).
+pub const ELICIT: &str = "test_input_required_result_elicitation";
+/// The reference server's three-round fixture (`step1`, then `step2`).
+pub const MULTI: &str = "test_input_required_result_multi_round";
+/// The reference server's prompt fixture (asks `user_context`).
+pub const PROMPT: &str = "test_input_required_result_prompt";
+/// The reference server's resource that asks before it reveals.
+pub const VAULT: &str = "mrtr://demo/vault-note";
+
+/// A first-round `tools/call` declaring [`all_caps`].
+pub fn tool_call(id: u64, name: &str, arguments: Option<Value>) -> Value {
+    carrier(id, "tools/call", name, arguments)
+}
+
+/// The answer to [`ELICIT`]'s `user_name` question.
+pub fn name_answer(name: &str) -> Value {
+    json!({"user_name": accept(json!({"name": name}))})
+}
+
+/// The answer to the deploy demo's `confirm` question.
+pub fn confirm_answer(yes: bool) -> Value {
+    json!({"confirm": accept(json!({"confirm": yes}))})
+}
+
+/// The `result` of a successful reply (panics on an error reply).
+#[track_caller]
+pub fn result(v: &Value) -> &Value {
+    assert!(v.get("error").is_none(), "expected a result: {v}");
+    &v["result"]
+}
+
+/// The `requestState` of an `InputRequiredResult` reply.
+#[track_caller]
+pub fn state_of(v: &Value) -> String {
+    let r = result(v);
+    assert_eq!(r["resultType"], "input_required", "{v}");
+    r["requestState"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no requestState: {v}"))
+        .to_owned()
+}
+
+/// The keys of an `InputRequiredResult` reply's `inputRequests`, in order.
+pub fn asked_keys(v: &Value) -> Vec<String> {
+    result(v)["inputRequests"]
+        .as_object()
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+/// The text of the first content block of a tool result reply.
+#[track_caller]
+pub fn tool_text(v: &Value) -> String {
+    result(v)["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text content: {v}"))
+        .to_owned()
+}
+
+/// Asserts a complete, successful tool result reply and returns its text.
+#[track_caller]
+pub fn complete_text(v: &Value) -> String {
+    let r = result(v);
+    assert_eq!(r["resultType"], "complete", "{v}");
+    assert_ne!(r["isError"], true, "{v}");
+    tool_text(v)
+}
+
+/// Asserts a tool error reply (`isError: true`, resultType complete) and returns its text.
+#[track_caller]
+pub fn tool_error_text(v: &Value) -> String {
+    let r = result(v);
+    assert_eq!(r["resultType"], "complete", "{v}");
+    assert_eq!(r["isError"], true, "{v}");
+    tool_text(v)
+}
+
+/// Asserts a JSON-RPC error reply with `code` and returns the `error` object.
+#[track_caller]
+pub fn rpc_error(v: &Value, code: i64) -> &Value {
+    assert_eq!(v["jsonrpc"], "2.0", "{v}");
+    assert_eq!(v["error"]["code"], code, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty()),
+        "{v}"
+    );
+    assert!(v.get("result").is_none(), "{v}");
+    &v["error"]
+}
+
+// ---------------------------------------------------------------------------
+// The reference server in process.
+// ---------------------------------------------------------------------------
+
+/// The reference service assembled as `mrtr serve` assembles it (a replay guard
+/// for the deploy demo), anonymous, behind the in-process transport with the
+/// Streamable HTTP headers emulated and a fake clock starting at [`T0`]: the
+/// stand-in for a spawned server wherever a test needs no socket.
+pub struct LocalServer {
+    transport: InProcess,
+    clock: Arc<AtomicU64>,
+    deployments: Arc<AtomicU64>,
+    logs: Mutex<Vec<(Value, RequestLog)>>,
+}
+
+impl LocalServer {
+    /// The reference service on [`engine`] (key [`SECRET_A`], so two of them share
+    /// a key like a fleet sharing `MRTR_KEYS`), with the server's defaults.
+    pub fn start() -> Self {
+        Self::on(engine())
+    }
+
+    /// The reference service on `engine` plus the server's replay guard.
+    pub fn on(engine: Engine) -> Self {
+        let (service, deployments) =
+            reference(engine.replay_guard(Arc::new(MemoryReplayGuard::default())));
+        let clock = Arc::new(AtomicU64::new(T0.unix_secs()));
+        let now = Arc::clone(&clock);
+        let transport = InProcess::new(service, Principal::anonymous())
+            .clock(move || Timestamp::from_unix_secs(now.load(Ordering::SeqCst)))
+            .emulate_http_headers();
+        Self {
+            transport,
+            clock,
+            deployments,
+            logs: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Moves the fake clock forward.
+    pub fn advance(&self, secs: u64) {
+        self.clock.fetch_add(secs, Ordering::SeqCst);
+    }
+
+    /// How many deployments the deploy demo has made.
+    pub fn deployments(&self) -> u64 {
+        self.deployments.load(Ordering::SeqCst)
+    }
+
+    /// Sends `body` and returns its JSON-RPC reply, asserting the HTTP `status`
+    /// the service chose and that the reply echoes the request id.
+    #[track_caller]
+    pub fn call(&self, body: &Value, status: u16) -> Value {
+        let reply = ready(self.transport.exchange(body.to_string().as_bytes()));
+        self.logs
+            .lock()
+            .unwrap()
+            .push((body["id"].clone(), reply.log.clone()));
+        let text = reply.body.expect("a request gets a response");
+        assert_eq!(reply.http_status, status, "{body}: {text}");
+        let v: Value = serde_json::from_str(&text).expect("the reply is JSON");
+        assert_eq!(v["jsonrpc"], "2.0", "{v}");
+        assert_eq!(v["id"], body["id"], "{v}");
+        v
+    }
+
+    /// The private log record of the last request with JSON-RPC id `id`.
+    #[track_caller]
+    pub fn log_for(&self, id: u64) -> RequestLog {
+        self.logs
+            .lock()
+            .unwrap()
+            .iter()
+            .rev()
+            .find(|(i, _)| *i == json!(id))
+            .map(|(_, log)| log.clone())
+            .unwrap_or_else(|| panic!("no request with id {id}"))
+    }
+
+    /// Every log record so far, in order.
+    pub fn logs(&self) -> Vec<RequestLog> {
+        self.logs
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(_, l)| l.clone())
+            .collect()
+    }
+}
+
+/// The output of a future that completes on its first poll (the reference
+/// handlers are synchronous and no deadline is set, so the service never waits).
+#[track_caller]
+pub fn ready<F: Future>(f: F) -> F::Output {
+    let mut f = std::pin::pin!(f);
+    match f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(v) => v,
+        Poll::Pending => panic!("the service waited, but no handler here ever does"),
+    }
 }

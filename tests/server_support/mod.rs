@@ -9,7 +9,19 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::Value;
+
+/// The helpers every wire test shares (request builders, reply readers), so the
+/// socket tests and the in-process tests build and read messages the same way.
+#[path = "../common/mod.rs"]
+pub mod common;
+#[allow(unused_imports)] // each test crate uses a subset
+pub use common::{
+    ELICIT, MULTI, PROMPT, PROTOCOL, VAULT, accept, all_caps, asked_keys,
+    assert_frozen_state_response, carrier, complete_text, confirm_answer, meta, name_answer,
+    result, retry, roots, rpc_error, sampled, state_of, target_param, tool_call, tool_error_text,
+    tool_text,
+};
 
 /// The path of the binary under test.
 pub fn bin() -> &'static str {
@@ -293,61 +305,9 @@ pub const MCP_HEADERS: &[(&str, &str)] = &[
 ];
 
 // ---------------------------------------------------------------------------
-// MCP request builders and flow helpers (the engine-dependent tests).
+// The MCP headers and SSE framing of requests and replies; the JSON-RPC values
+// themselves are built and read by the shared helpers of tests/common.
 // ---------------------------------------------------------------------------
-
-/// The protocol version every request here speaks.
-pub const PROTOCOL: &str = "2026-07-28";
-
-/// Client capabilities that let every fixture and demo ask what it asks.
-pub fn all_caps() -> Value {
-    json!({"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {}})
-}
-
-/// `_meta` with the protocol version and `caps`.
-pub fn meta(caps: Value) -> Value {
-    json!({
-        "io.modelcontextprotocol/protocolVersion": PROTOCOL,
-        "io.modelcontextprotocol/clientCapabilities": caps,
-    })
-}
-
-/// The parameter naming a carrier's target (`uri` for resources/read).
-pub fn target_param(method: &str) -> &'static str {
-    if method == "resources/read" {
-        "uri"
-    } else {
-        "name"
-    }
-}
-
-/// A first-round carrier request (`tools/call`, `prompts/get`, `resources/read`)
-/// declaring [`all_caps`].
-pub fn carrier(id: u64, method: &str, target: &str, arguments: Option<Value>) -> Value {
-    let mut params = json!({"_meta": meta(all_caps())});
-    params[target_param(method)] = json!(target);
-    if let Some(a) = arguments {
-        params["arguments"] = a;
-    }
-    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-}
-
-/// The retry of `first`: a new id, the same params plus `inputResponses`
-/// (omitted when `None`) and the echoed `requestState`.
-pub fn retry(first: &Value, id: u64, responses: Option<Value>, state: &str) -> Value {
-    let mut r = first.clone();
-    r["id"] = json!(id);
-    match responses {
-        Some(resp) => r["params"]["inputResponses"] = resp,
-        None => {
-            if let Some(p) = r["params"].as_object_mut() {
-                p.remove("inputResponses");
-            }
-        }
-    }
-    r["params"]["requestState"] = json!(state);
-    r
-}
 
 /// The MCP headers that agree with `body`: `MCP-Protocol-Version` from `_meta`
 /// (else [`PROTOCOL`]), `Mcp-Method`, and `Mcp-Name` for the carriers.
@@ -467,95 +427,6 @@ impl Server {
             std::thread::sleep(Duration::from_millis(10));
         }
     }
-}
-
-/// The `result` of a successful reply (panics on an error reply).
-pub fn result(v: &Value) -> &Value {
-    assert!(v.get("error").is_none(), "expected a result: {v}");
-    &v["result"]
-}
-
-/// The `requestState` of an `InputRequiredResult` reply.
-pub fn state_of(v: &Value) -> String {
-    let r = result(v);
-    assert_eq!(r["resultType"], "input_required", "{v}");
-    r["requestState"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no requestState: {v}"))
-        .to_owned()
-}
-
-/// The keys of an `InputRequiredResult`'s `inputRequests`, in order.
-pub fn asked_keys(v: &Value) -> Vec<String> {
-    result(v)["inputRequests"]
-        .as_object()
-        .map(|m| m.keys().cloned().collect())
-        .unwrap_or_default()
-}
-
-/// The text of the first content block of a tool result.
-pub fn tool_text(v: &Value) -> String {
-    result(v)["content"][0]["text"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no text content: {v}"))
-        .to_owned()
-}
-
-/// Asserts a complete, successful tool result and returns its text.
-pub fn complete_text(v: &Value) -> String {
-    let r = result(v);
-    assert_eq!(r["resultType"], "complete", "{v}");
-    assert_ne!(r["isError"], true, "{v}");
-    tool_text(v)
-}
-
-/// Asserts a tool error (`isError: true`, resultType complete) and returns its text.
-pub fn tool_error_text(v: &Value) -> String {
-    let r = result(v);
-    assert_eq!(r["resultType"], "complete", "{v}");
-    assert_eq!(r["isError"], true, "{v}");
-    tool_text(v)
-}
-
-/// Asserts a JSON-RPC error with `code` and returns the `error` object.
-pub fn rpc_error(v: &Value, code: i64) -> &Value {
-    assert_eq!(v["jsonrpc"], "2.0", "{v}");
-    assert_eq!(v["error"]["code"], code, "{v}");
-    assert!(
-        v["error"]["message"]
-            .as_str()
-            .is_some_and(|m| !m.is_empty()),
-        "{v}"
-    );
-    assert!(v.get("result").is_none(), "{v}");
-    &v["error"]
-}
-
-/// Asserts the frozen -32602 `Invalid or expired requestState` error.
-pub fn assert_invalid_state(v: &Value) {
-    let e = rpc_error(v, -32602);
-    assert_eq!(e["message"], "Invalid or expired requestState", "{v}");
-    assert_eq!(e["data"]["reason"], "invalid_request_state", "{v}");
-}
-
-/// A form elicitation accepted with `content`.
-pub fn accept(content: Value) -> Value {
-    json!({"action": "accept", "content": content})
-}
-
-/// A sampling answer carrying `text`.
-pub fn sampled(text: &str) -> Value {
-    json!({
-        "role": "assistant",
-        "content": {"type": "text", "text": text},
-        "model": "test-model",
-        "stopReason": "endTurn",
-    })
-}
-
-/// A roots answer.
-pub fn roots(list: Value) -> Value {
-    json!({"roots": list})
 }
 
 /// A `mrtr serve --stdio` child speaking lines on stdin/stdout.
