@@ -25,7 +25,7 @@ use mrtr::Keyring;
 use serde_json::{Value, json};
 
 use server_support::{
-    HttpResponse, accept, asked_keys, assert_invalid_state, borrow, carrier, complete_text,
+    HttpResponse, accept, asked_keys, assert_frozen_state_response, borrow, carrier, complete_text,
     headers_for, request, retry, state_of, tool_error_text,
 };
 
@@ -184,7 +184,7 @@ fn a_state_issued_to_alice_is_refused_to_bob() {
     let state = state_of(&app.call_as("alice", &first));
     let answers = Some(json!({"confirm": accept(json!({"confirm": true}))}));
 
-    assert_invalid_state(&app.call_as("bob", &retry(&first, 2, answers.clone(), &state)));
+    assert_frozen_state_response(&app.call_as("bob", &retry(&first, 2, answers.clone(), &state)));
     // The same retry from alice still completes: only the principal differed.
     let v = app.call_as("alice", &retry(&first, 3, answers, &state));
     assert_eq!(complete_text(&v), "Deployed web");

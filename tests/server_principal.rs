@@ -9,8 +9,8 @@ mod server_support;
 use serde_json::{Value, json};
 
 use server_support::{
-    Server, StdioServer, accept, asked_keys, assert_invalid_state, carrier, complete_text, retry,
-    state_of,
+    Server, StdioServer, accept, asked_keys, assert_frozen_state_response, carrier, complete_text,
+    retry, state_of,
 };
 
 fn deploy(id: u64) -> Value {
@@ -35,13 +35,13 @@ fn stdio_flow_of_alice_is_refused_to_bob() {
 
     // Another process with the same keys, configured as bob (flag or environment).
     let mut bob = StdioServer::launch(&["--principal", "bob"], &keys);
-    assert_invalid_state(&bob.call(&retry(&first, 2, confirmed(), &state)));
+    assert_frozen_state_response(&bob.call(&retry(&first, 2, confirmed(), &state)));
     bob.finish();
     let mut bob = StdioServer::launch(&[], &[keys[0], ("MRTR_PRINCIPAL", "bob")]);
-    assert_invalid_state(&bob.call(&retry(&first, 3, confirmed(), &state)));
+    assert_frozen_state_response(&bob.call(&retry(&first, 3, confirmed(), &state)));
     bob.finish();
     let mut anyone = StdioServer::launch(&["--anonymous"], &keys);
-    assert_invalid_state(&anyone.call(&retry(&first, 4, confirmed(), &state)));
+    assert_frozen_state_response(&anyone.call(&retry(&first, 4, confirmed(), &state)));
     anyone.finish();
 
     // The same retry in a third process configured as alice completes.
@@ -93,7 +93,7 @@ fn http_principal_header_binds_flows_and_its_absence_is_401() {
     let resume = retry(&first, 2, confirmed(), &state);
     let r = s.rpc_with(&resume, &[("X-Forwarded-User", "bob")]);
     assert_eq!(r.status, 400, "{}", r.text());
-    assert_invalid_state(&r.json());
+    assert_frozen_state_response(&r.json());
     let r = s.rpc_with(&resume, &[("X-Forwarded-User", "alice")]);
     assert_eq!(r.status, 200, "{}", r.text());
     assert!(complete_text(&r.json()).starts_with("Deployed web"));
