@@ -465,9 +465,10 @@ impl Service {
     }
 
     /// Handles one message on the caller's thread, for synchronous callers (tests,
-    /// fuzzing, a server with only synchronous handlers). The handler must not wait:
-    /// one that is still pending after its first poll is abandoned with -32603.
-    /// Never call this from an async task with async handlers: use [`Service::handle`].
+    /// fuzzing, a server with only synchronous handlers). It never blocks: the
+    /// handler gets one poll, and one that is still pending then (it awaits
+    /// something not ready yet) is abandoned as overdue, exactly as if its deadline
+    /// had passed. Async handlers belong on [`Service::handle`].
     pub fn handle_sync(&self, body: &[u8], ctx: &RequestContext) -> Reply {
         let mut log = RequestLog::default();
         let (id, outcome) = {
