@@ -100,18 +100,6 @@ pub enum KeyError {
         #[source]
         source: Box<KeyError>,
     },
-    /// `MRTR_KEYS` is set but is not valid unicode.
-    #[error("MRTR_KEYS is not valid unicode")]
-    EnvNotUnicode,
-    /// A key file could not be read.
-    #[error("cannot read key file {path}")]
-    Io {
-        /// The file's path.
-        path: std::path::PathBuf,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
-    },
 }
 
 /// A 32-byte XAES-256-GCM key with its key id and its cipher state.

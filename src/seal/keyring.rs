@@ -1,18 +1,18 @@
 //! The key ring: one sealing key, any number of open-only keys, selected by kid.
 
 use std::fmt;
-use std::path::Path;
 
 use super::key::{Key, KeyError, Kid};
-
-/// The environment variable [`Keyring::from_env`] reads.
-pub const KEYS_ENV: &str = "MRTR_KEYS";
 
 /// One key that seals plus any number of keys that only open, each selected by its kid.
 ///
 /// A token names its kid in clear; `open` uses exactly the key with that kid and
 /// never tries the others, so rotation never costs trial decryptions and no key
 /// acts as an oracle for another. Two keys with one kid are refused.
+///
+/// The ring is built from bytes and text only ([`Keyring::parse_keys`],
+/// [`Keyring::parse_key_file`]): reading `MRTR_KEYS` or a key file is the edge's
+/// job (with the `server` feature, `mrtr::server::KeySource`).
 ///
 /// # Rotation runbook
 ///
@@ -75,27 +75,6 @@ impl Keyring {
         self.ephemeral
     }
 
-    /// The ring described by the `MRTR_KEYS` environment variable (format of
-    /// [`Keyring::parse_keys`]), or `None` when it is unset or blank.
-    ///
-    /// # Errors
-    ///
-    /// [`KeyError::EnvNotUnicode`], or any error of [`Keyring::parse_keys`].
-    pub fn from_env() -> Result<Option<Keyring>, KeyError> {
-        match std::env::var_os(KEYS_ENV) {
-            None => Ok(None),
-            Some(v) => {
-                let v = v.into_string().map_err(|_| KeyError::EnvNotUnicode)?;
-                let v = zeroize::Zeroizing::new(v);
-                if v.trim().is_empty() {
-                    Ok(None)
-                } else {
-                    Keyring::parse_keys(&v).map(Some)
-                }
-            }
-        }
-    }
-
     /// A ring from comma-separated base64url secrets; the first seals, the rest only open.
     ///
     /// Whitespace around entries is ignored, and so are empty entries.
@@ -116,23 +95,24 @@ impl Keyring {
         Keyring::from_entries(list.split(',').map(str::trim).filter(|e| !e.is_empty()))
     }
 
-    /// A ring from a file in the format of [`Keyring::parse_keys`], where newlines
-    /// separate entries as commas do and `#` starts a comment that runs to the end of the line.
+    /// A ring from the text of a key file: the format of [`Keyring::parse_keys`],
+    /// where newlines separate entries as commas do and `#` starts a comment that
+    /// runs to the end of the line.
+    ///
+    /// Pure parsing: the caller reads the file (and should wipe the text after,
+    /// e.g. with `zeroize::Zeroizing`).
+    ///
+    /// ```
+    /// use mrtr::seal::{Key, Keyring};
+    /// let text = "# sealing key first\nAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE  # k1\n";
+    /// let ring = Keyring::parse_key_file(text).unwrap();
+    /// assert_eq!(ring.sealing_kid(), Key::from_secret(&[1u8; 32]).unwrap().kid());
+    /// ```
     ///
     /// # Errors
     ///
-    /// [`KeyError::Io`] if the file cannot be read; otherwise as [`Keyring::parse_keys`].
-    pub fn from_file(path: &Path) -> Result<Keyring, KeyError> {
-        let text = zeroize::Zeroizing::new(std::fs::read_to_string(path).map_err(|source| {
-            KeyError::Io {
-                path: path.to_path_buf(),
-                source,
-            }
-        })?);
-        Keyring::parse_file_text(&text)
-    }
-
-    fn parse_file_text(text: &str) -> Result<Keyring, KeyError> {
+    /// As [`Keyring::parse_keys`].
+    pub fn parse_key_file(text: &str) -> Result<Keyring, KeyError> {
         let entries = text
             .lines()
             .map(|line| line.split_once('#').map_or(line, |(before, _)| before))
@@ -248,29 +228,13 @@ mod tests {
             generate_key_string(),
         );
         let text = format!("# mrtr keys\n{a}   # sealing\n\n{b}, {c}\n# old: none\n");
-        let ring = Keyring::parse_file_text(&text).unwrap();
+        let ring = Keyring::parse_key_file(&text).unwrap();
         assert_eq!(ring.kids().len(), 3);
         assert_eq!(ring.sealing_kid(), Key::from_base64url(&a).unwrap().kid());
         assert!(matches!(
-            Keyring::parse_file_text("# nothing\n"),
+            Keyring::parse_key_file("# nothing\n"),
             Err(KeyError::NoKeys)
         ));
-    }
-
-    #[test]
-    fn from_file_reads_and_reports_io() {
-        let dir = std::env::temp_dir().join(format!("mrtr-seal-keyring-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("keys");
-        let a = generate_key_string();
-        std::fs::write(&path, format!("{a}\n")).unwrap();
-        assert_eq!(Keyring::from_file(&path).unwrap().kids().len(), 1);
-        std::fs::remove_file(&path).unwrap();
-        assert!(matches!(
-            Keyring::from_file(&path),
-            Err(KeyError::Io { .. })
-        ));
-        let _ = std::fs::remove_dir(&dir);
     }
 
     #[test]

@@ -76,7 +76,7 @@ pub use config::{
 };
 pub use error::{OpenError, RejectCounts, RejectReason, SealError};
 pub use key::{KEY_LEN, Key, KeyError, Kid, generate_key_string};
-pub use keyring::{KEYS_ENV, Keyring};
+pub use keyring::Keyring;
 
 use claims::{CLAIMS_HEADER_LEN, Header, strict_json_bounds};
 use error::Counters;
