@@ -204,6 +204,12 @@ pub enum SealError {
     /// The AEAD refused to encrypt (only possible beyond its length limits).
     #[error("encryption failed")]
     Encrypt,
+    /// The sealer has no [`Entropy`](super::Entropy) to draw a nonce from: only the
+    /// engine's default sealer in a build without the `os-rng` feature.
+    #[error(
+        "no entropy source to seal with: enable the os-rng feature or build the sealer with Sealer::with_entropy"
+    )]
+    NoEntropy,
 }
 
 /// Per-reason counters of refused tokens, shared by clones of a `Sealer`.
