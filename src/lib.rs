@@ -5,8 +5,11 @@
 //! or the client's model, the server answers with an `InputRequiredResult`; the
 //! client gathers the answers and retries under a new id with `inputResponses`,
 //! echoing an opaque `requestState`. mrtr is the state engine for that: a
-//! **sans-IO core** (no tokio, no clock, no I/O: time and bytes are passed in)
-//! plus, behind the default `server` feature, a reference server and a client.
+//! **sans-IO core** (no tokio, no clock, no I/O: time and bytes are passed in, and
+//! randomness through one seam, [`seal::Entropy`]; it builds for
+//! `wasm32-unknown-unknown`) plus, behind the default `server` feature, a
+//! reference server and a client. The default `os-rng` feature supplies the
+//! operating system's randomness ([`seal::Sealer::new`], [`seal::Keyring::ephemeral`]).
 //!
 //! ```text
 //!  HTTP / stdio adapter (feature server)        sans-IO core

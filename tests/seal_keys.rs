@@ -1,82 +1,43 @@
-//! Loading keys from `MRTR_KEYS` and files, as an operator would.
+//! Keys from text, as an operator writes them: `MRTR_KEYS` lists and key files.
 //!
-//! The environment is only read, never set in-process (setting it is `unsafe` in
-//! edition 2024): each case re-runs this test binary with its own environment.
-
-use std::process::Command;
+//! Only parsing lives in the core; reading the environment and the file is the
+//! edge's job (`tests/server_keys.rs` covers `mrtr::server::KeySource`).
 
 use mrtr::seal::{Key, KeyError, Keyring, generate_key_string};
 
-/// Runs `probe_from_env` in a child process with `MRTR_KEYS` set (or unset) and the
-/// expected outcome in `MRTR_TEST_EXPECT`.
-fn run_probe(keys: Option<&str>, expect: &str) {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args(["--ignored", "--exact", "probe_from_env", "--nocapture"]);
-    cmd.env("MRTR_TEST_EXPECT", expect);
-    match keys {
-        Some(k) => cmd.env("MRTR_KEYS", k),
-        None => cmd.env_remove("MRTR_KEYS"),
-    };
-    let out = cmd.output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{expect}: {text}");
-    assert!(text.contains("1 passed"), "probe did not run: {text}");
-}
-
 #[test]
-#[ignore = "run by from_env_cases in a child process"]
-fn probe_from_env() {
-    let expect = std::env::var("MRTR_TEST_EXPECT").unwrap();
-    let got = Keyring::from_env();
-    match expect.as_str() {
-        "none" => assert!(matches!(got, Ok(None)), "{got:?}"),
-        "error" => {
-            let e = got.unwrap_err();
-            let keys = std::env::var("MRTR_KEYS").unwrap_or_default();
-            for secret in keys.split(',').map(str::trim).filter(|s| s.len() > 8) {
-                assert!(!e.to_string().contains(secret), "error echoes a key: {e}");
-            }
-        }
-        kids => {
-            let ring = got.unwrap().unwrap();
-            let shown: Vec<String> = ring.kids().iter().map(ToString::to_string).collect();
-            assert_eq!(shown.join(","), kids);
-        }
+fn key_list_cases() {
+    let (a, b) = (generate_key_string(), generate_key_string());
+    let kids =
+        |ring: Keyring| -> Vec<String> { ring.kids().iter().map(ToString::to_string).collect() };
+    let kid = |s: &str| Key::from_base64url(s).unwrap().kid().to_string();
+    assert_eq!(kids(Keyring::parse_keys(&a).unwrap()), [kid(&a)]);
+    assert_eq!(
+        kids(Keyring::parse_keys(&format!(" {a} , {b} ")).unwrap()),
+        [kid(&a), kid(&b)]
+    );
+    for blank in ["", "  ", " , "] {
+        assert!(matches!(Keyring::parse_keys(blank), Err(KeyError::NoKeys)));
+    }
+    for bad in [format!("{a},tooshortsecret"), format!("{a},{a}")] {
+        let e = Keyring::parse_keys(&bad).unwrap_err();
+        assert!(!e.to_string().contains(&a), "error echoes a key: {e}");
+        assert!(
+            !e.to_string().contains("tooshortsecret"),
+            "error echoes a key: {e}"
+        );
     }
 }
 
 #[test]
-fn from_env_cases() {
-    let (a, b) = (generate_key_string(), generate_key_string());
-    let kid = |s: &str| Key::from_base64url(s).unwrap().kid().to_string();
-    run_probe(None, "none");
-    run_probe(Some(""), "none");
-    run_probe(Some("  "), "none");
-    run_probe(Some(&a), &kid(&a));
-    run_probe(
-        Some(&format!(" {a} , {b} ")),
-        &format!("{},{}", kid(&a), kid(&b)),
-    );
-    run_probe(Some(&format!("{a},tooshortsecret")), "error");
-    run_probe(Some(&format!("{a},{a}")), "error");
-}
-
-#[test]
-fn key_file_round_trip() {
-    let dir = std::env::temp_dir().join(format!("mrtr-seal-keys-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("keys.txt");
+fn key_file_format() {
     let (a, b, c) = (
         generate_key_string(),
         generate_key_string(),
         generate_key_string(),
     );
-    std::fs::write(
-        &path,
-        format!("# sealing key first\n{a}\n\n# open-only\n{b}, {c} # retiring\n"),
-    )
-    .unwrap();
-    let ring = Keyring::from_file(&path).unwrap();
+    let text = format!("# sealing key first\n{a}\n\n# open-only\n{b}, {c} # retiring\n");
+    let ring = Keyring::parse_key_file(&text).unwrap();
     let kids: Vec<_> = [&a, &b, &c]
         .iter()
         .map(|s| Key::from_base64url(s).unwrap().kid())
@@ -85,16 +46,13 @@ fn key_file_round_trip() {
     assert_eq!(ring.sealing_kid(), kids[0]);
     assert!(!ring.is_ephemeral());
 
-    std::fs::write(&path, "# no keys yet\n").unwrap();
-    assert!(matches!(Keyring::from_file(&path), Err(KeyError::NoKeys)));
-    std::fs::write(&path, "c2hvcnQ\n").unwrap();
-    let e = Keyring::from_file(&path).unwrap_err();
+    assert!(matches!(
+        Keyring::parse_key_file("# no keys yet\n"),
+        Err(KeyError::NoKeys)
+    ));
+    let e = Keyring::parse_key_file("c2hvcnQ\n").unwrap_err();
     assert!(e.to_string().contains("key entry 1"), "{e}");
     assert!(e.to_string().contains("mrtr keygen"), "{e}");
-    std::fs::remove_dir_all(&dir).unwrap();
-    let e = Keyring::from_file(&path).unwrap_err();
-    assert!(matches!(e, KeyError::Io { .. }));
-    assert!(e.to_string().starts_with("cannot read key file"));
 }
 
 #[test]

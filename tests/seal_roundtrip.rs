@@ -77,15 +77,23 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
     #[test]
-    fn struct_states_round_trip(state in arb_state(), t in 0u64..u64::MAX / 2) {
+    fn struct_states_round_trip(
+        state in arb_state(),
+        t in 0u64..u64::MAX / 2,
+        flow in any::<[u8; 16]>(),
+    ) {
         let s = sealer();
         let now = Timestamp::from_unix_secs(t);
         let b = binding(&Principal::subject("p"), "t", None);
         let c = Claims::first_round(b, now, s.config(), state.clone());
-        let tok = s.seal(&c).unwrap();
+        // A first round's flow id is drawn from the sealer's entropy as it seals.
+        let drawn = s.open::<HandlerState>(&UntrustedState::new(s.seal(&c).unwrap()), &b, now).unwrap();
+        prop_assert_ne!(drawn.flow_id(), [0u8; 16]);
+        // A set flow id is sealed as it is.
+        let tok = s.seal(&c.with_flow_id(flow)).unwrap();
         let v = s.open::<HandlerState>(&UntrustedState::new(tok), &b, now).unwrap();
         prop_assert_eq!(v.round(), 1);
-        prop_assert_eq!(v.flow_id(), c.flow_id());
+        prop_assert_eq!(v.flow_id(), flow);
         prop_assert_eq!(v.into_inner().into_state(), state);
     }
 

@@ -92,8 +92,23 @@ impl Engine {
     /// sealed for another audience never opens here). Defaults: seal defaults
     /// (10 min per round, 1 h per flow, 60 s skew), 16 rounds, 16 asks per round,
     /// lenient answers, no replay guard.
+    #[cfg(feature = "os-rng")]
     pub fn new(keyring: Keyring, audience: impl Into<String>) -> Self {
         Self::with_sealer(Sealer::new(keyring, SealConfig::default()), audience)
+    }
+
+    /// An engine whose randomness (nonces, flow ids) comes from `entropy`: the
+    /// constructor for builds without the `os-rng` feature (wasm, edge runtimes).
+    /// Other defaults as in [`Engine::new`].
+    pub fn with_entropy(
+        keyring: Keyring,
+        audience: impl Into<String>,
+        entropy: Arc<dyn crate::seal::Entropy>,
+    ) -> Self {
+        Self::with_sealer(
+            Sealer::with_entropy(keyring, SealConfig::default(), entropy),
+            audience,
+        )
     }
 
     /// An engine sealing with `sealer` (its key ring, limits and randomness), for
@@ -119,7 +134,7 @@ impl Engine {
     #[must_use]
     pub fn with_seal_config(mut self, config: SealConfig) -> Self {
         let c = self.config_mut();
-        c.sealer = Sealer::new(c.sealer.keyring().clone(), config);
+        c.sealer = c.sealer.with_config(config);
         self
     }
 

@@ -1,7 +1,5 @@
 //! The claims sealed inside a token, and their strict binary encoding.
 
-use rand::Rng as _;
-
 use super::Verified;
 use super::binding::Binding;
 use super::config::SealConfig;
@@ -14,8 +12,11 @@ pub(super) const CLAIMS_FORMAT: u8 = 1;
 /// SHA-256 digest (128-bit second-preimage resistance; the tag authenticates them).
 pub(super) const SEALED_DIGEST_LEN: usize = 16;
 
+/// Length of a flow id, in bytes.
+pub(super) const FLOW_ID_LEN: usize = 16;
+
 /// Length of the fixed claims header that precedes the JSON state in the plaintext.
-pub(super) const CLAIMS_HEADER_LEN: usize = 1 + 8 + 8 + 8 + 4 + 16 + SEALED_DIGEST_LEN * 3;
+pub(super) const CLAIMS_HEADER_LEN: usize = 1 + 8 + 8 + 8 + 4 + FLOW_ID_LEN + SEALED_DIGEST_LEN * 3;
 
 /// The sealed (truncated) form of a binding digest.
 pub(super) fn sealed_digest(d: &[u8; 32]) -> [u8; SEALED_DIGEST_LEN] {
@@ -27,7 +28,9 @@ pub(super) fn sealed_digest(d: &[u8; 32]) -> [u8; SEALED_DIGEST_LEN] {
 /// What a sealed `requestState` asserts, plus the handler's own state `S`.
 ///
 /// Built only through [`Claims::first_round`] and [`Claims::next_round`], so the
-/// flow id is always random and the deadline is never extended.
+/// flow id is always random and the deadline is never extended. The flow id of a
+/// first round is drawn from the sealer's [`Entropy`](super::Entropy) as it seals:
+/// building claims reads no randomness.
 ///
 /// ```
 /// use mrtr::seal::{Binding, BindingInput, Claims, SealConfig};
@@ -50,13 +53,15 @@ pub struct Claims<S> {
     pub(super) exp: Timestamp,
     pub(super) deadline: Timestamp,
     pub(super) round: u32,
-    pub(super) flow_id: [u8; 16],
+    /// `None` on a first round until it is sealed: the sealer draws it.
+    pub(super) flow_id: Option<[u8; FLOW_ID_LEN]>,
     pub(super) binding: Binding,
     pub(super) state: S,
 }
 
 impl<S> Claims<S> {
-    /// The claims of a flow's first round: round 1, a new random flow id,
+    /// The claims of a flow's first round: round 1, a new random flow id (drawn
+    /// from the sealer's [`Entropy`](super::Entropy) when these claims are sealed),
     /// deadline = `now + flow_lifetime`, expiry = `min(now + ttl, deadline)`.
     pub fn first_round(
         binding: Binding,
@@ -65,14 +70,12 @@ impl<S> Claims<S> {
         state: S,
     ) -> Claims<S> {
         let deadline = now.add_secs(config.flow_lifetime_secs());
-        let mut flow_id = [0u8; 16];
-        rand::rng().fill_bytes(&mut flow_id);
         Claims {
             iat: now,
             exp: now.add_secs(config.ttl_secs()).min(deadline),
             deadline,
             round: 1,
-            flow_id,
+            flow_id: None,
             binding,
             state,
         }
@@ -103,8 +106,17 @@ impl<S> Claims<S> {
     }
 
     /// The random flow id, the same in every round of one flow (key for at-most-once guards).
+    ///
+    /// Claims from [`Claims::first_round`] get theirs from the sealer as they are
+    /// sealed, so it is known from the [`Verified`] claims that `open` returns; on
+    /// first-round claims themselves it reads all zeros.
     pub fn flow_id(&self) -> [u8; 16] {
-        self.flow_id
+        self.flow_id.unwrap_or([0; FLOW_ID_LEN])
+    }
+
+    /// Whether the sealer must draw a flow id when it seals these claims.
+    pub(super) fn needs_flow_id(&self) -> bool {
+        self.flow_id.is_none()
     }
 
     /// When this round's token was sealed.
@@ -141,7 +153,7 @@ impl<S> Claims<S> {
     #[cfg(any(test, feature = "test-vectors"))]
     #[doc(hidden)]
     pub fn with_flow_id(mut self, flow_id: [u8; 16]) -> Self {
-        self.flow_id = flow_id;
+        self.flow_id = Some(flow_id);
         self
     }
 
@@ -154,14 +166,15 @@ impl<S> Claims<S> {
         self
     }
 
-    /// Writes the fixed claims header (layout in [`super::Sealer::seal`]'s comment).
-    pub(super) fn write_header(&self, out: &mut Vec<u8>) {
+    /// Writes the fixed claims header (layout in [`super::Sealer::seal`]'s comment),
+    /// with `drawn` as the flow id when these claims have none yet.
+    pub(super) fn write_header(&self, out: &mut Vec<u8>, drawn: &[u8; FLOW_ID_LEN]) {
         out.push(CLAIMS_FORMAT);
         out.extend_from_slice(&self.iat.unix_secs().to_be_bytes());
         out.extend_from_slice(&self.exp.unix_secs().to_be_bytes());
         out.extend_from_slice(&self.deadline.unix_secs().to_be_bytes());
         out.extend_from_slice(&self.round.to_be_bytes());
-        out.extend_from_slice(&self.flow_id);
+        out.extend_from_slice(self.flow_id.as_ref().unwrap_or(drawn));
         out.extend_from_slice(&self.binding.request[..SEALED_DIGEST_LEN]);
         out.extend_from_slice(&self.binding.principal[..SEALED_DIGEST_LEN]);
         out.extend_from_slice(&self.binding.audience[..SEALED_DIGEST_LEN]);
@@ -241,7 +254,7 @@ impl Header {
             exp: self.exp,
             deadline: self.deadline,
             round: self.round,
-            flow_id: self.flow_id,
+            flow_id: Some(self.flow_id),
             binding,
             state,
         }
@@ -284,13 +297,25 @@ mod tests {
         let now = Timestamp::from_unix_secs(1_800_000_000);
         let c = Claims::first_round(binding(), now, &SealConfig::default(), ());
         let mut buf = Vec::new();
-        c.write_header(&mut buf);
+        c.write_header(&mut buf, &[9; FLOW_ID_LEN]);
         assert_eq!(buf.len(), CLAIMS_HEADER_LEN);
         buf.extend_from_slice(b"null");
         let (h, rest) = Header::parse(&buf).unwrap();
         assert_eq!(rest, b"null");
         assert_eq!(h.mismatches(c.binding()), (false, false, false));
-        assert_eq!(h.with_state(*c.binding(), ()), c);
+        // The drawn flow id is written for a first round, and comes back as its id.
+        assert_eq!(
+            h.with_state(*c.binding(), ()),
+            c.clone().with_flow_id([9; 16])
+        );
+        let mut again = Vec::new();
+        let fixed = c.clone().with_flow_id([4; 16]);
+        fixed.write_header(&mut again, &[9; FLOW_ID_LEN]);
+        assert_eq!(
+            &again[29..45],
+            &[4; 16],
+            "a set flow id is kept, not redrawn"
+        );
         let other = Binding::new(&BindingInput {
             audience: "other",
             ..binding_input(&Principal::subject("alice"))
@@ -310,15 +335,20 @@ mod tests {
         let c = Claims::first_round(binding(), now, &cfg, ());
         assert_eq!(c.deadline(), now.add_secs(100));
         assert_eq!(c.expires_at(), c.deadline());
+        // Building claims reads no randomness: the sealer draws the flow id as it
+        // seals (seal/tests.rs checks that two flows get different ids).
         let d = Claims::first_round(binding(), now, &cfg, ());
-        assert_ne!(c.flow_id(), d.flow_id());
+        assert_eq!(c, d);
+        assert!(c.needs_flow_id());
+        assert_eq!(c.flow_id(), [0; 16]);
+        assert!(!c.with_flow_id([1; 16]).needs_flow_id());
     }
 
     #[test]
     fn next_round_keeps_flow_and_deadline() {
         let now = Timestamp::from_unix_secs(1000);
         let cfg = SealConfig::default();
-        let c = Claims::first_round(binding(), now, &cfg, 1u8);
+        let c = Claims::first_round(binding(), now, &cfg, 1u8).with_flow_id([3; 16]);
         let v = Verified::new(c.clone());
         let later = now.add_secs(3500);
         let n = Claims::next_round(&v, later, &cfg, "two");

@@ -4,9 +4,8 @@ use std::fmt;
 
 use base64::Engine as _;
 use base64::engine::DecodePaddingMode;
-use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig, URL_SAFE_NO_PAD};
+use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
 use hmac::{Hmac, KeyInit, Mac};
-use rand::TryRng as _;
 use sha2::Sha256;
 use xaes_256_gcm::Xaes256Gcm;
 use zeroize::Zeroizing;
@@ -100,18 +99,6 @@ pub enum KeyError {
         #[source]
         source: Box<KeyError>,
     },
-    /// `MRTR_KEYS` is set but is not valid unicode.
-    #[error("MRTR_KEYS is not valid unicode")]
-    EnvNotUnicode,
-    /// A key file could not be read.
-    #[error("cannot read key file {path}")]
-    Io {
-        /// The file's path.
-        path: std::path::PathBuf,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
-    },
 }
 
 /// A 32-byte XAES-256-GCM key with its key id and its cipher state.
@@ -136,9 +123,13 @@ pub struct Key {
 impl Key {
     /// A fresh random key from the operating system's random source.
     ///
+    /// Available with the `os-rng` feature (on by default). Without it, make the
+    /// 32 secret bytes with the host's CSPRNG and use [`Key::from_secret`].
+    ///
     /// # Panics
     ///
     /// If the operating system cannot supply randomness (a broken host).
+    #[cfg(feature = "os-rng")]
     pub fn generate() -> Key {
         let secret = os_random_secret();
         Key::from_exact(&secret)
@@ -215,8 +206,10 @@ impl fmt::Debug for Key {
     }
 }
 
-/// 32 bytes from the operating system.
+/// 32 bytes from the operating system (one system call: keys are rare).
+#[cfg(feature = "os-rng")]
 fn os_random_secret() -> Zeroizing<[u8; KEY_LEN]> {
+    use rand::TryRng as _;
     let mut secret = Zeroizing::new([0u8; KEY_LEN]);
     rand::rngs::SysRng
         .try_fill_bytes(secret.as_mut_slice())
@@ -233,11 +226,14 @@ fn os_random_secret() -> Zeroizing<[u8; KEY_LEN]> {
 /// assert!(Key::from_base64url(&s).is_ok());
 /// ```
 ///
+/// Available with the `os-rng` feature (on by default).
+///
 /// # Panics
 ///
 /// If the operating system cannot supply randomness.
+#[cfg(feature = "os-rng")]
 pub fn generate_key_string() -> String {
-    URL_SAFE_NO_PAD.encode(os_random_secret().as_slice())
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(os_random_secret().as_slice())
 }
 
 #[cfg(test)]
@@ -277,6 +273,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "os-rng")]
     fn base64url_keys() {
         let s = generate_key_string();
         assert_eq!(s.len(), 43);
@@ -294,6 +291,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "os-rng")]
     fn generated_keys_differ() {
         assert_ne!(Key::generate().kid(), Key::generate().kid());
         assert_ne!(generate_key_string(), generate_key_string());

@@ -1,18 +1,18 @@
 //! The key ring: one sealing key, any number of open-only keys, selected by kid.
 
 use std::fmt;
-use std::path::Path;
 
 use super::key::{Key, KeyError, Kid};
-
-/// The environment variable [`Keyring::from_env`] reads.
-pub const KEYS_ENV: &str = "MRTR_KEYS";
 
 /// One key that seals plus any number of keys that only open, each selected by its kid.
 ///
 /// A token names its kid in clear; `open` uses exactly the key with that kid and
 /// never tries the others, so rotation never costs trial decryptions and no key
 /// acts as an oracle for another. Two keys with one kid are refused.
+///
+/// The ring is built from bytes and text only ([`Keyring::parse_keys`],
+/// [`Keyring::parse_key_file`]): reading `MRTR_KEYS` or a key file is the edge's
+/// job (with the `server` feature, `mrtr::server::KeySource`).
 ///
 /// # Rotation runbook
 ///
@@ -63,10 +63,12 @@ impl Keyring {
         Ok(self)
     }
 
-    /// A ring with one fresh random key, for a single process.
+    /// A ring with one fresh random key from the operating system, for a single process.
     ///
     /// Tokens do not survive a restart and other instances cannot open them:
-    /// use `MRTR_KEYS` or a key file for fleets.
+    /// use `MRTR_KEYS` or a key file for fleets. Available with the `os-rng`
+    /// feature (on by default).
+    #[cfg(feature = "os-rng")]
     pub fn ephemeral() -> Keyring {
         Keyring {
             keys: vec![Key::generate()],
@@ -77,27 +79,6 @@ impl Keyring {
     /// Whether this ring came from [`Keyring::ephemeral`].
     pub fn is_ephemeral(&self) -> bool {
         self.ephemeral
-    }
-
-    /// The ring described by the `MRTR_KEYS` environment variable (format of
-    /// [`Keyring::parse_keys`]), or `None` when it is unset or blank.
-    ///
-    /// # Errors
-    ///
-    /// [`KeyError::EnvNotUnicode`], or any error of [`Keyring::parse_keys`].
-    pub fn from_env() -> Result<Option<Keyring>, KeyError> {
-        match std::env::var_os(KEYS_ENV) {
-            None => Ok(None),
-            Some(v) => {
-                let v = v.into_string().map_err(|_| KeyError::EnvNotUnicode)?;
-                let v = zeroize::Zeroizing::new(v);
-                if v.trim().is_empty() {
-                    Ok(None)
-                } else {
-                    Keyring::parse_keys(&v).map(Some)
-                }
-            }
-        }
     }
 
     /// A ring from comma-separated base64url secrets; the first seals, the rest only open.
@@ -120,23 +101,24 @@ impl Keyring {
         Keyring::from_entries(list.split(',').map(str::trim).filter(|e| !e.is_empty()))
     }
 
-    /// A ring from a file in the format of [`Keyring::parse_keys`], where newlines
-    /// separate entries as commas do and `#` starts a comment that runs to the end of the line.
+    /// A ring from the text of a key file: the format of [`Keyring::parse_keys`],
+    /// where newlines separate entries as commas do and `#` starts a comment that
+    /// runs to the end of the line.
+    ///
+    /// Pure parsing: the caller reads the file (and should wipe the text after,
+    /// e.g. with `zeroize::Zeroizing`).
+    ///
+    /// ```
+    /// use mrtr::seal::{Key, Keyring};
+    /// let text = "# sealing key first\nAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE  # k1\n";
+    /// let ring = Keyring::parse_key_file(text).unwrap();
+    /// assert_eq!(ring.sealing_kid(), Key::from_secret(&[1u8; 32]).unwrap().kid());
+    /// ```
     ///
     /// # Errors
     ///
-    /// [`KeyError::Io`] if the file cannot be read; otherwise as [`Keyring::parse_keys`].
-    pub fn from_file(path: &Path) -> Result<Keyring, KeyError> {
-        let text = zeroize::Zeroizing::new(std::fs::read_to_string(path).map_err(|source| {
-            KeyError::Io {
-                path: path.to_path_buf(),
-                source,
-            }
-        })?);
-        Keyring::parse_file_text(&text)
-    }
-
-    fn parse_file_text(text: &str) -> Result<Keyring, KeyError> {
+    /// As [`Keyring::parse_keys`].
+    pub fn parse_key_file(text: &str) -> Result<Keyring, KeyError> {
         let entries = text
             .lines()
             .map(|line| line.split_once('#').map_or(line, |(before, _)| before))
@@ -198,10 +180,15 @@ impl fmt::Debug for Keyring {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::seal::generate_key_string;
+    use base64::Engine as _;
 
     fn key(b: u8) -> Key {
         Key::from_secret(&[b; 32]).unwrap()
+    }
+
+    /// The key string of `key(b)`: these tests need no randomness.
+    fn key_string(b: u8) -> String {
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode([b; 32])
     }
 
     #[test]
@@ -219,16 +206,19 @@ mod tests {
         assert!(ring.get(key(3).kid()).is_none());
         assert_eq!(ring.sealing().kid(), key(1).kid());
         assert!(!ring.is_ephemeral());
-        assert!(Keyring::ephemeral().is_ephemeral());
+    }
+
+    #[test]
+    #[cfg(feature = "os-rng")]
+    fn ephemeral_rings_are_flagged_and_fresh() {
+        let (a, b) = (Keyring::ephemeral(), Keyring::ephemeral());
+        assert!(a.is_ephemeral());
+        assert_ne!(a.sealing_kid(), b.sealing_kid());
     }
 
     #[test]
     fn parse_list() {
-        let (a, b, c) = (
-            generate_key_string(),
-            generate_key_string(),
-            generate_key_string(),
-        );
+        let (a, b, c) = (key_string(1), key_string(2), key_string(3));
         let ring = Keyring::parse_keys(&format!(" {a} ,{b},\n{c} ,")).unwrap();
         let want: Vec<Kid> = [&a, &b, &c]
             .iter()
@@ -246,35 +236,15 @@ mod tests {
 
     #[test]
     fn parse_file_with_comments() {
-        let (a, b, c) = (
-            generate_key_string(),
-            generate_key_string(),
-            generate_key_string(),
-        );
+        let (a, b, c) = (key_string(1), key_string(2), key_string(3));
         let text = format!("# mrtr keys\n{a}   # sealing\n\n{b}, {c}\n# old: none\n");
-        let ring = Keyring::parse_file_text(&text).unwrap();
+        let ring = Keyring::parse_key_file(&text).unwrap();
         assert_eq!(ring.kids().len(), 3);
         assert_eq!(ring.sealing_kid(), Key::from_base64url(&a).unwrap().kid());
         assert!(matches!(
-            Keyring::parse_file_text("# nothing\n"),
+            Keyring::parse_key_file("# nothing\n"),
             Err(KeyError::NoKeys)
         ));
-    }
-
-    #[test]
-    fn from_file_reads_and_reports_io() {
-        let dir = std::env::temp_dir().join(format!("mrtr-seal-keyring-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("keys");
-        let a = generate_key_string();
-        std::fs::write(&path, format!("{a}\n")).unwrap();
-        assert_eq!(Keyring::from_file(&path).unwrap().kids().len(), 1);
-        std::fs::remove_file(&path).unwrap();
-        assert!(matches!(
-            Keyring::from_file(&path),
-            Err(KeyError::Io { .. })
-        ));
-        let _ = std::fs::remove_dir(&dir);
     }
 
     #[test]

@@ -41,21 +41,51 @@
 //!   `invalid or expired requestState`; the [`RejectReason`] is for the private
 //!   log and the per-reason counters ([`Sealer::reject_counts`]).
 //!
-//! # Nonces, limits and forks
+//! # Randomness: one seam, the sealer's [`Entropy`]
 //!
-//! XAES-256-GCM derives a fresh AES-256-GCM key from the first half of each
-//! 24-byte random nonce, which lifts AES-GCM's limit of 2^32 random-nonce
-//! messages per key (NIST SP 800-38D §8.3) to about 2^80 at a 2^-32 collision
-//! risk: no seal counting across a fleet is needed. Nonces come from
-//! `rand::rng()` (a per-thread ChaCha12 generator seeded from the operating
-//! system, reseeded periodically). **Fork caveat**: rand does not reseed on
-//! `fork`; a process that forks after sealing must call `rand::rng().reseed()`
-//! in the child before sealing again, or two processes may reuse nonces.
-//! Cipher state is built once per key, when the [`Key`] is built.
+//! The core reads no randomness of its own. A [`Sealer`] draws every random byte
+//! it needs from the [`Entropy`] it was built with: 24 bytes per seal for the
+//! nonce, and 16 more when it seals a flow's first round, for the flow id. Keys
+//! come in as bytes ([`Key::from_secret`], [`Keyring::parse_keys`]); reading them
+//! from a file or the environment is the edge's job (the `server` feature's
+//! `KeySource`). So the core builds without an operating system, for
+//! `wasm32-unknown-unknown` among others, given an `Entropy` from the host.
+//!
+//! - **With the `os-rng` feature** (on by default, and with `server`):
+//!   [`Sealer::new`] uses [`OsEntropy`], `rand`'s per-thread ChaCha12 generator
+//!   seeded from the operating system and reseeded periodically (no system call
+//!   per seal), and [`Keyring::ephemeral`], [`Key::generate`] and
+//!   [`generate_key_string`] take keys straight from the operating system.
+//! - **Without it**: build the sealer with [`Sealer::with_entropy`] and a
+//!   CSPRNG of the host (in a browser or a WebAssembly edge runtime, one over
+//!   `crypto.getRandomValues`).
+//!
+//! **What it must provide**: a CSPRNG (see the contract on [`Entropy`]). Random
+//! nonces are safe here because XAES-256-GCM derives a fresh AES-256-GCM key from
+//! the first half of each 24-byte nonce, which lifts AES-GCM's limit of 2^32
+//! random-nonce messages per key (NIST SP 800-38D §8.3) to about 2^80 at a 2^-32
+//! collision risk: no seal counting across a fleet is needed.
+//!
+//! **What breaks if it is weak**: a nonce that repeats under one key (a constant
+//! or low-entropy source, a generator seeded alike in two processes, a fork that
+//! was not reseeded) reuses the AES-GCM keystream, which reveals the XOR of the two
+//! sealed states (the users' answers), and lets an attacker recover the GHASH
+//! authentication subkey and forge tokens under that key: any state, round, expiry
+//! and binding.
+//! Repeated flow ids make two flows share their at-most-once records
+//! ([`Claims::flow_id`]), so a step of one may be refused as already done in the
+//! other. Predictable but never repeating bytes do not break the AEAD, yet fall
+//! short of the contract: use a CSPRNG, never a counter or a clock outside tests.
+//!
+//! **Fork caveat** (with [`OsEntropy`]): rand does not reseed on `fork`; a process
+//! that forks after sealing must call `rand::rng().reseed()` in the child before
+//! sealing again, or two processes may reuse nonces. Cipher state is built once
+//! per key, when the [`Key`] is built.
 
 mod binding;
 mod claims;
 mod config;
+mod entropy;
 mod error;
 mod key;
 mod keyring;
@@ -68,7 +98,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use rand::Rng as _;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -78,11 +107,16 @@ pub use config::{
     ConfigError, DEFAULT_CLOCK_SKEW, DEFAULT_FLOW_LIFETIME, DEFAULT_MAX_PLAINTEXT,
     DEFAULT_MAX_TOKEN_LEN, DEFAULT_MAX_TTL, DEFAULT_TTL, SealConfig,
 };
+pub use entropy::Entropy;
+#[cfg(feature = "os-rng")]
+pub use entropy::OsEntropy;
 pub use error::{OpenError, RejectCounts, RejectReason, SealError};
-pub use key::{KEY_LEN, Key, KeyError, Kid, generate_key_string};
-pub use keyring::{KEYS_ENV, Keyring};
+#[cfg(feature = "os-rng")]
+pub use key::generate_key_string;
+pub use key::{KEY_LEN, Key, KeyError, Kid};
+pub use keyring::Keyring;
 
-use claims::{CLAIMS_HEADER_LEN, Header, strict_json_bounds};
+use claims::{CLAIMS_HEADER_LEN, FLOW_ID_LEN, Header, strict_json_bounds};
 use error::Counters;
 use token::{HEADER_LEN, MIN_TOKEN_BYTES, NONCE_LEN, Scratch, TAG_LEN, VERSION};
 
@@ -157,6 +191,9 @@ impl<T> Deref for Verified<T> {
 struct Inner {
     keyring: Keyring,
     config: SealConfig,
+    /// The only source of randomness; `None` only for the crate-private sealer of
+    /// builds without `os-rng` (see [`Sealer::new`]), which opens but cannot seal.
+    entropy: Arc<dyn Entropy>,
     counters: Counters,
     /// Size of the last sealed buffer: the next one starts at this capacity, so a
     /// steady flow of similar states seals without reallocating.
@@ -165,7 +202,8 @@ struct Inner {
 
 /// Seals claims into `requestState` tokens and opens them, with a key ring and limits.
 ///
-/// Cheap to clone (one `Arc`); clones share the per-reason counters. `Send + Sync`.
+/// Cheap to clone (one `Arc`); clones share the per-reason counters and the
+/// [`Entropy`]. `Send + Sync`.
 ///
 /// ```
 /// use mrtr::seal::{Binding, BindingInput, Claims, Keyring, SealConfig, Sealer, UntrustedState};
@@ -195,12 +233,42 @@ pub struct Sealer {
 }
 
 impl Sealer {
-    /// A sealer over a key ring with a configuration.
+    /// A sealer over a key ring with a configuration, drawing its nonces and flow ids
+    /// from the operating system through [`OsEntropy`].
+    ///
+    /// Available with the `os-rng` feature (on by default); without it, use
+    /// [`Sealer::with_entropy`].
+    #[cfg(feature = "os-rng")]
     pub fn new(keyring: Keyring, config: SealConfig) -> Sealer {
+        Sealer::build(keyring, config, Arc::new(OsEntropy))
+    }
+
+    /// A sealer over a key ring with a configuration, drawing every nonce and flow
+    /// id from `entropy`: the seam for hosts without the operating system's
+    /// randomness (WebAssembly, edge runtimes) and for deterministic tests.
+    ///
+    /// `entropy` must be a CSPRNG: see [`Entropy`] for the contract and the
+    /// [module documentation](self) for what a weak source breaks.
+    pub fn with_entropy(keyring: Keyring, config: SealConfig, entropy: Arc<dyn Entropy>) -> Sealer {
+        Sealer::build(keyring, config, entropy)
+    }
+
+    /// A sealer with the same key ring and entropy under another configuration. Its
+    /// reject counters start at zero.
+    pub fn with_config(&self, config: SealConfig) -> Sealer {
+        Sealer::build(
+            self.inner.keyring.clone(),
+            config,
+            self.inner.entropy.clone(),
+        )
+    }
+
+    fn build(keyring: Keyring, config: SealConfig, entropy: Arc<dyn Entropy>) -> Sealer {
         Sealer {
             inner: Arc::new(Inner {
                 keyring,
                 config,
+                entropy,
                 counters: Counters::new(),
                 size_hint: AtomicUsize::new(HEADER_LEN + CLAIMS_HEADER_LEN + 256 + TAG_LEN),
             }),
@@ -227,7 +295,7 @@ impl Sealer {
     //   offset  len  field
     //   0       1    version = 0x01 (XAES-256-GCM, 24-byte nonce, 16-byte tag, AAD scheme v1)
     //   1       4    kid (u32): first 4 bytes of HMAC-SHA256(key, "mrtr/request-state/v1/kid")
-    //   5       24   nonce (random, from the per-thread CSPRNG)
+    //   5       24   nonce (random, from the sealer's Entropy)
     //   29      n    ciphertext of the plaintext below (n = plaintext length)
     //   29+n    16   tag (exactly 16 bytes)
     //
@@ -244,7 +312,7 @@ impl Sealer {
     //   9       8    exp (u64 Unix seconds)
     //   17      8    deadline (u64 Unix seconds)
     //   25      4    round (u32, 1 = first)
-    //   29      16   flow id (random)
+    //   29      16   flow id (random, from the sealer's Entropy when round 1 is sealed)
     //   45      16   request digest  (see Binding::new), first 16 bytes
     //   61      16   principal digest, first 16 bytes
     //   77      16   audience digest, first 16 bytes
@@ -253,7 +321,9 @@ impl Sealer {
     //
     // The request binding is inside the plaintext rather than the AAD so that
     // the private log can tell tampering (`tag`) from replay (`binding`).
-    /// Seals claims into a token, under the ring's sealing key with a fresh random nonce.
+    /// Seals claims into a token, under the ring's sealing key with a fresh random
+    /// nonce (and, for a first round, a fresh random flow id) from the sealer's
+    /// [`Entropy`].
     ///
     /// # Errors
     ///
@@ -261,12 +331,27 @@ impl Sealer {
     /// [`SealError::TokenTooLong`] when the token would exceed `max_token_len`,
     /// [`SealError::Serialize`] when the state does not serialize as JSON.
     pub fn seal<S: Serialize>(&self, claims: &Claims<S>) -> Result<String, SealError> {
-        let mut nonce = [0u8; NONCE_LEN];
-        rand::rng().fill_bytes(&mut nonce);
-        self.seal_inner(claims, &nonce)
+        // One draw: the nonce, then the flow id when the claims need one.
+        let mut random = [0u8; NONCE_LEN + FLOW_ID_LEN];
+        let len = if claims.needs_flow_id() {
+            random.len()
+        } else {
+            NONCE_LEN
+        };
+        self.entropy().fill(&mut random[..len]);
+        let (mut nonce, mut flow_id) = ([0u8; NONCE_LEN], [0u8; FLOW_ID_LEN]);
+        nonce.copy_from_slice(&random[..NONCE_LEN]);
+        flow_id.copy_from_slice(&random[NONCE_LEN..]);
+        self.seal_inner(claims, &nonce, &flow_id)
+    }
+
+    fn entropy(&self) -> &dyn Entropy {
+        &*self.inner.entropy
     }
 
     /// [`Sealer::seal`] with a caller-chosen nonce, for known-answer vectors and fuzzing only.
+    /// The flow id of a first round still comes from the sealer's [`Entropy`]; vectors
+    /// fix it with `Claims::with_flow_id`.
     ///
     /// Exposed only with the `test-vectors` cargo feature (off by default; the crate's own
     /// tests turn it on through a dev-dependency on itself). Never use it in production:
@@ -282,13 +367,19 @@ impl Sealer {
         claims: &Claims<S>,
         nonce: [u8; 24],
     ) -> Result<String, SealError> {
-        self.seal_inner(claims, &nonce)
+        let mut flow_id = [0u8; FLOW_ID_LEN];
+        if claims.needs_flow_id() {
+            self.entropy().fill(&mut flow_id);
+        }
+        self.seal_inner(claims, &nonce, &flow_id)
     }
 
+    /// Seals with this nonce; `flow_id` is written only when the claims have none.
     fn seal_inner<S: Serialize>(
         &self,
         claims: &Claims<S>,
         nonce: &[u8; NONCE_LEN],
+        flow_id: &[u8; FLOW_ID_LEN],
     ) -> Result<String, SealError> {
         let cfg = &self.inner.config;
         let key = self.inner.keyring.sealing();
@@ -299,7 +390,7 @@ impl Sealer {
         buf.push(VERSION);
         buf.extend_from_slice(&key.kid().to_be_bytes());
         buf.extend_from_slice(nonce);
-        claims.write_header(buf);
+        claims.write_header(buf, flow_id);
         serde_json::to_writer(&mut *buf, &claims.state).map_err(SealError::Serialize)?;
         let pt_len = buf.len() - HEADER_LEN;
         if pt_len > cfg.max_plaintext_value() {
@@ -511,6 +602,7 @@ impl fmt::Debug for Sealer {
         f.debug_struct("Sealer")
             .field("keyring", &self.inner.keyring)
             .field("config", &self.inner.config)
+            .field("entropy", &self.inner.entropy)
             .field("reject_counts", &self.inner.counters)
             .finish()
     }

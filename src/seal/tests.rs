@@ -3,6 +3,7 @@
 use super::*;
 use crate::principal::Principal;
 use serde_json::json;
+use std::sync::Mutex;
 use std::time::Duration;
 
 const T0: u64 = 1_800_000_000;
@@ -337,4 +338,122 @@ fn debug_never_shows_keys() {
         !d.contains("7, 7") && !d.contains("0707") && !d.contains("BwcH"),
         "{d}"
     );
+}
+
+/// A constant byte: NOT random. Shows that the sealer draws from its entropy only.
+#[derive(Debug)]
+struct Fixed(u8);
+
+impl Entropy for Fixed {
+    fn fill(&self, dest: &mut [u8]) {
+        dest.fill(self.0);
+    }
+}
+
+/// Counts up from 0 and records how many bytes each draw asked for.
+#[derive(Debug, Default)]
+struct Recording(Mutex<(u8, Vec<usize>)>);
+
+impl Entropy for Recording {
+    fn fill(&self, dest: &mut [u8]) {
+        let mut g = self.0.lock().unwrap();
+        g.1.push(dest.len());
+        for b in dest {
+            *b = g.0;
+            g.0 = g.0.wrapping_add(1);
+        }
+    }
+}
+
+fn sealer_with(entropy: Arc<dyn Entropy>) -> Sealer {
+    Sealer::with_entropy(
+        Keyring::new(Key::from_secret(&[7u8; 32]).unwrap()),
+        SealConfig::default(),
+        entropy,
+    )
+}
+
+#[test]
+fn the_sealer_takes_its_randomness_from_its_entropy_only() {
+    let b = binding_for(&alice(), "deploy");
+    let c = Claims::first_round(b, now(), &SealConfig::default(), json!({"step": 1}));
+    let one = sealer_with(Arc::new(Fixed(1)));
+    let tok = one.seal(&c).unwrap();
+    assert_eq!(tok, one.seal(&c).unwrap(), "nothing but the entropy varies");
+    assert_eq!(
+        tok,
+        sealer_with(Arc::new(Fixed(1))).seal(&c).unwrap(),
+        "same entropy, same token"
+    );
+    let two = sealer_with(Arc::new(Fixed(2)));
+    assert_ne!(tok, two.seal(&c).unwrap(), "other entropy, other token");
+    // The nonce in the header and the flow id inside are the entropy's bytes.
+    let raw = URL_SAFE_NO_PAD.decode(&tok).unwrap();
+    assert_eq!(&raw[5..HEADER_LEN], &[1u8; NONCE_LEN]);
+    // Opening draws nothing: any sealer with the key opens it.
+    let v = two
+        .open::<serde_json::Value>(&UntrustedState::new(tok), &b, now())
+        .unwrap();
+    assert_eq!(v.flow_id(), [1; 16]);
+    // A later round keeps the flow id; only the nonce is drawn.
+    let c2 = Claims::next_round(&v, now(), two.config(), 2u8);
+    let v2 = one
+        .open::<u8>(&UntrustedState::new(two.seal(&c2).unwrap()), &b, now())
+        .unwrap();
+    assert_eq!(v2.flow_id(), [1; 16]);
+    assert!(format!("{one:?}").contains("Fixed(1)"));
+}
+
+#[test]
+fn draws_are_a_nonce_then_a_first_rounds_flow_id() {
+    let rec = Arc::new(Recording::default());
+    let s = sealer_with(rec.clone());
+    let b = binding_for(&alice(), "deploy");
+    let c1 = Claims::first_round(b, now(), s.config(), 1u8);
+    let tok1 = s.seal(&c1).unwrap();
+    let v1 = s
+        .open::<u8>(&UntrustedState::new(tok1.clone()), &b, now())
+        .unwrap();
+    let c2 = Claims::next_round(&v1, now(), s.config(), 2u8);
+    let tok2 = s.seal(&c2).unwrap();
+    // Round 1: one draw of 24 + 16 bytes; round 2: 24 bytes; opening: none.
+    assert_eq!(rec.0.lock().unwrap().1, vec![40, 24]);
+    let nonce = |t: &str| URL_SAFE_NO_PAD.decode(t).unwrap()[5..HEADER_LEN].to_vec();
+    assert_eq!(nonce(&tok1), (0..24).collect::<Vec<u8>>());
+    assert_eq!(v1.flow_id().to_vec(), (24..40).collect::<Vec<u8>>());
+    assert_eq!(nonce(&tok2), (40..64).collect::<Vec<u8>>());
+    // A fixed flow id (known-answer vectors) is never drawn.
+    let fixed = Claims::first_round(b, now(), s.config(), 3u8).with_flow_id([5; 16]);
+    s.seal(&fixed).unwrap();
+    s.seal_with_nonce(&fixed, [0; 24]).unwrap();
+    assert_eq!(rec.0.lock().unwrap().1, vec![40, 24, 24]);
+}
+
+#[test]
+fn with_config_keeps_the_keys_and_the_entropy() {
+    let s = sealer_with(Arc::new(Fixed(3)));
+    let b = binding_for(&alice(), "deploy");
+    let c = Claims::first_round(b, now(), s.config(), "x");
+    let _ = s.open::<()>(&UntrustedState::new("x"), &b, now());
+    let t = s.with_config(SealConfig::default().max_plaintext(150));
+    assert_eq!(t.config().max_plaintext_value(), 150);
+    assert_eq!(t.keyring().kids(), s.keyring().kids());
+    assert_eq!(t.seal(&c).unwrap(), s.seal(&c).unwrap());
+    assert_eq!(t.reject_counts().total(), 0, "fresh counters");
+    assert_eq!(s.reject_counts().total(), 1);
+}
+
+#[test]
+fn default_sealer_uses_os_entropy_and_fresh_flow_ids() {
+    let s = sealer();
+    assert!(format!("{s:?}").contains("OsEntropy"));
+    let b = binding_for(&alice(), "deploy");
+    let c = Claims::first_round(b, now(), s.config(), ());
+    let open = |t: String| s.open::<()>(&UntrustedState::new(t), &b, now()).unwrap();
+    let (f1, f2) = (
+        open(s.seal(&c).unwrap()).flow_id(),
+        open(s.seal(&c).unwrap()).flow_id(),
+    );
+    assert_ne!(f1, f2, "every first round is a new flow");
+    assert_ne!(f1, [0; 16]);
 }

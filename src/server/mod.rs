@@ -63,8 +63,9 @@ pub const KEYS_ENV: &str = "MRTR_KEYS";
 /// `--principal` is not given.
 pub const PRINCIPAL_ENV: &str = "MRTR_PRINCIPAL";
 
-/// Where the sealing keys come from. The text is kept raw here; parsing it into a
-/// key ring belongs to the sealed-state module.
+/// Where the sealing keys come from: the edge's side of key loading. Reading the
+/// environment and the key file happens here, at the edge; the sealed-state module
+/// only parses text ([`Keyring::parse_keys`], [`Keyring::parse_key_file`]).
 #[derive(Clone, PartialEq, Eq)]
 pub enum KeySource {
     /// `--keys-file PATH`: the file holds the keys in the `MRTR_KEYS` format.
@@ -112,14 +113,23 @@ impl KeySource {
         }
     }
 
-    /// The key ring: parsed from the file or `MRTR_KEYS`, or a fresh ephemeral key.
+    /// The key ring: read from the file and parsed (format of
+    /// [`Keyring::parse_key_file`]), parsed from `MRTR_KEYS`, or a fresh ephemeral key.
     ///
     /// # Errors
-    /// [`ConfigError`] naming what is wrong with the keys (never their bytes).
+    /// [`ConfigError`] naming what is wrong with the keys (never their bytes), or
+    /// why the key file cannot be read.
     pub fn keyring(&self) -> Result<Keyring, ConfigError> {
         match self {
             Self::File(path) => {
-                Keyring::from_file(path).map_err(|e| ConfigError(format!("--keys-file: {e}")))
+                // Wiped on drop: the file holds the secrets.
+                let text = zeroize::Zeroizing::new(std::fs::read_to_string(path).map_err(|e| {
+                    ConfigError(format!(
+                        "--keys-file: cannot read key file {}: {e}",
+                        path.display()
+                    ))
+                })?);
+                Keyring::parse_key_file(&text).map_err(|e| ConfigError(format!("--keys-file: {e}")))
             }
             Self::Env(s) => {
                 Keyring::parse_keys(s).map_err(|e| ConfigError(format!("{KEYS_ENV}: {e}")))

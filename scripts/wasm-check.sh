@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Checks that the bare core (no default features) builds for wasm32-unknown-unknown,
+# a target with no operating system, and that nothing in it reads the operating
+# system's randomness or brings an async runtime or HTTP: no tokio, hyper, axum,
+# rand or getrandom among its normal dependencies for that target.
+#
+#   scripts/wasm-check.sh
+#
+# Installs the target through rustup when it is missing.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+
+target=wasm32-unknown-unknown
+if ! rustup target list --installed | grep -qx "$target"; then
+    echo "installing the $target target" >&2
+    rustup target add "$target"
+fi
+
+echo "building the bare core for $target" >&2
+cargo build --lib --no-default-features --locked --target "$target"
+
+tree="$(cargo tree --no-default-features -e normal --locked --target "$target" --prefix none)"
+if forbidden="$(grep -E '^(tokio|hyper|hyper-util|axum|rand|rand_core|getrandom) ' <<<"$tree")"; then
+    echo "error: the bare core for $target depends on:" >&2
+    sort -u <<<"$forbidden" >&2
+    exit 1
+fi
+echo "ok: the bare core builds for $target without tokio, hyper, axum, rand or getrandom" >&2
