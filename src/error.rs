@@ -14,9 +14,9 @@
 
 use serde_json::{Value, json};
 
-use crate::carrier::CarrierMethod;
-use crate::wire::ClientCapabilities;
 use crate::wire::jsonrpc::{self, RequestId};
+use crate::wire::meta::MetaError;
+use crate::wire::{CarrierMethod, ClientCapabilities, RequestError, truncate};
 
 /// JSON-RPC and MCP error codes (MCP 2026-07-28, Base Protocol §Error Codes).
 pub mod code {
@@ -149,7 +149,6 @@ pub struct Diagnostic {
 /// The one public error type of mrtr's request path.
 ///
 /// ```
-/// use mrtr::carrier::CarrierMethod;
 /// use mrtr::error::{Error, code};
 /// let e = Error::invalid_request_state("tag");
 /// let wire = e.to_jsonrpc(None);
@@ -489,14 +488,6 @@ pub struct DiagContext<'a> {
     pub round: Option<u32>,
 }
 
-/// Shortens client-provided text for a log line.
-pub(crate) fn truncate(s: &str, max: usize) -> &str {
-    match s.char_indices().nth(max) {
-        Some((i, _)) => &s[..i],
-        None => s,
-    }
-}
-
 fn capability_names(c: &ClientCapabilities) -> String {
     let mut names = Vec::new();
     if let Some(e) = &c.elicitation {
@@ -525,15 +516,23 @@ fn capability_names(c: &ClientCapabilities) -> String {
     }
 }
 
-impl From<crate::wire::meta::MetaError> for Error {
+impl From<MetaError> for Error {
     /// -32602 (HTTP 400) for missing or malformed `_meta` fields, -32022 for an
     /// unsupported protocol version.
-    fn from(e: crate::wire::meta::MetaError) -> Self {
+    fn from(e: MetaError) -> Self {
         match e {
-            crate::wire::meta::MetaError::Invalid(w) => Self::invalid_meta(w.message().to_owned()),
-            crate::wire::meta::MetaError::UnsupportedVersion { requested } => {
-                Self::unsupported_version(&requested)
-            }
+            MetaError::Invalid(w) => Self::invalid_meta(w.message().to_owned()),
+            MetaError::UnsupportedVersion { requested } => Self::unsupported_version(&requested),
+        }
+    }
+}
+
+impl From<RequestError> for Error {
+    /// -32602 (HTTP 400) for malformed params, and as for [`MetaError`] for `_meta`.
+    fn from(e: RequestError) -> Self {
+        match e {
+            RequestError::InvalidParams(w) => Self::invalid_params(w.message().to_owned()),
+            RequestError::Meta(m) => m.into(),
         }
     }
 }
@@ -544,15 +543,6 @@ mod tests {
 
     fn caps(v: Value) -> ClientCapabilities {
         serde_json::from_value(v).unwrap()
-    }
-
-    #[test]
-    fn truncate_keeps_whole_characters() {
-        assert_eq!(truncate("abc", 5), "abc");
-        assert_eq!(truncate("abcdef", 3), "abc");
-        assert_eq!(truncate("ééé", 2), "éé");
-        assert_eq!(truncate("🦀🦀", 1), "🦀");
-        assert_eq!(truncate("", 0), "");
     }
 
     #[test]

@@ -29,7 +29,7 @@
 //! client declared in *this* request:
 //!
 //! ```
-//! use mrtr::carrier::{CarrierMethod, CarrierRequest};
+//! use mrtr::wire::{CarrierMethod, CarrierRequest};
 //! use mrtr::engine::{Elicited, Engine, Form, Outcome, Sampling, tool_text};
 //! use mrtr::principal::Principal;
 //! use mrtr::seal::Keyring;
@@ -77,7 +77,8 @@
 //!
 //! # Modules
 //! [`manual`] (prose: token format, security model, handler model, key
-//! rotation), [`wire`] (the 2026-07-28 shapes), [`carrier`], [`capability`],
+//! rotation), [`wire`] (the 2026-07-28 shapes, the carrier methods and requests;
+//! it imports nothing else of the crate), [`capability`],
 //! [`error`] (the two channels), [`seal`], [`engine`], [`answers`], [`service`]
 //! (JSON-RPC router), [`reference`](mod@reference) (the reference server's tools), [`client`], and with the
 //! `server` feature the transports in `server`.
@@ -86,7 +87,6 @@
 
 pub mod answers;
 pub mod capability;
-pub mod carrier;
 pub mod client;
 pub mod engine;
 pub mod error;

@@ -18,13 +18,13 @@ use futures_util::future::{Either, select};
 use indexmap::IndexMap;
 use serde_json::{Map, Value, json};
 
-use crate::carrier::{CarrierMethod, CarrierRequest};
 use crate::engine::{Engine, Flow, Outcome, Round};
 use crate::error::{DiagContext, Error, Retry, ToolAdvice};
 use crate::principal::Principal;
 use crate::time::Timestamp;
 use crate::wire::jsonrpc::RequestId;
 use crate::wire::meta::RequestMeta;
+use crate::wire::{CarrierMethod, CarrierRequest};
 use crate::wire::{Implementation, JsonObject, SUPPORTED_PROTOCOL_VERSIONS, type_name};
 
 /// The Streamable HTTP headers that must agree with the body (spec: streamable-http
@@ -583,7 +583,7 @@ impl Service {
                 protocol(Error::invalid_request("method must be a string")),
             );
         };
-        log.method = Some(crate::error::truncate(method, 64).to_owned());
+        log.method = Some(crate::wire::truncate(method, 64).to_owned());
         let params = msg.get("params");
         let Some(request_id) = id.clone() else {
             // A notification: nothing to answer, whatever it is (cancellation has nothing
@@ -595,7 +595,7 @@ impl Service {
             log.target = params
                 .and_then(|p| p.get(c.target_param()))
                 .and_then(Value::as_str)
-                .map(|t| crate::error::truncate(t, 128).to_owned());
+                .map(|t| crate::wire::truncate(t, 128).to_owned());
         }
         if let Some(h) = &ctx.http_headers
             && let Err(e) = check_headers(h, method, params, carrier)
@@ -707,14 +707,14 @@ impl Service {
     ) -> Outcome {
         let request = match CarrierRequest::from_params(method, params) {
             Ok(r) => r,
-            Err(e) => return Outcome::Protocol(e),
+            Err(e) => return Outcome::Protocol(e.into()),
         };
         let registry = match method {
             CarrierMethod::ToolsCall => &self.tools,
             CarrierMethod::PromptsGet => &self.prompts,
             CarrierMethod::ResourcesRead => &self.resources,
         };
-        let Some(entry) = registry.get(&request.target) else {
+        let Some(entry) = registry.get(request.target()) else {
             let what = match method {
                 CarrierMethod::ToolsCall => "Unknown tool",
                 CarrierMethod::PromptsGet => "Unknown prompt",
@@ -765,7 +765,7 @@ const LOG_ID_MAX: usize = 128;
 /// The request id as the log shows it: a long string id is shortened.
 fn log_id(id: &RequestId) -> RequestId {
     match id {
-        RequestId::String(s) => RequestId::String(crate::error::truncate(s, LOG_ID_MAX).to_owned()),
+        RequestId::String(s) => RequestId::String(crate::wire::truncate(s, LOG_ID_MAX).to_owned()),
         other => other.clone(),
     }
 }

@@ -7,12 +7,12 @@ mod common;
 use std::cell::RefCell;
 
 use common::*;
-use mrtr::carrier::CarrierMethod;
 use mrtr::engine::{
     Elicited, Engine, Flow, Form, Outcome, RootsAsk, Round, Sampling, UrlVisit, prompt_text,
     tool_text,
 };
 use mrtr::service::Service;
+use mrtr::wire::CarrierMethod;
 use mrtr::wire::{CreateMessageParams, InputRequests, InputRequiredResult};
 use serde_json::{Value, json};
 

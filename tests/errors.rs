@@ -8,10 +8,10 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use mrtr::carrier::{CarrierMethod, CarrierRequest};
 use mrtr::error::{
     DiagContext, Error, ErrorKind, INVALID_REQUEST_STATE_MESSAGE, Retry, ToolAdvice, code,
 };
+use mrtr::wire::{CarrierMethod, CarrierRequest};
 use mrtr::wire::{ClientCapabilities, RequestId};
 use serde_json::{Value, json};
 
@@ -619,7 +619,7 @@ fn request_failures_never_echo_argument_values() {
         ),
     ];
     for (m, p) in cases {
-        let e = CarrierRequest::from_params(m, Some(&p)).unwrap_err();
+        let e = Error::from(CarrierRequest::from_params(m, Some(&p)).unwrap_err());
         assert_no_secret(&e, &p.to_string());
         assert!(
             !e.diagnostic().detail.contains(SECRET),
@@ -811,7 +811,8 @@ fn log_never_carries_argument_values() {
         "io.modelcontextprotocol/clientCapabilities": {}
     });
     let p = json!({"_meta": meta, "name": "p", "arguments": {"q": {"secret": SECRET}}});
-    let e = CarrierRequest::from_params(CarrierMethod::PromptsGet, Some(&p)).unwrap_err();
+    let e =
+        Error::from(CarrierRequest::from_params(CarrierMethod::PromptsGet, Some(&p)).unwrap_err());
     let r = logged(
         &e,
         &DiagContext {

@@ -11,12 +11,12 @@
 
 use std::path::{Path, PathBuf};
 
-use mrtr::carrier::{CarrierMethod, CarrierRequest};
 use mrtr::error::{ErrorKind, code};
 use mrtr::wire::meta::MetaError;
 use mrtr::wire::{
-    ClientCapabilities, ElicitAction, ElicitParams, InputKind, InputRequest, InputRequests,
-    InputRequiredResult, InputResponse, InputResponses, RequestMeta, ResultType, WireError,
+    CarrierMethod, CarrierRequest, ClientCapabilities, ElicitAction, ElicitParams, InputKind,
+    InputRequest, InputRequests, InputRequiredResult, InputResponse, InputResponses, RequestMeta,
+    ResultType, UntrustedState, WireError,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -1035,7 +1035,9 @@ fn params_with(extra: Value) -> Value {
 }
 
 fn carrier_err(method: CarrierMethod, params: Option<&Value>) -> mrtr::error::Error {
-    CarrierRequest::from_params(method, params).expect_err(&format!("accepted {params:?}"))
+    CarrierRequest::from_params(method, params)
+        .expect_err(&format!("accepted {params:?}"))
+        .into()
 }
 
 fn assert_invalid_params(e: &mrtr::error::Error) {
@@ -1048,35 +1050,35 @@ fn assert_invalid_params(e: &mrtr::error::Error) {
 fn retry_request_parses() {
     let v = load("retry-tools-call.json");
     let r = CarrierRequest::from_params(CarrierMethod::ToolsCall, v.get("params")).unwrap();
-    assert_eq!(r.method, CarrierMethod::ToolsCall);
-    assert_eq!(r.target, "get_weather");
+    assert_eq!(r.method(), CarrierMethod::ToolsCall);
+    assert_eq!(r.target(), "get_weather");
     assert_eq!(r.arguments_value(), Some(json!({"location": "New York"})));
     assert_eq!(
-        r.request_state.as_deref(),
+        r.request_state().map(UntrustedState::as_str),
         Some("eyJsb2NhdGlvbiI6Ik5ldyBZb3JrIn0...")
     );
-    let responses = r.input_responses.as_ref().unwrap();
+    let responses = r.input_responses().unwrap();
     assert_eq!(responses["github_login"]["content"]["name"], "octocat");
     assert!(
-        r.meta
+        r.meta()
             .client_capabilities
             .elicitation
             .as_ref()
             .unwrap()
             .supports_form()
     );
-    assert_eq!(r.meta.to_value(), v["params"]["_meta"]);
+    assert_eq!(r.meta().to_value(), v["params"]["_meta"]);
 }
 
 #[test]
 fn first_request_has_no_retry_fields() {
     let p = params_with(json!({"arguments": {"location": "New York"}}));
     let r = CarrierRequest::from_params(CarrierMethod::ToolsCall, Some(&p)).unwrap();
-    assert!(r.input_responses.is_none());
-    assert!(r.request_state.is_none());
+    assert!(r.input_responses().is_none());
+    assert!(r.request_state().is_none());
     let p = params_with(json!({}));
     let r = CarrierRequest::from_params(CarrierMethod::ToolsCall, Some(&p)).unwrap();
-    assert!(r.arguments.is_none());
+    assert!(r.arguments().is_none());
     assert!(r.arguments_value().is_none());
 }
 
@@ -1215,7 +1217,10 @@ fn request_state_must_be_a_string() {
     // Kept exactly as received, whitespace and all.
     let p = params_with(json!({"requestState": " a b\n"}));
     let r = CarrierRequest::from_params(CarrierMethod::ToolsCall, Some(&p)).unwrap();
-    assert_eq!(r.request_state.as_deref(), Some(" a b\n"));
+    assert_eq!(
+        r.request_state().map(UntrustedState::as_str),
+        Some(" a b\n")
+    );
 }
 
 #[test]
@@ -1233,7 +1238,7 @@ fn prompt_arguments_must_be_strings() {
     }
     let p = params_with(json!({"arguments": {"topic": "rust"}}));
     let r = CarrierRequest::from_params(CarrierMethod::PromptsGet, Some(&p)).unwrap();
-    assert_eq!(r.arguments.unwrap()["topic"], "rust");
+    assert_eq!(r.arguments().unwrap()["topic"], "rust");
     // Tools take any JSON object as arguments.
     let p = params_with(json!({"arguments": {"n": 1, "deep": {"x": [null]}}}));
     assert!(CarrierRequest::from_params(CarrierMethod::ToolsCall, Some(&p)).is_ok());
@@ -1248,8 +1253,8 @@ fn prompt_arguments_must_be_strings() {
 fn resources_read_targets_the_uri() {
     let p = json!({"_meta": meta(), "uri": "file:///project/README.md"});
     let r = CarrierRequest::from_params(CarrierMethod::ResourcesRead, Some(&p)).unwrap();
-    assert_eq!(r.target, "file:///project/README.md");
-    assert!(r.arguments.is_none());
+    assert_eq!(r.target(), "file:///project/README.md");
+    assert!(r.arguments().is_none());
     // `name` is not the target of resources/read
     let p = json!({"_meta": meta(), "name": "README"});
     assert_invalid_params(&carrier_err(CarrierMethod::ResourcesRead, Some(&p)));

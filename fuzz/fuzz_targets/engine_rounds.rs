@@ -136,9 +136,9 @@ fn handler(strict_who: bool) -> impl Fn(Round) -> Result<Value, Flow> + Send + S
         }
         let text = format!("{name}/{adult}");
         Ok(match r.method() {
-            mrtr::carrier::CarrierMethod::ToolsCall => tool_text(text),
-            mrtr::carrier::CarrierMethod::PromptsGet => prompt_text("d", text),
-            mrtr::carrier::CarrierMethod::ResourcesRead => {
+            mrtr::wire::CarrierMethod::ToolsCall => tool_text(text),
+            mrtr::wire::CarrierMethod::PromptsGet => prompt_text("d", text),
+            mrtr::wire::CarrierMethod::ResourcesRead => {
                 resource_text("fz://r", "text/plain", text)
             }
         })

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
-use crate::carrier::CarrierMethod;
+use crate::wire::CarrierMethod;
 use crate::wire::{InputRequests, JsonObject};
 
 /// The params keys the driver owns: stripped from a caller's params and set per round.

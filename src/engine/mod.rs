@@ -7,7 +7,7 @@
 //!
 //! ```
 //! use mrtr::engine::{Engine, Elicited, Flow, Form, Outcome, tool_text};
-//! use mrtr::carrier::{CarrierMethod, CarrierRequest};
+//! use mrtr::wire::{CarrierMethod, CarrierRequest};
 //! use mrtr::principal::Principal;
 //! use mrtr::seal::Keyring;
 //! use mrtr::time::Timestamp;
@@ -47,14 +47,14 @@ use serde_json::{Value, json};
 pub use ask::{Elicited, Fields, Form, Roots, RootsAsk, Sampling, UrlVisit};
 pub use round::{Confirmation, Flow, Round};
 
-use crate::carrier::{CarrierMethod, CarrierRequest};
 use crate::error::{Error, Retry, ToolAdvice, code};
 use crate::principal::Principal;
 use crate::replay::ReplayGuard;
-use crate::seal::{Binding, BindingInput, Keyring, SealConfig, Sealer, UntrustedState};
+use crate::seal::{Binding, BindingInput, Keyring, SealConfig, Sealer};
 use crate::time::Timestamp;
 use crate::wire::InputRequiredResult;
 use crate::wire::jsonrpc::{self, RequestId};
+use crate::wire::{CarrierMethod, CarrierRequest};
 use state::FlowState;
 
 /// Which fresh answers the engine accepts.
@@ -193,20 +193,16 @@ impl Engine {
     ) -> Result<Round, Error> {
         let arguments = request.arguments_value();
         let binding = Binding::new(&BindingInput {
-            method: request.method.as_str(),
-            target: &request.target,
+            method: request.method().as_str(),
+            target: request.target(),
             arguments: arguments.as_ref(),
             principal,
             audience: &self.inner.audience,
-            protocol_version: &request.meta.protocol_version,
+            protocol_version: &request.meta().protocol_version,
         });
-        let prior = match &request.request_state {
+        let prior = match request.request_state() {
             None => None,
-            Some(token) => match self.inner.sealer.open::<FlowState>(
-                &UntrustedState::new(token.clone()),
-                &binding,
-                now,
-            ) {
+            Some(token) => match self.inner.sealer.open::<FlowState>(token, &binding, now) {
                 Ok(v) => Some(v),
                 Err(e) if e.is_expired_but_authentic() => {
                     return Err(Error::expired_request_state(e.reason().as_str()));
@@ -230,7 +226,7 @@ impl Engine {
         F: FnOnce(Round) -> Result<R, Flow>,
         R: Into<Value>,
     {
-        let method = request.method;
+        let method = request.method();
         match self.begin(request, principal, now) {
             Ok(round) => {
                 let (round, finisher) = round.hand_over();
@@ -255,7 +251,7 @@ impl Engine {
         Fut: Future<Output = Result<R, Flow>>,
         R: Into<Value>,
     {
-        let method = request.method;
+        let method = request.method();
         match self.begin(request, principal, now) {
             Ok(round) => {
                 let (round, finisher) = round.hand_over();

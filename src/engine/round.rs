@@ -14,11 +14,11 @@ use super::state::{Asked, FlowState, SealedAnswer, question_digest};
 use super::{AnswerPolicy, Engine, Outcome};
 use crate::answers::validate_content;
 use crate::capability::{self, Necessity};
-use crate::carrier::{CarrierMethod, CarrierRequest};
 use crate::error::{Error, Retry, ToolAdvice, code};
 use crate::seal::{Binding, Claims, SealError, Verified};
 use crate::time::Timestamp;
 use crate::wire::input::{ElicitAction, ElicitParams, InputResponse};
+use crate::wire::{CarrierMethod, CarrierRequest};
 use crate::wire::{
     ClientCapabilities, CreateMessageResult, InputKind, InputRequest, InputRequests,
     InputRequiredResult, JsonObject, Root,
@@ -174,12 +174,12 @@ impl Round {
 
     /// The carrier method.
     pub fn method(&self) -> CarrierMethod {
-        self.fixed.request.method
+        self.fixed.request.method()
     }
 
     /// The tool or prompt name, or the resource URI.
     pub fn target(&self) -> &str {
-        &self.fixed.request.target
+        self.fixed.request.target()
     }
 
     /// The request's arguments decoded into the handler's own type.
@@ -196,8 +196,7 @@ impl Round {
         let value = self
             .fixed
             .request
-            .arguments
-            .as_ref()
+            .arguments()
             .map_or(empty, |a| Value::Object(a.clone()));
         crate::typed::decode(&value).map_err(|m| {
             let text = m.describe("Argument");
@@ -215,12 +214,12 @@ impl Round {
 
     /// One argument, as sent.
     pub fn argument(&self, name: &str) -> Option<&Value> {
-        self.fixed.request.arguments.as_ref()?.get(name)
+        self.fixed.request.arguments()?.get(name)
     }
 
     /// The capabilities the client declared in this request.
     pub fn client_capabilities(&self) -> &ClientCapabilities {
-        &self.fixed.request.meta.client_capabilities
+        &self.fixed.request.meta().client_capabilities
     }
 
     /// Which round this is: 1 for a request without state, then 2, 3, ...
@@ -510,12 +509,7 @@ impl Round {
                 Some("The question changed since it was answered; please answer again.".to_owned());
         }
         // 2. an answer in this retry's inputResponses
-        if let Some(v) = fixed
-            .request
-            .input_responses
-            .as_ref()
-            .and_then(|r| r.get(key))
-        {
+        if let Some(v) = fixed.request.input_responses().and_then(|r| r.get(key)) {
             let asked = fixed.prior.as_ref().and_then(|p| p.state().asked.get(key));
             let eligible = match asked {
                 Some(q) => q.kind == kind && q.digest == digest,
@@ -546,7 +540,7 @@ impl Round {
         // 3. no usable answer: the question must go out, if this request's declared
         // capabilities allow it (an answer already in hand needs no capability: nothing
         // is sent for it).
-        if let Some(m) = capability::missing(&fixed.request.meta.client_capabilities, &request) {
+        if let Some(m) = capability::missing(&fixed.request.meta().client_capabilities, &request) {
             return match necessity {
                 Necessity::Optional => Ok(None),
                 Necessity::Required => {
@@ -603,7 +597,7 @@ fn finish(fixed: &Fixed, live: &Mutex<Live>, result: Result<Value, Flow>) -> Out
         return Outcome::Protocol(Error::internal("round finished twice"));
     }
     live.finished = true;
-    let method = fixed.request.method;
+    let method = fixed.request.method();
     if let Some(m) = &live.missing_caps {
         return Outcome::Protocol(Error::missing_capabilities(m));
     }

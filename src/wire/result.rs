@@ -4,8 +4,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use super::input::{InputRequest, InputRequests};
+use super::method::CarrierMethod;
 use super::{JsonObject, WireError};
-use crate::carrier::CarrierMethod;
 
 /// The `resultType` discriminator. Open: an unknown value survives a round trip
 /// (a client must then treat it as invalid: MCP 2026-07-28, Base Protocol §Result
@@ -62,8 +62,7 @@ impl<'de> Deserialize<'de> for ResultType {
 /// nothing, and the MCP conformance suite counts it as a failure.
 ///
 /// ```
-/// use mrtr::carrier::CarrierMethod;
-/// use mrtr::wire::{InputRequest, InputRequiredResult, InputRequests};
+/// use mrtr::wire::{CarrierMethod, InputRequest, InputRequiredResult, InputRequests};
 /// let mut asks = InputRequests::new();
 /// asks.insert("roots".into(), InputRequest::ListRoots { meta: None });
 /// let irr = InputRequiredResult::new(CarrierMethod::ToolsCall, asks, None).unwrap();

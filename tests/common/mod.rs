@@ -6,7 +6,6 @@
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use mrtr::carrier::{CarrierMethod, CarrierRequest};
 use mrtr::engine::{Engine, Flow, Outcome, Round};
 use mrtr::error::Error;
 use mrtr::principal::Principal;
@@ -14,6 +13,7 @@ use mrtr::seal::Keyring;
 use mrtr::service::{RequestContext, Service};
 use mrtr::time::Timestamp;
 use mrtr::wire::InputRequiredResult;
+use mrtr::wire::{CarrierMethod, CarrierRequest};
 use serde_json::{Value, json};
 
 /// The fake clock's epoch: every test starts here and moves forward explicitly.
@@ -131,7 +131,7 @@ impl Req {
 
     /// The parsed request, or the -32602 the parser gives.
     pub fn try_build(&self) -> Result<CarrierRequest, Error> {
-        CarrierRequest::from_params(self.method, Some(&self.params))
+        CarrierRequest::from_params(self.method, Some(&self.params)).map_err(Error::from)
     }
 
     /// The JSON-RPC body with `id`.
