@@ -730,7 +730,7 @@ impl Service {
         let (round, finisher) = round.hand_over();
         let run = AssertUnwindSafe((entry.handler)(round)).catch_unwind();
         match select(pin!(run), pin!(deadline)).await {
-            Either::Left((Ok(result), _)) => finisher.finish(result),
+            Either::Left((Ok(result), _)) => same_carrier(method, finisher.finish(result)),
             Either::Left((Err(_panic), _)) => {
                 finisher.abandon();
                 Outcome::Protocol(Error::internal("handler panicked"))
@@ -740,6 +740,21 @@ impl Service {
                 Outcome::from_error(Some(method), overdue(self.handler_timeout))
             }
         }
+    }
+}
+
+/// An `InputRequiredResult` goes out only in answer to the carrier it was built
+/// for: any other is a server fault (-32603), never a mismatched result.
+fn same_carrier(method: CarrierMethod, outcome: Outcome) -> Outcome {
+    match outcome {
+        Outcome::InputRequired(irr) if irr.method() != method => {
+            Outcome::Protocol(Error::internal(format!(
+                "InputRequiredResult built for {} answering {}",
+                irr.method().as_str(),
+                method.as_str()
+            )))
+        }
+        other => other,
     }
 }
 
@@ -917,6 +932,27 @@ mod tests {
         assert!(logged.len() <= LOG_ID_MAX + 2, "{}", logged.len());
         let r = s.handle_sync(&body("nope", ""), &ctx(None));
         assert_eq!(r.log.jsonrpc_id.as_deref(), Some("7"));
+    }
+
+    #[test]
+    fn an_input_required_result_goes_out_only_on_its_own_carrier() {
+        let mut asks = crate::wire::InputRequests::new();
+        asks.insert(
+            "r".into(),
+            crate::wire::InputRequest::ListRoots { meta: None },
+        );
+        let irr =
+            crate::wire::InputRequiredResult::new(CarrierMethod::PromptsGet, asks, None).unwrap();
+        let o = same_carrier(
+            CarrierMethod::ToolsCall,
+            Outcome::InputRequired(irr.clone()),
+        );
+        assert!(
+            matches!(&o, Outcome::Protocol(e) if e.code() == crate::error::code::INTERNAL_ERROR),
+            "{o:?}"
+        );
+        let o = same_carrier(CarrierMethod::PromptsGet, Outcome::InputRequired(irr));
+        assert!(matches!(o, Outcome::InputRequired(_)), "{o:?}");
     }
 
     #[test]

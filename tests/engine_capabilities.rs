@@ -339,7 +339,8 @@ fn an_input_required_result_can_only_be_built_for_a_carrier() {
         CarrierMethod::PromptsGet,
         CarrierMethod::ResourcesRead,
     ] {
-        assert!(InputRequiredResult::new(m, asks.clone(), None).is_ok());
+        let irr = InputRequiredResult::new(m, asks.clone(), None).unwrap();
+        assert_eq!(irr.method(), m, "the result keeps the carrier it answers");
         assert_eq!(CarrierMethod::from_method(m.as_str()), Some(m));
         // and never an empty one
         assert!(InputRequiredResult::new(m, InputRequests::new(), Some(String::new())).is_err());

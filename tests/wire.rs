@@ -89,7 +89,15 @@ fn assert_no_secret(msg: &str, what: &str) {
 fn every_data_file_round_trips() {
     let mut seen = 0;
     for f in files_with_prefix("irr-") {
-        assert_round_trips::<InputRequiredResult>(&f);
+        // No Deserialize: a parsed InputRequiredResult needs the method it answers.
+        let v = load(&f);
+        let irr = InputRequiredResult::from_value(CarrierMethod::ToolsCall, &v)
+            .unwrap_or_else(|e| panic!("{f}: {e}"));
+        assert_eq!(
+            serde_json::to_value(&irr).unwrap(),
+            v,
+            "{f} did not round-trip"
+        );
         seen += 1;
     }
     for f in files_with_prefix("request-") {
@@ -122,7 +130,8 @@ fn every_data_file_round_trips() {
 #[test]
 fn irr_with_elicitation_sampling_and_state() {
     let v = load("irr-elicitation-sampling-state.json");
-    let irr: InputRequiredResult = serde_json::from_value(v.clone()).unwrap();
+    let irr = InputRequiredResult::from_value(CarrierMethod::ToolsCall, &v).unwrap();
+    assert_eq!(irr.method(), CarrierMethod::ToolsCall);
     let asks = irr.input_requests().unwrap();
     assert_eq!(asks.len(), 2);
     assert_eq!(asks["github_login"].kind(), InputKind::ElicitForm);
@@ -145,7 +154,7 @@ fn irr_with_elicitation_sampling_and_state() {
 #[test]
 fn irr_state_only() {
     let v = load("irr-state-only.json");
-    let irr = InputRequiredResult::from_value(&v).unwrap();
+    let irr = InputRequiredResult::from_value(CarrierMethod::ToolsCall, &v).unwrap();
     assert!(irr.input_requests().is_none());
     assert_eq!(
         irr.request_state(),
@@ -157,7 +166,7 @@ fn irr_state_only() {
 #[test]
 fn irr_without_state_keeps_no_state() {
     let v = load("irr-ado-round1-no-state.json");
-    let irr = InputRequiredResult::from_value(&v).unwrap();
+    let irr = InputRequiredResult::from_value(CarrierMethod::ToolsCall, &v).unwrap();
     assert!(irr.request_state().is_none());
     assert!(irr.to_value().get("requestState").is_none());
 }
@@ -167,7 +176,9 @@ fn irr_never_carries_caching_hints() {
     // Interim results are not cacheable (spec.md §1.2, §2.7): hints on a parsed
     // IRR are not written back, and the builder has no way to add them.
     let v = json!({"resultType": "input_required", "requestState": "s", "ttlMs": 60000, "cacheScope": "public"});
-    let out = InputRequiredResult::from_value(&v).unwrap().to_value();
+    let out = InputRequiredResult::from_value(CarrierMethod::ToolsCall, &v)
+        .unwrap()
+        .to_value();
     assert_eq!(
         out,
         json!({"resultType": "input_required", "requestState": "s"})
@@ -177,7 +188,7 @@ fn irr_never_carries_caching_hints() {
 #[test]
 fn irr_result_meta_is_kept() {
     let v = load("irr-url-mode.json");
-    let irr = InputRequiredResult::from_value(&v).unwrap();
+    let irr = InputRequiredResult::from_value(CarrierMethod::ToolsCall, &v).unwrap();
     assert_eq!(
         irr.meta().unwrap()["io.modelcontextprotocol/serverInfo"]["name"],
         "example-server"
@@ -247,8 +258,11 @@ fn form_fields_keep_declared_order() {
         ["name", "email", "age"]
     );
 
-    let irr: InputRequiredResult =
-        serde_json::from_value(load("irr-elicitation-sampling-state.json")).unwrap();
+    let irr = InputRequiredResult::from_value(
+        CarrierMethod::ToolsCall,
+        &load("irr-elicitation-sampling-state.json"),
+    )
+    .unwrap();
     let keys: Vec<_> = irr.input_requests().unwrap().keys().collect();
     assert_eq!(keys, ["github_login", "capital_of_france"]);
 }
@@ -542,6 +556,11 @@ fn irr_new_needs_requests_or_state() {
         let state_only =
             InputRequiredResult::new(m, InputRequests::new(), Some("s".into())).unwrap();
         assert_eq!(
+            state_only.method(),
+            m,
+            "the result keeps the carrier it answers"
+        );
+        assert_eq!(
             state_only.to_value(),
             json!({"resultType": "input_required", "requestState": "s"})
         );
@@ -571,7 +590,14 @@ fn irr_new_with_meta() {
     let v = irr.to_value();
     assert_eq!(v["_meta"], json!(meta));
     assert_eq!(v["resultType"], "input_required");
-    assert_eq!(InputRequiredResult::from_value(&v).unwrap(), irr);
+    assert_eq!(
+        InputRequiredResult::from_value(CarrierMethod::ToolsCall, &v).unwrap(),
+        irr
+    );
+    // The method is part of the value, not of the wire shape.
+    let other = InputRequiredResult::from_value(CarrierMethod::PromptsGet, &v).unwrap();
+    assert_ne!(other, irr);
+    assert_eq!(other.to_value(), v);
 }
 
 // ---------------------------------------------------------------------------
@@ -811,11 +837,16 @@ fn irr_needs_input_requests_or_state() {
         json!({"resultType": "input_required", "inputRequests": {}, "requestState": ""}),
         json!({"resultType": "input_required", "requestState": ""}),
     ] {
-        assert!(InputRequiredResult::from_value(&v).is_err(), "accepted {v}");
-        assert!(
-            serde_json::from_value::<InputRequiredResult>(v.clone()).is_err(),
-            "serde accepted {v}"
-        );
+        for m in [
+            CarrierMethod::ToolsCall,
+            CarrierMethod::ResourcesRead,
+            CarrierMethod::PromptsGet,
+        ] {
+            assert!(
+                InputRequiredResult::from_value(m, &v).is_err(),
+                "accepted {v}"
+            );
+        }
     }
 }
 
@@ -832,7 +863,10 @@ fn irr_with_malformed_fields_is_refused() {
         json!({"resultType": "input_required", "inputRequests": {"a": ok_ask, "b": {"method": "ping"}}}),
         json!("input_required"),
     ] {
-        assert!(InputRequiredResult::from_value(&v).is_err(), "accepted {v}");
+        assert!(
+            InputRequiredResult::from_value(CarrierMethod::ToolsCall, &v).is_err(),
+            "accepted {v}"
+        );
     }
 }
 
@@ -940,7 +974,8 @@ fn wire_errors_never_echo_the_value() {
         json!({"resultType": "input_required", "inputRequests": s}),
     ];
     for v in &bad_results {
-        let e = InputRequiredResult::from_value(v).expect_err(&format!("accepted {v}"));
+        let e = InputRequiredResult::from_value(CarrierMethod::ToolsCall, v)
+            .expect_err(&format!("accepted {v}"));
         assert_no_secret(e.message(), &v.to_string());
     }
 }

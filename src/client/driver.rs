@@ -12,7 +12,7 @@ use crate::wire::input::{InputKind, InputRequest, InputResponse, InputResponses}
 use crate::wire::jsonrpc::{self, RequestId};
 use crate::wire::meta::{ClientCapabilities, Implementation, RequestMeta};
 use crate::wire::result::InputRequiredResult;
-use crate::wire::{InputRequests, JsonObject};
+use crate::wire::{CarrierMethod, InputRequests, JsonObject};
 
 use super::error::ClientError;
 use super::flow::{CarrierCall, Completion, PendingFlow, Step};
@@ -471,7 +471,7 @@ impl Client {
         let id = self.next_id();
         let request = jsonrpc::request(&id, call.method().as_str(), Value::Object(params));
         let response = self.inner.transport.send(request).await?;
-        classify(result_of(response, &id)?)
+        classify(call.method(), result_of(response, &id)?)
     }
 }
 
@@ -510,13 +510,13 @@ fn result_of(response: Value, id: &RequestId) -> Result<Value, ClientError> {
     }
 }
 
-fn classify(result: Value) -> Result<Outcome, ClientError> {
+fn classify(method: CarrierMethod, result: Value) -> Result<Outcome, ClientError> {
     match result.get("resultType") {
         // Absent means complete (servers of earlier versions; MCP 2026-07-28, Base Protocol §Result Responses).
         None => Ok(Outcome::Complete(result)),
         Some(Value::String(t)) => match t.as_str() {
             "complete" => Ok(Outcome::Complete(result)),
-            "input_required" => InputRequiredResult::from_value(&result)
+            "input_required" => InputRequiredResult::from_value(method, &result)
                 .map(Outcome::InputRequired)
                 .map_err(|e| {
                     ClientError::Malformed(format!("InputRequiredResult: {}", e.message()))

@@ -53,7 +53,7 @@ impl fmt::Debug for UntrustedState {
 }
 
 /// Why the params of a carrier request were refused. Messages name the field at
-/// fault, never its value. `crate::error::Error` converts from it: -32602 (HTTP
+/// fault, never its value. `mrtr::error::Error` converts from it: -32602 (HTTP
 /// 400) for [`RequestError::InvalidParams`] and a malformed `_meta`, -32022 with
 /// `{supported, requested}` for an unsupported protocol version.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
