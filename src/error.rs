@@ -79,6 +79,28 @@ pub enum Retry {
     StartOver,
 }
 
+/// The JSON-RPC error a failure the model can act on becomes where there is no tool
+/// result to carry it (`prompts/get`, `resources/read`): a closed set of standard
+/// codes, so no MCP-specific code (-32020, -32021, -32022, -32042) can be claimed
+/// for a failure that is none of those.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fallback {
+    /// -32602: the request as sent cannot succeed (declined, a limit reached, bad arguments).
+    InvalidParams,
+    /// -32603: a fault on the server's side (a backend failed, a deadline passed).
+    Internal,
+}
+
+impl Fallback {
+    /// The JSON-RPC error code.
+    pub fn code(self) -> i64 {
+        match self {
+            Self::InvalidParams => code::INVALID_PARAMS,
+            Self::Internal => code::INTERNAL_ERROR,
+        }
+    }
+}
+
 /// The model-facing parts of a failure (only rendered on `tools/call`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolAdvice {
@@ -357,11 +379,12 @@ impl Error {
     }
 
     /// A failure the model can act on. On `tools/call` it is a tool error with
-    /// `advice`'s text; on the other carriers a JSON-RPC error with `fallback_code`
-    /// (use -32602 when the request as sent cannot succeed, -32603 for a server-side fault).
+    /// `advice`'s text; on the other carriers a JSON-RPC error with the
+    /// `fallback` code ([`Fallback::InvalidParams`] when the request as sent cannot
+    /// succeed, [`Fallback::Internal`] for a server-side fault).
     pub fn tool_failure(
         advice: ToolAdvice,
-        fallback_code: i64,
+        fallback: Fallback,
         category: &'static str,
         detail: impl Into<String>,
     ) -> Self {
@@ -369,7 +392,7 @@ impl Error {
         let public = advice.what.trim_end_matches('.').to_owned();
         let mut e = Self::new(
             ErrorKind::ToolFailure,
-            fallback_code,
+            fallback.code(),
             public,
             category,
             detail,
@@ -592,6 +615,16 @@ mod tests {
         assert_send_sync::<Error>();
         // Boxed: `Result<T, Error>` stays small (clippy::result_large_err).
         assert_eq!(std::mem::size_of::<Error>(), std::mem::size_of::<usize>());
+    }
+
+    #[test]
+    fn fallbacks_are_standard_codes_only() {
+        assert_eq!(Fallback::InvalidParams.code(), -32602);
+        assert_eq!(Fallback::Internal.code(), -32603);
+        let advice = || ToolAdvice::new("x", Retry::Helps);
+        for f in [Fallback::InvalidParams, Fallback::Internal] {
+            assert_eq!(Error::tool_failure(advice(), f, "c", "d").code(), f.code());
+        }
     }
 
     #[test]

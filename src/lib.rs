@@ -106,7 +106,7 @@ pub mod wire;
 pub use engine::{
     Confirmation, Elicited, Engine, Flow, Form, Outcome, RootsAsk, Round, Sampling, UrlVisit,
 };
-pub use error::{Error, Retry, ToolAdvice};
+pub use error::{Error, Fallback, Retry, ToolAdvice};
 pub use principal::Principal;
 pub use seal::Keyring;
 pub use service::{RequestContext, Service};

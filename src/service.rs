@@ -19,7 +19,7 @@ use indexmap::IndexMap;
 use serde_json::{Map, Value, json};
 
 use crate::engine::{Engine, Flow, Outcome, Round};
-use crate::error::{DiagContext, Error, Retry, ToolAdvice};
+use crate::error::{DiagContext, Error, Fallback, Retry, ToolAdvice};
 use crate::principal::Principal;
 use crate::time::Timestamp;
 use crate::wire::jsonrpc::RequestId;
@@ -764,7 +764,7 @@ fn overdue(timeout: Duration) -> Error {
     Error::tool_failure(
         ToolAdvice::new("The tool did not finish in time", Retry::Helps)
             .instead("Call the tool again; if it keeps timing out, try again later"),
-        crate::error::code::INTERNAL_ERROR,
+        Fallback::Internal,
         "deadline",
         format!(
             "handler still running after {} ms: abandoned",

@@ -9,10 +9,9 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use mrtr::error::{
-    DiagContext, Error, ErrorKind, INVALID_REQUEST_STATE_MESSAGE, Retry, ToolAdvice, code,
+    DiagContext, Error, ErrorKind, Fallback, INVALID_REQUEST_STATE_MESSAGE, Retry, ToolAdvice, code,
 };
-use mrtr::wire::{CarrierMethod, CarrierRequest};
-use mrtr::wire::{ClientCapabilities, RequestId};
+use mrtr::wire::{CarrierMethod, CarrierRequest, ClientCapabilities, RequestId};
 use serde_json::{Value, json};
 
 const SECRET: &str = "SECRET-123";
@@ -69,7 +68,7 @@ fn every_error() -> Vec<(&'static str, Error)> {
             "tool_failure",
             Error::tool_failure(
                 advice(),
-                code::INVALID_PARAMS,
+                Fallback::InvalidParams,
                 "declined",
                 "user declined key confirm",
             ),
@@ -295,7 +294,7 @@ fn tool_results_only_for_tool_failures_and_expired_state() {
 
 #[test]
 fn tool_result_shape() {
-    let e = Error::tool_failure(advice(), code::INVALID_PARAMS, "declined", "detail");
+    let e = Error::tool_failure(advice(), Fallback::InvalidParams, "declined", "detail");
     assert_eq!(e.kind(), ErrorKind::ToolFailure);
     let r = e.to_tool_result().unwrap();
     let text = advice().text();
@@ -324,7 +323,7 @@ fn tool_result_shape() {
         wire["error"]["message"],
         "The user declined to confirm the transfer"
     );
-    let e = Error::tool_failure(advice(), code::INTERNAL_ERROR, "backend", "detail");
+    let e = Error::tool_failure(advice(), Fallback::Internal, "backend", "detail");
     assert_eq!(e.to_jsonrpc(None)["error"]["code"], -32603);
 }
 
@@ -450,7 +449,7 @@ fn retryable_is_recorded() {
         (Retry::StartOver, true),
         (Retry::DoesNotHelp, false),
     ] {
-        let e = Error::tool_failure(ToolAdvice::new("x", retry), code::INTERNAL_ERROR, "c", "d");
+        let e = Error::tool_failure(ToolAdvice::new("x", retry), Fallback::Internal, "c", "d");
         assert_eq!(e.diagnostic().retryable, retryable, "{retry:?}");
     }
 }
@@ -521,7 +520,7 @@ fn no_public_output_carries_what_was_put_into_the_failure() {
             "tool failure detail",
             Error::tool_failure(
                 advice(),
-                code::INVALID_PARAMS,
+                Fallback::InvalidParams,
                 "declined",
                 format!("argument amount={SECRET}"),
             ),
@@ -548,7 +547,7 @@ fn no_public_output_carries_what_was_put_into_the_failure() {
         ),
         (
             "with_detail on tool failure",
-            Error::tool_failure(advice(), -32603, "c", "d").with_detail(token.clone()),
+            Error::tool_failure(advice(), Fallback::Internal, "c", "d").with_detail(token.clone()),
         ),
     ];
     for (what, e) in &cases {
@@ -712,7 +711,7 @@ fn log_emits_one_diagnostic_event_with_the_fields() {
     };
     let e = Error::tool_failure(
         advice(),
-        code::INVALID_PARAMS,
+        Fallback::InvalidParams,
         "declined",
         "user declined key confirm",
     );

@@ -47,7 +47,7 @@ use serde_json::{Value, json};
 pub use ask::{Elicited, Fields, Form, Roots, RootsAsk, Sampling, UrlVisit};
 pub use round::{Confirmation, Flow, Round};
 
-use crate::error::{Error, Retry, ToolAdvice, code};
+use crate::error::{Error, Fallback, Retry, ToolAdvice};
 use crate::principal::Principal;
 use crate::replay::ReplayGuard;
 use crate::seal::{Binding, BindingInput, Keyring, SealConfig, Sealer};
@@ -266,7 +266,7 @@ impl Engine {
         Error::tool_failure(
             ToolAdvice::new(what, Retry::StartOver)
                 .instead("Call the tool again with the same arguments to start a fresh request"),
-            code::INVALID_PARAMS,
+            Fallback::InvalidParams,
             "limit",
             detail,
         )

@@ -14,7 +14,7 @@ use super::state::{Asked, FlowState, SealedAnswer, question_digest};
 use super::{AnswerPolicy, Engine, Outcome};
 use crate::answers::validate_content;
 use crate::capability::{self, Necessity};
-use crate::error::{Error, Retry, ToolAdvice, code};
+use crate::error::{Error, Fallback, Retry, ToolAdvice};
 use crate::seal::{Binding, Claims, SealError, Verified};
 use crate::time::Timestamp;
 use crate::wire::input::{ElicitAction, ElicitParams, InputResponse};
@@ -52,7 +52,7 @@ impl Flow {
         let detail = format!("handler failure: {}", advice.text());
         Self::Fail(Error::tool_failure(
             advice,
-            code::INVALID_PARAMS,
+            Fallback::InvalidParams,
             "handler",
             detail,
         ))
@@ -205,7 +205,7 @@ impl Round {
                 .instead("Correct the argument and call the tool again");
             Flow::Fail(Error::tool_failure(
                 advice,
-                code::INVALID_PARAMS,
+                Fallback::InvalidParams,
                 "arguments",
                 format!("arguments do not fit the handler's type: {m}"),
             ))
@@ -446,7 +446,7 @@ impl Round {
                 return Err(Flow::Fail(Error::tool_failure(
                     ToolAdvice::new("This step was already carried out for this request", Retry::DoesNotHelp)
                         .instead("Call the tool again to start a new request if the action should really be repeated"),
-                    code::INVALID_PARAMS,
+                    Fallback::InvalidParams,
                     "replay",
                     format!("once-step {step:?} claimed before: replayed requestState"),
                 )));

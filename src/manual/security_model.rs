@@ -159,9 +159,9 @@
 //! mrtr never emits `-32042` (the retired `URLElicitationRequiredError`: its role
 //! is now an `InputRequiredResult` carrying a URL-mode elicitation), nor any
 //! other code from `-32000` to `-32099` (legacy, or reserved for the
-//! specification). [`Error::tool_failure`] takes the fallback code a failure
-//! uses on the carriers without `isError`: pass `-32602` or `-32603`, never one
-//! of those.
+//! specification). [`Error::tool_failure`] takes the fallback a failure uses on
+//! the carriers without `isError` as a closed [`Fallback`]: `-32602` or
+//! `-32603`, so none of those can be passed.
 //!
 //! Public text never holds a token, a key, plaintext state or an argument value.
 //! Every failure also yields a private [`Diagnostic`] for the operator's log
@@ -264,6 +264,7 @@
 //! [`Engine`]: crate::engine::Engine
 //! [`Error`]: crate::error::Error
 //! [`Error::tool_failure`]: crate::error::Error::tool_failure
+//! [`Fallback`]: crate::error::Fallback
 //! [`ToolAdvice`]: crate::error::ToolAdvice
 //! [`Retry`]: crate::error::Retry
 //! [`Diagnostic`]: crate::error::Diagnostic
