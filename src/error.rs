@@ -346,9 +346,9 @@ impl Error {
         )
     }
 
-    /// -32021 with `data.requiredCapabilities` naming exactly what is missing.
-    pub fn missing_capabilities(required: &ClientCapabilities) -> Self {
-        let names = capability_names(required);
+    /// -32021 with `data.requiredCapabilities`; `names` reads them for a person.
+    /// Built by the capability gate ([`crate::capability::missing_error`]).
+    pub(crate) fn missing_capabilities(names: &str, required: &ClientCapabilities) -> Self {
         let mut e = Self::new(
             ErrorKind::MissingCapability,
             code::MISSING_REQUIRED_CLIENT_CAPABILITY,
@@ -511,34 +511,6 @@ pub struct DiagContext<'a> {
     pub round: Option<u32>,
 }
 
-fn capability_names(c: &ClientCapabilities) -> String {
-    let mut names = Vec::new();
-    if let Some(e) = &c.elicitation {
-        match (e.form.is_some(), e.url.is_some()) {
-            (_, true) if e.form.is_none() => names.push("elicitation.url"),
-            (true, false) => names.push("elicitation.form"),
-            (true, true) => names.push("elicitation.form and elicitation.url"),
-            _ => names.push("elicitation"),
-        }
-    }
-    if let Some(s) = &c.sampling {
-        match (s.tools.is_some(), s.context.is_some()) {
-            (true, true) => names.push("sampling.tools and sampling.context"),
-            (true, false) => names.push("sampling.tools"),
-            (false, true) => names.push("sampling.context"),
-            (false, false) => names.push("sampling"),
-        }
-    }
-    if c.roots.is_some() {
-        names.push("roots");
-    }
-    if names.is_empty() {
-        "required".to_owned()
-    } else {
-        names.join(", ")
-    }
-}
-
 impl From<MetaError> for Error {
     /// -32602 (HTTP 400) for missing or malformed `_meta` fields, -32022 for an
     /// unsupported protocol version.
@@ -564,10 +536,6 @@ impl From<RequestError> for Error {
 mod tests {
     use super::*;
 
-    fn caps(v: Value) -> ClientCapabilities {
-        serde_json::from_value(v).unwrap()
-    }
-
     #[test]
     fn long_method_names_are_cut_in_the_log() {
         let long = "x".repeat(10_000);
@@ -579,34 +547,6 @@ mod tests {
         );
         let e = Error::unsupported_version(&long);
         assert!(e.diagnostic().detail.len() < 120);
-    }
-
-    #[test]
-    fn capability_names_read_naturally() {
-        for (v, names) in [
-            (json!({"elicitation": {}}), "elicitation"),
-            (json!({"elicitation": {"form": {}}}), "elicitation.form"),
-            (json!({"elicitation": {"url": {}}}), "elicitation.url"),
-            (
-                json!({"elicitation": {"form": {}, "url": {}}}),
-                "elicitation.form and elicitation.url",
-            ),
-            (json!({"sampling": {}}), "sampling"),
-            (json!({"sampling": {"tools": {}}}), "sampling.tools"),
-            (json!({"sampling": {"context": {}}}), "sampling.context"),
-            (
-                json!({"sampling": {"tools": {}, "context": {}}}),
-                "sampling.tools and sampling.context",
-            ),
-            (json!({"roots": {}}), "roots"),
-            (
-                json!({"elicitation": {"url": {}}, "roots": {}}),
-                "elicitation.url, roots",
-            ),
-            (json!({}), "required"),
-        ] {
-            assert_eq!(capability_names(&caps(v.clone())), names, "{v}");
-        }
     }
 
     #[test]

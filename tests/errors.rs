@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+use mrtr::capability;
 use mrtr::error::{
     DiagContext, Error, ErrorKind, Fallback, INVALID_REQUEST_STATE_MESSAGE, Retry, ToolAdvice, code,
 };
@@ -58,7 +59,7 @@ fn every_error() -> Vec<(&'static str, Error)> {
         ),
         (
             "missing_capabilities",
-            Error::missing_capabilities(&caps(json!({"elicitation": {"url": {}}}))),
+            capability::missing_error(&caps(json!({"elicitation": {"url": {}}}))),
         ),
         (
             "unsupported_version",
@@ -147,12 +148,12 @@ fn header_mismatch_is_32020_400_without_data() {
 #[test]
 fn missing_capability_is_32021_400_with_required_capabilities() {
     let required = json!({"elicitation": {"url": {}}, "roots": {}});
-    let e = Error::missing_capabilities(&caps(required.clone()));
+    let e = capability::missing_error(&caps(required.clone()));
     assert_eq!((e.kind(), e.code()), (ErrorKind::MissingCapability, -32021));
     assert_eq!(e.http_status(), 400);
     assert_eq!(e.data(), Some(&json!({"requiredCapabilities": required})));
     // The spec's example shape (its message wording is illustrative, not normative).
-    let e = Error::missing_capabilities(&caps(json!({"elicitation": {}})));
+    let e = capability::missing_error(&caps(json!({"elicitation": {}})));
     let wire = e.to_jsonrpc(Some(&1.into()));
     assert_eq!(wire["jsonrpc"], "2.0");
     assert_eq!(wire["id"], 1);
@@ -539,7 +540,7 @@ fn no_public_output_carries_what_was_put_into_the_failure() {
         ),
         (
             "with_detail on capability",
-            Error::missing_capabilities(&caps(json!({"roots": {}}))).with_detail(token.clone()),
+            capability::missing_error(&caps(json!({"roots": {}}))).with_detail(token.clone()),
         ),
         (
             "with_detail on version",

@@ -13,7 +13,7 @@ use super::ask::{Elicited, Fields, Form, RootsAsk, Sampling, UrlVisit};
 use super::state::{Asked, FlowState, SealedAnswer, question_digest};
 use super::{AnswerPolicy, Engine, Outcome};
 use crate::answers::validate_content;
-use crate::capability::{self, Necessity};
+use crate::capability::{self, Decision, Necessity};
 use crate::error::{Error, Fallback, Retry, ToolAdvice};
 use crate::seal::{Binding, Claims, SealError, Verified};
 use crate::time::Timestamp;
@@ -62,6 +62,7 @@ impl Flow {
 #[derive(Debug, Clone)]
 struct PendingAsk {
     request: InputRequest,
+    necessity: Necessity,
     digest: String,
     note: Option<String>,
 }
@@ -82,8 +83,9 @@ struct Fixed {
 struct Live {
     carry: FlowState,
     seen: HashMap<String, String>,
+    /// The questions to send, in the order asked; the capability gate runs over
+    /// them when the round ends.
     pending: IndexMap<String, PendingAsk>,
-    missing_caps: Option<ClientCapabilities>,
     /// Set when the round was finished: a `Round` kept past its handler (moved into a
     /// spawned task, say) can no longer record questions or results.
     finished: bool,
@@ -539,23 +541,19 @@ impl Round {
         }
         // 3. no usable answer: the question must go out, if this request's declared
         // capabilities allow it (an answer already in hand needs no capability: nothing
-        // is sent for it).
-        if let Some(m) = capability::missing(&fixed.request.meta().client_capabilities, &request) {
-            return match necessity {
-                Necessity::Optional => Ok(None),
-                Necessity::Required => {
-                    let acc = live
-                        .missing_caps
-                        .get_or_insert_with(ClientCapabilities::default);
-                    capability::merge(acc, m);
-                    Err(Flow::Suspend)
-                }
-            };
+        // is sent for it). The gate drops an optional ask now, so the handler sees it
+        // as unavailable; a required one the client cannot serve is recorded like any
+        // other, and the gate fails the round with -32021 when it ends.
+        let declared = &fixed.request.meta().client_capabilities;
+        if let Ok([Decision::Drop]) = capability::gate(declared, [(&request, necessity)]).as_deref()
+        {
+            return Ok(None);
         }
         live.pending.insert(
             key.to_owned(),
             PendingAsk {
                 request,
+                necessity,
                 digest,
                 note,
             },
@@ -598,8 +596,12 @@ fn finish(fixed: &Fixed, live: &Mutex<Live>, result: Result<Value, Flow>) -> Out
     }
     live.finished = true;
     let method = fixed.request.method();
-    if let Some(m) = &live.missing_caps {
-        return Outcome::Protocol(Error::missing_capabilities(m));
+    // The capability gate over every question of the round: a required one the
+    // client did not declare fails the request, whatever the handler returned.
+    let declared = &fixed.request.meta().client_capabilities;
+    let asks = live.pending.values().map(|a| (&a.request, a.necessity));
+    if let Err(e) = capability::gate(declared, asks) {
+        return Outcome::Protocol(e);
     }
     match result {
         Ok(Value::Object(mut o)) => {
