@@ -42,7 +42,8 @@ pub mod code {
 /// [`crate::manual::security_model`]).
 pub const INVALID_REQUEST_STATE_MESSAGE: &str = "Invalid or expired requestState";
 
-/// What kind of failure this is; decides the code and HTTP status.
+/// What kind of failure this is; decides the code (and so the HTTP status). The
+/// channel (tool result or JSON-RPC error) is decided by [`channel`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ErrorKind {
@@ -64,7 +65,7 @@ pub enum ErrorKind {
     MissingCapability,
     /// -32022.
     UnsupportedVersion,
-    /// A failure the model can act on: a tool error on `tools/call`.
+    /// A failure the model can act on: a tool error on `tools/call` (see [`channel`]).
     ToolFailure,
 }
 
@@ -472,11 +473,6 @@ impl Error {
         })
     }
 
-    /// Whether this failure goes out as a tool result (not a JSON-RPC error) on `method`.
-    pub fn is_tool_result_on(&self, method: Option<CarrierMethod>) -> bool {
-        method == Some(CarrierMethod::ToolsCall) && self.inner.advice.is_some()
-    }
-
     /// Emits the private diagnostic record through `tracing` (target `mrtr::diag`).
     pub fn log(&self, ctx: &DiagContext<'_>) {
         tracing::warn!(
@@ -493,6 +489,42 @@ impl Error {
             detail = %self.inner.diagnostic.detail,
             "request failed"
         );
+    }
+}
+
+/// The channel a failure goes out on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Channel {
+    /// A `CallToolResult` with `isError: true`: the model reads the advice.
+    ToolResult,
+    /// A JSON-RPC error: the client sees it, the model does not.
+    JsonRpc,
+}
+
+/// The one rule that decides the channel of `error` on a request for `method`
+/// (`None`: not a carrier request). Everything that renders a failure calls it,
+/// [`Outcome::from_error`](crate::engine::Outcome::from_error) first of all.
+///
+/// A failure goes out as a tool result only on `tools/call` (the other carriers
+/// have no `isError`) and only when it carries model-facing [`ToolAdvice`]: a
+/// [`Error::tool_failure`], or an authentic `requestState` whose window lapsed
+/// ([`Error::expired_request_state`]). The [`ErrorKind`] alone does not decide it.
+///
+/// ```
+/// use mrtr::error::{Channel, Error, Fallback, Retry, ToolAdvice, channel};
+/// use mrtr::wire::CarrierMethod;
+/// let declined = Error::tool_failure(ToolAdvice::new("The user declined", Retry::DoesNotHelp),
+///     Fallback::InvalidParams, "declined", "user declined");
+/// assert_eq!(channel(Some(CarrierMethod::ToolsCall), &declined), Channel::ToolResult);
+/// assert_eq!(channel(Some(CarrierMethod::PromptsGet), &declined), Channel::JsonRpc);
+/// assert_eq!(channel(Some(CarrierMethod::ToolsCall), &Error::internal("x")), Channel::JsonRpc);
+/// ```
+pub fn channel(method: Option<CarrierMethod>, error: &Error) -> Channel {
+    if method == Some(CarrierMethod::ToolsCall) && error.inner.advice.is_some() {
+        Channel::ToolResult
+    } else {
+        Channel::JsonRpc
     }
 }
 

@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex};
 
 use mrtr::capability;
 use mrtr::error::{
-    DiagContext, Error, ErrorKind, Fallback, INVALID_REQUEST_STATE_MESSAGE, Retry, ToolAdvice, code,
+    Channel, DiagContext, Error, ErrorKind, Fallback, INVALID_REQUEST_STATE_MESSAGE, Retry,
+    ToolAdvice, channel, code,
 };
 use mrtr::wire::{CarrierMethod, CarrierRequest, ClientCapabilities, RequestId};
 use serde_json::{Value, json};
@@ -276,20 +277,20 @@ fn tool_results_only_for_tool_failures_and_expired_state() {
         assert_eq!(e.to_tool_result().is_some(), has_tool_result, "{name}");
         assert_eq!(e.advice().is_some(), has_tool_result, "{name}");
         assert_eq!(
-            e.is_tool_result_on(Some(CarrierMethod::ToolsCall)),
+            channel(Some(CarrierMethod::ToolsCall), &e) == Channel::ToolResult,
             has_tool_result,
             "{name}"
         );
         // prompts/get and resources/read have no isError: always JSON-RPC errors.
         assert!(
-            !e.is_tool_result_on(Some(CarrierMethod::PromptsGet)),
+            channel(Some(CarrierMethod::PromptsGet), &e) == Channel::JsonRpc,
             "{name}"
         );
         assert!(
-            !e.is_tool_result_on(Some(CarrierMethod::ResourcesRead)),
+            channel(Some(CarrierMethod::ResourcesRead), &e) == Channel::JsonRpc,
             "{name}"
         );
-        assert!(!e.is_tool_result_on(None), "{name}");
+        assert!(channel(None, &e) == Channel::JsonRpc, "{name}");
     }
 }
 
@@ -356,10 +357,10 @@ fn expired_state_is_a_tool_error_on_tools_call_and_frozen_elsewhere() {
     let text = r["content"][0]["text"].as_str().unwrap();
     assert!(text.contains("lapsed"), "{text}");
     assert!(text.contains("again"), "{text}");
-    assert!(e.is_tool_result_on(Some(CarrierMethod::ToolsCall)));
+    assert!(channel(Some(CarrierMethod::ToolsCall), &e) == Channel::ToolResult);
     assert!(e.diagnostic().retryable);
     // On prompts/get and resources/read: the frozen -32602, same as any invalid state.
-    assert!(!e.is_tool_result_on(Some(CarrierMethod::PromptsGet)));
+    assert!(channel(Some(CarrierMethod::PromptsGet), &e) == Channel::JsonRpc);
     assert_eq!(
         e.to_jsonrpc(Some(&3.into())),
         Error::invalid_request_state("tag").to_jsonrpc(Some(&3.into()))

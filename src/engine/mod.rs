@@ -47,7 +47,7 @@ use serde_json::{Value, json};
 pub use ask::{Elicited, Fields, Form, Roots, RootsAsk, Sampling, UrlVisit};
 pub use round::{Confirmation, Flow, Round};
 
-use crate::error::{Error, Fallback, Retry, ToolAdvice};
+use crate::error::{self, Channel, Error, Fallback, Retry, ToolAdvice};
 use crate::principal::Principal;
 use crate::replay::ReplayGuard;
 use crate::seal::{Binding, BindingInput, Keyring, SealConfig, Sealer};
@@ -293,11 +293,12 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// The outcome for a failure on `method`: a tool error where the model can act
-    /// on it on `tools/call`, else a JSON-RPC error.
+    /// The outcome for a failure on `method`, on the channel [`error::channel`]
+    /// picks: a tool error where the model can act on it on `tools/call`, else a
+    /// JSON-RPC error.
     pub fn from_error(method: Option<CarrierMethod>, error: Error) -> Self {
-        match error.to_tool_result() {
-            Some(result) if error.is_tool_result_on(method) => Self::ToolError { result, error },
+        match (error::channel(method, &error), error.to_tool_result()) {
+            (Channel::ToolResult, Some(result)) => Self::ToolError { result, error },
             _ => Self::Protocol(error),
         }
     }

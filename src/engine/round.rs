@@ -34,8 +34,9 @@ pub enum Flow {
     /// Ask for a retry without questions (a state-only `InputRequiredResult`, e.g.
     /// to shed load); the answers so far are sealed into the state.
     StateOnly,
-    /// The request fails (a tool error on `tools/call` when the error carries
-    /// model-facing advice, else a JSON-RPC error).
+    /// The request fails, on the channel [`crate::error::channel`] picks (a tool
+    /// error on `tools/call` when the error carries model-facing advice, else a
+    /// JSON-RPC error).
     Fail(Error),
 }
 
