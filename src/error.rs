@@ -177,7 +177,6 @@ pub struct Diagnostic {
 /// let wire = e.to_jsonrpc(None);
 /// assert_eq!(wire["error"]["code"], code::INVALID_PARAMS);
 /// assert_eq!(wire["error"]["data"]["reason"], "invalid_request_state");
-/// assert_eq!(e.http_status(), 400);
 /// // the private reason never reaches the wire
 /// assert!(!wire.to_string().contains("tag"));
 /// ```
@@ -437,19 +436,6 @@ impl Error {
     pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
         self.inner.diagnostic.detail = detail.into();
         self
-    }
-
-    /// The HTTP status the Streamable HTTP transport uses when this goes out as a
-    /// JSON-RPC error. MCP 2026-07-28, Streamable HTTP requires 404 for -32601 and
-    /// 400 for a missing `_meta` field, -32020, -32021 and -32022; it leaves the
-    /// others open, and mrtr answers 500 for -32603 (its own fault) and 400 for
-    /// every other client fault.
-    pub fn http_status(&self) -> u16 {
-        match self.inner.code {
-            code::METHOD_NOT_FOUND => 404,
-            code::INTERNAL_ERROR => 500,
-            _ => 400,
-        }
     }
 
     /// The JSON-RPC error response.

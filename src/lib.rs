@@ -11,7 +11,8 @@
 //! ```text
 //!  HTTP / stdio adapter (feature server)        sans-IO core
 //!  ────────────────────────────────────        ───────────────────────────────────────────────
-//!  bytes → Service::handle ──────────────────►  JSON-RPC envelope (-32700/-32600), headers (-32020)
+//!  bytes → Service::handle ──────────────────►  JSON-RPC envelope (-32700/-32600),
+//!                                               streamable_http::check_headers    (-32020)
 //!                                               CarrierMethod::from_method        (else -32601)
 //!                                               CarrierRequest: _meta             (-32602, -32022)
 //!                                               Engine::begin(request, principal, now)
@@ -22,7 +23,7 @@
 //!                                               Round::finish → seal next state (round+1,
 //!                                                 same flow deadline)
 //!  JSON-RPC response ◄──────────────────────── Outcome: Complete | InputRequired | ToolError | Protocol
-//!   HTTP status, one log line                     private diagnostic on stderr, never on the wire
+//!   HTTP status (streamable_http), log line      private diagnostic on stderr, never on the wire
 //! ```
 //!
 //! Building an `InputRequiredResult` for a `tools/call`, filtered by what the
@@ -99,6 +100,7 @@ pub mod seal;
 #[cfg(feature = "server")]
 pub mod server;
 pub mod service;
+pub mod streamable_http;
 pub mod time;
 pub mod typed;
 pub mod wire;

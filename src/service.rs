@@ -3,8 +3,9 @@
 //! Transports (the Streamable HTTP and stdio adapters of the `server` feature) read
 //! bytes, call [`Service::handle`], and write the reply. Everything the protocol
 //! decides (parse errors, header/body agreement, `_meta`, routing, the round
-//! engine, the error channels) happens here, without I/O or a clock.
-//!
+//! engine, the error channels) happens here, without I/O or a clock; the
+//! Streamable HTTP rules (headers, statuses) come from [`crate::streamable_http`].
+
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::{Pin, pin};
@@ -21,24 +22,12 @@ use serde_json::{Map, Value, json};
 use crate::engine::{Engine, Flow, Outcome, Round};
 use crate::error::{DiagContext, Error, Fallback, Retry, ToolAdvice};
 use crate::principal::Principal;
+use crate::streamable_http::{self, McpHeaders};
 use crate::time::Timestamp;
 use crate::wire::jsonrpc::RequestId;
 use crate::wire::meta::RequestMeta;
 use crate::wire::{CarrierMethod, CarrierRequest};
 use crate::wire::{Implementation, JsonObject, SUPPORTED_PROTOCOL_VERSIONS, type_name};
-
-/// The Streamable HTTP headers that must agree with the body (spec: streamable-http
-/// §Server Validation). `None` means the header was absent; a header whose bytes are
-/// not visible ASCII is passed as `Some` of its lossy text so the check fails with -32020.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct McpHeaders {
-    /// `MCP-Protocol-Version`.
-    pub protocol_version: Option<String>,
-    /// `Mcp-Method`.
-    pub method: Option<String>,
-    /// `Mcp-Name` (tools/call and prompts/get: `params.name`; resources/read: `params.uri`).
-    pub name: Option<String>,
-}
 
 /// What the transport knows about one incoming message.
 #[derive(Debug, Clone)]
@@ -49,7 +38,7 @@ pub struct RequestContext {
     pub now: Timestamp,
     /// A correlation id for the private log; never sent to the client.
     pub correlation_id: String,
-    /// The HTTP headers to validate; `None` on stdio.
+    /// The HTTP headers to validate ([`streamable_http::check_headers`]); `None` on stdio.
     pub http_headers: Option<McpHeaders>,
 }
 
@@ -58,7 +47,8 @@ pub struct RequestContext {
 pub struct Reply {
     /// The serialized JSON-RPC response, or `None` for a notification.
     pub body: Option<String>,
-    /// The HTTP status the Streamable HTTP transport must use.
+    /// The HTTP status the Streamable HTTP transport must use, from
+    /// [`streamable_http::outcome_status`] (other transports ignore it).
     pub http_status: u16,
     /// What the transport logs on its one line for this request.
     pub log: RequestLog,
@@ -499,7 +489,7 @@ impl Service {
             log.outcome = "notification".into();
             return Reply {
                 body: None,
-                http_status: 202,
+                http_status: streamable_http::NOTIFICATION_STATUS,
                 log,
             };
         };
@@ -523,7 +513,7 @@ impl Service {
         };
         Reply {
             body: Some(response.to_string()),
-            http_status: outcome.http_status(),
+            http_status: streamable_http::outcome_status(&outcome),
             log,
         }
     }
@@ -598,7 +588,7 @@ impl Service {
                 .map(|t| crate::wire::truncate(t, 128).to_owned());
         }
         if let Some(h) = &ctx.http_headers
-            && let Err(e) = check_headers(h, method, params, carrier)
+            && let Err(e) = streamable_http::check_headers(h, method, params, carrier)
         {
             return (Some(request_id), protocol(e));
         }
@@ -783,78 +773,6 @@ fn log_id(id: &RequestId) -> RequestId {
         RequestId::String(s) => RequestId::String(crate::wire::truncate(s, LOG_ID_MAX).to_owned()),
         other => other.clone(),
     }
-}
-
-/// The Streamable HTTP header checks (spec: streamable-http §Server Validation): -32020.
-fn check_headers(
-    h: &McpHeaders,
-    method: &str,
-    params: Option<&Value>,
-    carrier: Option<CarrierMethod>,
-) -> Result<(), Error> {
-    let valid = |v: &str| !v.is_empty() && v.bytes().all(|b| (0x20..0x7f).contains(&b));
-    match h.method.as_deref() {
-        Some(m) if valid(m) && m == method => {}
-        Some(_) => {
-            return Err(Error::header_mismatch(
-                "Mcp-Method",
-                "Mcp-Method differs from body method or is malformed",
-            ));
-        }
-        None => {
-            return Err(Error::header_mismatch(
-                "Mcp-Method",
-                "Mcp-Method header missing",
-            ));
-        }
-    }
-    let body_version = params
-        .and_then(|p| p.get("_meta"))
-        .and_then(|m| m.get(crate::wire::meta::META_PROTOCOL_VERSION))
-        .and_then(Value::as_str);
-    match (h.protocol_version.as_deref(), body_version) {
-        (None, _) => {
-            return Err(Error::header_mismatch(
-                "MCP-Protocol-Version",
-                "MCP-Protocol-Version header missing",
-            ));
-        }
-        (Some(v), _) if !valid(v) => {
-            return Err(Error::header_mismatch(
-                "MCP-Protocol-Version",
-                "MCP-Protocol-Version header malformed",
-            ));
-        }
-        (Some(v), Some(b)) if v != b => {
-            return Err(Error::header_mismatch(
-                "MCP-Protocol-Version",
-                "MCP-Protocol-Version differs from _meta",
-            ));
-        }
-        _ => {}
-    }
-    if let Some(c) = carrier {
-        let body_name = params
-            .and_then(|p| p.get(c.target_param()))
-            .and_then(Value::as_str);
-        match (h.name.as_deref(), body_name) {
-            (None, _) => {
-                return Err(Error::header_mismatch(
-                    "Mcp-Name",
-                    "Mcp-Name header missing",
-                ));
-            }
-            (Some(n), Some(b)) if n == b && valid(n) => {}
-            (Some(_), None) => {} // the body check (-32602) reports the missing target
-            (Some(_), Some(_)) => {
-                return Err(Error::header_mismatch(
-                    "Mcp-Name",
-                    "Mcp-Name differs from body or is malformed",
-                ));
-            }
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

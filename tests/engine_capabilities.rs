@@ -12,6 +12,7 @@ use mrtr::engine::{
     tool_text,
 };
 use mrtr::service::Service;
+use mrtr::streamable_http::error_status;
 use mrtr::wire::CarrierMethod;
 use mrtr::wire::{CreateMessageParams, InputRequests, InputRequiredResult};
 use serde_json::{Value, json};
@@ -35,7 +36,7 @@ fn batch(r: Round) -> Result<Value, Flow> {
 fn assert_missing(o: Outcome, expected: Value) {
     let e = protocol(o);
     assert_eq!(e.code(), -32021, "{e:?}");
-    assert_eq!(e.http_status(), 400);
+    assert_eq!(error_status(&e), 400);
     let wire = e.to_jsonrpc(Some(&mrtr::wire::RequestId::Number(1.into())));
     assert_eq!(wire["error"]["code"], -32021);
     assert!(

@@ -13,6 +13,7 @@ use mrtr::error::{
     Channel, DiagContext, Error, ErrorKind, Fallback, INVALID_REQUEST_STATE_MESSAGE, Retry,
     ToolAdvice, channel, code,
 };
+use mrtr::streamable_http::error_status;
 use mrtr::wire::{CarrierMethod, CarrierRequest, ClientCapabilities, RequestId};
 use serde_json::{Value, json};
 
@@ -101,15 +102,15 @@ fn standard_json_rpc_codes() {
         (e.kind(), e.code(), e.public_message()),
         (ErrorKind::MethodNotFound, -32601, "Method not found")
     );
-    assert_eq!(e.http_status(), 404, "-32601 is HTTP 404 (MUST)");
+    assert_eq!(error_status(&e), 404, "-32601 is HTTP 404 (MUST)");
 
     let e = Error::invalid_params("params.name is required");
     assert_eq!((e.kind(), e.code()), (ErrorKind::InvalidParams, -32602));
-    assert_eq!(e.http_status(), 400);
+    assert_eq!(error_status(&e), 400);
 
     let e = Error::invalid_meta("params._meta is required");
     assert_eq!((e.kind(), e.code()), (ErrorKind::InvalidParams, -32602));
-    assert_eq!(e.http_status(), 400, "missing _meta is HTTP 400 (MUST)");
+    assert_eq!(error_status(&e), 400, "missing _meta is HTTP 400 (MUST)");
 
     let e = Error::internal("boom");
     assert_eq!(
@@ -122,10 +123,10 @@ fn standard_json_rpc_codes() {
 #[test]
 fn http_status_for_unspecified_codes() {
     // spec.md §3.1 leaves these open; mrtr's choice: client faults 400, own faults 500.
-    assert_eq!(Error::parse("x").http_status(), 400);
-    assert_eq!(Error::invalid_request("x").http_status(), 400);
-    assert_eq!(Error::invalid_request_state("tag").http_status(), 400);
-    assert_eq!(Error::internal("x").http_status(), 500);
+    assert_eq!(error_status(&Error::parse("x")), 400);
+    assert_eq!(error_status(&Error::invalid_request("x")), 400);
+    assert_eq!(error_status(&Error::invalid_request_state("tag")), 400);
+    assert_eq!(error_status(&Error::internal("x")), 500);
 }
 
 #[test]
@@ -136,7 +137,7 @@ fn header_mismatch_is_32020_400_without_data() {
         (ErrorKind::HeaderMismatch, code::HEADER_MISMATCH)
     );
     assert_eq!(e.code(), -32020);
-    assert_eq!(e.http_status(), 400);
+    assert_eq!(error_status(&e), 400);
     assert!(e.data().is_none(), "-32020 defines no data");
     assert!(
         e.public_message().starts_with("Header mismatch"),
@@ -151,7 +152,7 @@ fn missing_capability_is_32021_400_with_required_capabilities() {
     let required = json!({"elicitation": {"url": {}}, "roots": {}});
     let e = capability::missing_error(&caps(required.clone()));
     assert_eq!((e.kind(), e.code()), (ErrorKind::MissingCapability, -32021));
-    assert_eq!(e.http_status(), 400);
+    assert_eq!(error_status(&e), 400);
     assert_eq!(e.data(), Some(&json!({"requiredCapabilities": required})));
     // The spec's example shape (its message wording is illustrative, not normative).
     let e = capability::missing_error(&caps(json!({"elicitation": {}})));
@@ -174,7 +175,7 @@ fn unsupported_version_is_32022_400_with_supported_and_requested() {
         (e.kind(), e.code()),
         (ErrorKind::UnsupportedVersion, -32022)
     );
-    assert_eq!(e.http_status(), 400);
+    assert_eq!(error_status(&e), 400);
     assert_eq!(
         e.to_jsonrpc(Some(&1.into())),
         json!({"jsonrpc": "2.0", "id": 1, "error": {
@@ -400,7 +401,7 @@ fn invalid_request_state_is_frozen_for_every_private_reason() {
         let e = Error::invalid_request_state(reason);
         assert_eq!(e.kind(), ErrorKind::InvalidRequestState);
         assert_eq!(e.to_jsonrpc(Some(&9.into())), expected, "{reason}");
-        assert_eq!(e.http_status(), 400);
+        assert_eq!(error_status(&e), 400);
         assert!(
             e.to_tool_result().is_none(),
             "{reason}: never a tool result"

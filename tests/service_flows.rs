@@ -14,7 +14,8 @@ use common::*;
 use mrtr::engine::Engine;
 use mrtr::replay::MemoryReplayGuard;
 use mrtr::seal::SealConfig;
-use mrtr::service::{McpHeaders, RequestContext};
+use mrtr::service::RequestContext;
+use mrtr::streamable_http::McpHeaders;
 use mrtr::time::Timestamp;
 use serde_json::{Map, Value, json};
 

@@ -12,6 +12,7 @@
 use std::path::{Path, PathBuf};
 
 use mrtr::error::{ErrorKind, code};
+use mrtr::streamable_http::error_status;
 use mrtr::wire::meta::MetaError;
 use mrtr::wire::{
     CarrierMethod, CarrierRequest, ClientCapabilities, ElicitAction, ElicitParams, InputKind,
@@ -1077,7 +1078,7 @@ fn carrier_err(method: CarrierMethod, params: Option<&Value>) -> mrtr::error::Er
 
 fn assert_invalid_params(e: &mrtr::error::Error) {
     assert_eq!(e.code(), code::INVALID_PARAMS, "{e:?}");
-    assert_eq!(e.http_status(), 400, "{e:?}");
+    assert_eq!(error_status(&e), 400, "{e:?}");
     assert_eq!(e.to_jsonrpc(None)["error"]["code"], -32602);
 }
 
@@ -1170,7 +1171,7 @@ fn unsupported_version_is_32022_with_supported_and_requested() {
         let e = carrier_err(CarrierMethod::ToolsCall, Some(&p));
         assert_eq!(e.kind(), ErrorKind::UnsupportedVersion);
         assert_eq!(e.code(), -32022);
-        assert_eq!(e.http_status(), 400);
+        assert_eq!(error_status(&e), 400);
         assert_eq!(
             e.data(),
             Some(&json!({"supported": ["2026-07-28"], "requested": requested}))

@@ -314,14 +314,6 @@ impl Outcome {
         }
     }
 
-    /// The HTTP status for the Streamable HTTP transport.
-    pub fn http_status(&self) -> u16 {
-        match self {
-            Self::Protocol(e) => e.http_status(),
-            _ => 200,
-        }
-    }
-
     /// `complete`, `input_required`, `tool_error` or `error:<code>`, for the log line.
     pub fn label(&self) -> String {
         match self {

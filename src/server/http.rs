@@ -26,7 +26,8 @@ use http_body_util::BodyExt;
 
 use super::{ConfigError, ServeConfig, log};
 use crate::principal::Principal;
-use crate::service::{McpHeaders, Reply, RequestContext, RequestLog, Service};
+use crate::service::{Reply, RequestContext, RequestLog, Service};
+use crate::streamable_http::{HEADER_METHOD, HEADER_NAME, HEADER_PROTOCOL_VERSION, McpHeaders};
 use crate::time::Timestamp;
 
 /// The path of the MCP endpoint.
@@ -296,9 +297,9 @@ fn mcp_headers(headers: &HeaderMap) -> McpHeaders {
         }
     }
     McpHeaders {
-        protocol_version: one(headers, "mcp-protocol-version"),
-        method: one(headers, "mcp-method"),
-        name: one(headers, "mcp-name"),
+        protocol_version: one(headers, HEADER_PROTOCOL_VERSION),
+        method: one(headers, HEADER_METHOD),
+        name: one(headers, HEADER_NAME),
     }
 }
 

@@ -15,7 +15,7 @@
 //!  stdout: one line per reply ◄─────────────────────────────────────────┘
 //! ```
 //!
-//! [`McpHeaders`]: crate::service::McpHeaders
+//! [`McpHeaders`]: crate::streamable_http::McpHeaders
 
 pub mod http;
 pub mod log;
