@@ -71,6 +71,7 @@ pub enum ErrorKind {
 
 /// Whether calling again can help, as the model is told.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Retry {
     /// The same call may succeed later.
     Helps,

@@ -175,6 +175,7 @@ impl PendingFlow {
 /// Where a manually stepped flow stands.
 #[derive(Debug, Clone, PartialEq)]
 #[allow(clippy::large_enum_variant)] // one value per flow step; boxing would only add noise
+#[non_exhaustive]
 pub enum Step {
     /// The flow finished.
     Complete(Completion),

@@ -59,6 +59,7 @@ use state::FlowState;
 
 /// Which fresh answers the engine accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum AnswerPolicy {
     /// Accept an answer that validates against the question the handler asks now,
     /// even without a sealed earlier round that asked it ("cold" retries, which the

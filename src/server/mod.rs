@@ -235,6 +235,7 @@ pub struct ConfigError(pub String);
 
 /// Why `mrtr serve` stopped with an error.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ServeError {
     /// The configuration is unusable (exit code 2).
     #[error(transparent)]

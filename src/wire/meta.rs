@@ -111,6 +111,7 @@ impl ClientCapabilities {
 
 /// Why `_meta` was refused. Its text never holds a value the client sent.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum MetaError {
     /// A required field is missing or has the wrong type (-32602, HTTP 400).
     #[error("{0}")]

@@ -11,6 +11,7 @@ use super::{JsonObject, WireError};
 /// (a client must then treat it as invalid: MCP 2026-07-28, Base Protocol §Result
 /// Responses, ResultType).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ResultType {
     /// `"complete"`: the final result.
     Complete,
