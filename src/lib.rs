@@ -89,6 +89,7 @@
 pub mod answers;
 pub mod capability;
 pub mod client;
+pub mod defaults;
 pub mod engine;
 pub mod error;
 /// The manual: prose chapters on the token format, the security model, the handler model and key rotation.

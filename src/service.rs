@@ -19,6 +19,7 @@ use futures_util::future::{Either, select};
 use indexmap::IndexMap;
 use serde_json::{Map, Value, json};
 
+use crate::defaults;
 use crate::engine::{Engine, Flow, Outcome, Round};
 use crate::error::{DiagContext, Error, Fallback, Retry, ToolAdvice};
 use crate::principal::Principal;
@@ -112,9 +113,6 @@ fn tool_definition(name: &str, description: &str, input_schema: Value) -> Value 
     json!({"name": name, "description": description, "inputSchema": input_schema})
 }
 
-/// The default per-request deadline of a handler: 30 seconds.
-pub const DEFAULT_HANDLER_TIMEOUT: Duration = Duration::from_secs(30);
-
 struct Entry {
     definition: Value,
     handler: Handler,
@@ -190,10 +188,10 @@ impl Service {
             prompts: IndexMap::new(),
             resources: IndexMap::new(),
             caching: ListCaching {
-                ttl_ms: 60_000,
+                ttl_ms: u64::try_from(defaults::LIST_CACHE_TTL.as_millis()).unwrap_or(u64::MAX),
                 public: true,
             },
-            handler_timeout: DEFAULT_HANDLER_TIMEOUT,
+            handler_timeout: defaults::HANDLER_TIMEOUT,
         }
     }
 
@@ -208,13 +206,14 @@ impl Service {
         self
     }
 
-    /// Caching hints on list and discover results (default: 60 s, public).
+    /// Caching hints on list and discover results (default: 60 s, public;
+    /// [`defaults::LIST_CACHE_TTL`]).
     pub fn list_caching(mut self, caching: ListCaching) -> Self {
         self.caching = caching;
         self
     }
 
-    /// The per-request deadline of a handler (default [`DEFAULT_HANDLER_TIMEOUT`]).
+    /// The per-request deadline of a handler (default 30 s, [`defaults::HANDLER_TIMEOUT`]).
     /// The transports of the `server` feature enforce it through
     /// [`Service::handle_until`]: a handler still running then is abandoned (its
     /// future dropped, nothing it did in that run sealed) and the request gets a

@@ -8,6 +8,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use mrtr::defaults;
+use mrtr::seal::KEYS_ENV;
 use mrtr::server::{self, ConfigError, KeySource, LogFormat, ServeConfig, ServeError};
 
 /// Multi Round-Trip Requests (MCP 2026-07-28): reference server and operator tools.
@@ -42,7 +44,7 @@ enum Command {
 struct ServeArgs {
     /// Address to listen on; port 0 picks a free port (the bound address is
     /// logged as `listening on http://ADDR/mcp`).
-    #[arg(long, value_name = "ADDR", default_value = server::DEFAULT_LISTEN, conflicts_with = "stdio")]
+    #[arg(long, value_name = "ADDR", default_value_t = defaults::LISTEN, conflicts_with = "stdio")]
     listen: SocketAddr,
     /// Speak newline-delimited JSON-RPC on stdin/stdout instead of HTTP (logs stay on stderr).
     #[arg(long)]
@@ -52,19 +54,19 @@ struct ServeArgs {
     #[arg(long, value_name = "PATH")]
     keys_file: Option<PathBuf>,
     /// Lifetime of one round's requestState, in seconds (1..=86400).
-    #[arg(long, value_name = "SECONDS", default_value_t = server::DEFAULT_STATE_TTL_SECS)]
+    #[arg(long, value_name = "SECONDS", default_value_t = defaults::STATE_TTL.as_secs())]
     state_ttl: u64,
     /// Clock skew tolerated on expiry checks, in seconds (0..=3600).
-    #[arg(long, value_name = "SECONDS", default_value_t = server::DEFAULT_CLOCK_SKEW_SECS)]
+    #[arg(long, value_name = "SECONDS", default_value_t = defaults::CLOCK_SKEW.as_secs())]
     clock_skew: u64,
     /// Audience a requestState is bound to; every instance of a fleet must use the same one.
-    #[arg(long, value_name = "STR", default_value = server::DEFAULT_AUDIENCE)]
+    #[arg(long, value_name = "STR", default_value = defaults::AUDIENCE)]
     audience: String,
     /// Maximum rounds of one flow.
-    #[arg(long, value_name = "N", default_value_t = server::DEFAULT_MAX_ROUNDS)]
+    #[arg(long, value_name = "N", default_value_t = defaults::MAX_ROUNDS)]
     max_rounds: u32,
     /// Maximum request size (HTTP body or stdio line), in bytes.
-    #[arg(long, value_name = "BYTES", default_value_t = server::DEFAULT_MAX_BODY)]
+    #[arg(long, value_name = "BYTES", default_value_t = defaults::MAX_BODY)]
     max_body: usize,
     /// An extra allowed Origin (scheme://host[:port]); repeatable. Always allowed: no
     /// Origin, http://localhost, http://127.0.0.1 and http://[::1] on any port.
@@ -83,7 +85,7 @@ enum LogFormatArg {
 
 impl ServeArgs {
     fn into_config(self) -> Result<ServeConfig, ConfigError> {
-        let keys = KeySource::resolve(self.keys_file, std::env::var_os(server::KEYS_ENV))?;
+        let keys = KeySource::resolve(self.keys_file, std::env::var_os(KEYS_ENV))?;
         let mut cfg = ServeConfig::default();
         cfg.listen = self.listen;
         cfg.stdio = self.stdio;
@@ -128,12 +130,9 @@ fn call(args: mrtr::client::cli::CallArgs) -> ExitCode {
 
 /// Opens a token for an operator: claims on stdout, or the private reason on stderr (exit 1).
 fn inspect(token: &str, keys_file: Option<PathBuf>) -> ExitCode {
-    let keys = match KeySource::resolve(keys_file, std::env::var_os(server::KEYS_ENV)) {
+    let keys = match KeySource::resolve(keys_file, std::env::var_os(KEYS_ENV)) {
         Ok(KeySource::Ephemeral) => {
-            eprintln!(
-                "mrtr: error: no keys: pass --keys-file or set {}",
-                server::KEYS_ENV
-            );
+            eprintln!("mrtr: error: no keys: pass --keys-file or set {}", KEYS_ENV);
             return ExitCode::from(2);
         }
         Ok(k) => k,

@@ -78,10 +78,10 @@ pub struct CallArgs {
     #[arg(long, global = true)]
     pub json: bool,
     /// The most requests the flow may send.
-    #[arg(long, global = true, default_value_t = super::DEFAULT_MAX_ROUNDS)]
+    #[arg(long, global = true, default_value_t = crate::defaults::CLIENT_MAX_ROUNDS)]
     pub max_rounds: u32,
     /// The longest the whole flow may take, in seconds.
-    #[arg(long, global = true, default_value_t = 300, value_name = "SECS")]
+    #[arg(long, global = true, default_value_t = crate::defaults::CLIENT_TOTAL_TIMEOUT.as_secs(), value_name = "SECS")]
     pub timeout: u64,
 }
 

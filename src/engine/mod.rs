@@ -47,6 +47,7 @@ use serde_json::{Value, json};
 pub use ask::{Elicited, Fields, Form, Roots, RootsAsk, Sampling, UrlVisit};
 pub use round::{Confirmation, Flow, Round};
 
+use crate::defaults;
 use crate::error::{self, Channel, Error, Fallback, Retry, ToolAdvice};
 use crate::principal::Principal;
 use crate::replay::ReplayGuard;
@@ -89,9 +90,9 @@ struct EngineConfig {
 
 impl Engine {
     /// An engine sealing with `keyring`, for the service named `audience` (a state
-    /// sealed for another audience never opens here). Defaults: seal defaults
-    /// (10 min per round, 1 h per flow, 60 s skew), 16 rounds, 16 asks per round,
-    /// lenient answers, no replay guard.
+    /// sealed for another audience never opens here). Defaults (all in
+    /// [`crate::defaults`]): seal defaults (10 min per round, 1 h per flow, 60 s
+    /// skew), 16 rounds, 16 asks per round, lenient answers, no replay guard.
     pub fn new(keyring: Keyring, audience: impl Into<String>) -> Self {
         Self::with_sealer(Sealer::new(keyring, SealConfig::default()), audience)
     }
@@ -103,8 +104,8 @@ impl Engine {
             inner: Arc::new(EngineConfig {
                 sealer,
                 audience: audience.into(),
-                max_rounds: 16,
-                max_asks: 16,
+                max_rounds: defaults::MAX_ROUNDS,
+                max_asks: defaults::MAX_ASKS_PER_ROUND,
                 policy: AnswerPolicy::Lenient,
                 replay: None,
             }),
@@ -123,14 +124,16 @@ impl Engine {
         self
     }
 
-    /// The most `InputRequiredResult`s one flow may issue (default 16).
+    /// The most `InputRequiredResult`s one flow may issue (default 16,
+    /// [`defaults::MAX_ROUNDS`]).
     #[must_use]
     pub fn max_rounds(mut self, n: u32) -> Self {
         self.config_mut().max_rounds = n.max(1);
         self
     }
 
-    /// The most questions one round may ask (default 16).
+    /// The most questions one round may ask (default 16,
+    /// [`defaults::MAX_ASKS_PER_ROUND`]).
     #[must_use]
     pub fn max_asks_per_round(mut self, n: usize) -> Self {
         self.config_mut().max_asks = n.max(1);

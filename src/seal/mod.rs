@@ -74,10 +74,7 @@ use serde::de::DeserializeOwned;
 
 pub use binding::{Binding, BindingInput, canonical_json};
 pub use claims::Claims;
-pub use config::{
-    ConfigError, DEFAULT_CLOCK_SKEW, DEFAULT_FLOW_LIFETIME, DEFAULT_MAX_PLAINTEXT,
-    DEFAULT_MAX_TOKEN_LEN, DEFAULT_MAX_TTL, DEFAULT_TTL, SealConfig,
-};
+pub use config::{ConfigError, SealConfig};
 pub use error::{OpenError, RejectCounts, RejectReason, SealError};
 pub use key::{KEY_LEN, Key, KeyError, Kid, generate_key_string};
 pub use keyring::{KEYS_ENV, Keyring};

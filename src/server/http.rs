@@ -13,7 +13,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use axum::Router;
 use axum::body::Body;
@@ -25,6 +25,7 @@ use axum::routing::post;
 use http_body_util::BodyExt;
 
 use super::{ConfigError, ServeConfig, log};
+use crate::defaults;
 use crate::principal::Principal;
 use crate::service::{Reply, RequestContext, RequestLog, Service};
 use crate::streamable_http::{HEADER_METHOD, HEADER_NAME, HEADER_PROTOCOL_VERSION, McpHeaders};
@@ -75,11 +76,11 @@ pub async fn serve(
         shutdown.await;
         let _ = signalled_tx.send(());
     });
-    // After the signal, in-flight requests get SHUTDOWN_GRACE to finish; a
+    // After the signal, in-flight requests get defaults::SHUTDOWN_GRACE to finish; a
     // client that keeps a request open longer does not keep the process alive.
     let deadline = async {
         match signalled_rx.await {
-            Ok(()) => tokio::time::sleep(SHUTDOWN_GRACE).await,
+            Ok(()) => tokio::time::sleep(defaults::SHUTDOWN_GRACE).await,
             Err(_) => std::future::pending().await,
         }
     };
@@ -87,19 +88,13 @@ pub async fn serve(
         r = server.into_future() => r,
         () = deadline => {
             tracing::warn!(
-                grace_secs = SHUTDOWN_GRACE.as_secs(),
+                grace_secs = defaults::SHUTDOWN_GRACE.as_secs(),
                 "connections still open after the grace period; closing them"
             );
             Ok(())
         }
     }
 }
-
-/// How long in-flight requests may take to finish after SIGINT/SIGTERM.
-pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
-
-/// How long a client may take to send its request body.
-pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Outer middleware: correlation id, panic isolation, and the one log line.
 async fn per_request(mut req: Request, next: Next) -> Response {
@@ -271,7 +266,7 @@ async fn read_body(mut body: Body, headers: &HeaderMap, max: usize) -> Result<Ve
         }
         Ok(buf)
     };
-    tokio::time::timeout(BODY_READ_TIMEOUT, read)
+    tokio::time::timeout(defaults::BODY_READ_TIMEOUT, read)
         .await
         .unwrap_or(Err(BodyError::Timeout))
 }

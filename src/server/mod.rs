@@ -30,34 +30,13 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
+use crate::defaults;
 use crate::engine::Engine;
 use crate::principal::Principal;
 use crate::reference;
 use crate::replay::MemoryReplayGuard;
-use crate::seal::{Keyring, SealConfig};
+use crate::seal::{KEYS_ENV, Keyring, SealConfig};
 use crate::service::Service;
-
-/// The default listen address: loopback only, so nothing else on the network can reach it.
-pub const DEFAULT_LISTEN: &str = "127.0.0.1:8808";
-/// The default maximum request size (one HTTP body or one stdio line): 1 MiB.
-pub const DEFAULT_MAX_BODY: usize = 1024 * 1024;
-/// The default audience a sealed `requestState` is bound to.
-///
-/// A fixed name rather than the listen address: instances of one fleet listen on
-/// different addresses (or on port 0), yet must open each other's state.
-pub const DEFAULT_AUDIENCE: &str = "mrtr-reference";
-/// The default lifetime of one round's `requestState`, in seconds (10 minutes: a human may answer).
-pub const DEFAULT_STATE_TTL_SECS: u64 = 600;
-/// The upper bound accepted for `--state-ttl`, in seconds (24 hours).
-pub const MAX_STATE_TTL_SECS: u64 = 24 * 60 * 60;
-/// The default clock skew tolerated when checking expiry, in seconds.
-pub const DEFAULT_CLOCK_SKEW_SECS: u64 = 60;
-/// The upper bound accepted for `--clock-skew`, in seconds.
-pub const MAX_CLOCK_SKEW_SECS: u64 = 3600;
-/// The default maximum number of rounds of one flow.
-pub const DEFAULT_MAX_ROUNDS: u32 = 16;
-/// The environment variable holding the key ring for a fleet.
-pub const KEYS_ENV: &str = "MRTR_KEYS";
 
 /// Where the sealing keys come from. The text is kept raw here; parsing it into a
 /// key ring belongs to the sealed-state module.
@@ -180,14 +159,14 @@ pub struct ServeConfig {
 impl Default for ServeConfig {
     fn default() -> Self {
         Self {
-            listen: SocketAddr::from(([127, 0, 0, 1], 8808)),
+            listen: defaults::LISTEN,
             stdio: false,
             keys: KeySource::Ephemeral,
-            state_ttl_secs: DEFAULT_STATE_TTL_SECS,
-            clock_skew_secs: DEFAULT_CLOCK_SKEW_SECS,
-            audience: DEFAULT_AUDIENCE.to_owned(),
-            max_rounds: DEFAULT_MAX_ROUNDS,
-            max_body: DEFAULT_MAX_BODY,
+            state_ttl_secs: defaults::STATE_TTL.as_secs(),
+            clock_skew_secs: defaults::CLOCK_SKEW.as_secs(),
+            audience: defaults::AUDIENCE.to_owned(),
+            max_rounds: defaults::MAX_ROUNDS,
+            max_body: defaults::MAX_BODY,
             allowed_origins: Vec::new(),
             log_format: LogFormat::Human,
         }
@@ -200,14 +179,16 @@ impl ServeConfig {
     /// # Errors
     /// [`ConfigError`] naming the first setting that is out of range or malformed.
     pub fn validate(mut self) -> Result<Self, ConfigError> {
-        if self.state_ttl_secs == 0 || self.state_ttl_secs > MAX_STATE_TTL_SECS {
+        let max_ttl = defaults::MAX_STATE_TTL.as_secs();
+        if self.state_ttl_secs == 0 || self.state_ttl_secs > max_ttl {
             return Err(ConfigError(format!(
-                "--state-ttl must be between 1 and {MAX_STATE_TTL_SECS} seconds"
+                "--state-ttl must be between 1 and {max_ttl} seconds"
             )));
         }
-        if self.clock_skew_secs > MAX_CLOCK_SKEW_SECS {
+        let max_skew = defaults::MAX_CLOCK_SKEW.as_secs();
+        if self.clock_skew_secs > max_skew {
             return Err(ConfigError(format!(
-                "--clock-skew must be at most {MAX_CLOCK_SKEW_SECS} seconds"
+                "--clock-skew must be at most {max_skew} seconds"
             )));
         }
         if self.audience.trim().is_empty() {
