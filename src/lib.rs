@@ -77,12 +77,16 @@
 //! [`manual::security_model`].
 //!
 //! # Modules
-//! [`manual`] (prose: token format, security model, handler model, key
-//! rotation), [`wire`] (the 2026-07-28 shapes, the carrier methods and requests;
-//! it imports nothing else of the crate), [`capability`],
-//! [`error`] (the two channels), [`seal`], [`engine`], [`answers`], [`service`]
-//! (JSON-RPC router), [`reference`](mod@reference) (the reference server's tools), [`client`], and with the
-//! `server` feature the transports in `server`.
+//! Bottom to top (each imports only modules named before it):
+//! [`wire`] (the 2026-07-28 shapes, the carrier methods and requests; it imports
+//! nothing else of the crate), [`defaults`] (every default, in one place),
+//! [`time`], [`principal`], [`error`] (the two channels and the rule between
+//! them), [`capability`] (the gate), [`answers`], [`seal`], [`replay`], [`typed`],
+//! [`engine`], [`streamable_http`] (headers and statuses, sans-IO), [`service`]
+//! (the JSON-RPC router), [`client`], and with the `server` feature the
+//! transports in `server`. [`manual`] holds the prose: token format, security
+//! model, handler model, key rotation. The reference server's tools and the
+//! `mrtr call` terminal client belong to the `mrtr` binary, not to this API.
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -95,7 +99,6 @@ pub mod error;
 /// The manual: prose chapters on the token format, the security model, the handler model and key rotation.
 pub mod manual;
 pub mod principal;
-pub mod reference;
 pub mod replay;
 pub mod seal;
 #[cfg(feature = "server")]

@@ -73,9 +73,6 @@ mod transport;
 #[cfg(feature = "client-http")]
 pub mod http;
 
-#[cfg(feature = "server")]
-pub mod cli;
-
 pub use driver::{Client, ClientBuilder};
 pub use error::ClientError;
 pub use flow::{CarrierCall, Completion, PendingFlow, Step};

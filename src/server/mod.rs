@@ -1,4 +1,5 @@
-//! The reference server: Streamable HTTP and stdio transports around [`Service`].
+//! The server: Streamable HTTP and stdio transports around a [`Service`] the
+//! application builds (the `mrtr` binary passes the reference server's tools).
 //!
 //! Transports do transport things only: read bytes within a size limit, check the
 //! `Origin` and `Content-Type`, copy the MCP headers into [`McpHeaders`], pick JSON
@@ -18,22 +19,19 @@
 //! [`McpHeaders`]: crate::streamable_http::McpHeaders
 
 pub mod http;
-pub mod log;
-pub mod shutdown;
+mod log;
+mod shutdown;
 pub mod stdio;
 
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-
-use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use crate::defaults;
 use crate::engine::Engine;
 use crate::principal::Principal;
-use crate::reference;
 use crate::replay::MemoryReplayGuard;
 use crate::seal::{KEYS_ENV, Keyring, SealConfig};
 use crate::service::Service;
@@ -232,12 +230,26 @@ pub enum ServeError {
     },
 }
 
-/// Builds the request service from the settings. The ONE place where the
-/// server's engine, keys and fixtures are assembled.
+/// Builds the request service from the settings: the ONE place where the engine
+/// (keys, seal configuration, limits, replay guard) is assembled; `make` puts the
+/// application's tools, prompts and resources on it.
+///
+/// ```
+/// use mrtr::server::{ServeConfig, build_service};
+/// use mrtr::service::Service;
+/// let service = build_service(&ServeConfig::default(), |engine| {
+///     Service::new(engine, "example", "1.0.0")
+/// })
+/// .unwrap();
+/// assert_eq!(service.engine().audience(), mrtr::defaults::AUDIENCE);
+/// ```
 ///
 /// # Errors
 /// [`ConfigError`] if the keys cannot be loaded.
-pub fn build_service(cfg: &ServeConfig) -> Result<Service, ConfigError> {
+pub fn build_service<F>(cfg: &ServeConfig, make: F) -> Result<Service, ConfigError>
+where
+    F: FnOnce(Engine) -> Service,
+{
     let keyring = cfg.keys.keyring()?;
     let seal = SealConfig::default()
         .ttl(Duration::from_secs(cfg.state_ttl_secs))
@@ -246,19 +258,25 @@ pub fn build_service(cfg: &ServeConfig) -> Result<Service, ConfigError> {
     let engine = Engine::new(keyring, cfg.audience.clone())
         .with_seal_config(seal)
         .max_rounds(cfg.max_rounds)
-        // The deploy demo's side effect must not repeat when a client replays the final round.
+        // A side effect behind `Round::once` must not repeat when a client replays
+        // the final round.
         .replay_guard(Arc::new(MemoryReplayGuard::default()));
-    Ok(reference::service(engine, Arc::new(AtomicU64::new(0))))
+    Ok(make(engine))
 }
 
-/// Runs `mrtr serve` until EOF (stdio) or SIGINT/SIGTERM (HTTP).
+/// Runs the server until EOF (stdio) or SIGINT/SIGTERM (HTTP), with the service
+/// [`build_service`] makes from `cfg` and `make`.
 ///
-/// Logging must already be initialised (see [`log::init`]).
+/// Logging should already be set up (a `tracing` subscriber; the `mrtr` binary
+/// installs one): the transports write one line per request through `tracing`.
 ///
 /// # Errors
 /// [`ServeError::Config`] for unusable settings, [`ServeError::Io`] if the
 /// listener cannot be bound or stdio fails.
-pub async fn serve(cfg: ServeConfig) -> Result<(), ServeError> {
+pub async fn serve<F>(cfg: ServeConfig, make: F) -> Result<(), ServeError>
+where
+    F: FnOnce(Engine) -> Service,
+{
     if cfg.keys == KeySource::Ephemeral {
         tracing::warn!(
             "no keys configured: using an ephemeral key for this process only; \
@@ -266,7 +284,7 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServeError> {
              via {KEYS_ENV} or --keys-file"
         );
     }
-    let service = Arc::new(build_service(&cfg)?);
+    let service = Arc::new(build_service(&cfg, make)?);
     // Handlers are installed here, before the server reports that it is up.
     let shutdown = shutdown::signal();
     if cfg.stdio {

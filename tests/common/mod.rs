@@ -265,10 +265,14 @@ pub fn assert_frozen_state_response(v: &Value) {
     );
 }
 
+/// The reference server's tools, from the `mrtr` binary (not part of the library).
+#[path = "../../src/bin/mrtr/reference.rs"]
+mod reference_tools;
+
 /// The reference service on an engine, with its deployment counter.
 pub fn reference(engine: Engine) -> (Service, Arc<AtomicU64>) {
     let n = Arc::new(AtomicU64::new(0));
-    (mrtr::reference::service(engine, n.clone()), n)
+    (reference_tools::service(engine, n.clone()), n)
 }
 
 /// A transport context at `now` (stdio-like: no HTTP headers), anonymous.

@@ -2,10 +2,20 @@
 //!
 //! Exit codes: 0 success; 1 runtime failure (e.g. the listen address is taken);
 //! 2 usage or configuration error (message on stderr).
+//!
+//! The reference server's tools ([`reference`]) and the terminal client
+//! ([`call`]) live here, not in the library: `mrtr serve` hands the library's
+//! server a builder for its service.
+
+mod call;
+mod log;
+mod reference;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use mrtr::defaults;
@@ -28,7 +38,7 @@ enum Command {
     Keygen,
     /// Call a tool, prompt or resource on any MRTR server and answer its questions
     /// on the terminal (or from --answers).
-    Call(mrtr::client::cli::CallArgs),
+    Call(call::CallArgs),
     /// Open a requestState token with the configured keys and print its claims,
     /// or the private reason it does not open.
     Inspect {
@@ -119,12 +129,12 @@ fn main() -> ExitCode {
 
 /// Runs `mrtr call` on a small runtime; exit codes 0 complete, 1 tool error,
 /// 2 usage, 3 protocol or transport error.
-fn call(args: mrtr::client::cli::CallArgs) -> ExitCode {
+fn call(args: call::CallArgs) -> ExitCode {
     let runtime = match runtime(tokio::runtime::Builder::new_current_thread()) {
         Ok(rt) => rt,
         Err(code) => return code,
     };
-    let code = runtime.block_on(mrtr::client::cli::run_call(args));
+    let code = runtime.block_on(call::run_call(args));
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 
@@ -175,13 +185,15 @@ fn serve(args: ServeArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    server::log::init(cfg.log_format);
-    server::log::install_panic_hook();
+    log::init(cfg.log_format);
+    log::install_panic_hook();
     let runtime = match runtime(tokio::runtime::Builder::new_multi_thread()) {
         Ok(rt) => rt,
         Err(code) => return code,
     };
-    let result = runtime.block_on(server::serve(cfg));
+    // The reference tools; the deploy demo's counter is not read by anyone here.
+    let service = |engine| reference::service(engine, Arc::new(AtomicU64::new(0)));
+    let result = runtime.block_on(server::serve(cfg, service));
     // Do not wait for a blocking stdin read that will never finish (stdio mode
     // stopped by a signal while stdin is still open).
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
