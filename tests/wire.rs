@@ -1078,7 +1078,7 @@ fn carrier_err(method: CarrierMethod, params: Option<&Value>) -> mrtr::error::Er
 
 fn assert_invalid_params(e: &mrtr::error::Error) {
     assert_eq!(e.code(), code::INVALID_PARAMS, "{e:?}");
-    assert_eq!(error_status(&e), 400, "{e:?}");
+    assert_eq!(error_status(e), 400, "{e:?}");
     assert_eq!(e.to_jsonrpc(None)["error"]["code"], -32602);
 }
 
