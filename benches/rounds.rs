@@ -8,12 +8,12 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use mrtr::carrier::{CarrierMethod, CarrierRequest};
 use mrtr::engine::{Elicited, Engine, Flow, Form, Outcome, Round, tool_text};
 use mrtr::principal::Principal;
 use mrtr::seal::{Binding, BindingInput, Claims, Keyring, SealConfig, Sealer, UntrustedState};
 use mrtr::service::{RequestContext, Service};
 use mrtr::time::Timestamp;
+use mrtr::wire::{CarrierMethod, CarrierRequest};
 use serde_json::{Value, json};
 
 const SECRET: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8";

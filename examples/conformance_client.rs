@@ -73,6 +73,12 @@ async fn run(url: &str) -> Result<(), ClientError> {
             "test_mrtr_echo_state: complete at once ({} round)",
             c.rounds
         ),
+        // `Step` may grow; a step this client does not know fails the scenario.
+        _ => {
+            return Err(ClientError::Malformed(
+                "test_mrtr_echo_state: a step this client does not know".into(),
+            ));
+        }
     }
 
     // 2. No state issued: the retry must not carry one.

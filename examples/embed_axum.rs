@@ -27,7 +27,7 @@ use clap::Parser;
 use mrtr::ToolResult;
 use mrtr::replay::MemoryReplayGuard;
 use mrtr::server::http::{FromExtension, HttpOptions, mcp_router};
-use mrtr::server::{KEYS_ENV, KeySource, LogFormat};
+use mrtr::server::{KEYS_ENV, KeySource};
 use mrtr::{Confirmation, Engine, Flow, Keyring, Principal, Retry, Round, Service, ToolAdvice};
 use serde::Deserialize;
 use serde_json::json;
@@ -44,7 +44,14 @@ struct Args {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
-    mrtr::server::log::init(LogFormat::Human);
+    // Logs (mrtr's private diagnostics included) go to stderr; RUST_LOG filters them.
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
 
     // The same key loading as `mrtr serve`: MRTR_KEYS, else a per-process key.
     let keys = KeySource::resolve(None, std::env::var_os(KEYS_ENV))?;

@@ -8,6 +8,11 @@
 //! roots needs `roots`. A required ask the client cannot serve fails the request
 //! with -32021 naming exactly the missing (sub-)capabilities; an optional ask is
 //! dropped. An undeclared input request is never sent (MRTR Server Requirement 7).
+//!
+//! [`gate`] is the only gate: the round engine calls it for each optional ask as
+//! the handler makes it (so the handler learns at once that it was dropped) and
+//! for all the asks of a round when the round ends (so a -32021 names every
+//! capability the required asks lack, merged).
 
 use crate::error::Error;
 use crate::wire::JsonObject;
@@ -96,7 +101,7 @@ pub fn missing(
 }
 
 /// Merges `more` into `acc` (union of capability trees).
-pub(crate) fn merge(acc: &mut ClientCapabilities, more: ClientCapabilities) {
+fn merge(acc: &mut ClientCapabilities, more: ClientCapabilities) {
     if let Some(e) = more.elicitation {
         // `elicitation: {}` means form (MCP 2026-07-28, Elicitation §Capabilities), so a bare `{}` merged
         // with `{url: {}}` must become `{form: {}, url: {}}`: `{url: {}}` alone
@@ -120,7 +125,18 @@ pub(crate) fn merge(acc: &mut ClientCapabilities, more: ClientCapabilities) {
     }
 }
 
-/// Applies the gate to a round's asks, in order.
+/// The capability gate: decides, in order, whether each of a round's asks may be
+/// sent to a client that declared `declared` in this request.
+///
+/// ```
+/// use mrtr::capability::{Decision, Necessity, gate};
+/// use mrtr::wire::{ClientCapabilities, InputRequest};
+/// let roots = InputRequest::ListRoots { meta: None };
+/// let none = ClientCapabilities::default();
+/// assert_eq!(gate(&none, [(&roots, Necessity::Optional)]).unwrap(), [Decision::Drop]);
+/// let e = gate(&none, [(&roots, Necessity::Required)]).unwrap_err();
+/// assert_eq!(e.code(), -32021);
+/// ```
 ///
 /// # Errors
 /// -32021 naming every capability that the required asks lack (merged), if any.
@@ -141,8 +157,43 @@ where
         }
     }
     match required_missing {
-        Some(m) => Err(Error::missing_capabilities(&m)),
+        Some(m) => Err(missing_error(&m)),
         None => Ok(decisions),
+    }
+}
+
+/// -32021 (HTTP 400) with `data.requiredCapabilities` naming exactly `required`,
+/// and a message that names them for a person (`elicitation.url, roots`).
+pub fn missing_error(required: &ClientCapabilities) -> Error {
+    Error::missing_capabilities(&capability_names(required), required)
+}
+
+/// The capabilities in `c`, as a person reads them.
+fn capability_names(c: &ClientCapabilities) -> String {
+    let mut names = Vec::new();
+    if let Some(e) = &c.elicitation {
+        match (e.form.is_some(), e.url.is_some()) {
+            (_, true) if e.form.is_none() => names.push("elicitation.url"),
+            (true, false) => names.push("elicitation.form"),
+            (true, true) => names.push("elicitation.form and elicitation.url"),
+            _ => names.push("elicitation"),
+        }
+    }
+    if let Some(s) = &c.sampling {
+        match (s.tools.is_some(), s.context.is_some()) {
+            (true, true) => names.push("sampling.tools and sampling.context"),
+            (true, false) => names.push("sampling.tools"),
+            (false, true) => names.push("sampling.context"),
+            (false, false) => names.push("sampling"),
+        }
+    }
+    if c.roots.is_some() {
+        names.push("roots");
+    }
+    if names.is_empty() {
+        "required".to_owned()
+    } else {
+        names.join(", ")
     }
 }
 
@@ -161,6 +212,34 @@ mod tests {
             merge(&mut acc, caps(p.clone()));
         }
         acc.to_value()
+    }
+
+    #[test]
+    fn capability_names_read_naturally() {
+        for (v, names) in [
+            (json!({"elicitation": {}}), "elicitation"),
+            (json!({"elicitation": {"form": {}}}), "elicitation.form"),
+            (json!({"elicitation": {"url": {}}}), "elicitation.url"),
+            (
+                json!({"elicitation": {"form": {}, "url": {}}}),
+                "elicitation.form and elicitation.url",
+            ),
+            (json!({"sampling": {}}), "sampling"),
+            (json!({"sampling": {"tools": {}}}), "sampling.tools"),
+            (json!({"sampling": {"context": {}}}), "sampling.context"),
+            (
+                json!({"sampling": {"tools": {}, "context": {}}}),
+                "sampling.tools and sampling.context",
+            ),
+            (json!({"roots": {}}), "roots"),
+            (
+                json!({"elicitation": {"url": {}}, "roots": {}}),
+                "elicitation.url, roots",
+            ),
+            (json!({}), "required"),
+        ] {
+            assert_eq!(capability_names(&caps(v.clone())), names, "{v}");
+        }
     }
 
     #[test]

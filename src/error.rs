@@ -14,9 +14,9 @@
 
 use serde_json::{Value, json};
 
-use crate::carrier::CarrierMethod;
-use crate::wire::ClientCapabilities;
 use crate::wire::jsonrpc::{self, RequestId};
+use crate::wire::meta::MetaError;
+use crate::wire::{CarrierMethod, ClientCapabilities, RequestError, truncate};
 
 /// JSON-RPC and MCP error codes (MCP 2026-07-28, Base Protocol §Error Codes).
 pub mod code {
@@ -42,7 +42,8 @@ pub mod code {
 /// [`crate::manual::security_model`]).
 pub const INVALID_REQUEST_STATE_MESSAGE: &str = "Invalid or expired requestState";
 
-/// What kind of failure this is; decides the code and HTTP status.
+/// What kind of failure this is; decides the code (and so the HTTP status). The
+/// channel (tool result or JSON-RPC error) is decided by [`channel`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ErrorKind {
@@ -64,12 +65,13 @@ pub enum ErrorKind {
     MissingCapability,
     /// -32022.
     UnsupportedVersion,
-    /// A failure the model can act on: a tool error on `tools/call`.
+    /// A failure the model can act on: a tool error on `tools/call` (see [`channel`]).
     ToolFailure,
 }
 
 /// Whether calling again can help, as the model is told.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Retry {
     /// The same call may succeed later.
     Helps,
@@ -77,6 +79,28 @@ pub enum Retry {
     DoesNotHelp,
     /// Nothing was done; calling the tool again starts the flow over.
     StartOver,
+}
+
+/// The JSON-RPC error a failure the model can act on becomes where there is no tool
+/// result to carry it (`prompts/get`, `resources/read`): a closed set of standard
+/// codes, so no MCP-specific code (-32020, -32021, -32022, -32042) can be claimed
+/// for a failure that is none of those.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fallback {
+    /// -32602: the request as sent cannot succeed (declined, a limit reached, bad arguments).
+    InvalidParams,
+    /// -32603: a fault on the server's side (a backend failed, a deadline passed).
+    Internal,
+}
+
+impl Fallback {
+    /// The JSON-RPC error code.
+    pub fn code(self) -> i64 {
+        match self {
+            Self::InvalidParams => code::INVALID_PARAMS,
+            Self::Internal => code::INTERNAL_ERROR,
+        }
+    }
 }
 
 /// The model-facing parts of a failure (only rendered on `tools/call`).
@@ -149,13 +173,11 @@ pub struct Diagnostic {
 /// The one public error type of mrtr's request path.
 ///
 /// ```
-/// use mrtr::carrier::CarrierMethod;
 /// use mrtr::error::{Error, code};
 /// let e = Error::invalid_request_state("tag");
 /// let wire = e.to_jsonrpc(None);
 /// assert_eq!(wire["error"]["code"], code::INVALID_PARAMS);
 /// assert_eq!(wire["error"]["data"]["reason"], "invalid_request_state");
-/// assert_eq!(e.http_status(), 400);
 /// // the private reason never reaches the wire
 /// assert!(!wire.to_string().contains("tag"));
 /// ```
@@ -325,9 +347,9 @@ impl Error {
         )
     }
 
-    /// -32021 with `data.requiredCapabilities` naming exactly what is missing.
-    pub fn missing_capabilities(required: &ClientCapabilities) -> Self {
-        let names = capability_names(required);
+    /// -32021 with `data.requiredCapabilities`; `names` reads them for a person.
+    /// Built by the capability gate ([`crate::capability::missing_error`]).
+    pub(crate) fn missing_capabilities(names: &str, required: &ClientCapabilities) -> Self {
         let mut e = Self::new(
             ErrorKind::MissingCapability,
             code::MISSING_REQUIRED_CLIENT_CAPABILITY,
@@ -358,11 +380,12 @@ impl Error {
     }
 
     /// A failure the model can act on. On `tools/call` it is a tool error with
-    /// `advice`'s text; on the other carriers a JSON-RPC error with `fallback_code`
-    /// (use -32602 when the request as sent cannot succeed, -32603 for a server-side fault).
+    /// `advice`'s text; on the other carriers a JSON-RPC error with the
+    /// `fallback` code ([`Fallback::InvalidParams`] when the request as sent cannot
+    /// succeed, [`Fallback::Internal`] for a server-side fault).
     pub fn tool_failure(
         advice: ToolAdvice,
-        fallback_code: i64,
+        fallback: Fallback,
         category: &'static str,
         detail: impl Into<String>,
     ) -> Self {
@@ -370,7 +393,7 @@ impl Error {
         let public = advice.what.trim_end_matches('.').to_owned();
         let mut e = Self::new(
             ErrorKind::ToolFailure,
-            fallback_code,
+            fallback.code(),
             public,
             category,
             detail,
@@ -416,19 +439,6 @@ impl Error {
         self
     }
 
-    /// The HTTP status the Streamable HTTP transport uses when this goes out as a
-    /// JSON-RPC error. MCP 2026-07-28, Streamable HTTP requires 404 for -32601 and
-    /// 400 for a missing `_meta` field, -32020, -32021 and -32022; it leaves the
-    /// others open, and mrtr answers 500 for -32603 (its own fault) and 400 for
-    /// every other client fault.
-    pub fn http_status(&self) -> u16 {
-        match self.inner.code {
-            code::METHOD_NOT_FOUND => 404,
-            code::INTERNAL_ERROR => 500,
-            _ => 400,
-        }
-    }
-
     /// The JSON-RPC error response.
     pub fn to_jsonrpc(&self, id: Option<&RequestId>) -> Value {
         jsonrpc::error(
@@ -450,11 +460,6 @@ impl Error {
         })
     }
 
-    /// Whether this failure goes out as a tool result (not a JSON-RPC error) on `method`.
-    pub fn is_tool_result_on(&self, method: Option<CarrierMethod>) -> bool {
-        method == Some(CarrierMethod::ToolsCall) && self.inner.advice.is_some()
-    }
-
     /// Emits the private diagnostic record through `tracing` (target `mrtr::diag`).
     pub fn log(&self, ctx: &DiagContext<'_>) {
         tracing::warn!(
@@ -474,6 +479,42 @@ impl Error {
     }
 }
 
+/// The channel a failure goes out on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Channel {
+    /// A `CallToolResult` with `isError: true`: the model reads the advice.
+    ToolResult,
+    /// A JSON-RPC error: the client sees it, the model does not.
+    JsonRpc,
+}
+
+/// The one rule that decides the channel of `error` on a request for `method`
+/// (`None`: not a carrier request). Everything that renders a failure calls it,
+/// [`Outcome::from_error`](crate::engine::Outcome::from_error) first of all.
+///
+/// A failure goes out as a tool result only on `tools/call` (the other carriers
+/// have no `isError`) and only when it carries model-facing [`ToolAdvice`]: a
+/// [`Error::tool_failure`], or an authentic `requestState` whose window lapsed
+/// ([`Error::expired_request_state`]). The [`ErrorKind`] alone does not decide it.
+///
+/// ```
+/// use mrtr::error::{Channel, Error, Fallback, Retry, ToolAdvice, channel};
+/// use mrtr::wire::CarrierMethod;
+/// let declined = Error::tool_failure(ToolAdvice::new("The user declined", Retry::DoesNotHelp),
+///     Fallback::InvalidParams, "declined", "user declined");
+/// assert_eq!(channel(Some(CarrierMethod::ToolsCall), &declined), Channel::ToolResult);
+/// assert_eq!(channel(Some(CarrierMethod::PromptsGet), &declined), Channel::JsonRpc);
+/// assert_eq!(channel(Some(CarrierMethod::ToolsCall), &Error::internal("x")), Channel::JsonRpc);
+/// ```
+pub fn channel(method: Option<CarrierMethod>, error: &Error) -> Channel {
+    if method == Some(CarrierMethod::ToolsCall) && error.inner.advice.is_some() {
+        Channel::ToolResult
+    } else {
+        Channel::JsonRpc
+    }
+}
+
 /// Where a failure happened, for the private log.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DiagContext<'a> {
@@ -489,51 +530,23 @@ pub struct DiagContext<'a> {
     pub round: Option<u32>,
 }
 
-/// Shortens client-provided text for a log line.
-pub(crate) fn truncate(s: &str, max: usize) -> &str {
-    match s.char_indices().nth(max) {
-        Some((i, _)) => &s[..i],
-        None => s,
-    }
-}
-
-fn capability_names(c: &ClientCapabilities) -> String {
-    let mut names = Vec::new();
-    if let Some(e) = &c.elicitation {
-        match (e.form.is_some(), e.url.is_some()) {
-            (_, true) if e.form.is_none() => names.push("elicitation.url"),
-            (true, false) => names.push("elicitation.form"),
-            (true, true) => names.push("elicitation.form and elicitation.url"),
-            _ => names.push("elicitation"),
-        }
-    }
-    if let Some(s) = &c.sampling {
-        match (s.tools.is_some(), s.context.is_some()) {
-            (true, true) => names.push("sampling.tools and sampling.context"),
-            (true, false) => names.push("sampling.tools"),
-            (false, true) => names.push("sampling.context"),
-            (false, false) => names.push("sampling"),
-        }
-    }
-    if c.roots.is_some() {
-        names.push("roots");
-    }
-    if names.is_empty() {
-        "required".to_owned()
-    } else {
-        names.join(", ")
-    }
-}
-
-impl From<crate::wire::meta::MetaError> for Error {
+impl From<MetaError> for Error {
     /// -32602 (HTTP 400) for missing or malformed `_meta` fields, -32022 for an
     /// unsupported protocol version.
-    fn from(e: crate::wire::meta::MetaError) -> Self {
+    fn from(e: MetaError) -> Self {
         match e {
-            crate::wire::meta::MetaError::Invalid(w) => Self::invalid_meta(w.message().to_owned()),
-            crate::wire::meta::MetaError::UnsupportedVersion { requested } => {
-                Self::unsupported_version(&requested)
-            }
+            MetaError::Invalid(w) => Self::invalid_meta(w.message().to_owned()),
+            MetaError::UnsupportedVersion { requested } => Self::unsupported_version(&requested),
+        }
+    }
+}
+
+impl From<RequestError> for Error {
+    /// -32602 (HTTP 400) for malformed params, and as for [`MetaError`] for `_meta`.
+    fn from(e: RequestError) -> Self {
+        match e {
+            RequestError::InvalidParams(w) => Self::invalid_params(w.message().to_owned()),
+            RequestError::Meta(m) => m.into(),
         }
     }
 }
@@ -541,19 +554,6 @@ impl From<crate::wire::meta::MetaError> for Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn caps(v: Value) -> ClientCapabilities {
-        serde_json::from_value(v).unwrap()
-    }
-
-    #[test]
-    fn truncate_keeps_whole_characters() {
-        assert_eq!(truncate("abc", 5), "abc");
-        assert_eq!(truncate("abcdef", 3), "abc");
-        assert_eq!(truncate("ééé", 2), "éé");
-        assert_eq!(truncate("🦀🦀", 1), "🦀");
-        assert_eq!(truncate("", 0), "");
-    }
 
     #[test]
     fn long_method_names_are_cut_in_the_log() {
@@ -569,39 +569,21 @@ mod tests {
     }
 
     #[test]
-    fn capability_names_read_naturally() {
-        for (v, names) in [
-            (json!({"elicitation": {}}), "elicitation"),
-            (json!({"elicitation": {"form": {}}}), "elicitation.form"),
-            (json!({"elicitation": {"url": {}}}), "elicitation.url"),
-            (
-                json!({"elicitation": {"form": {}, "url": {}}}),
-                "elicitation.form and elicitation.url",
-            ),
-            (json!({"sampling": {}}), "sampling"),
-            (json!({"sampling": {"tools": {}}}), "sampling.tools"),
-            (json!({"sampling": {"context": {}}}), "sampling.context"),
-            (
-                json!({"sampling": {"tools": {}, "context": {}}}),
-                "sampling.tools and sampling.context",
-            ),
-            (json!({"roots": {}}), "roots"),
-            (
-                json!({"elicitation": {"url": {}}, "roots": {}}),
-                "elicitation.url, roots",
-            ),
-            (json!({}), "required"),
-        ] {
-            assert_eq!(capability_names(&caps(v.clone())), names, "{v}");
-        }
-    }
-
-    #[test]
     fn error_is_small_and_thread_safe() {
         fn assert_send_sync<T: Send + Sync + 'static>() {}
         assert_send_sync::<Error>();
         // Boxed: `Result<T, Error>` stays small (clippy::result_large_err).
         assert_eq!(std::mem::size_of::<Error>(), std::mem::size_of::<usize>());
+    }
+
+    #[test]
+    fn fallbacks_are_standard_codes_only() {
+        assert_eq!(Fallback::InvalidParams.code(), -32602);
+        assert_eq!(Fallback::Internal.code(), -32603);
+        let advice = || ToolAdvice::new("x", Retry::Helps);
+        for f in [Fallback::InvalidParams, Fallback::Internal] {
+            assert_eq!(Error::tool_failure(advice(), f, "c", "d").code(), f.code());
+        }
     }
 
     #[test]

@@ -14,7 +14,8 @@
 //! ```text
 //!  HTTP / stdio adapter (feature server)        sans-IO core
 //!  ────────────────────────────────────        ───────────────────────────────────────────────
-//!  bytes → Service::handle ──────────────────►  JSON-RPC envelope (-32700/-32600), headers (-32020)
+//!  bytes → Service::handle ──────────────────►  JSON-RPC envelope (-32700/-32600),
+//!                                               streamable_http::check_headers    (-32020)
 //!                                               CarrierMethod::from_method        (else -32601)
 //!                                               CarrierRequest: _meta             (-32602, -32022)
 //!                                               Engine::begin(request, principal, now)
@@ -25,14 +26,14 @@
 //!                                               Round::finish → seal next state (round+1,
 //!                                                 same flow deadline)
 //!  JSON-RPC response ◄──────────────────────── Outcome: Complete | InputRequired | ToolError | Protocol
-//!   HTTP status, one log line                     private diagnostic on stderr, never on the wire
+//!   HTTP status (streamable_http), log line      private diagnostic on stderr, never on the wire
 //! ```
 //!
 //! Building an `InputRequiredResult` for a `tools/call`, filtered by what the
 //! client declared in *this* request:
 //!
 //! ```
-//! use mrtr::carrier::{CarrierMethod, CarrierRequest};
+//! use mrtr::wire::{CarrierMethod, CarrierRequest};
 //! use mrtr::engine::{Elicited, Engine, Form, Outcome, Sampling, tool_text};
 //! use mrtr::principal::Principal;
 //! use mrtr::seal::Keyring;
@@ -79,30 +80,35 @@
 //! [`manual::security_model`].
 //!
 //! # Modules
-//! [`manual`] (prose: token format, security model, handler model, key
-//! rotation), [`wire`] (the 2026-07-28 shapes), [`carrier`], [`capability`],
-//! [`error`] (the two channels), [`seal`], [`engine`], [`answers`], [`service`]
-//! (JSON-RPC router), [`reference`](mod@reference) (the reference server's tools), [`client`], and with the
-//! `server` feature the transports in `server`.
+//! Bottom to top (each imports only modules named before it):
+//! [`wire`] (the 2026-07-28 shapes, the carrier methods and requests; it imports
+//! nothing else of the crate), [`defaults`] (every default, in one place),
+//! [`time`], [`principal`], [`error`] (the two channels and the rule between
+//! them), [`capability`] (the gate), [`answers`], [`seal`], [`replay`], [`typed`],
+//! [`engine`], [`streamable_http`] (headers and statuses, sans-IO), [`service`]
+//! (the JSON-RPC router), [`client`], and with the `server` feature the
+//! transports in `server`. [`manual`] holds the prose: token format, security
+//! model, handler model, key rotation. The reference server's tools and the
+//! `mrtr call` terminal client belong to the `mrtr` binary, not to this API.
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod answers;
 pub mod capability;
-pub mod carrier;
 pub mod client;
+pub mod defaults;
 pub mod engine;
 pub mod error;
 /// The manual: prose chapters on the token format, the security model, the handler model and key rotation.
 pub mod manual;
 pub mod principal;
-pub mod reference;
 pub mod replay;
 pub mod result;
 pub mod seal;
 #[cfg(feature = "server")]
 pub mod server;
 pub mod service;
+pub mod streamable_http;
 pub mod time;
 pub mod typed;
 pub mod wire;
@@ -111,7 +117,7 @@ pub use engine::{
     Confirmation, Elicited, Engine, Flow, Form, FormAnswer, Outcome, RootsAsk, Round, Sampling,
     UrlVisit,
 };
-pub use error::{Error, Retry, ToolAdvice};
+pub use error::{Error, Fallback, Retry, ToolAdvice};
 pub use principal::Principal;
 pub use result::{PromptResult, ResourceResult, ToolResult};
 pub use seal::Keyring;

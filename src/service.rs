@@ -3,8 +3,9 @@
 //! Transports (the Streamable HTTP and stdio adapters of the `server` feature) read
 //! bytes, call [`Service::handle`], and write the reply. Everything the protocol
 //! decides (parse errors, header/body agreement, `_meta`, routing, the round
-//! engine, the error channels) happens here, without I/O or a clock.
-//!
+//! engine, the error channels) happens here, without I/O or a clock; the
+//! Streamable HTTP rules (headers, statuses) come from [`crate::streamable_http`].
+
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::{Pin, pin};
@@ -18,27 +19,16 @@ use futures_util::future::{Either, select};
 use indexmap::IndexMap;
 use serde_json::{Map, Value, json};
 
-use crate::carrier::{CarrierMethod, CarrierRequest};
+use crate::defaults;
 use crate::engine::{Engine, Flow, Outcome, Round};
-use crate::error::{DiagContext, Error, Retry, ToolAdvice};
+use crate::error::{DiagContext, Error, Fallback, Retry, ToolAdvice};
 use crate::principal::Principal;
+use crate::streamable_http::{self, McpHeaders};
 use crate::time::Timestamp;
 use crate::wire::jsonrpc::RequestId;
 use crate::wire::meta::RequestMeta;
+use crate::wire::{CarrierMethod, CarrierRequest};
 use crate::wire::{Implementation, JsonObject, SUPPORTED_PROTOCOL_VERSIONS, type_name};
-
-/// The Streamable HTTP headers that must agree with the body (spec: streamable-http
-/// §Server Validation). `None` means the header was absent; a header whose bytes are
-/// not visible ASCII is passed as `Some` of its lossy text so the check fails with -32020.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct McpHeaders {
-    /// `MCP-Protocol-Version`.
-    pub protocol_version: Option<String>,
-    /// `Mcp-Method`.
-    pub method: Option<String>,
-    /// `Mcp-Name` (tools/call and prompts/get: `params.name`; resources/read: `params.uri`).
-    pub name: Option<String>,
-}
 
 /// What the transport knows about one incoming message.
 #[derive(Debug, Clone)]
@@ -49,7 +39,7 @@ pub struct RequestContext {
     pub now: Timestamp,
     /// A correlation id for the private log; never sent to the client.
     pub correlation_id: String,
-    /// The HTTP headers to validate; `None` on stdio.
+    /// The HTTP headers to validate ([`streamable_http::check_headers`]); `None` on stdio.
     pub http_headers: Option<McpHeaders>,
 }
 
@@ -58,7 +48,8 @@ pub struct RequestContext {
 pub struct Reply {
     /// The serialized JSON-RPC response, or `None` for a notification.
     pub body: Option<String>,
-    /// The HTTP status the Streamable HTTP transport must use.
+    /// The HTTP status the Streamable HTTP transport must use, from
+    /// [`streamable_http::outcome_status`] (other transports ignore it).
     pub http_status: u16,
     /// What the transport logs on its one line for this request.
     pub log: RequestLog,
@@ -121,9 +112,6 @@ where
 fn tool_definition(name: &str, description: &str, input_schema: Value) -> Value {
     json!({"name": name, "description": description, "inputSchema": input_schema})
 }
-
-/// The default per-request deadline of a handler: 30 seconds.
-pub const DEFAULT_HANDLER_TIMEOUT: Duration = Duration::from_secs(30);
 
 struct Entry {
     definition: Value,
@@ -200,10 +188,10 @@ impl Service {
             prompts: IndexMap::new(),
             resources: IndexMap::new(),
             caching: ListCaching {
-                ttl_ms: 60_000,
+                ttl_ms: u64::try_from(defaults::LIST_CACHE_TTL.as_millis()).unwrap_or(u64::MAX),
                 public: true,
             },
-            handler_timeout: DEFAULT_HANDLER_TIMEOUT,
+            handler_timeout: defaults::HANDLER_TIMEOUT,
         }
     }
 
@@ -218,13 +206,14 @@ impl Service {
         self
     }
 
-    /// Caching hints on list and discover results (default: 60 s, public).
+    /// Caching hints on list and discover results (default: 60 s, public;
+    /// [`defaults::LIST_CACHE_TTL`]).
     pub fn list_caching(mut self, caching: ListCaching) -> Self {
         self.caching = caching;
         self
     }
 
-    /// The per-request deadline of a handler (default [`DEFAULT_HANDLER_TIMEOUT`]).
+    /// The per-request deadline of a handler (default 30 s, [`defaults::HANDLER_TIMEOUT`]).
     /// The transports of the `server` feature enforce it through
     /// [`Service::handle_until`]: a handler still running then is abandoned (its
     /// future dropped, nothing it did in that run sealed) and the request gets a
@@ -500,7 +489,7 @@ impl Service {
             log.outcome = "notification".into();
             return Reply {
                 body: None,
-                http_status: 202,
+                http_status: streamable_http::NOTIFICATION_STATUS,
                 log,
             };
         };
@@ -524,7 +513,7 @@ impl Service {
         };
         Reply {
             body: Some(response.to_string()),
-            http_status: outcome.http_status(),
+            http_status: streamable_http::outcome_status(&outcome),
             log,
         }
     }
@@ -584,7 +573,7 @@ impl Service {
                 protocol(Error::invalid_request("method must be a string")),
             );
         };
-        log.method = Some(crate::error::truncate(method, 64).to_owned());
+        log.method = Some(crate::wire::truncate(method, 64).to_owned());
         let params = msg.get("params");
         let Some(request_id) = id.clone() else {
             // A notification: nothing to answer, whatever it is (cancellation has nothing
@@ -596,10 +585,10 @@ impl Service {
             log.target = params
                 .and_then(|p| p.get(c.target_param()))
                 .and_then(Value::as_str)
-                .map(|t| crate::error::truncate(t, 128).to_owned());
+                .map(|t| crate::wire::truncate(t, 128).to_owned());
         }
         if let Some(h) = &ctx.http_headers
-            && let Err(e) = check_headers(h, method, params, carrier)
+            && let Err(e) = streamable_http::check_headers(h, method, params, carrier)
         {
             return (Some(request_id), protocol(e));
         }
@@ -708,14 +697,14 @@ impl Service {
     ) -> Outcome {
         let request = match CarrierRequest::from_params(method, params) {
             Ok(r) => r,
-            Err(e) => return Outcome::Protocol(e),
+            Err(e) => return Outcome::Protocol(e.into()),
         };
         let registry = match method {
             CarrierMethod::ToolsCall => &self.tools,
             CarrierMethod::PromptsGet => &self.prompts,
             CarrierMethod::ResourcesRead => &self.resources,
         };
-        let Some(entry) = registry.get(&request.target) else {
+        let Some(entry) = registry.get(request.target()) else {
             let what = match method {
                 CarrierMethod::ToolsCall => "Unknown tool",
                 CarrierMethod::PromptsGet => "Unknown prompt",
@@ -731,7 +720,7 @@ impl Service {
         let (round, finisher) = round.hand_over();
         let run = AssertUnwindSafe((entry.handler)(round)).catch_unwind();
         match select(pin!(run), pin!(deadline)).await {
-            Either::Left((Ok(result), _)) => finisher.finish(result),
+            Either::Left((Ok(result), _)) => same_carrier(method, finisher.finish(result)),
             Either::Left((Err(_panic), _)) => {
                 finisher.abandon();
                 Outcome::Protocol(Error::internal("handler panicked"))
@@ -744,13 +733,28 @@ impl Service {
     }
 }
 
+/// An `InputRequiredResult` goes out only in answer to the carrier it was built
+/// for: any other is a server fault (-32603), never a mismatched result.
+fn same_carrier(method: CarrierMethod, outcome: Outcome) -> Outcome {
+    match outcome {
+        Outcome::InputRequired(irr) if irr.method() != method => {
+            Outcome::Protocol(Error::internal(format!(
+                "InputRequiredResult built for {} answering {}",
+                irr.method().as_str(),
+                method.as_str()
+            )))
+        }
+        other => other,
+    }
+}
+
 /// The failure of a handler that outlived its deadline: retryable (nothing it did
 /// in that run was recorded), a tool error on `tools/call`, -32603 elsewhere.
 fn overdue(timeout: Duration) -> Error {
     Error::tool_failure(
         ToolAdvice::new("The tool did not finish in time", Retry::Helps)
             .instead("Call the tool again; if it keeps timing out, try again later"),
-        crate::error::code::INTERNAL_ERROR,
+        Fallback::Internal,
         "deadline",
         format!(
             "handler still running after {} ms: abandoned",
@@ -766,81 +770,9 @@ const LOG_ID_MAX: usize = 128;
 /// The request id as the log shows it: a long string id is shortened.
 fn log_id(id: &RequestId) -> RequestId {
     match id {
-        RequestId::String(s) => RequestId::String(crate::error::truncate(s, LOG_ID_MAX).to_owned()),
+        RequestId::String(s) => RequestId::String(crate::wire::truncate(s, LOG_ID_MAX).to_owned()),
         other => other.clone(),
     }
-}
-
-/// The Streamable HTTP header checks (spec: streamable-http §Server Validation): -32020.
-fn check_headers(
-    h: &McpHeaders,
-    method: &str,
-    params: Option<&Value>,
-    carrier: Option<CarrierMethod>,
-) -> Result<(), Error> {
-    let valid = |v: &str| !v.is_empty() && v.bytes().all(|b| (0x20..0x7f).contains(&b));
-    match h.method.as_deref() {
-        Some(m) if valid(m) && m == method => {}
-        Some(_) => {
-            return Err(Error::header_mismatch(
-                "Mcp-Method",
-                "Mcp-Method differs from body method or is malformed",
-            ));
-        }
-        None => {
-            return Err(Error::header_mismatch(
-                "Mcp-Method",
-                "Mcp-Method header missing",
-            ));
-        }
-    }
-    let body_version = params
-        .and_then(|p| p.get("_meta"))
-        .and_then(|m| m.get(crate::wire::meta::META_PROTOCOL_VERSION))
-        .and_then(Value::as_str);
-    match (h.protocol_version.as_deref(), body_version) {
-        (None, _) => {
-            return Err(Error::header_mismatch(
-                "MCP-Protocol-Version",
-                "MCP-Protocol-Version header missing",
-            ));
-        }
-        (Some(v), _) if !valid(v) => {
-            return Err(Error::header_mismatch(
-                "MCP-Protocol-Version",
-                "MCP-Protocol-Version header malformed",
-            ));
-        }
-        (Some(v), Some(b)) if v != b => {
-            return Err(Error::header_mismatch(
-                "MCP-Protocol-Version",
-                "MCP-Protocol-Version differs from _meta",
-            ));
-        }
-        _ => {}
-    }
-    if let Some(c) = carrier {
-        let body_name = params
-            .and_then(|p| p.get(c.target_param()))
-            .and_then(Value::as_str);
-        match (h.name.as_deref(), body_name) {
-            (None, _) => {
-                return Err(Error::header_mismatch(
-                    "Mcp-Name",
-                    "Mcp-Name header missing",
-                ));
-            }
-            (Some(n), Some(b)) if n == b && valid(n) => {}
-            (Some(_), None) => {} // the body check (-32602) reports the missing target
-            (Some(_), Some(_)) => {
-                return Err(Error::header_mismatch(
-                    "Mcp-Name",
-                    "Mcp-Name differs from body or is malformed",
-                ));
-            }
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -918,6 +850,27 @@ mod tests {
         assert!(logged.len() <= LOG_ID_MAX + 2, "{}", logged.len());
         let r = s.handle_sync(&body("nope", ""), &ctx(None));
         assert_eq!(r.log.jsonrpc_id.as_deref(), Some("7"));
+    }
+
+    #[test]
+    fn an_input_required_result_goes_out_only_on_its_own_carrier() {
+        let mut asks = crate::wire::InputRequests::new();
+        asks.insert(
+            "r".into(),
+            crate::wire::InputRequest::ListRoots { meta: None },
+        );
+        let irr =
+            crate::wire::InputRequiredResult::new(CarrierMethod::PromptsGet, asks, None).unwrap();
+        let o = same_carrier(
+            CarrierMethod::ToolsCall,
+            Outcome::InputRequired(irr.clone()),
+        );
+        assert!(
+            matches!(&o, Outcome::Protocol(e) if e.code() == crate::error::code::INTERNAL_ERROR),
+            "{o:?}"
+        );
+        let o = same_carrier(CarrierMethod::PromptsGet, Outcome::InputRequired(irr));
+        assert!(matches!(o, Outcome::InputRequired(_)), "{o:?}");
     }
 
     #[test]

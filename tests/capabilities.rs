@@ -5,6 +5,7 @@
 
 use mrtr::capability::{Decision, Necessity, gate, missing};
 use mrtr::error::{ErrorKind, code};
+use mrtr::streamable_http::error_status;
 use mrtr::wire::{ClientCapabilities, InputRequest};
 use serde_json::{Value, json};
 
@@ -385,7 +386,7 @@ fn assert_32021(e: &mrtr::error::Error, required: Value) {
     assert_eq!(e.kind(), ErrorKind::MissingCapability);
     assert_eq!(e.code(), code::MISSING_REQUIRED_CLIENT_CAPABILITY);
     assert_eq!(e.code(), -32021);
-    assert_eq!(e.http_status(), 400);
+    assert_eq!(error_status(e), 400);
     assert_eq!(e.data(), Some(&json!({"requiredCapabilities": required})));
     let wire = e.to_jsonrpc(Some(&1.into()));
     assert_eq!(wire["error"]["code"], -32021);

@@ -1,14 +1,19 @@
-//! `mrtr call` (src/client/cli.rs) in-process against a fake server on 127.0.0.1:
+//! `mrtr call` (src/bin/mrtr/call.rs) in-process against a fake server on 127.0.0.1:
 //! answers from `--answers`, `--sampling-reply` and `--root`, failing closed
 //! without a terminal, and the exit codes.
 #![cfg(feature = "server")]
+
+/// The `mrtr call` terminal client, from the `mrtr` binary (not part of the library).
+#[path = "../src/bin/mrtr/call.rs"]
+#[allow(dead_code)] // the binary's entry points other than the one tested here
+mod call;
 
 use std::sync::{Arc, Mutex};
 
 use axum::Json;
 use axum::routing::post;
+use call::{CallArgs, run_call_with_output};
 use clap::Parser;
-use mrtr::client::cli::{CallArgs, run_call_with_output};
 use serde_json::{Value, json};
 
 #[derive(Debug, Parser)]

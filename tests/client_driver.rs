@@ -318,14 +318,18 @@ async fn rounds_are_capped() {
     // The last round's questions are not shown to anyone: no retry could carry the answers.
     assert_eq!(*asked.lock().unwrap(), 2);
 
-    // The default cap is 10.
+    // The default cap is a default server's rounds plus the request that completes.
+    let default_cap = mrtr::defaults::CLIENT_MAX_ROUNDS;
+    assert_eq!(default_cap, mrtr::defaults::MAX_ROUNDS + 1);
     let (c, _) = client(&fake, elicit_handler());
     let before = fake.requests().len();
     assert_eq!(
         c.call_tool("t", json!({})).await.unwrap_err(),
-        ClientError::MaxRounds { rounds: 10 }
+        ClientError::MaxRounds {
+            rounds: default_cap
+        }
     );
-    assert_eq!(fake.requests().len() - before, 10);
+    assert_eq!(fake.requests().len() - before, default_cap as usize);
 }
 
 #[tokio::test]

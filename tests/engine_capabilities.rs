@@ -7,12 +7,13 @@ mod common;
 use std::cell::RefCell;
 
 use common::*;
-use mrtr::carrier::CarrierMethod;
 use mrtr::engine::{
     Elicited, Engine, Flow, Form, Outcome, RootsAsk, Round, Sampling, UrlVisit, prompt_text,
     tool_text,
 };
 use mrtr::service::Service;
+use mrtr::streamable_http::error_status;
+use mrtr::wire::CarrierMethod;
 use mrtr::wire::{CreateMessageParams, InputRequests, InputRequiredResult};
 use serde_json::{Value, json};
 
@@ -35,7 +36,7 @@ fn batch(r: Round) -> Result<Value, Flow> {
 fn assert_missing(o: Outcome, expected: Value) {
     let e = protocol(o);
     assert_eq!(e.code(), -32021, "{e:?}");
-    assert_eq!(e.http_status(), 400);
+    assert_eq!(error_status(&e), 400);
     let wire = e.to_jsonrpc(Some(&mrtr::wire::RequestId::Number(1.into())));
     assert_eq!(wire["error"]["code"], -32021);
     assert!(
@@ -339,7 +340,8 @@ fn an_input_required_result_can_only_be_built_for_a_carrier() {
         CarrierMethod::PromptsGet,
         CarrierMethod::ResourcesRead,
     ] {
-        assert!(InputRequiredResult::new(m, asks.clone(), None).is_ok());
+        let irr = InputRequiredResult::new(m, asks.clone(), None).unwrap();
+        assert_eq!(irr.method(), m, "the result keeps the carrier it answers");
         assert_eq!(CarrierMethod::from_method(m.as_str()), Some(m));
         // and never an empty one
         assert!(InputRequiredResult::new(m, InputRequests::new(), Some(String::new())).is_err());

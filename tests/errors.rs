@@ -8,11 +8,13 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use mrtr::carrier::{CarrierMethod, CarrierRequest};
+use mrtr::capability;
 use mrtr::error::{
-    DiagContext, Error, ErrorKind, INVALID_REQUEST_STATE_MESSAGE, Retry, ToolAdvice, code,
+    Channel, DiagContext, Error, ErrorKind, Fallback, INVALID_REQUEST_STATE_MESSAGE, Retry,
+    ToolAdvice, channel, code,
 };
-use mrtr::wire::{ClientCapabilities, RequestId};
+use mrtr::streamable_http::error_status;
+use mrtr::wire::{CarrierMethod, CarrierRequest, ClientCapabilities, RequestId};
 use serde_json::{Value, json};
 
 const SECRET: &str = "SECRET-123";
@@ -59,7 +61,7 @@ fn every_error() -> Vec<(&'static str, Error)> {
         ),
         (
             "missing_capabilities",
-            Error::missing_capabilities(&caps(json!({"elicitation": {"url": {}}}))),
+            capability::missing_error(&caps(json!({"elicitation": {"url": {}}}))),
         ),
         (
             "unsupported_version",
@@ -69,7 +71,7 @@ fn every_error() -> Vec<(&'static str, Error)> {
             "tool_failure",
             Error::tool_failure(
                 advice(),
-                code::INVALID_PARAMS,
+                Fallback::InvalidParams,
                 "declined",
                 "user declined key confirm",
             ),
@@ -100,15 +102,15 @@ fn standard_json_rpc_codes() {
         (e.kind(), e.code(), e.public_message()),
         (ErrorKind::MethodNotFound, -32601, "Method not found")
     );
-    assert_eq!(e.http_status(), 404, "-32601 is HTTP 404 (MUST)");
+    assert_eq!(error_status(&e), 404, "-32601 is HTTP 404 (MUST)");
 
     let e = Error::invalid_params("params.name is required");
     assert_eq!((e.kind(), e.code()), (ErrorKind::InvalidParams, -32602));
-    assert_eq!(e.http_status(), 400);
+    assert_eq!(error_status(&e), 400);
 
     let e = Error::invalid_meta("params._meta is required");
     assert_eq!((e.kind(), e.code()), (ErrorKind::InvalidParams, -32602));
-    assert_eq!(e.http_status(), 400, "missing _meta is HTTP 400 (MUST)");
+    assert_eq!(error_status(&e), 400, "missing _meta is HTTP 400 (MUST)");
 
     let e = Error::internal("boom");
     assert_eq!(
@@ -121,10 +123,10 @@ fn standard_json_rpc_codes() {
 #[test]
 fn http_status_for_unspecified_codes() {
     // spec.md §3.1 leaves these open; mrtr's choice: client faults 400, own faults 500.
-    assert_eq!(Error::parse("x").http_status(), 400);
-    assert_eq!(Error::invalid_request("x").http_status(), 400);
-    assert_eq!(Error::invalid_request_state("tag").http_status(), 400);
-    assert_eq!(Error::internal("x").http_status(), 500);
+    assert_eq!(error_status(&Error::parse("x")), 400);
+    assert_eq!(error_status(&Error::invalid_request("x")), 400);
+    assert_eq!(error_status(&Error::invalid_request_state("tag")), 400);
+    assert_eq!(error_status(&Error::internal("x")), 500);
 }
 
 #[test]
@@ -135,7 +137,7 @@ fn header_mismatch_is_32020_400_without_data() {
         (ErrorKind::HeaderMismatch, code::HEADER_MISMATCH)
     );
     assert_eq!(e.code(), -32020);
-    assert_eq!(e.http_status(), 400);
+    assert_eq!(error_status(&e), 400);
     assert!(e.data().is_none(), "-32020 defines no data");
     assert!(
         e.public_message().starts_with("Header mismatch"),
@@ -148,12 +150,12 @@ fn header_mismatch_is_32020_400_without_data() {
 #[test]
 fn missing_capability_is_32021_400_with_required_capabilities() {
     let required = json!({"elicitation": {"url": {}}, "roots": {}});
-    let e = Error::missing_capabilities(&caps(required.clone()));
+    let e = capability::missing_error(&caps(required.clone()));
     assert_eq!((e.kind(), e.code()), (ErrorKind::MissingCapability, -32021));
-    assert_eq!(e.http_status(), 400);
+    assert_eq!(error_status(&e), 400);
     assert_eq!(e.data(), Some(&json!({"requiredCapabilities": required})));
     // The spec's example shape (its message wording is illustrative, not normative).
-    let e = Error::missing_capabilities(&caps(json!({"elicitation": {}})));
+    let e = capability::missing_error(&caps(json!({"elicitation": {}})));
     let wire = e.to_jsonrpc(Some(&1.into()));
     assert_eq!(wire["jsonrpc"], "2.0");
     assert_eq!(wire["id"], 1);
@@ -173,7 +175,7 @@ fn unsupported_version_is_32022_400_with_supported_and_requested() {
         (e.kind(), e.code()),
         (ErrorKind::UnsupportedVersion, -32022)
     );
-    assert_eq!(e.http_status(), 400);
+    assert_eq!(error_status(&e), 400);
     assert_eq!(
         e.to_jsonrpc(Some(&1.into())),
         json!({"jsonrpc": "2.0", "id": 1, "error": {
@@ -276,26 +278,26 @@ fn tool_results_only_for_tool_failures_and_expired_state() {
         assert_eq!(e.to_tool_result().is_some(), has_tool_result, "{name}");
         assert_eq!(e.advice().is_some(), has_tool_result, "{name}");
         assert_eq!(
-            e.is_tool_result_on(Some(CarrierMethod::ToolsCall)),
+            channel(Some(CarrierMethod::ToolsCall), &e) == Channel::ToolResult,
             has_tool_result,
             "{name}"
         );
         // prompts/get and resources/read have no isError: always JSON-RPC errors.
         assert!(
-            !e.is_tool_result_on(Some(CarrierMethod::PromptsGet)),
+            channel(Some(CarrierMethod::PromptsGet), &e) == Channel::JsonRpc,
             "{name}"
         );
         assert!(
-            !e.is_tool_result_on(Some(CarrierMethod::ResourcesRead)),
+            channel(Some(CarrierMethod::ResourcesRead), &e) == Channel::JsonRpc,
             "{name}"
         );
-        assert!(!e.is_tool_result_on(None), "{name}");
+        assert!(channel(None, &e) == Channel::JsonRpc, "{name}");
     }
 }
 
 #[test]
 fn tool_result_shape() {
-    let e = Error::tool_failure(advice(), code::INVALID_PARAMS, "declined", "detail");
+    let e = Error::tool_failure(advice(), Fallback::InvalidParams, "declined", "detail");
     assert_eq!(e.kind(), ErrorKind::ToolFailure);
     let r = e.to_tool_result().unwrap();
     let text = advice().text();
@@ -324,7 +326,7 @@ fn tool_result_shape() {
         wire["error"]["message"],
         "The user declined to confirm the transfer"
     );
-    let e = Error::tool_failure(advice(), code::INTERNAL_ERROR, "backend", "detail");
+    let e = Error::tool_failure(advice(), Fallback::Internal, "backend", "detail");
     assert_eq!(e.to_jsonrpc(None)["error"]["code"], -32603);
 }
 
@@ -356,10 +358,10 @@ fn expired_state_is_a_tool_error_on_tools_call_and_frozen_elsewhere() {
     let text = r["content"][0]["text"].as_str().unwrap();
     assert!(text.contains("lapsed"), "{text}");
     assert!(text.contains("again"), "{text}");
-    assert!(e.is_tool_result_on(Some(CarrierMethod::ToolsCall)));
+    assert!(channel(Some(CarrierMethod::ToolsCall), &e) == Channel::ToolResult);
     assert!(e.diagnostic().retryable);
     // On prompts/get and resources/read: the frozen -32602, same as any invalid state.
-    assert!(!e.is_tool_result_on(Some(CarrierMethod::PromptsGet)));
+    assert!(channel(Some(CarrierMethod::PromptsGet), &e) == Channel::JsonRpc);
     assert_eq!(
         e.to_jsonrpc(Some(&3.into())),
         Error::invalid_request_state("tag").to_jsonrpc(Some(&3.into()))
@@ -399,7 +401,7 @@ fn invalid_request_state_is_frozen_for_every_private_reason() {
         let e = Error::invalid_request_state(reason);
         assert_eq!(e.kind(), ErrorKind::InvalidRequestState);
         assert_eq!(e.to_jsonrpc(Some(&9.into())), expected, "{reason}");
-        assert_eq!(e.http_status(), 400);
+        assert_eq!(error_status(&e), 400);
         assert!(
             e.to_tool_result().is_none(),
             "{reason}: never a tool result"
@@ -450,7 +452,7 @@ fn retryable_is_recorded() {
         (Retry::StartOver, true),
         (Retry::DoesNotHelp, false),
     ] {
-        let e = Error::tool_failure(ToolAdvice::new("x", retry), code::INTERNAL_ERROR, "c", "d");
+        let e = Error::tool_failure(ToolAdvice::new("x", retry), Fallback::Internal, "c", "d");
         assert_eq!(e.diagnostic().retryable, retryable, "{retry:?}");
     }
 }
@@ -521,7 +523,7 @@ fn no_public_output_carries_what_was_put_into_the_failure() {
             "tool failure detail",
             Error::tool_failure(
                 advice(),
-                code::INVALID_PARAMS,
+                Fallback::InvalidParams,
                 "declined",
                 format!("argument amount={SECRET}"),
             ),
@@ -540,7 +542,7 @@ fn no_public_output_carries_what_was_put_into_the_failure() {
         ),
         (
             "with_detail on capability",
-            Error::missing_capabilities(&caps(json!({"roots": {}}))).with_detail(token.clone()),
+            capability::missing_error(&caps(json!({"roots": {}}))).with_detail(token.clone()),
         ),
         (
             "with_detail on version",
@@ -548,7 +550,7 @@ fn no_public_output_carries_what_was_put_into_the_failure() {
         ),
         (
             "with_detail on tool failure",
-            Error::tool_failure(advice(), -32603, "c", "d").with_detail(token.clone()),
+            Error::tool_failure(advice(), Fallback::Internal, "c", "d").with_detail(token.clone()),
         ),
     ];
     for (what, e) in &cases {
@@ -619,7 +621,7 @@ fn request_failures_never_echo_argument_values() {
         ),
     ];
     for (m, p) in cases {
-        let e = CarrierRequest::from_params(m, Some(&p)).unwrap_err();
+        let e = Error::from(CarrierRequest::from_params(m, Some(&p)).unwrap_err());
         assert_no_secret(&e, &p.to_string());
         assert!(
             !e.diagnostic().detail.contains(SECRET),
@@ -712,7 +714,7 @@ fn log_emits_one_diagnostic_event_with_the_fields() {
     };
     let e = Error::tool_failure(
         advice(),
-        code::INVALID_PARAMS,
+        Fallback::InvalidParams,
         "declined",
         "user declined key confirm",
     );
@@ -811,7 +813,8 @@ fn log_never_carries_argument_values() {
         "io.modelcontextprotocol/clientCapabilities": {}
     });
     let p = json!({"_meta": meta, "name": "p", "arguments": {"q": {"secret": SECRET}}});
-    let e = CarrierRequest::from_params(CarrierMethod::PromptsGet, Some(&p)).unwrap_err();
+    let e =
+        Error::from(CarrierRequest::from_params(CarrierMethod::PromptsGet, Some(&p)).unwrap_err());
     let r = logged(
         &e,
         &DiagContext {

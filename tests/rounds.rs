@@ -13,6 +13,7 @@ use mrtr::engine::{Elicited, Engine, Flow, Form, Outcome, RootsAsk, Round, Sampl
 use mrtr::principal::Principal;
 use mrtr::replay::MemoryReplayGuard;
 use mrtr::seal::{SealConfig, UntrustedState};
+use mrtr::streamable_http::error_status;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -462,7 +463,7 @@ fn past_the_flow_deadline_prompts_get_gets_the_frozen_invalid_params() {
     );
     let err = protocol(late);
     assert_frozen_state_error(&err);
-    assert_eq!(err.http_status(), 400);
+    assert_eq!(error_status(&err), 400);
 }
 
 #[test]
@@ -961,5 +962,5 @@ fn answers_too_large_to_seal_are_a_limit_not_an_internal_error() {
     assert_ne!(error.code(), -32603);
     let err = protocol(run(&e, &prompt("t").answers(answers), T0, handler));
     assert_eq!(err.code(), -32602, "{err:?}");
-    assert_eq!(err.http_status(), 400);
+    assert_eq!(error_status(&err), 400);
 }

@@ -14,7 +14,8 @@ use common::*;
 use mrtr::engine::Engine;
 use mrtr::replay::MemoryReplayGuard;
 use mrtr::seal::SealConfig;
-use mrtr::service::{McpHeaders, RequestContext};
+use mrtr::service::RequestContext;
+use mrtr::streamable_http::McpHeaders;
 use mrtr::time::Timestamp;
 use serde_json::{Map, Value, json};
 
@@ -482,6 +483,24 @@ fn deploy_runs_once_and_a_replayed_final_round_is_a_tool_error() {
     );
     let replay = call(&s, &final_round.body(3), T0.add_secs(2));
     assert_eq!(replay["result"]["isError"], true, "{replay}");
+    assert_eq!(deployments.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn deploy_takes_no_confirmation_it_did_not_ask_for() {
+    let (s, deployments) = reference(engine());
+    let yes = json!({"confirm": accept(json!({"confirm": true}))});
+    // A cold confirmation is not taken: the question goes out instead.
+    let r1 = call(&s, &deploy("web").answers(yes.clone()).body(1), T0);
+    assert_eq!(r1["result"]["resultType"], "input_required", "{r1}");
+    assert_eq!(deployments.load(Ordering::SeqCst), 0);
+    // The same answer to the question as issued is.
+    let state = r1["result"]["requestState"].as_str().unwrap();
+    let r2 = call(&s, &deploy("web").state(state).answers(yes).body(2), T0);
+    assert_eq!(
+        r2["result"]["content"][0]["text"], "Deployed web (deployment #1).",
+        "{r2}"
+    );
     assert_eq!(deployments.load(Ordering::SeqCst), 1);
 }
 

@@ -11,12 +11,13 @@
 
 use std::path::{Path, PathBuf};
 
-use mrtr::carrier::{CarrierMethod, CarrierRequest};
 use mrtr::error::{ErrorKind, code};
+use mrtr::streamable_http::error_status;
 use mrtr::wire::meta::MetaError;
 use mrtr::wire::{
-    ClientCapabilities, ElicitAction, ElicitParams, InputKind, InputRequest, InputRequests,
-    InputRequiredResult, InputResponse, InputResponses, RequestMeta, ResultType, WireError,
+    CarrierMethod, CarrierRequest, ClientCapabilities, ElicitAction, ElicitParams, InputKind,
+    InputRequest, InputRequests, InputRequiredResult, InputResponse, InputResponses, RequestMeta,
+    ResultType, UntrustedState, WireError,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -89,7 +90,15 @@ fn assert_no_secret(msg: &str, what: &str) {
 fn every_data_file_round_trips() {
     let mut seen = 0;
     for f in files_with_prefix("irr-") {
-        assert_round_trips::<InputRequiredResult>(&f);
+        // No Deserialize: a parsed InputRequiredResult needs the method it answers.
+        let v = load(&f);
+        let irr = InputRequiredResult::from_value(CarrierMethod::ToolsCall, &v)
+            .unwrap_or_else(|e| panic!("{f}: {e}"));
+        assert_eq!(
+            serde_json::to_value(&irr).unwrap(),
+            v,
+            "{f} did not round-trip"
+        );
         seen += 1;
     }
     for f in files_with_prefix("request-") {
@@ -122,7 +131,8 @@ fn every_data_file_round_trips() {
 #[test]
 fn irr_with_elicitation_sampling_and_state() {
     let v = load("irr-elicitation-sampling-state.json");
-    let irr: InputRequiredResult = serde_json::from_value(v.clone()).unwrap();
+    let irr = InputRequiredResult::from_value(CarrierMethod::ToolsCall, &v).unwrap();
+    assert_eq!(irr.method(), CarrierMethod::ToolsCall);
     let asks = irr.input_requests().unwrap();
     assert_eq!(asks.len(), 2);
     assert_eq!(asks["github_login"].kind(), InputKind::ElicitForm);
@@ -145,7 +155,7 @@ fn irr_with_elicitation_sampling_and_state() {
 #[test]
 fn irr_state_only() {
     let v = load("irr-state-only.json");
-    let irr = InputRequiredResult::from_value(&v).unwrap();
+    let irr = InputRequiredResult::from_value(CarrierMethod::ToolsCall, &v).unwrap();
     assert!(irr.input_requests().is_none());
     assert_eq!(
         irr.request_state(),
@@ -157,7 +167,7 @@ fn irr_state_only() {
 #[test]
 fn irr_without_state_keeps_no_state() {
     let v = load("irr-ado-round1-no-state.json");
-    let irr = InputRequiredResult::from_value(&v).unwrap();
+    let irr = InputRequiredResult::from_value(CarrierMethod::ToolsCall, &v).unwrap();
     assert!(irr.request_state().is_none());
     assert!(irr.to_value().get("requestState").is_none());
 }
@@ -167,7 +177,9 @@ fn irr_never_carries_caching_hints() {
     // Interim results are not cacheable (spec.md §1.2, §2.7): hints on a parsed
     // IRR are not written back, and the builder has no way to add them.
     let v = json!({"resultType": "input_required", "requestState": "s", "ttlMs": 60000, "cacheScope": "public"});
-    let out = InputRequiredResult::from_value(&v).unwrap().to_value();
+    let out = InputRequiredResult::from_value(CarrierMethod::ToolsCall, &v)
+        .unwrap()
+        .to_value();
     assert_eq!(
         out,
         json!({"resultType": "input_required", "requestState": "s"})
@@ -177,7 +189,7 @@ fn irr_never_carries_caching_hints() {
 #[test]
 fn irr_result_meta_is_kept() {
     let v = load("irr-url-mode.json");
-    let irr = InputRequiredResult::from_value(&v).unwrap();
+    let irr = InputRequiredResult::from_value(CarrierMethod::ToolsCall, &v).unwrap();
     assert_eq!(
         irr.meta().unwrap()["io.modelcontextprotocol/serverInfo"]["name"],
         "example-server"
@@ -247,8 +259,11 @@ fn form_fields_keep_declared_order() {
         ["name", "email", "age"]
     );
 
-    let irr: InputRequiredResult =
-        serde_json::from_value(load("irr-elicitation-sampling-state.json")).unwrap();
+    let irr = InputRequiredResult::from_value(
+        CarrierMethod::ToolsCall,
+        &load("irr-elicitation-sampling-state.json"),
+    )
+    .unwrap();
     let keys: Vec<_> = irr.input_requests().unwrap().keys().collect();
     assert_eq!(keys, ["github_login", "capital_of_france"]);
 }
@@ -542,6 +557,11 @@ fn irr_new_needs_requests_or_state() {
         let state_only =
             InputRequiredResult::new(m, InputRequests::new(), Some("s".into())).unwrap();
         assert_eq!(
+            state_only.method(),
+            m,
+            "the result keeps the carrier it answers"
+        );
+        assert_eq!(
             state_only.to_value(),
             json!({"resultType": "input_required", "requestState": "s"})
         );
@@ -571,7 +591,14 @@ fn irr_new_with_meta() {
     let v = irr.to_value();
     assert_eq!(v["_meta"], json!(meta));
     assert_eq!(v["resultType"], "input_required");
-    assert_eq!(InputRequiredResult::from_value(&v).unwrap(), irr);
+    assert_eq!(
+        InputRequiredResult::from_value(CarrierMethod::ToolsCall, &v).unwrap(),
+        irr
+    );
+    // The method is part of the value, not of the wire shape.
+    let other = InputRequiredResult::from_value(CarrierMethod::PromptsGet, &v).unwrap();
+    assert_ne!(other, irr);
+    assert_eq!(other.to_value(), v);
 }
 
 // ---------------------------------------------------------------------------
@@ -811,11 +838,16 @@ fn irr_needs_input_requests_or_state() {
         json!({"resultType": "input_required", "inputRequests": {}, "requestState": ""}),
         json!({"resultType": "input_required", "requestState": ""}),
     ] {
-        assert!(InputRequiredResult::from_value(&v).is_err(), "accepted {v}");
-        assert!(
-            serde_json::from_value::<InputRequiredResult>(v.clone()).is_err(),
-            "serde accepted {v}"
-        );
+        for m in [
+            CarrierMethod::ToolsCall,
+            CarrierMethod::ResourcesRead,
+            CarrierMethod::PromptsGet,
+        ] {
+            assert!(
+                InputRequiredResult::from_value(m, &v).is_err(),
+                "accepted {v}"
+            );
+        }
     }
 }
 
@@ -832,7 +864,10 @@ fn irr_with_malformed_fields_is_refused() {
         json!({"resultType": "input_required", "inputRequests": {"a": ok_ask, "b": {"method": "ping"}}}),
         json!("input_required"),
     ] {
-        assert!(InputRequiredResult::from_value(&v).is_err(), "accepted {v}");
+        assert!(
+            InputRequiredResult::from_value(CarrierMethod::ToolsCall, &v).is_err(),
+            "accepted {v}"
+        );
     }
 }
 
@@ -940,7 +975,8 @@ fn wire_errors_never_echo_the_value() {
         json!({"resultType": "input_required", "inputRequests": s}),
     ];
     for v in &bad_results {
-        let e = InputRequiredResult::from_value(v).expect_err(&format!("accepted {v}"));
+        let e = InputRequiredResult::from_value(CarrierMethod::ToolsCall, v)
+            .expect_err(&format!("accepted {v}"));
         assert_no_secret(e.message(), &v.to_string());
     }
 }
@@ -1035,12 +1071,14 @@ fn params_with(extra: Value) -> Value {
 }
 
 fn carrier_err(method: CarrierMethod, params: Option<&Value>) -> mrtr::error::Error {
-    CarrierRequest::from_params(method, params).expect_err(&format!("accepted {params:?}"))
+    CarrierRequest::from_params(method, params)
+        .expect_err(&format!("accepted {params:?}"))
+        .into()
 }
 
 fn assert_invalid_params(e: &mrtr::error::Error) {
     assert_eq!(e.code(), code::INVALID_PARAMS, "{e:?}");
-    assert_eq!(e.http_status(), 400, "{e:?}");
+    assert_eq!(error_status(e), 400, "{e:?}");
     assert_eq!(e.to_jsonrpc(None)["error"]["code"], -32602);
 }
 
@@ -1048,35 +1086,35 @@ fn assert_invalid_params(e: &mrtr::error::Error) {
 fn retry_request_parses() {
     let v = load("retry-tools-call.json");
     let r = CarrierRequest::from_params(CarrierMethod::ToolsCall, v.get("params")).unwrap();
-    assert_eq!(r.method, CarrierMethod::ToolsCall);
-    assert_eq!(r.target, "get_weather");
+    assert_eq!(r.method(), CarrierMethod::ToolsCall);
+    assert_eq!(r.target(), "get_weather");
     assert_eq!(r.arguments_value(), Some(json!({"location": "New York"})));
     assert_eq!(
-        r.request_state.as_deref(),
+        r.request_state().map(UntrustedState::as_str),
         Some("eyJsb2NhdGlvbiI6Ik5ldyBZb3JrIn0...")
     );
-    let responses = r.input_responses.as_ref().unwrap();
+    let responses = r.input_responses().unwrap();
     assert_eq!(responses["github_login"]["content"]["name"], "octocat");
     assert!(
-        r.meta
+        r.meta()
             .client_capabilities
             .elicitation
             .as_ref()
             .unwrap()
             .supports_form()
     );
-    assert_eq!(r.meta.to_value(), v["params"]["_meta"]);
+    assert_eq!(r.meta().to_value(), v["params"]["_meta"]);
 }
 
 #[test]
 fn first_request_has_no_retry_fields() {
     let p = params_with(json!({"arguments": {"location": "New York"}}));
     let r = CarrierRequest::from_params(CarrierMethod::ToolsCall, Some(&p)).unwrap();
-    assert!(r.input_responses.is_none());
-    assert!(r.request_state.is_none());
+    assert!(r.input_responses().is_none());
+    assert!(r.request_state().is_none());
     let p = params_with(json!({}));
     let r = CarrierRequest::from_params(CarrierMethod::ToolsCall, Some(&p)).unwrap();
-    assert!(r.arguments.is_none());
+    assert!(r.arguments().is_none());
     assert!(r.arguments_value().is_none());
 }
 
@@ -1133,7 +1171,7 @@ fn unsupported_version_is_32022_with_supported_and_requested() {
         let e = carrier_err(CarrierMethod::ToolsCall, Some(&p));
         assert_eq!(e.kind(), ErrorKind::UnsupportedVersion);
         assert_eq!(e.code(), -32022);
-        assert_eq!(e.http_status(), 400);
+        assert_eq!(error_status(&e), 400);
         assert_eq!(
             e.data(),
             Some(&json!({"supported": ["2026-07-28"], "requested": requested}))
@@ -1215,7 +1253,10 @@ fn request_state_must_be_a_string() {
     // Kept exactly as received, whitespace and all.
     let p = params_with(json!({"requestState": " a b\n"}));
     let r = CarrierRequest::from_params(CarrierMethod::ToolsCall, Some(&p)).unwrap();
-    assert_eq!(r.request_state.as_deref(), Some(" a b\n"));
+    assert_eq!(
+        r.request_state().map(UntrustedState::as_str),
+        Some(" a b\n")
+    );
 }
 
 #[test]
@@ -1233,7 +1274,7 @@ fn prompt_arguments_must_be_strings() {
     }
     let p = params_with(json!({"arguments": {"topic": "rust"}}));
     let r = CarrierRequest::from_params(CarrierMethod::PromptsGet, Some(&p)).unwrap();
-    assert_eq!(r.arguments.unwrap()["topic"], "rust");
+    assert_eq!(r.arguments().unwrap()["topic"], "rust");
     // Tools take any JSON object as arguments.
     let p = params_with(json!({"arguments": {"n": 1, "deep": {"x": [null]}}}));
     assert!(CarrierRequest::from_params(CarrierMethod::ToolsCall, Some(&p)).is_ok());
@@ -1248,8 +1289,8 @@ fn prompt_arguments_must_be_strings() {
 fn resources_read_targets_the_uri() {
     let p = json!({"_meta": meta(), "uri": "file:///project/README.md"});
     let r = CarrierRequest::from_params(CarrierMethod::ResourcesRead, Some(&p)).unwrap();
-    assert_eq!(r.target, "file:///project/README.md");
-    assert!(r.arguments.is_none());
+    assert_eq!(r.target(), "file:///project/README.md");
+    assert!(r.arguments().is_none());
     // `name` is not the target of resources/read
     let p = json!({"_meta": meta(), "name": "README"});
     assert_invalid_params(&carrier_err(CarrierMethod::ResourcesRead, Some(&p)));

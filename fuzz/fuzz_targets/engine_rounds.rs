@@ -121,7 +121,7 @@ fn handler(strict_who: bool) -> impl Fn(Round) -> Result<Value, Flow> + Send + S
         check(&next, &form);
         let n: u32 = r.once("effect", || Ok(7))?;
         assert_eq!(n, 7);
-        if name == "wait" && r.data::<u32>().is_none() {
+        if name == "wait" && r.data::<u32>()?.is_none() {
             r.set_data(&1_u32)?;
             return Err(Flow::StateOnly);
         }
@@ -136,9 +136,9 @@ fn handler(strict_who: bool) -> impl Fn(Round) -> Result<Value, Flow> + Send + S
         }
         let text = format!("{name}/{adult}");
         Ok(match r.method() {
-            mrtr::carrier::CarrierMethod::ToolsCall => tool_text(text),
-            mrtr::carrier::CarrierMethod::PromptsGet => prompt_text("d", text),
-            mrtr::carrier::CarrierMethod::ResourcesRead => {
+            mrtr::wire::CarrierMethod::ToolsCall => tool_text(text),
+            mrtr::wire::CarrierMethod::PromptsGet => prompt_text("d", text),
+            mrtr::wire::CarrierMethod::ResourcesRead => {
                 resource_text("fz://r", "text/plain", text)
             }
         })

@@ -8,26 +8,18 @@ use futures_util::future::{Either, select, try_join_all};
 use serde_json::{Map, Value};
 
 use crate::capability;
+use crate::defaults;
 use crate::wire::input::{InputKind, InputRequest, InputResponse, InputResponses};
 use crate::wire::jsonrpc::{self, RequestId};
 use crate::wire::meta::{ClientCapabilities, Implementation, RequestMeta};
 use crate::wire::result::InputRequiredResult;
-use crate::wire::{InputRequests, JsonObject};
+use crate::wire::{CarrierMethod, InputRequests, JsonObject};
 
 use super::error::ClientError;
 use super::flow::{CarrierCall, Completion, PendingFlow, Step};
 use super::handler::{InputContext, InputHandler, NoInput};
 use super::timer::Timer;
 use super::transport::Transport;
-
-/// Default cap on the requests of one flow.
-pub const DEFAULT_MAX_ROUNDS: u32 = 10;
-/// Default cap on the total time of one flow (or one `start`/`resume` step).
-pub const DEFAULT_TOTAL_TIMEOUT: Duration = Duration::from_secs(300);
-/// First wait before retrying after a state-only round.
-pub const BACKOFF_INITIAL: Duration = Duration::from_millis(50);
-/// Longest wait before retrying after a state-only round.
-pub const BACKOFF_MAX: Duration = Duration::from_millis(250);
 
 /// Builds a [`Client`]. Mandatory things are arguments of [`Client::builder`];
 /// everything here has a default, stated on its setter.
@@ -65,7 +57,9 @@ impl ClientBuilder {
         self
     }
 
-    /// The most requests one flow may send (the first plus retries). Default: 10.
+    /// The most requests one flow may send (the first plus retries). Default: 17
+    /// ([`defaults::CLIENT_MAX_ROUNDS`], a default server's 16 rounds plus the
+    /// request that completes).
     /// A flow whose last allowed request is answered with another
     /// `InputRequiredResult` ends with [`ClientError::MaxRounds`] (its input
     /// requests are not shown to anyone). Values below 1 count as 1.
@@ -74,7 +68,8 @@ impl ClientBuilder {
         self
     }
 
-    /// The longest one flow may take, `None` for no cap. Default: 5 minutes.
+    /// The longest one flow may take (or one `start`/`resume` step), `None` for no
+    /// cap. Default: 5 minutes ([`defaults::CLIENT_TOTAL_TIMEOUT`]).
     /// Needs a [`Timer`]; without one the cap is not enforced.
     pub fn total_timeout(mut self, t: Option<Duration>) -> Self {
         self.total_timeout = t;
@@ -165,8 +160,8 @@ impl Client {
                 version: env!("CARGO_PKG_VERSION").into(),
                 extra: JsonObject::new(),
             },
-            max_rounds: DEFAULT_MAX_ROUNDS,
-            total_timeout: Some(DEFAULT_TOTAL_TIMEOUT),
+            max_rounds: defaults::CLIENT_MAX_ROUNDS,
+            total_timeout: Some(defaults::CLIENT_TOTAL_TIMEOUT),
             timer: default_timer(),
         }
     }
@@ -350,7 +345,7 @@ impl Client {
         mut responses: Option<InputResponses>,
         manual: bool,
     ) -> Result<Step, ClientError> {
-        let mut backoff = BACKOFF_INITIAL;
+        let mut backoff = defaults::BACKOFF_INITIAL;
         loop {
             round += 1;
             let outcome = self
@@ -381,10 +376,10 @@ impl Client {
                     if let Some(timer) = &self.inner.timer {
                         timer.sleep(backoff).await;
                     }
-                    backoff = (backoff * 2).min(BACKOFF_MAX);
+                    backoff = (backoff * 2).min(defaults::BACKOFF_MAX);
                 }
                 Some(asks) => {
-                    backoff = BACKOFF_INITIAL;
+                    backoff = defaults::BACKOFF_INITIAL;
                     if manual {
                         return Ok(Step::NeedsInput(PendingFlow {
                             method: call.method(),
@@ -471,7 +466,7 @@ impl Client {
         let id = self.next_id();
         let request = jsonrpc::request(&id, call.method().as_str(), Value::Object(params));
         let response = self.inner.transport.send(request).await?;
-        classify(result_of(response, &id)?)
+        classify(call.method(), result_of(response, &id)?)
     }
 }
 
@@ -510,13 +505,13 @@ fn result_of(response: Value, id: &RequestId) -> Result<Value, ClientError> {
     }
 }
 
-fn classify(result: Value) -> Result<Outcome, ClientError> {
+fn classify(method: CarrierMethod, result: Value) -> Result<Outcome, ClientError> {
     match result.get("resultType") {
         // Absent means complete (servers of earlier versions; MCP 2026-07-28, Base Protocol §Result Responses).
         None => Ok(Outcome::Complete(result)),
         Some(Value::String(t)) => match t.as_str() {
             "complete" => Ok(Outcome::Complete(result)),
-            "input_required" => InputRequiredResult::from_value(&result)
+            "input_required" => InputRequiredResult::from_value(method, &result)
                 .map(Outcome::InputRequired)
                 .map_err(|e| {
                     ClientError::Malformed(format!("InputRequiredResult: {}", e.message()))

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
-use crate::carrier::CarrierMethod;
+use crate::wire::CarrierMethod;
 use crate::wire::{InputRequests, JsonObject};
 
 /// The params keys the driver owns: stripped from a caller's params and set per round.
@@ -175,6 +175,7 @@ impl PendingFlow {
 /// Where a manually stepped flow stands.
 #[derive(Debug, Clone, PartialEq)]
 #[allow(clippy::large_enum_variant)] // one value per flow step; boxing would only add noise
+#[non_exhaustive]
 pub enum Step {
     /// The flow finished.
     Complete(Completion),

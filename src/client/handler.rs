@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use crate::carrier::CarrierMethod;
+use crate::wire::CarrierMethod;
 use crate::wire::JsonObject;
 use crate::wire::input::{
     CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult, ListRootsResult,

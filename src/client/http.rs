@@ -22,7 +22,7 @@ use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
 
 use super::transport::{BoxFuture, Transport, TransportError};
-use crate::carrier::CarrierMethod;
+use crate::wire::CarrierMethod;
 use crate::wire::PROTOCOL_VERSION;
 use crate::wire::meta::META_PROTOCOL_VERSION;
 

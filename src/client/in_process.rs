@@ -15,10 +15,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde_json::Value;
 
 use super::transport::{BoxFuture, Transport, TransportError};
-use crate::carrier::CarrierMethod;
 use crate::principal::Principal;
-use crate::service::{McpHeaders, Reply, RequestContext, Service};
+use crate::service::{Reply, RequestContext, Service};
+use crate::streamable_http::McpHeaders;
 use crate::time::Timestamp;
+use crate::wire::CarrierMethod;
 use crate::wire::PROTOCOL_VERSION;
 use crate::wire::meta::META_PROTOCOL_VERSION;
 

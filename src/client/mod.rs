@@ -75,12 +75,7 @@ mod transport;
 #[cfg(feature = "client-http")]
 pub mod http;
 
-#[cfg(feature = "server")]
-pub mod cli;
-
-pub use driver::{
-    BACKOFF_INITIAL, BACKOFF_MAX, Client, ClientBuilder, DEFAULT_MAX_ROUNDS, DEFAULT_TOTAL_TIMEOUT,
-};
+pub use driver::{Client, ClientBuilder};
 pub use error::ClientError;
 pub use flow::{CarrierCall, Completion, PendingFlow, Step};
 pub use handler::{HandlerError, Handlers, InputContext, InputHandler, NoInput};

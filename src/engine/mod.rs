@@ -7,7 +7,7 @@
 //!
 //! ```
 //! use mrtr::engine::{Engine, Elicited, Flow, Form, Outcome, tool_text};
-//! use mrtr::carrier::{CarrierMethod, CarrierRequest};
+//! use mrtr::wire::{CarrierMethod, CarrierRequest};
 //! use mrtr::principal::Principal;
 //! use mrtr::seal::Keyring;
 //! use mrtr::time::Timestamp;
@@ -48,18 +48,20 @@ use serde_json::Value;
 pub use ask::{Elicited, Fields, Form, Roots, RootsAsk, Sampling, UrlVisit};
 pub use round::{Confirmation, Flow, FormAnswer, Round};
 
-use crate::carrier::{CarrierMethod, CarrierRequest};
-use crate::error::{Error, Retry, ToolAdvice, code};
+use crate::defaults;
+use crate::error::{self, Channel, Error, Fallback, Retry, ToolAdvice};
 use crate::principal::Principal;
 use crate::replay::ReplayGuard;
-use crate::seal::{Binding, BindingInput, Keyring, SealConfig, Sealer, UntrustedState};
+use crate::seal::{Binding, BindingInput, Keyring, SealConfig, Sealer};
 use crate::time::Timestamp;
 use crate::wire::InputRequiredResult;
 use crate::wire::jsonrpc::{self, RequestId};
+use crate::wire::{CarrierMethod, CarrierRequest};
 use state::FlowState;
 
 /// Which fresh answers the engine accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum AnswerPolicy {
     /// Accept an answer that validates against the question the handler asks now,
     /// even without a sealed earlier round that asked it ("cold" retries, which the
@@ -89,9 +91,9 @@ struct EngineConfig {
 
 impl Engine {
     /// An engine sealing with `keyring`, for the service named `audience` (a state
-    /// sealed for another audience never opens here). Defaults: seal defaults
-    /// (10 min per round, 1 h per flow, 60 s skew), 16 rounds, 16 asks per round,
-    /// lenient answers, no replay guard.
+    /// sealed for another audience never opens here). Defaults (all in
+    /// [`crate::defaults`]): seal defaults (10 min per round, 1 h per flow, 60 s
+    /// skew), 16 rounds, 16 asks per round, lenient answers, no replay guard.
     #[cfg(feature = "os-rng")]
     pub fn new(keyring: Keyring, audience: impl Into<String>) -> Self {
         Self::with_sealer(Sealer::new(keyring, SealConfig::default()), audience)
@@ -118,8 +120,8 @@ impl Engine {
             inner: Arc::new(EngineConfig {
                 sealer,
                 audience: audience.into(),
-                max_rounds: 16,
-                max_asks: 16,
+                max_rounds: defaults::MAX_ROUNDS,
+                max_asks: defaults::MAX_ASKS_PER_ROUND,
                 policy: AnswerPolicy::Lenient,
                 replay: None,
             }),
@@ -138,14 +140,16 @@ impl Engine {
         self
     }
 
-    /// The most `InputRequiredResult`s one flow may issue (default 16).
+    /// The most `InputRequiredResult`s one flow may issue (default 16,
+    /// [`defaults::MAX_ROUNDS`]).
     #[must_use]
     pub fn max_rounds(mut self, n: u32) -> Self {
         self.config_mut().max_rounds = n.max(1);
         self
     }
 
-    /// The most questions one round may ask (default 16).
+    /// The most questions one round may ask (default 16,
+    /// [`defaults::MAX_ASKS_PER_ROUND`]).
     #[must_use]
     pub fn max_asks_per_round(mut self, n: usize) -> Self {
         self.config_mut().max_asks = n.max(1);
@@ -209,20 +213,16 @@ impl Engine {
     ) -> Result<Round, Error> {
         let arguments = request.arguments_value();
         let binding = Binding::new(&BindingInput {
-            method: request.method.as_str(),
-            target: &request.target,
+            method: request.method().as_str(),
+            target: request.target(),
             arguments: arguments.as_ref(),
             principal,
             audience: &self.inner.audience,
-            protocol_version: &request.meta.protocol_version,
+            protocol_version: &request.meta().protocol_version,
         });
-        let prior = match &request.request_state {
+        let prior = match request.request_state() {
             None => None,
-            Some(token) => match self.inner.sealer.open::<FlowState>(
-                &UntrustedState::new(token.clone()),
-                &binding,
-                now,
-            ) {
+            Some(token) => match self.inner.sealer.open::<FlowState>(token, &binding, now) {
                 Ok(v) => Some(v),
                 Err(e) if e.is_expired_but_authentic() => {
                     return Err(Error::expired_request_state(e.reason().as_str()));
@@ -246,7 +246,7 @@ impl Engine {
         F: FnOnce(Round) -> Result<R, Flow>,
         R: Into<Value>,
     {
-        let method = request.method;
+        let method = request.method();
         match self.begin(request, principal, now) {
             Ok(round) => {
                 let (round, finisher) = round.hand_over();
@@ -271,7 +271,7 @@ impl Engine {
         Fut: Future<Output = Result<R, Flow>>,
         R: Into<Value>,
     {
-        let method = request.method;
+        let method = request.method();
         match self.begin(request, principal, now) {
             Ok(round) => {
                 let (round, finisher) = round.hand_over();
@@ -286,7 +286,7 @@ impl Engine {
         Error::tool_failure(
             ToolAdvice::new(what, Retry::StartOver)
                 .instead("Call the tool again with the same arguments to start a fresh request"),
-            code::INVALID_PARAMS,
+            Fallback::InvalidParams,
             "limit",
             detail,
         )
@@ -313,11 +313,12 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// The outcome for a failure on `method`: a tool error where the model can act
-    /// on it on `tools/call`, else a JSON-RPC error.
+    /// The outcome for a failure on `method`, on the channel [`error::channel`]
+    /// picks: a tool error where the model can act on it on `tools/call`, else a
+    /// JSON-RPC error.
     pub fn from_error(method: Option<CarrierMethod>, error: Error) -> Self {
-        match error.to_tool_result() {
-            Some(result) if error.is_tool_result_on(method) => Self::ToolError { result, error },
+        match (error::channel(method, &error), error.to_tool_result()) {
+            (Channel::ToolResult, Some(result)) => Self::ToolError { result, error },
             _ => Self::Protocol(error),
         }
     }
@@ -330,14 +331,6 @@ impl Outcome {
             }
             Self::InputRequired(irr) => jsonrpc::success(id, irr.to_value()),
             Self::Protocol(e) => e.to_jsonrpc(Some(id)),
-        }
-    }
-
-    /// The HTTP status for the Streamable HTTP transport.
-    pub fn http_status(&self) -> u16 {
-        match self {
-            Self::Protocol(e) => e.http_status(),
-            _ => 200,
         }
     }
 

@@ -13,12 +13,12 @@ use super::ask::{Elicited, Fields, Form, RootsAsk, Sampling, UrlVisit};
 use super::state::{Asked, FlowState, SealedAnswer, question_digest};
 use super::{AnswerPolicy, Engine, Outcome};
 use crate::answers::validate_content;
-use crate::capability::{self, Necessity};
-use crate::carrier::{CarrierMethod, CarrierRequest};
-use crate::error::{Error, Retry, ToolAdvice, code};
+use crate::capability::{self, Decision, Necessity};
+use crate::error::{Error, Fallback, Retry, ToolAdvice};
 use crate::seal::{Binding, Claims, SealError, Verified};
 use crate::time::Timestamp;
 use crate::wire::input::{ElicitAction, ElicitParams, InputResponse};
+use crate::wire::{CarrierMethod, CarrierRequest};
 use crate::wire::{
     ClientCapabilities, CreateMessageResult, InputKind, InputRequest, InputRequests,
     InputRequiredResult, JsonObject, Root,
@@ -34,8 +34,9 @@ pub enum Flow {
     /// Ask for a retry without questions (a state-only `InputRequiredResult`, e.g.
     /// to shed load); the answers so far are sealed into the state.
     StateOnly,
-    /// The request fails (a tool error on `tools/call` when the error carries
-    /// model-facing advice, else a JSON-RPC error).
+    /// The request fails, on the channel [`crate::error::channel`] picks (a tool
+    /// error on `tools/call` when the error carries model-facing advice, else a
+    /// JSON-RPC error).
     Fail(Error),
 }
 
@@ -52,7 +53,7 @@ impl Flow {
         let detail = format!("handler failure: {}", advice.text());
         Self::Fail(Error::tool_failure(
             advice,
-            code::INVALID_PARAMS,
+            Fallback::InvalidParams,
             "handler",
             detail,
         ))
@@ -62,6 +63,7 @@ impl Flow {
 #[derive(Debug, Clone)]
 struct PendingAsk {
     request: InputRequest,
+    necessity: Necessity,
     digest: String,
     note: Option<String>,
 }
@@ -82,8 +84,9 @@ struct Fixed {
 struct Live {
     carry: FlowState,
     seen: HashMap<String, String>,
+    /// The questions to send, in the order asked; the capability gate runs over
+    /// them when the round ends.
     pending: IndexMap<String, PendingAsk>,
-    missing_caps: Option<ClientCapabilities>,
     /// Set when the round was finished: a `Round` kept past its handler (moved into a
     /// spawned task, say) can no longer record questions or results.
     finished: bool,
@@ -174,12 +177,12 @@ impl Round {
 
     /// The carrier method.
     pub fn method(&self) -> CarrierMethod {
-        self.fixed.request.method
+        self.fixed.request.method()
     }
 
     /// The tool or prompt name, or the resource URI.
     pub fn target(&self) -> &str {
-        &self.fixed.request.target
+        self.fixed.request.target()
     }
 
     /// The request's arguments decoded into the handler's own type.
@@ -196,15 +199,14 @@ impl Round {
         let value = self
             .fixed
             .request
-            .arguments
-            .as_ref()
+            .arguments()
             .map_or(empty, |a| Value::Object(a.clone()));
         crate::typed::decode(&value).map_err(|m| {
             // The text names the field and the expected type, never the value.
             let advice = ToolAdvice::new(m.describe("Argument"), Retry::DoesNotHelp);
             Flow::Fail(Error::tool_failure(
                 advice,
-                code::INVALID_PARAMS,
+                Fallback::InvalidParams,
                 "arguments",
                 format!("arguments do not fit the handler's type: {m}"),
             ))
@@ -213,12 +215,12 @@ impl Round {
 
     /// One argument, as sent.
     pub fn argument(&self, name: &str) -> Option<&Value> {
-        self.fixed.request.arguments.as_ref()?.get(name)
+        self.fixed.request.arguments()?.get(name)
     }
 
     /// The capabilities the client declared in this request.
     pub fn client_capabilities(&self) -> &ClientCapabilities {
-        &self.fixed.request.meta.client_capabilities
+        &self.fixed.request.meta().client_capabilities
     }
 
     /// Which round this is: 1 for a request without state, then 2, 3, ...
@@ -507,7 +509,7 @@ impl Round {
                 return Err(Flow::Fail(Error::tool_failure(
                     ToolAdvice::new("This step was already carried out for this request", Retry::DoesNotHelp)
                         .instead("Call the tool again to start a new request if the action should really be repeated"),
-                    code::INVALID_PARAMS,
+                    Fallback::InvalidParams,
                     "replay",
                     format!("once-step {step:?} claimed before: replayed requestState"),
                 )));
@@ -583,12 +585,7 @@ impl Round {
                 Some("The question changed since it was answered; please answer again.".to_owned());
         }
         // 2. an answer in this retry's inputResponses
-        if let Some(v) = fixed
-            .request
-            .input_responses
-            .as_ref()
-            .and_then(|r| r.get(key))
-        {
+        if let Some(v) = fixed.request.input_responses().and_then(|r| r.get(key)) {
             let asked = fixed.prior.as_ref().and_then(|p| p.state().asked.get(key));
             let eligible = match asked {
                 Some(q) => q.kind == kind && q.digest == digest,
@@ -618,23 +615,19 @@ impl Round {
         }
         // 3. no usable answer: the question must go out, if this request's declared
         // capabilities allow it (an answer already in hand needs no capability: nothing
-        // is sent for it).
-        if let Some(m) = capability::missing(&fixed.request.meta.client_capabilities, &request) {
-            return match necessity {
-                Necessity::Optional => Ok(None),
-                Necessity::Required => {
-                    let acc = live
-                        .missing_caps
-                        .get_or_insert_with(ClientCapabilities::default);
-                    capability::merge(acc, m);
-                    Err(Flow::Suspend)
-                }
-            };
+        // is sent for it). The gate drops an optional ask now, so the handler sees it
+        // as unavailable; a required one the client cannot serve is recorded like any
+        // other, and the gate fails the round with -32021 when it ends.
+        let declared = &fixed.request.meta().client_capabilities;
+        if let Ok([Decision::Drop]) = capability::gate(declared, [(&request, necessity)]).as_deref()
+        {
+            return Ok(None);
         }
         live.pending.insert(
             key.to_owned(),
             PendingAsk {
                 request,
+                necessity,
                 digest,
                 note,
             },
@@ -701,9 +694,13 @@ fn finish(fixed: &Fixed, live: &Mutex<Live>, result: Result<Value, Flow>) -> Out
         return Outcome::Protocol(Error::internal("round finished twice"));
     }
     live.finished = true;
-    let method = fixed.request.method;
-    if let Some(m) = &live.missing_caps {
-        return Outcome::Protocol(Error::missing_capabilities(m));
+    let method = fixed.request.method();
+    // The capability gate over every question of the round: a required one the
+    // client did not declare fails the request, whatever the handler returned.
+    let declared = &fixed.request.meta().client_capabilities;
+    let asks = live.pending.values().map(|a| (&a.request, a.necessity));
+    if let Err(e) = capability::gate(declared, asks) {
+        return Outcome::Protocol(e);
     }
     match result {
         Ok(Value::Object(mut o)) => {

@@ -72,7 +72,7 @@
 //! a flow that began at or before `t`, so it is dead by `t + flow lifetime +
 //! skew` whatever its round expiry (`mrtr serve --state-ttl` cannot push a round
 //! past the deadline). The flow lifetime is [`SealConfig::flow_lifetime`]
-//! (default [`DEFAULT_FLOW_LIFETIME`], 1 hour; `mrtr serve` uses the default)
+//! (default [`FLOW_LIFETIME`], 1 hour; `mrtr serve` uses the default)
 //! and the skew [`SealConfig::clock_skew`] (default 60 s, `mrtr serve
 //! --clock-skew`).
 //!
@@ -109,6 +109,6 @@
 //! [`generate_key_string`]: crate::seal::generate_key_string
 //! [`SealConfig::flow_lifetime`]: crate::seal::SealConfig::flow_lifetime
 //! [`SealConfig::clock_skew`]: crate::seal::SealConfig::clock_skew
-//! [`DEFAULT_FLOW_LIFETIME`]: crate::seal::DEFAULT_FLOW_LIFETIME
+//! [`FLOW_LIFETIME`]: crate::defaults::FLOW_LIFETIME
 //! [`Sealer::reject_counts`]: crate::seal::Sealer::reject_counts
 //! [`token_format`]: super::token_format

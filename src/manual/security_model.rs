@@ -50,14 +50,14 @@
 //! between instances ([`SealConfig::clock_skew`], default 60 s):
 //!
 //! - **Round expiry** `exp`: `iat + ttl`, default 10 minutes
-//!   ([`DEFAULT_TTL`]; `mrtr serve --state-ttl`). Long enough for a person to
+//!   ([`STATE_TTL`]; `mrtr serve --state-ttl`). Long enough for a person to
 //!   answer; each round gets a fresh one.
 //! - **Absolute flow deadline**: fixed in round 1 as `iat + flow_lifetime`,
-//!   default 1 hour ([`DEFAULT_FLOW_LIFETIME`]). Later rounds copy it and never
+//!   default 1 hour ([`FLOW_LIFETIME`]). Later rounds copy it and never
 //!   extend it, and no round's expiry lies past it, so a flow cannot be kept
 //!   alive forever by answering slowly.
 //! - **Far future**: a token whose expiry lies more than `max_ttl` (default 24
-//!   hours, [`DEFAULT_MAX_TTL`]) plus skew ahead of `now` is refused
+//!   hours, [`MAX_STATE_TTL`]) plus skew ahead of `now` is refused
 //!   (`far_future`); lowering `max_ttl` is a kill switch for long-lived tokens.
 //!
 //! Time is passed in (the core has no clock) in whole seconds.
@@ -159,9 +159,9 @@
 //! mrtr never emits `-32042` (the retired `URLElicitationRequiredError`: its role
 //! is now an `InputRequiredResult` carrying a URL-mode elicitation), nor any
 //! other code from `-32000` to `-32099` (legacy, or reserved for the
-//! specification). [`Error::tool_failure`] takes the fallback code a failure
-//! uses on the carriers without `isError`: pass `-32602` or `-32603`, never one
-//! of those.
+//! specification). [`Error::tool_failure`] takes the fallback a failure uses on
+//! the carriers without `isError` as a closed [`Fallback`]: `-32602` or
+//! `-32603`, so none of those can be passed.
 //!
 //! Public text never holds a token, a key, plaintext state or an argument value.
 //! Every failure also yields a private [`Diagnostic`] for the operator's log
@@ -256,9 +256,9 @@
 //! [`Principal`]: crate::principal::Principal
 //! [`Principal::anonymous`]: crate::principal::Principal::anonymous
 //! [`SealConfig::clock_skew`]: crate::seal::SealConfig::clock_skew
-//! [`DEFAULT_TTL`]: crate::seal::DEFAULT_TTL
-//! [`DEFAULT_FLOW_LIFETIME`]: crate::seal::DEFAULT_FLOW_LIFETIME
-//! [`DEFAULT_MAX_TTL`]: crate::seal::DEFAULT_MAX_TTL
+//! [`STATE_TTL`]: crate::defaults::STATE_TTL
+//! [`FLOW_LIFETIME`]: crate::defaults::FLOW_LIFETIME
+//! [`MAX_STATE_TTL`]: crate::defaults::MAX_STATE_TTL
 //! [`OpenError::is_expired_but_authentic`]: crate::seal::OpenError::is_expired_but_authentic
 //! [`INVALID_REQUEST_STATE_MESSAGE`]: crate::error::INVALID_REQUEST_STATE_MESSAGE
 //! [`RejectReason`]: crate::seal::RejectReason
@@ -268,6 +268,7 @@
 //! [`Engine`]: crate::engine::Engine
 //! [`Error`]: crate::error::Error
 //! [`Error::tool_failure`]: crate::error::Error::tool_failure
+//! [`Fallback`]: crate::error::Fallback
 //! [`ToolAdvice`]: crate::error::ToolAdvice
 //! [`Retry`]: crate::error::Retry
 //! [`Diagnostic`]: crate::error::Diagnostic

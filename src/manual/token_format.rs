@@ -94,11 +94,11 @@
 //!
 //! - [`Sealer::open`] checks the token's length first, before decoding
 //!   anything: more than [`SealConfig::max_token_len`] characters (default
-//!   [`DEFAULT_MAX_TOKEN_LEN`], 16 384) is `too_large`. Fewer than 60 characters
+//!   [`MAX_TOKEN_LEN`], 16 384) is `too_large`. Fewer than 60 characters
 //!   (a header and a tag around nothing) is `malformed`.
 //! - [`Sealer::seal`] refuses a plaintext (the 93-byte claims header plus the
 //!   JSON state) above [`SealConfig::max_plaintext`] (default
-//!   [`DEFAULT_MAX_PLAINTEXT`], 8 192 bytes), and a token that `open` would refuse
+//!   [`MAX_PLAINTEXT`], 8 192 bytes), and a token that `open` would refuse
 //!   as too long. It returns an error; it never truncates. A full 8 192-byte
 //!   plaintext makes a token of 10 983 characters.
 //! - In the engine, a state that grows past the limit (long free-text answers,
@@ -144,8 +144,8 @@
 //! [`canonical_json`]: crate::seal::canonical_json
 //! [`SealConfig::max_token_len`]: crate::seal::SealConfig::max_token_len
 //! [`SealConfig::max_plaintext`]: crate::seal::SealConfig::max_plaintext
-//! [`DEFAULT_MAX_TOKEN_LEN`]: crate::seal::DEFAULT_MAX_TOKEN_LEN
-//! [`DEFAULT_MAX_PLAINTEXT`]: crate::seal::DEFAULT_MAX_PLAINTEXT
+//! [`MAX_TOKEN_LEN`]: crate::defaults::MAX_TOKEN_LEN
+//! [`MAX_PLAINTEXT`]: crate::defaults::MAX_PLAINTEXT
 //! [`OpenError`]: crate::seal::OpenError
 //! [`RejectReason`]: crate::seal::RejectReason
 //! [`rotation`]: super::rotation

@@ -1,6 +1,8 @@
-//! Sealing configuration: secure defaults, each stated on its setter.
+//! Sealing configuration: secure defaults (from [`crate::defaults`]), each stated on its setter.
 
 use std::time::Duration;
+
+use crate::defaults;
 
 /// Limits and lifetimes of sealed `requestState` tokens.
 ///
@@ -26,28 +28,15 @@ pub struct SealConfig {
     max_plaintext: usize,
 }
 
-/// Default per-round expiry: 10 minutes (a human may have to answer).
-pub const DEFAULT_TTL: Duration = Duration::from_secs(600);
-/// Default ceiling for `ttl` and for how far in the future an `exp` may lie: 24 hours.
-pub const DEFAULT_MAX_TTL: Duration = Duration::from_secs(24 * 3600);
-/// Default absolute flow lifetime, fixed at round 1: 1 hour.
-pub const DEFAULT_FLOW_LIFETIME: Duration = Duration::from_secs(3600);
-/// Default tolerated clock skew between instances: 60 seconds.
-pub const DEFAULT_CLOCK_SKEW: Duration = Duration::from_secs(60);
-/// Default maximum token length accepted by `open`: 16 384 characters.
-pub const DEFAULT_MAX_TOKEN_LEN: usize = 16 * 1024;
-/// Default maximum plaintext (claims plus state) accepted by `seal`: 8 192 bytes.
-pub const DEFAULT_MAX_PLAINTEXT: usize = 8 * 1024;
-
 impl Default for SealConfig {
     fn default() -> Self {
         SealConfig {
-            ttl: DEFAULT_TTL.as_secs(),
-            max_ttl: DEFAULT_MAX_TTL.as_secs(),
-            flow_lifetime: DEFAULT_FLOW_LIFETIME.as_secs(),
-            clock_skew: DEFAULT_CLOCK_SKEW.as_secs(),
-            max_token_len: DEFAULT_MAX_TOKEN_LEN,
-            max_plaintext: DEFAULT_MAX_PLAINTEXT,
+            ttl: defaults::STATE_TTL.as_secs(),
+            max_ttl: defaults::MAX_STATE_TTL.as_secs(),
+            flow_lifetime: defaults::FLOW_LIFETIME.as_secs(),
+            clock_skew: defaults::CLOCK_SKEW.as_secs(),
+            max_token_len: defaults::MAX_TOKEN_LEN,
+            max_plaintext: defaults::MAX_PLAINTEXT,
         }
     }
 }
@@ -74,7 +63,7 @@ pub enum ConfigError {
 
 impl SealConfig {
     /// Per-round expiry: a token sealed at `now` expires at `now + ttl`, never later
-    /// than the flow deadline. Default 600 s (10 minutes).
+    /// than the flow deadline. Default 600 s (10 minutes, [`defaults::STATE_TTL`]).
     ///
     /// # Errors
     ///
@@ -95,7 +84,8 @@ impl SealConfig {
     }
 
     /// Ceiling for `ttl`, and for how far ahead of `now` a token's expiry may lie when
-    /// opened (a far-future expiry is refused as `far_future`). Default 24 h.
+    /// opened (a far-future expiry is refused as `far_future`). Default 24 h
+    /// ([`defaults::MAX_STATE_TTL`]).
     /// Lowering it is a global kill switch for long-lived tokens.
     ///
     /// # Errors
@@ -117,7 +107,7 @@ impl SealConfig {
     }
 
     /// Absolute flow lifetime: the deadline is round 1's issue time plus this, and later
-    /// rounds never extend it. Default 1 h.
+    /// rounds never extend it. Default 1 h ([`defaults::FLOW_LIFETIME`]).
     ///
     /// # Errors
     ///
@@ -134,7 +124,8 @@ impl SealConfig {
     }
 
     /// Tolerated clock difference between the instance that sealed and the one that
-    /// opens: a token opens while `now <= exp + skew`. Default 60 s. Zero is allowed.
+    /// opens: a token opens while `now <= exp + skew`. Default 60 s
+    /// ([`defaults::CLOCK_SKEW`]). Zero is allowed.
     pub fn clock_skew(mut self, d: Duration) -> Self {
         self.clock_skew = d.as_secs();
         self
@@ -142,7 +133,7 @@ impl SealConfig {
 
     /// Maximum token length, in bytes of the string (base64url is ASCII, so characters),
     /// checked by `open` before any decoding. `seal` refuses to produce a longer token.
-    /// Default 16 384.
+    /// Default 16 384 ([`defaults::MAX_TOKEN_LEN`]).
     pub fn max_token_len(mut self, n: usize) -> Self {
         self.max_token_len = n;
         self
@@ -150,7 +141,7 @@ impl SealConfig {
 
     /// Maximum plaintext in bytes (the 93-byte claims header plus the JSON state),
     /// checked by `seal`: a larger state is an error for the operator, never a
-    /// truncated token. Default 8 192.
+    /// truncated token. Default 8 192 ([`defaults::MAX_PLAINTEXT`]).
     pub fn max_plaintext(mut self, n: usize) -> Self {
         self.max_plaintext = n;
         self

@@ -103,10 +103,7 @@ use serde::de::DeserializeOwned;
 
 pub use binding::{Binding, BindingInput, canonical_json};
 pub use claims::Claims;
-pub use config::{
-    ConfigError, DEFAULT_CLOCK_SKEW, DEFAULT_FLOW_LIFETIME, DEFAULT_MAX_PLAINTEXT,
-    DEFAULT_MAX_TOKEN_LEN, DEFAULT_MAX_TTL, DEFAULT_TTL, SealConfig,
-};
+pub use config::{ConfigError, SealConfig};
 pub use entropy::Entropy;
 #[cfg(feature = "os-rng")]
 pub use entropy::OsEntropy;
@@ -121,45 +118,9 @@ use error::Counters;
 use token::{HEADER_LEN, MIN_TOKEN_BYTES, NONCE_LEN, Scratch, TAG_LEN, VERSION};
 
 use crate::time::Timestamp;
-
-/// A `requestState` string as received: nothing in it is readable or trusted
-/// until [`Sealer::open`] turns it into a [`Verified`] value.
-///
-/// `Debug` shows only its length: tokens are never logged.
-///
-/// ```
-/// use mrtr::seal::UntrustedState;
-/// let s = UntrustedState::new("AQID");
-/// assert_eq!(s.as_str(), "AQID");
-/// assert_eq!(format!("{s:?}"), "UntrustedState { len: 4 }");
-/// ```
-#[derive(Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(transparent)]
-pub struct UntrustedState(String);
-
-impl UntrustedState {
-    /// Wraps a received token.
-    pub fn new(token: impl Into<String>) -> Self {
-        UntrustedState(token.into())
-    }
-
-    /// The token exactly as received (to echo or compare, never to parse).
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl From<String> for UntrustedState {
-    fn from(s: String) -> Self {
-        UntrustedState(s)
-    }
-}
-
-impl fmt::Debug for UntrustedState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "UntrustedState {{ len: {} }}", self.0.len())
-    }
-}
+/// The `requestState` as received, defined with the other wire shapes (see
+/// [`crate::wire::UntrustedState`]): [`Sealer::open`] is the only way to a [`Verified`] value.
+pub use crate::wire::UntrustedState;
 
 /// Proof that a value came out of a successful [`Sealer::open`]: only this
 /// module can build one, so code that takes a `Verified<…>` cannot be reached

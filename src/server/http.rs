@@ -43,7 +43,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use axum::Router;
 use axum::body::Body;
@@ -56,9 +56,11 @@ use axum::response::Response;
 use axum::routing::post;
 use http_body_util::BodyExt;
 
-use super::{ConfigError, DEFAULT_MAX_BODY, log};
+use super::{ConfigError, log};
+use crate::defaults;
 use crate::principal::Principal;
-use crate::service::{McpHeaders, Reply, RequestContext, RequestLog, Service};
+use crate::service::{Reply, RequestContext, RequestLog, Service};
+use crate::streamable_http::{HEADER_METHOD, HEADER_NAME, HEADER_PROTOCOL_VERSION, McpHeaders};
 use crate::time::Timestamp;
 
 /// The path of the MCP endpoint.
@@ -215,7 +217,7 @@ pub struct HttpOptions {
 impl Default for HttpOptions {
     fn default() -> Self {
         Self {
-            max_body: DEFAULT_MAX_BODY,
+            max_body: defaults::MAX_BODY,
             allowed_origins: Vec::new(),
         }
     }
@@ -223,7 +225,7 @@ impl Default for HttpOptions {
 
 impl HttpOptions {
     /// The largest request body accepted, in bytes; larger ones get 413.
-    /// Default: [`DEFAULT_MAX_BODY`] (1 MiB).
+    /// Default: [`defaults::MAX_BODY`] (1 MiB).
     #[must_use]
     pub fn max_body(mut self, bytes: usize) -> Self {
         self.max_body = bytes;
@@ -317,11 +319,11 @@ pub async fn serve(
         shutdown.await;
         let _ = signalled_tx.send(());
     });
-    // After the signal, in-flight requests get SHUTDOWN_GRACE to finish; a
+    // After the signal, in-flight requests get defaults::SHUTDOWN_GRACE to finish; a
     // client that keeps a request open longer does not keep the process alive.
     let deadline = async {
         match signalled_rx.await {
-            Ok(()) => tokio::time::sleep(SHUTDOWN_GRACE).await,
+            Ok(()) => tokio::time::sleep(defaults::SHUTDOWN_GRACE).await,
             Err(_) => std::future::pending().await,
         }
     };
@@ -329,19 +331,13 @@ pub async fn serve(
         r = server.into_future() => r,
         () = deadline => {
             tracing::warn!(
-                grace_secs = SHUTDOWN_GRACE.as_secs(),
+                grace_secs = defaults::SHUTDOWN_GRACE.as_secs(),
                 "connections still open after the grace period; closing them"
             );
             Ok(())
         }
     }
 }
-
-/// How long in-flight requests may take to finish after SIGINT/SIGTERM.
-pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
-
-/// How long a client may take to send its request body.
-pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Outer middleware: correlation id, panic isolation, and the one log line.
 async fn per_request(mut req: Request, next: Next) -> Response {
@@ -529,7 +525,7 @@ async fn read_body(mut body: Body, headers: &HeaderMap, max: usize) -> Result<Ve
         }
         Ok(buf)
     };
-    tokio::time::timeout(BODY_READ_TIMEOUT, read)
+    tokio::time::timeout(defaults::BODY_READ_TIMEOUT, read)
         .await
         .unwrap_or(Err(BodyError::Timeout))
 }
@@ -555,9 +551,9 @@ fn mcp_headers(headers: &HeaderMap) -> McpHeaders {
         }
     }
     McpHeaders {
-        protocol_version: one(headers, "mcp-protocol-version"),
-        method: one(headers, "mcp-method"),
-        name: one(headers, "mcp-name"),
+        protocol_version: one(headers, HEADER_PROTOCOL_VERSION),
+        method: one(headers, HEADER_METHOD),
+        name: one(headers, HEADER_NAME),
     }
 }
 
@@ -945,7 +941,7 @@ mod tests {
             .allow_origin("https://app.example")
             .unwrap();
         assert_eq!(o.allowed_origins, ["https://app.example"]);
-        assert_eq!(o.max_body, DEFAULT_MAX_BODY);
+        assert_eq!(o.max_body, defaults::MAX_BODY);
         assert!(HttpOptions::default().allow_origin("app.example").is_err());
     }
 

@@ -1,4 +1,5 @@
-//! Logging: tracing to stderr, and the one line written per request.
+//! The one line written per request, and correlation ids. (Installing a
+//! subscriber is the application's job: the `mrtr` binary does it.)
 //!
 //! The request line carries only what [`RequestLog`] holds (ids, names,
 //! outcome, round, private reject reason) plus the transport's status and
@@ -6,61 +7,21 @@
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
-use std::io::IsTerminal;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use tracing_subscriber::EnvFilter;
-
-use super::LogFormat;
 use crate::service::RequestLog;
 
 /// The tracing target of the per-request line (`RUST_LOG=mrtr::request=info`).
-pub const REQUEST_TARGET: &str = "mrtr::request";
-
-/// Installs the global subscriber: stderr, `RUST_LOG` (default `info`), human or JSON.
-///
-/// Calling it twice is harmless (the second call changes nothing).
-pub fn init(format: LogFormat) {
-    let (filter, bad_filter) = match std::env::var("RUST_LOG") {
-        Ok(s) if !s.trim().is_empty() => match EnvFilter::try_new(&s) {
-            Ok(f) => (f, false),
-            Err(_) => (EnvFilter::new("info"), true),
-        },
-        _ => (EnvFilter::new("info"), false),
-    };
-    let builder = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(filter)
-        .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none());
-    let installed = match format {
-        LogFormat::Human => builder.try_init().is_ok(),
-        LogFormat::Json => builder.json().try_init().is_ok(),
-    };
-    if installed && bad_filter {
-        tracing::warn!("RUST_LOG is not a valid filter; using `info`");
-    }
-}
-
-/// Routes panic reports through tracing (ERROR, on stderr) with the location
-/// only: a panic message could quote a request's arguments, which the log never
-/// holds. The transports turn the panic itself into a -32603 reply.
-pub fn install_panic_hook() {
-    std::panic::set_hook(Box::new(|info| {
-        let location = info
-            .location()
-            .map(|l| format!("{}:{}", l.file(), l.line()));
-        tracing::error!(location = location.as_deref(), "panic (message withheld)");
-    }));
-}
+pub(crate) const REQUEST_TARGET: &str = "mrtr::request";
 
 /// A fresh correlation id: 16 lower-case hex characters.
 ///
 /// Unique and unguessable enough for joining log lines (SipHash under the
 /// process's random std hasher keys, over a counter and the clock); it is not a
 /// secret and never leaves the process except in the SSE event id.
-pub fn correlation_id() -> String {
+pub(crate) fn correlation_id() -> String {
     static KEYS: OnceLock<RandomState> = OnceLock::new();
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let mut h = KEYS.get_or_init(RandomState::new).build_hasher();
@@ -77,7 +38,7 @@ pub fn correlation_id() -> String {
 /// Writes the one INFO line for a request.
 ///
 /// `http_status` is `None` on stdio.
-pub fn request(
+pub(crate) fn request(
     correlation_id: &str,
     transport: &'static str,
     log: &RequestLog,

@@ -1,4 +1,5 @@
-//! The reference server: Streamable HTTP and stdio transports around [`Service`].
+//! The server: Streamable HTTP and stdio transports around a [`Service`] the
+//! application builds (the `mrtr` binary passes the reference server's tools).
 //!
 //! Transports do transport things only: read bytes within a size limit, check the
 //! `Origin` and `Content-Type`, take the caller's principal (from the request over
@@ -16,48 +17,28 @@
 //!  stdout: one line per reply ◄────────────────────────────────────────────────────────────┘
 //! ```
 //!
-//! [`McpHeaders`]: crate::service::McpHeaders
+//! [`McpHeaders`]: crate::streamable_http::McpHeaders
 
 pub mod http;
-pub mod log;
-pub mod shutdown;
+mod log;
+mod shutdown;
 pub mod stdio;
 
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-
-use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
+use crate::defaults;
 use crate::engine::Engine;
 use crate::principal::Principal;
-use crate::reference;
 use crate::replay::MemoryReplayGuard;
 use crate::seal::{Keyring, SealConfig};
 use crate::service::Service;
 
-/// The default listen address: loopback only, so nothing else on the network can reach it.
-pub const DEFAULT_LISTEN: &str = "127.0.0.1:8808";
-/// The default maximum request size (one HTTP body or one stdio line): 1 MiB.
-pub const DEFAULT_MAX_BODY: usize = 1024 * 1024;
-/// The default audience a sealed `requestState` is bound to.
-///
-/// A fixed name rather than the listen address: instances of one fleet listen on
-/// different addresses (or on port 0), yet must open each other's state.
-pub const DEFAULT_AUDIENCE: &str = "mrtr-reference";
-/// The default lifetime of one round's `requestState`, in seconds (10 minutes: a human may answer).
-pub const DEFAULT_STATE_TTL_SECS: u64 = 600;
-/// The upper bound accepted for `--state-ttl`, in seconds (24 hours).
-pub const MAX_STATE_TTL_SECS: u64 = 24 * 60 * 60;
-/// The default clock skew tolerated when checking expiry, in seconds.
-pub const DEFAULT_CLOCK_SKEW_SECS: u64 = 60;
-/// The upper bound accepted for `--clock-skew`, in seconds.
-pub const MAX_CLOCK_SKEW_SECS: u64 = 3600;
-/// The default maximum number of rounds of one flow.
-pub const DEFAULT_MAX_ROUNDS: u32 = 16;
-/// The environment variable holding the key ring for a fleet.
+/// The environment variable holding the key ring of a fleet (comma-separated keys,
+/// the first seals): read by the binary, never by the core.
 pub const KEYS_ENV: &str = "MRTR_KEYS";
 /// The environment variable naming the principal of `mrtr serve --stdio` when
 /// `--principal` is not given.
@@ -265,14 +246,14 @@ pub struct ServeConfig {
 impl Default for ServeConfig {
     fn default() -> Self {
         Self {
-            listen: SocketAddr::from(([127, 0, 0, 1], 8808)),
+            listen: defaults::LISTEN,
             stdio: false,
             keys: KeySource::Ephemeral,
-            state_ttl_secs: DEFAULT_STATE_TTL_SECS,
-            clock_skew_secs: DEFAULT_CLOCK_SKEW_SECS,
-            audience: DEFAULT_AUDIENCE.to_owned(),
-            max_rounds: DEFAULT_MAX_ROUNDS,
-            max_body: DEFAULT_MAX_BODY,
+            state_ttl_secs: defaults::STATE_TTL.as_secs(),
+            clock_skew_secs: defaults::CLOCK_SKEW.as_secs(),
+            audience: defaults::AUDIENCE.to_owned(),
+            max_rounds: defaults::MAX_ROUNDS,
+            max_body: defaults::MAX_BODY,
             allowed_origins: Vec::new(),
             log_format: LogFormat::Human,
             principal: PrincipalConfig::Unset,
@@ -287,14 +268,16 @@ impl ServeConfig {
     /// # Errors
     /// [`ConfigError`] naming the first setting that is out of range or malformed.
     pub fn validate(mut self) -> Result<Self, ConfigError> {
-        if self.state_ttl_secs == 0 || self.state_ttl_secs > MAX_STATE_TTL_SECS {
+        let max_ttl = defaults::MAX_STATE_TTL.as_secs();
+        if self.state_ttl_secs == 0 || self.state_ttl_secs > max_ttl {
             return Err(ConfigError(format!(
-                "--state-ttl must be between 1 and {MAX_STATE_TTL_SECS} seconds"
+                "--state-ttl must be between 1 and {max_ttl} seconds"
             )));
         }
-        if self.clock_skew_secs > MAX_CLOCK_SKEW_SECS {
+        let max_skew = defaults::MAX_CLOCK_SKEW.as_secs();
+        if self.clock_skew_secs > max_skew {
             return Err(ConfigError(format!(
-                "--clock-skew must be at most {MAX_CLOCK_SKEW_SECS} seconds"
+                "--clock-skew must be at most {max_skew} seconds"
             )));
         }
         if self.audience.trim().is_empty() {
@@ -360,6 +343,7 @@ pub struct ConfigError(pub String);
 
 /// Why `mrtr serve` stopped with an error.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ServeError {
     /// The configuration is unusable (exit code 2).
     #[error(transparent)]
@@ -375,12 +359,26 @@ pub enum ServeError {
     },
 }
 
-/// Builds the request service from the settings. The ONE place where the
-/// server's engine, keys and fixtures are assembled.
+/// Builds the request service from the settings: the ONE place where the engine
+/// (keys, seal configuration, limits, replay guard) is assembled; `make` puts the
+/// application's tools, prompts and resources on it.
+///
+/// ```
+/// use mrtr::server::{ServeConfig, build_service};
+/// use mrtr::service::Service;
+/// let service = build_service(&ServeConfig::default(), |engine| {
+///     Service::new(engine, "example", "1.0.0")
+/// })
+/// .unwrap();
+/// assert_eq!(service.engine().audience(), mrtr::defaults::AUDIENCE);
+/// ```
 ///
 /// # Errors
 /// [`ConfigError`] if the keys cannot be loaded.
-pub fn build_service(cfg: &ServeConfig) -> Result<Service, ConfigError> {
+pub fn build_service<F>(cfg: &ServeConfig, make: F) -> Result<Service, ConfigError>
+where
+    F: FnOnce(Engine) -> Service,
+{
     let keyring = cfg.keys.keyring()?;
     let seal = SealConfig::default()
         .ttl(Duration::from_secs(cfg.state_ttl_secs))
@@ -389,19 +387,25 @@ pub fn build_service(cfg: &ServeConfig) -> Result<Service, ConfigError> {
     let engine = Engine::new(keyring, cfg.audience.clone())
         .with_seal_config(seal)
         .max_rounds(cfg.max_rounds)
-        // The deploy demo's side effect must not repeat when a client replays the final round.
+        // A side effect behind `Round::once` must not repeat when a client replays
+        // the final round.
         .replay_guard(Arc::new(MemoryReplayGuard::default()));
-    Ok(reference::service(engine, Arc::new(AtomicU64::new(0))))
+    Ok(make(engine))
 }
 
-/// Runs `mrtr serve` until EOF (stdio) or SIGINT/SIGTERM (HTTP).
+/// Runs the server until EOF (stdio) or SIGINT/SIGTERM (HTTP), with the service
+/// [`build_service`] makes from `cfg` and `make`.
 ///
-/// Logging must already be initialised (see [`log::init`]).
+/// Logging should already be set up (a `tracing` subscriber; the `mrtr` binary
+/// installs one): the transports write one line per request through `tracing`.
 ///
 /// # Errors
 /// [`ServeError::Config`] for unusable settings, [`ServeError::Io`] if the
 /// listener cannot be bound or stdio fails.
-pub async fn serve(cfg: ServeConfig) -> Result<(), ServeError> {
+pub async fn serve<F>(cfg: ServeConfig, make: F) -> Result<(), ServeError>
+where
+    F: FnOnce(Engine) -> Service,
+{
     if cfg.keys == KeySource::Ephemeral {
         tracing::warn!(
             "no keys configured: using an ephemeral key for this process only; \
@@ -409,7 +413,7 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServeError> {
              via {KEYS_ENV} or --keys-file"
         );
     }
-    let service = Arc::new(build_service(&cfg)?);
+    let service = Arc::new(build_service(&cfg, make)?);
     // Handlers are installed here, before the server reports that it is up.
     let shutdown = shutdown::signal();
     if cfg.stdio {

@@ -10,7 +10,7 @@ use std::future::Future;
 /// would kill the process with no clean exit). Must be called inside a tokio
 /// runtime. If a handler cannot be installed, that signal is not awaited
 /// (logged at WARN) rather than shutting the server down at once.
-pub fn signal() -> impl Future<Output = ()> + Send + 'static {
+pub(crate) fn signal() -> impl Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};

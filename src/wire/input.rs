@@ -14,6 +14,7 @@ use super::{JsonObject, WireError, type_name};
 
 /// The three kinds of input a server may ask for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum InputKind {
     /// `elicitation/create` in form mode.
     #[serde(rename = "elicitation/form")]
@@ -72,6 +73,7 @@ pub struct ElicitUrlParams {
 
 /// `elicitation/create` params: form or url mode.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum ElicitParams {
     /// Form mode (`mode` absent or `"form"`).
     Form(ElicitFormParams),
@@ -168,6 +170,7 @@ impl CreateMessageParams {
 // A handful of these exist per round; boxing the sampling params would only make
 // matching on them clumsier for users.
 #[allow(clippy::large_enum_variant)]
+#[non_exhaustive]
 pub enum InputRequest {
     /// `elicitation/create`.
     Elicit(ElicitParams),
@@ -554,6 +557,7 @@ impl TryFrom<RawListRootsResult> for ListRootsResult {
 
 /// One input response (`InputResponse`: no `resultType`).
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum InputResponse {
     /// An `ElicitResult`.
     Elicit(ElicitResult),

@@ -109,12 +109,15 @@ impl ClientCapabilities {
     }
 }
 
-/// Why `_meta` was refused.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Why `_meta` was refused. Its text never holds a value the client sent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum MetaError {
     /// A required field is missing or has the wrong type (-32602, HTTP 400).
+    #[error("{0}")]
     Invalid(WireError),
     /// The protocol version is not supported (-32022 with `{supported, requested}`).
+    #[error("unsupported protocol version")]
     UnsupportedVersion {
         /// The version the client asked for.
         requested: String,

@@ -29,6 +29,8 @@ macro_rules! serde_via_value {
 pub mod input;
 pub mod jsonrpc;
 pub mod meta;
+pub mod method;
+pub mod request;
 pub mod result;
 pub mod schema;
 
@@ -39,8 +41,11 @@ pub use input::{
 };
 pub use jsonrpc::RequestId;
 pub use meta::{
-    ClientCapabilities, ElicitationCapability, Implementation, RequestMeta, SamplingCapability,
+    ClientCapabilities, ElicitationCapability, Implementation, MetaError, RequestMeta,
+    SamplingCapability,
 };
+pub use method::CarrierMethod;
+pub use request::{CarrierRequest, RequestError, UntrustedState};
 pub use result::{InputRequiredResult, ResultType};
 pub use schema::{EnumOption, PrimitiveSchema, RequestedSchema, StringFormat};
 
@@ -69,6 +74,15 @@ impl WireError {
 /// A JSON object, as used for `_meta` and open-ended fields.
 pub type JsonObject = serde_json::Map<String, serde_json::Value>;
 
+/// Shortens client-provided text to at most `max` characters (for a message or a
+/// log line), never splitting a character.
+pub(crate) fn truncate(s: &str, max: usize) -> &str {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}
+
 pub(crate) fn type_name(v: &serde_json::Value) -> &'static str {
     match v {
         serde_json::Value::Null => "null",
@@ -77,5 +91,19 @@ pub(crate) fn type_name(v: &serde_json::Value) -> &'static str {
         serde_json::Value::String(_) => "string",
         serde_json::Value::Array(_) => "array",
         serde_json::Value::Object(_) => "object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::truncate;
+
+    #[test]
+    fn truncate_keeps_whole_characters() {
+        assert_eq!(truncate("abc", 5), "abc");
+        assert_eq!(truncate("abcdef", 3), "abc");
+        assert_eq!(truncate("ééé", 2), "éé");
+        assert_eq!(truncate("🦀🦀", 1), "🦀");
+        assert_eq!(truncate("", 0), "");
     }
 }

@@ -4,13 +4,14 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use super::input::{InputRequest, InputRequests};
+use super::method::CarrierMethod;
 use super::{JsonObject, WireError};
-use crate::carrier::CarrierMethod;
 
 /// The `resultType` discriminator. Open: an unknown value survives a round trip
 /// (a client must then treat it as invalid: MCP 2026-07-28, Base Protocol §Result
 /// Responses, ResultType).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ResultType {
     /// `"complete"`: the final result.
     Complete,
@@ -55,18 +56,29 @@ impl<'de> Deserialize<'de> for ResultType {
 
 /// An `InputRequiredResult`: the server needs input before it can finish.
 ///
-/// It can only be built for one of the three carrier methods (the
-/// [`CarrierMethod`] argument), and only with a non-empty `inputRequests` or a
-/// non-empty `requestState` (MRTR Server Requirement 6). An empty
-/// `inputRequests` map is never emitted: the schema allows one, but it asks for
-/// nothing, and the MCP conformance suite counts it as a failure.
+/// Every value knows which carrier request it answers ([`InputRequiredResult::method`]):
+/// one of the three [`CarrierMethod`]s, so one for `tools/list` cannot be built.
+/// Both ways to get one take that method:
+///
+/// - **Server side**, [`InputRequiredResult::new`]: the round engine builds it for
+///   the request it is answering, and only with a non-empty `inputRequests` or a
+///   non-empty `requestState` (MRTR Server Requirement 6). The service refuses to
+///   send one whose method is not the request's (a -32603, never a mismatched result).
+/// - **Client side**, [`InputRequiredResult::from_value`]: a client parses the
+///   result of a request it sent, so it passes that request's method.
+///
+/// Because the method is not on the wire, there is `Serialize` (the wire shape)
+/// but no `Deserialize`: parse with [`InputRequiredResult::from_value`].
+///
+/// An empty `inputRequests` map is never emitted: the schema allows one, but it
+/// asks for nothing, and the MCP conformance suite counts it as a failure.
 ///
 /// ```
-/// use mrtr::carrier::CarrierMethod;
-/// use mrtr::wire::{InputRequest, InputRequiredResult, InputRequests};
+/// use mrtr::wire::{CarrierMethod, InputRequest, InputRequiredResult, InputRequests};
 /// let mut asks = InputRequests::new();
 /// asks.insert("roots".into(), InputRequest::ListRoots { meta: None });
 /// let irr = InputRequiredResult::new(CarrierMethod::ToolsCall, asks, None).unwrap();
+/// assert_eq!(irr.method(), CarrierMethod::ToolsCall);
 /// assert_eq!(
 ///     serde_json::to_value(&irr).unwrap(),
 ///     serde_json::json!({"resultType": "input_required", "inputRequests": {"roots": {"method": "roots/list"}}})
@@ -75,13 +87,14 @@ impl<'de> Deserialize<'de> for ResultType {
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct InputRequiredResult {
+    method: CarrierMethod,
     input_requests: Option<InputRequests>,
     request_state: Option<String>,
     meta: Option<JsonObject>,
 }
 
 impl InputRequiredResult {
-    /// Builds the result for a carrier request.
+    /// Builds the result answering a `method` request.
     ///
     /// # Errors
     /// When both `input_requests` is empty and `request_state` is absent or empty.
@@ -90,7 +103,6 @@ impl InputRequiredResult {
         input_requests: InputRequests,
         request_state: Option<String>,
     ) -> Result<Self, WireError> {
-        let _ = method; // the proof that this is one of the three allowed methods
         let input_requests = (!input_requests.is_empty()).then_some(input_requests);
         let request_state = request_state.filter(|s| !s.is_empty());
         if input_requests.is_none() && request_state.is_none() {
@@ -99,10 +111,16 @@ impl InputRequiredResult {
             ));
         }
         Ok(Self {
+            method,
             input_requests,
             request_state,
             meta: None,
         })
+    }
+
+    /// The carrier request this result answers.
+    pub fn method(&self) -> CarrierMethod {
+        self.method
     }
 
     /// Adds result `_meta` (e.g. `io.modelcontextprotocol/serverInfo`).
@@ -143,12 +161,12 @@ impl InputRequiredResult {
         Value::Object(o)
     }
 
-    /// Parses a result object whose `resultType` is `input_required`. An empty
-    /// `inputRequests` counts as absent.
+    /// Parses a result object whose `resultType` is `input_required`, received in
+    /// answer to a `method` request. An empty `inputRequests` counts as absent.
     ///
     /// # Errors
     /// When a field has the wrong shape, or neither input requests nor state is present.
-    pub fn from_value(v: &Value) -> Result<Self, WireError> {
+    pub fn from_value(method: CarrierMethod, v: &Value) -> Result<Self, WireError> {
         let o = v
             .as_object()
             .ok_or_else(|| WireError::new("a result must be an object"))?;
@@ -188,6 +206,7 @@ impl InputRequiredResult {
             ));
         }
         Ok(Self {
+            method,
             input_requests,
             request_state,
             meta,
@@ -195,4 +214,8 @@ impl InputRequiredResult {
     }
 }
 
-serde_via_value!(InputRequiredResult);
+impl Serialize for InputRequiredResult {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.to_value().serialize(s)
+    }
+}

@@ -23,6 +23,7 @@ pub struct RequestedSchema {
 
 /// `format` of a string property.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum StringFormat {
     /// `email`.
     Email,

@@ -8,7 +8,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
-use mrtr::carrier::{CarrierMethod, CarrierRequest};
 use mrtr::client::InProcess;
 use mrtr::engine::{Engine, Flow, Outcome, Round};
 use mrtr::error::Error;
@@ -18,6 +17,7 @@ use mrtr::seal::Keyring;
 use mrtr::service::{RequestContext, RequestLog, Service};
 use mrtr::time::Timestamp;
 use mrtr::wire::InputRequiredResult;
+use mrtr::wire::{CarrierMethod, CarrierRequest};
 use serde_json::{Value, json};
 
 /// The fake clock's epoch: every test starts here and moves forward explicitly.
@@ -139,7 +139,7 @@ impl Req {
 
     /// The parsed request, or the -32602 the parser gives.
     pub fn try_build(&self) -> Result<CarrierRequest, Error> {
-        CarrierRequest::from_params(self.method, Some(&self.params))
+        CarrierRequest::from_params(self.method, Some(&self.params)).map_err(Error::from)
     }
 
     /// The JSON-RPC body with `id`.
@@ -276,10 +276,14 @@ pub fn assert_frozen_state_response(v: &Value) {
     assert_eq!(e["data"], json!({"reason": "invalid_request_state"}), "{v}");
 }
 
+/// The reference server's tools, from the `mrtr` binary (not part of the library).
+#[path = "../../src/bin/mrtr/reference.rs"]
+mod reference_tools;
+
 /// The reference service on an engine, with its deployment counter.
 pub fn reference(engine: Engine) -> (Service, Arc<AtomicU64>) {
     let n = Arc::new(AtomicU64::new(0));
-    (mrtr::reference::service(engine, n.clone()), n)
+    (reference_tools::service(engine, n.clone()), n)
 }
 
 /// A transport context at `now` (stdio-like: no HTTP headers), anonymous.

@@ -2,12 +2,24 @@
 //!
 //! Exit codes: 0 success; 1 runtime failure (e.g. the listen address is taken);
 //! 2 usage or configuration error (message on stderr).
+//!
+//! The reference server's tools ([`reference`]) and the terminal client
+//! ([`call`]) live here, not in the library: `mrtr serve` hands the library's
+//! server a builder for its service.
+
+mod call;
+mod log;
+mod reference;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use mrtr::defaults;
+use mrtr::server::KEYS_ENV;
 use mrtr::server::{
     self, ConfigError, KeySource, LogFormat, PrincipalConfig, ServeConfig, ServeError,
 };
@@ -28,7 +40,7 @@ enum Command {
     Keygen,
     /// Call a tool, prompt or resource on any MRTR server and answer its questions
     /// on the terminal (or from --answers).
-    Call(mrtr::client::cli::CallArgs),
+    Call(call::CallArgs),
     /// Open a requestState token with the configured keys and print its claims,
     /// or the private reason it does not open.
     Inspect {
@@ -50,7 +62,7 @@ MRTR_PRINCIPAL) or --anonymous."
 struct ServeArgs {
     /// Address to listen on; port 0 picks a free port (the bound address is
     /// logged as `listening on http://ADDR/mcp`).
-    #[arg(long, value_name = "ADDR", default_value = server::DEFAULT_LISTEN, conflicts_with = "stdio")]
+    #[arg(long, value_name = "ADDR", default_value_t = defaults::LISTEN, conflicts_with = "stdio")]
     listen: SocketAddr,
     /// Speak newline-delimited JSON-RPC on stdin/stdout instead of HTTP (logs stay on stderr).
     #[arg(long)]
@@ -60,19 +72,19 @@ struct ServeArgs {
     #[arg(long, value_name = "PATH")]
     keys_file: Option<PathBuf>,
     /// Lifetime of one round's requestState, in seconds (1..=86400).
-    #[arg(long, value_name = "SECONDS", default_value_t = server::DEFAULT_STATE_TTL_SECS)]
+    #[arg(long, value_name = "SECONDS", default_value_t = defaults::STATE_TTL.as_secs())]
     state_ttl: u64,
     /// Clock skew tolerated on expiry checks, in seconds (0..=3600).
-    #[arg(long, value_name = "SECONDS", default_value_t = server::DEFAULT_CLOCK_SKEW_SECS)]
+    #[arg(long, value_name = "SECONDS", default_value_t = defaults::CLOCK_SKEW.as_secs())]
     clock_skew: u64,
     /// Audience a requestState is bound to; every instance of a fleet must use the same one.
-    #[arg(long, value_name = "STR", default_value = server::DEFAULT_AUDIENCE)]
+    #[arg(long, value_name = "STR", default_value = defaults::AUDIENCE)]
     audience: String,
     /// Maximum rounds of one flow.
-    #[arg(long, value_name = "N", default_value_t = server::DEFAULT_MAX_ROUNDS)]
+    #[arg(long, value_name = "N", default_value_t = defaults::MAX_ROUNDS)]
     max_rounds: u32,
     /// Maximum request size (HTTP body or stdio line), in bytes.
-    #[arg(long, value_name = "BYTES", default_value_t = server::DEFAULT_MAX_BODY)]
+    #[arg(long, value_name = "BYTES", default_value_t = defaults::MAX_BODY)]
     max_body: usize,
     /// An extra allowed Origin (scheme://host[:port]); repeatable. Always allowed: no
     /// Origin, http://localhost, http://127.0.0.1 and http://[::1] on any port.
@@ -107,7 +119,7 @@ enum LogFormatArg {
 
 impl ServeArgs {
     fn into_config(self) -> Result<ServeConfig, ConfigError> {
-        let keys = KeySource::resolve(self.keys_file, std::env::var_os(server::KEYS_ENV))?;
+        let keys = KeySource::resolve(self.keys_file, std::env::var_os(KEYS_ENV))?;
         let principal = PrincipalConfig::resolve(
             self.stdio,
             self.anonymous,
@@ -149,23 +161,20 @@ fn main() -> ExitCode {
 
 /// Runs `mrtr call` on a small runtime; exit codes 0 complete, 1 tool error,
 /// 2 usage, 3 protocol or transport error.
-fn call(args: mrtr::client::cli::CallArgs) -> ExitCode {
+fn call(args: call::CallArgs) -> ExitCode {
     let runtime = match runtime(tokio::runtime::Builder::new_current_thread()) {
         Ok(rt) => rt,
         Err(code) => return code,
     };
-    let code = runtime.block_on(mrtr::client::cli::run_call(args));
+    let code = runtime.block_on(call::run_call(args));
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 
 /// Opens a token for an operator: claims on stdout, or the private reason on stderr (exit 1).
 fn inspect(token: &str, keys_file: Option<PathBuf>) -> ExitCode {
-    let keys = match KeySource::resolve(keys_file, std::env::var_os(server::KEYS_ENV)) {
+    let keys = match KeySource::resolve(keys_file, std::env::var_os(KEYS_ENV)) {
         Ok(KeySource::Ephemeral) => {
-            eprintln!(
-                "mrtr: error: no keys: pass --keys-file or set {}",
-                server::KEYS_ENV
-            );
+            eprintln!("mrtr: error: no keys: pass --keys-file or set {}", KEYS_ENV);
             return ExitCode::from(2);
         }
         Ok(k) => k,
@@ -208,13 +217,15 @@ fn serve(args: ServeArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    server::log::init(cfg.log_format);
-    server::log::install_panic_hook();
+    log::init(cfg.log_format);
+    log::install_panic_hook();
     let runtime = match runtime(tokio::runtime::Builder::new_multi_thread()) {
         Ok(rt) => rt,
         Err(code) => return code,
     };
-    let result = runtime.block_on(server::serve(cfg));
+    // The reference tools; the deploy demo's counter is not read by anyone here.
+    let service = |engine| reference::service(engine, Arc::new(AtomicU64::new(0)));
+    let result = runtime.block_on(server::serve(cfg, service));
     // Do not wait for a blocking stdin read that will never finish (stdio mode
     // stopped by a signal while stdin is still open).
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));

@@ -5,6 +5,9 @@
 //! `test_input_required_result_*`, behaviour exactly as its scenarios need), and
 //! demo tools that show what mrtr is for, each saying in its description what it
 //! demonstrates.
+//!
+//! Part of the `mrtr` binary, not of the library's API. Tests include this file
+//! with `#[path]`, so it names the library `mrtr::`, never `crate::`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,12 +15,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::engine::{
+use mrtr::engine::{
     Elicited, Engine, Flow, Form, RootsAsk, Sampling, UrlVisit, prompt_text, resource_text,
     tool_text,
 };
-use crate::error::{Retry, ToolAdvice};
-use crate::service::Service;
+use mrtr::error::{Retry, ToolAdvice};
+use mrtr::service::Service;
 
 fn no_args() -> Value {
     json!({"type": "object", "properties": {}})
@@ -27,7 +30,7 @@ fn no_args() -> Value {
 ///
 /// `deployments` counts the demo deploy tool's side effect, so tests can check
 /// it ran exactly once.
-pub fn service(engine: Engine, deployments: Arc<AtomicU64>) -> Service {
+pub(crate) fn service(engine: Engine, deployments: Arc<AtomicU64>) -> Service {
     let s = Service::new(engine, "mrtr-reference", env!("CARGO_PKG_VERSION")).instructions(
         "Reference MCP server of the mrtr crate: tools that ask the user, the client's model or the client's roots \
          for input through Multi Round-Trip Requests.",
@@ -37,7 +40,7 @@ pub fn service(engine: Engine, deployments: Arc<AtomicU64>) -> Service {
 
 /// The conformance fixtures: the tools that the MRTR (SEP-2322) server scenarios of the
 /// official MCP conformance suite call, named `test_input_required_result_*`.
-pub fn conformance(s: Service) -> Service {
+fn conformance(s: Service) -> Service {
     s.tool(
         "test_input_required_result_elicitation",
         "Conformance: asks the user's name by form elicitation (key user_name).",
@@ -198,7 +201,7 @@ struct TripPlan {
 }
 
 /// The demo tools, prompts and resources.
-pub fn demos(s: Service, deployments: Arc<AtomicU64>) -> Service {
+fn demos(s: Service, deployments: Arc<AtomicU64>) -> Service {
     s.tool(
         "deploy",
         "Demonstrates confirm-then-act: asks the user to confirm by form elicitation before deploying (a confirmation \
@@ -222,7 +225,7 @@ pub fn demos(s: Service, deployments: Arc<AtomicU64>) -> Service {
                     let n: u64 = r.once("deploy", move || Ok(counter.fetch_add(1, Ordering::SeqCst) + 1))?;
                     Ok(tool_text(format!("Deployed {service} (deployment #{n}).")))
                 }
-                Elicited::Accepted(_) | Elicited::Declined | Elicited::Cancelled | Elicited::Unavailable => Err(Flow::failed(
+                _ => Err(Flow::failed(
                     ToolAdvice::new("The user did not confirm the deployment, so nothing was deployed", Retry::DoesNotHelp)
                         .instead("Ask the user whether they want to deploy before calling deploy again"),
                 )),
@@ -315,51 +318,4 @@ pub fn demos(s: Service, deployments: Arc<AtomicU64>) -> Service {
             _ => Err(Flow::failed(ToolAdvice::new("The user chose not to reveal the note", Retry::DoesNotHelp))),
         },
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::principal::Principal;
-    use crate::seal::Keyring;
-    use crate::service::RequestContext;
-    use crate::time::Timestamp;
-
-    fn call(s: &Service, id: u64, extra: &str) -> Value {
-        let body = format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{"elicitation":{{}}}}}},"name":"deploy","arguments":{{"service":"web"}}{extra}}}}}"#
-        );
-        let ctx = RequestContext {
-            principal: Principal::anonymous(),
-            now: Timestamp::from_unix_secs(1_800_000_000),
-            correlation_id: "t".into(),
-            http_headers: None,
-        };
-        serde_json::from_str(
-            s.handle_sync(body.as_bytes(), &ctx)
-                .body
-                .as_deref()
-                .unwrap(),
-        )
-        .unwrap()
-    }
-
-    #[test]
-    fn deploy_takes_no_confirmation_it_did_not_ask_for() {
-        let count = Arc::new(AtomicU64::new(0));
-        let s = service(Engine::new(Keyring::ephemeral(), "t"), count.clone());
-        let yes = r#","inputResponses":{"confirm":{"action":"accept","content":{"confirm":true}}}"#;
-        // A cold confirmation is not taken: the question goes out instead.
-        let r1 = call(&s, 1, yes);
-        assert_eq!(r1["result"]["resultType"], "input_required", "{r1}");
-        assert_eq!(count.load(Ordering::SeqCst), 0);
-        // The same answer to the question as issued is.
-        let state = r1["result"]["requestState"].as_str().unwrap();
-        let r2 = call(&s, 2, &format!(r#"{yes},"requestState":"{state}""#));
-        assert_eq!(
-            r2["result"]["content"][0]["text"], "Deployed web (deployment #1).",
-            "{r2}"
-        );
-        assert_eq!(count.load(Ordering::SeqCst), 1);
-    }
 }

@@ -1,0 +1,147 @@
+//! Every default of mrtr, in one place.
+//!
+//! The setters that change a default say so and link here; nothing else in the
+//! crate writes these numbers. The defaults are secure first and convenient
+//! second: short-lived state, bounded rounds and sizes, a loopback listener.
+//!
+//! | area | default | value |
+//! |---|---|---|
+//! | sealed state | [`STATE_TTL`] per round, [`FLOW_LIFETIME`] per flow | 10 min, 1 h |
+//! | | [`MAX_STATE_TTL`] ceiling, [`CLOCK_SKEW`] | 24 h, 60 s |
+//! | | [`MAX_TOKEN_LEN`], [`MAX_PLAINTEXT`] | 16 384 chars, 8 192 bytes |
+//! | engine | [`MAX_ROUNDS`], [`MAX_ASKS_PER_ROUND`] | 16, 16 |
+//! | service | [`HANDLER_TIMEOUT`], [`LIST_CACHE_TTL`] | 30 s, 60 s |
+//! | client | [`CLIENT_MAX_ROUNDS`] (= [`MAX_ROUNDS`] + 1), [`CLIENT_TOTAL_TIMEOUT`] | 17, 5 min |
+//! | | [`BACKOFF_INITIAL`] → [`BACKOFF_MAX`] | 50 ms → 250 ms |
+//! | server | [`LISTEN`], [`MAX_BODY`], [`AUDIENCE`] | `127.0.0.1:8808`, 1 MiB, `mrtr-reference` |
+//! | | [`MAX_CLOCK_SKEW`] (flag bound), [`STDIO_MAX_IN_FLIGHT`] | 1 h, 64 |
+//! | | [`BODY_READ_TIMEOUT`], [`SHUTDOWN_GRACE`] | 30 s, 10 s |
+//!
+//! # Rounds: client and server agree
+//! The server counts the `InputRequiredResult`s one flow may issue
+//! ([`MAX_ROUNDS`]); the client counts the requests it sends, the first one
+//! included ([`CLIENT_MAX_ROUNDS`]). A flow that uses all of a default server's
+//! rounds takes `MAX_ROUNDS + 1` requests, so that is the client's default: a
+//! default client finishes every flow a default server allows, and a server that
+//! asks for more is cut off by its own limit first (a tool error the model can
+//! read) rather than by the client's.
+
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::time::Duration;
+
+// ---------------------------------------------------------------------------
+// Sealed state (`SealConfig`)
+// ---------------------------------------------------------------------------
+
+/// Per-round expiry of a `requestState`: 10 minutes (a human may have to answer).
+/// [`SealConfig::ttl`](crate::seal::SealConfig::ttl), `mrtr serve --state-ttl`.
+pub const STATE_TTL: Duration = Duration::from_secs(600);
+
+/// Ceiling for the per-round expiry, and for how far in the future an `exp` may
+/// lie when opened: 24 hours. [`SealConfig::max_ttl`](crate::seal::SealConfig::max_ttl);
+/// also the upper bound of `mrtr serve --state-ttl`.
+pub const MAX_STATE_TTL: Duration = Duration::from_secs(24 * 3600);
+
+/// Absolute lifetime of a flow, fixed in round 1: 1 hour.
+/// [`SealConfig::flow_lifetime`](crate::seal::SealConfig::flow_lifetime).
+pub const FLOW_LIFETIME: Duration = Duration::from_secs(3600);
+
+/// Clock skew tolerated between instances on expiry checks: 60 seconds.
+/// [`SealConfig::clock_skew`](crate::seal::SealConfig::clock_skew), `mrtr serve --clock-skew`.
+pub const CLOCK_SKEW: Duration = Duration::from_secs(60);
+
+/// The upper bound of `mrtr serve --clock-skew`: 1 hour.
+pub const MAX_CLOCK_SKEW: Duration = Duration::from_secs(3600);
+
+/// Longest token `open` accepts: 16 384 characters.
+/// [`SealConfig::max_token_len`](crate::seal::SealConfig::max_token_len).
+pub const MAX_TOKEN_LEN: usize = 16 * 1024;
+
+/// Largest plaintext (claims plus state) `seal` accepts: 8 192 bytes.
+/// [`SealConfig::max_plaintext`](crate::seal::SealConfig::max_plaintext).
+pub const MAX_PLAINTEXT: usize = 8 * 1024;
+
+// ---------------------------------------------------------------------------
+// Engine and service
+// ---------------------------------------------------------------------------
+
+/// The most `InputRequiredResult`s one flow may issue: 16.
+/// [`Engine::max_rounds`](crate::engine::Engine::max_rounds), `mrtr serve --max-rounds`.
+pub const MAX_ROUNDS: u32 = 16;
+
+/// The most questions one round may ask: 16.
+/// [`Engine::max_asks_per_round`](crate::engine::Engine::max_asks_per_round).
+pub const MAX_ASKS_PER_ROUND: usize = 16;
+
+/// How long a handler may run for one request: 30 seconds.
+/// [`Service::handler_timeout`](crate::service::Service::handler_timeout).
+pub const HANDLER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long clients may cache list and discover results (`ttlMs`): 60 seconds,
+/// `cacheScope: public`. [`Service::list_caching`](crate::service::Service::list_caching).
+pub const LIST_CACHE_TTL: Duration = Duration::from_secs(60);
+
+// ---------------------------------------------------------------------------
+// Client
+// ---------------------------------------------------------------------------
+
+/// The most requests one client flow may send, the first one included:
+/// [`MAX_ROUNDS`] + 1, so a default client can finish every flow a default server
+/// allows (see the module doc). [`ClientBuilder::max_rounds`](crate::client::ClientBuilder::max_rounds),
+/// `mrtr call --max-rounds`.
+pub const CLIENT_MAX_ROUNDS: u32 = MAX_ROUNDS + 1;
+
+/// The longest one client flow may take: 5 minutes.
+/// [`ClientBuilder::total_timeout`](crate::client::ClientBuilder::total_timeout),
+/// `mrtr call --timeout`.
+pub const CLIENT_TOTAL_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The client's first wait before retrying after a state-only round: 50 ms.
+pub const BACKOFF_INITIAL: Duration = Duration::from_millis(50);
+
+/// The client's longest wait before retrying after a state-only round: 250 ms.
+pub const BACKOFF_MAX: Duration = Duration::from_millis(250);
+
+// ---------------------------------------------------------------------------
+// Server (the transports of the `server` feature and `mrtr serve`)
+// ---------------------------------------------------------------------------
+
+/// The listen address: loopback only, so nothing else on the network can reach it.
+pub const LISTEN: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 8808));
+
+/// The largest request (one HTTP body or one stdio line): 1 MiB.
+pub const MAX_BODY: usize = 1024 * 1024;
+
+/// The audience a sealed `requestState` is bound to.
+///
+/// A fixed name rather than the listen address: instances of one fleet listen on
+/// different addresses (or on port 0), yet must open each other's state.
+pub const AUDIENCE: &str = "mrtr-reference";
+
+/// How long a client may take to send its request body: 30 seconds.
+pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long in-flight requests may take to finish after SIGINT/SIGTERM: 10 seconds.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// The most requests handled at once on one stdio connection: 64. Beyond it,
+/// input is not read until one finishes (back-pressure, bounded memory).
+pub const STDIO_MAX_IN_FLIGHT: usize = 64;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_and_server_rounds_agree() {
+        // A server flow of MAX_ROUNDS input-required results completes on the next request.
+        assert_eq!(CLIENT_MAX_ROUNDS, MAX_ROUNDS + 1);
+    }
+
+    #[test]
+    fn the_state_ttl_fits_under_its_ceiling() {
+        const { assert!(STATE_TTL.as_secs() <= MAX_STATE_TTL.as_secs()) };
+        const { assert!(CLOCK_SKEW.as_secs() <= MAX_CLOCK_SKEW.as_secs()) };
+        assert_eq!(LISTEN.to_string(), "127.0.0.1:8808");
+    }
+}
