@@ -45,6 +45,31 @@ pub struct McpHeaders {
     pub name: Option<String>,
 }
 
+impl McpHeaders {
+    /// The headers a conforming client sends with `request` (a whole JSON-RPC
+    /// request object): the protocol version equal to `_meta`'s (or `default_version`
+    /// when `_meta` names none), `Mcp-Method` the method, and for a carrier
+    /// `Mcp-Name` its target (`params.name`, or `params.uri` for resources/read).
+    pub fn for_request(request: &Value, default_version: &str) -> Self {
+        let method = request.get("method").and_then(Value::as_str);
+        let params = request.get("params");
+        let version = params
+            .and_then(|p| p.get("_meta"))
+            .and_then(|m| m.get(META_PROTOCOL_VERSION))
+            .and_then(Value::as_str)
+            .unwrap_or(default_version);
+        let name = method
+            .and_then(CarrierMethod::from_method)
+            .and_then(|c| params.and_then(|p| p.get(c.target_param())))
+            .and_then(Value::as_str);
+        Self {
+            protocol_version: Some(version.to_owned()),
+            method: method.map(str::to_owned),
+            name: name.map(str::to_owned),
+        }
+    }
+}
+
 /// The HTTP status of `error` when it goes out as a JSON-RPC error: 404 for
 /// -32601, 500 for -32603, 400 for every other code.
 ///

@@ -22,9 +22,8 @@ use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
 
 use super::transport::{BoxFuture, Transport, TransportError};
-use crate::wire::CarrierMethod;
+use crate::streamable_http::{HEADER_METHOD, HEADER_NAME, HEADER_PROTOCOL_VERSION, McpHeaders};
 use crate::wire::PROTOCOL_VERSION;
-use crate::wire::meta::META_PROTOCOL_VERSION;
 
 /// The largest response body read, JSON or SSE (bytes).
 pub const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
@@ -76,33 +75,18 @@ impl HttpTransport {
     }
 
     fn build(&self, request: &Value) -> Result<Request<Full<Bytes>>, TransportError> {
-        let method = request
-            .get("method")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let params = request.get("params");
-        // The header must equal `_meta`'s version (MCP 2026-07-28, Streamable HTTP §Server
-        // Validation), so it is read from there.
-        let version = params
-            .and_then(|p| p.get("_meta"))
-            .and_then(|m| m.get(META_PROTOCOL_VERSION))
-            .and_then(Value::as_str)
-            .unwrap_or(PROTOCOL_VERSION);
+        let headers = McpHeaders::for_request(request, PROTOCOL_VERSION);
         let mut b = Request::post(self.uri.clone())
             .header(CONTENT_TYPE, "application/json")
-            .header(ACCEPT, "application/json, text/event-stream")
-            .header(
-                "MCP-Protocol-Version",
-                header_value("MCP-Protocol-Version", version)?,
-            )
-            .header("Mcp-Method", header_value("Mcp-Method", method)?);
-        // Mcp-Name is params.name (tools/call, prompts/get) or params.uri (resources/read).
-        let name_key = CarrierMethod::from_method(method).map(CarrierMethod::target_param);
-        if let Some(name) = name_key
-            .and_then(|k| params.and_then(|p| p.get(k)))
-            .and_then(Value::as_str)
-        {
-            b = b.header("Mcp-Name", header_value("Mcp-Name", name)?);
+            .header(ACCEPT, "application/json, text/event-stream");
+        for (name, value) in [
+            (HEADER_PROTOCOL_VERSION, &headers.protocol_version),
+            (HEADER_METHOD, &headers.method),
+            (HEADER_NAME, &headers.name),
+        ] {
+            if let Some(v) = value {
+                b = b.header(name, header_value(name, v)?);
+            }
         }
         let body = serde_json::to_vec(request)
             .map_err(|e| TransportError::InvalidRequest(e.to_string()))?;

@@ -19,9 +19,7 @@ use crate::principal::Principal;
 use crate::service::{Reply, RequestContext, Service};
 use crate::streamable_http::McpHeaders;
 use crate::time::Timestamp;
-use crate::wire::CarrierMethod;
 use crate::wire::PROTOCOL_VERSION;
-use crate::wire::meta::META_PROTOCOL_VERSION;
 
 /// Makes the deadline future of one request.
 type DeadlineFactory = Arc<dyn Fn() -> BoxFuture<'static, ()> + Send + Sync>;
@@ -204,7 +202,7 @@ impl InProcess {
             // A body that is not JSON gets no headers; the service reports the parse error first.
             Some(
                 serde_json::from_slice::<Value>(body)
-                    .map(|v| headers_for(&v))
+                    .map(|v| McpHeaders::for_request(&v, PROTOCOL_VERSION))
                     .unwrap_or_default(),
             )
         } else {
@@ -238,28 +236,6 @@ impl Transport for InProcess {
             serde_json::from_str(&text)
                 .map_err(|e| TransportError::InvalidResponse(format!("the reply is not JSON: {e}")))
         })
-    }
-}
-
-/// The headers a conforming Streamable HTTP client derives from `request`: the
-/// protocol version equals `_meta`'s (MCP 2026-07-28, Streamable HTTP §Server
-/// Validation), `Mcp-Name` is the carrier's target.
-fn headers_for(request: &Value) -> McpHeaders {
-    let method = request.get("method").and_then(Value::as_str);
-    let params = request.get("params");
-    let version = params
-        .and_then(|p| p.get("_meta"))
-        .and_then(|m| m.get(META_PROTOCOL_VERSION))
-        .and_then(Value::as_str)
-        .unwrap_or(PROTOCOL_VERSION);
-    let name = method
-        .and_then(CarrierMethod::from_method)
-        .and_then(|c| params.and_then(|p| p.get(c.target_param())))
-        .and_then(Value::as_str);
-    McpHeaders {
-        protocol_version: Some(version.to_owned()),
-        method: method.map(str::to_owned),
-        name: name.map(str::to_owned),
     }
 }
 
@@ -337,7 +313,7 @@ mod tests {
         let t = InProcess::new(service(), Principal::anonymous()).emulate_http_headers();
         let reply = ready(t.exchange(call(1, "ask").to_string().as_bytes()));
         assert_eq!(reply.log.outcome, "input_required");
-        let h = headers_for(&call(1, "ask"));
+        let h = McpHeaders::for_request(&call(1, "ask"), PROTOCOL_VERSION);
         assert_eq!(h.name.as_deref(), Some("ask"));
         assert_eq!(h.method.as_deref(), Some("tools/call"));
         assert_eq!(h.protocol_version.as_deref(), Some("2026-07-28"));

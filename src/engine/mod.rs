@@ -233,6 +233,20 @@ impl Engine {
         Ok(Round::new(self, request, binding, prior, now))
     }
 
+    /// [`Engine::begin`], with the round split into the handler's part and the
+    /// engine's, or the outcome of a request that does not begin.
+    fn start(
+        &self,
+        request: CarrierRequest,
+        principal: &Principal,
+        now: Timestamp,
+    ) -> Result<(Round, round::Finisher), Outcome> {
+        let method = request.method();
+        self.begin(request, principal, now)
+            .map(Round::hand_over)
+            .map_err(|e| Outcome::from_error(Some(method), e))
+    }
+
     /// Runs one round with a synchronous handler: [`Engine::begin`], the handler,
     /// and the end of the round.
     pub fn run<F, R>(
@@ -246,13 +260,9 @@ impl Engine {
         F: FnOnce(Round) -> Result<R, Flow>,
         R: Into<Value>,
     {
-        let method = request.method();
-        match self.begin(request, principal, now) {
-            Ok(round) => {
-                let (round, finisher) = round.hand_over();
-                finisher.finish(handler(round).map(Into::into))
-            }
-            Err(e) => Outcome::from_error(Some(method), e),
+        match self.start(request, principal, now) {
+            Ok((round, finisher)) => finisher.finish(handler(round).map(Into::into)),
+            Err(outcome) => outcome,
         }
     }
 
@@ -271,14 +281,9 @@ impl Engine {
         Fut: Future<Output = Result<R, Flow>>,
         R: Into<Value>,
     {
-        let method = request.method();
-        match self.begin(request, principal, now) {
-            Ok(round) => {
-                let (round, finisher) = round.hand_over();
-                let result = handler(round).await;
-                finisher.finish(result.map(Into::into))
-            }
-            Err(e) => Outcome::from_error(Some(method), e),
+        match self.start(request, principal, now) {
+            Ok((round, finisher)) => finisher.finish(handler(round).await.map(Into::into)),
+            Err(outcome) => outcome,
         }
     }
 
