@@ -234,17 +234,14 @@ impl Engine {
     }
 
     /// [`Engine::begin`], with the round split into the handler's part and the
-    /// engine's, or the outcome of a request that does not begin.
+    /// engine's.
     fn start(
         &self,
         request: CarrierRequest,
         principal: &Principal,
         now: Timestamp,
-    ) -> Result<(Round, round::Finisher), Outcome> {
-        let method = request.method();
-        self.begin(request, principal, now)
-            .map(Round::hand_over)
-            .map_err(|e| Outcome::from_error(Some(method), e))
+    ) -> Result<(Round, round::Finisher), Error> {
+        self.begin(request, principal, now).map(Round::hand_over)
     }
 
     /// Runs one round with a synchronous handler: [`Engine::begin`], the handler,
@@ -260,9 +257,10 @@ impl Engine {
         F: FnOnce(Round) -> Result<R, Flow>,
         R: Into<Value>,
     {
+        let method = request.method();
         match self.start(request, principal, now) {
             Ok((round, finisher)) => finisher.finish(handler(round).map(Into::into)),
-            Err(outcome) => outcome,
+            Err(e) => Outcome::from_error(Some(method), e),
         }
     }
 
@@ -281,9 +279,10 @@ impl Engine {
         Fut: Future<Output = Result<R, Flow>>,
         R: Into<Value>,
     {
+        let method = request.method();
         match self.start(request, principal, now) {
             Ok((round, finisher)) => finisher.finish(handler(round).await.map(Into::into)),
-            Err(outcome) => outcome,
+            Err(e) => Outcome::from_error(Some(method), e),
         }
     }
 
