@@ -138,9 +138,7 @@ fn handler(strict_who: bool) -> impl Fn(Round) -> Result<Value, Flow> + Send + S
         Ok(match r.method() {
             mrtr::wire::CarrierMethod::ToolsCall => tool_text(text),
             mrtr::wire::CarrierMethod::PromptsGet => prompt_text("d", text),
-            mrtr::wire::CarrierMethod::ResourcesRead => {
-                resource_text("fz://r", "text/plain", text)
-            }
+            mrtr::wire::CarrierMethod::ResourcesRead => resource_text("fz://r", "text/plain", text),
         })
     }
 }
