@@ -102,9 +102,12 @@ where
     Fut: Future<Output = Result<R, Flow>> + Send + 'static,
     R: Into<Value> + 'static,
 {
+    // The handler is called inside the future, so a panic in code it runs before
+    // returning its future is caught like one in the future itself.
+    let f = Arc::new(f);
     Arc::new(move |round| {
-        let fut = f(round);
-        Box::pin(async move { fut.await.map(Into::into) })
+        let f = Arc::clone(&f);
+        Box::pin(async move { f(round).await.map(Into::into) })
     })
 }
 

@@ -178,6 +178,27 @@ async fn a_panicking_async_handler_is_32603_on_every_carrier() {
     }
 }
 
+#[tokio::test(flavor = "current_thread")]
+async fn a_handler_that_panics_before_returning_its_future_is_32603() {
+    // The closure itself panics while building its future: still caught.
+    let service = empty_service()
+        .tool_async("early", "panics early", schema(), |_round| {
+            if std::hint::black_box(true) {
+                panic!("closure bug");
+            }
+            async move { Ok(mrtr::engine::tool_text("unreachable")) }
+        })
+        .tool("fine", "fine", schema(), |_| {
+            Ok(mrtr::engine::tool_text("fine"))
+        });
+    let client = client(InProcess::new(service, Principal::anonymous()), json!({}));
+    assert_internal_error(client.call_tool("early", json!({})).await);
+    assert_eq!(
+        client.call_tool("fine", json!({})).await.unwrap().text(),
+        "fine"
+    );
+}
+
 /// What the overdue test's handlers share: whether to stall, the deadline the
 /// stall fires, and what ran.
 #[derive(Clone, Default)]

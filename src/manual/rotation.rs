@@ -44,9 +44,11 @@
 //!
 //! A bad entry is reported by its position (from 1), never by its value; two
 //! entries with the same kid (usually the same key twice) are refused. In code:
-//! [`Keyring::parse_keys`], [`Keyring::from_file`], [`Keyring::from_env`] (which
-//! returns `None` when `MRTR_KEYS` is unset or blank: decide explicitly what your
-//! server does then), and [`Keyring::new`] with [`Keyring::with_open_only`].
+//! [`Keyring::parse_keys`] and [`Keyring::parse_key_file`] parse the two formats
+//! (the core reads no file and no environment: your application reads
+//! `MRTR_KEYS` or the file and passes the text, as `server::KeySource` does for
+//! `mrtr serve`; decide explicitly what your server does when neither is set),
+//! and [`Keyring::new`] with [`Keyring::with_open_only`] build a ring in code.
 //!
 //! # Rotation runbook
 //!
@@ -101,8 +103,7 @@
 //!
 //! [`Keyring`]: crate::seal::Keyring
 //! [`Keyring::parse_keys`]: crate::seal::Keyring::parse_keys
-//! [`Keyring::from_file`]: crate::seal::Keyring::from_file
-//! [`Keyring::from_env`]: crate::seal::Keyring::from_env
+//! [`Keyring::parse_key_file`]: crate::seal::Keyring::parse_key_file
 //! [`Keyring::new`]: crate::seal::Keyring::new
 //! [`Keyring::with_open_only`]: crate::seal::Keyring::with_open_only
 //! [`Key::from_secret`]: crate::seal::Key::from_secret
