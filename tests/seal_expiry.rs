@@ -79,7 +79,7 @@ fn far_future_boundary() {
     assert!(!e.is_expired_but_authentic());
     // Lowering max_ttl on the opening side is a global kill switch.
     let strict = Sealer::new(
-        s.keyring().clone(),
+        mrtr::seal::Keyring::clone(&s.keyring()),
         SealConfig::default()
             .ttl(Duration::from_secs(60))
             .unwrap()

@@ -172,7 +172,9 @@ impl Engine {
         self
     }
 
-    /// The sealer (for `mrtr inspect` and counters).
+    /// The sealer (for `mrtr inspect` and counters). It is shared by every clone of
+    /// this engine, so `engine.sealer().replace_keyring(ring)` rotates the keys of
+    /// a running service ([`Sealer::replace_keyring`]).
     pub fn sealer(&self) -> &Sealer {
         &self.inner.sealer
     }

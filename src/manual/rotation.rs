@@ -52,8 +52,9 @@
 //!
 //! # Rotation runbook
 //!
-//! Rotate in three deploys. Each phase must be complete on **every** instance
-//! before the next one starts.
+//! Rotate in three phases: three deploys, or three edits of the key file each
+//! followed by SIGHUP ([live reload](#live-reload-with-sighup), no restart). Each
+//! phase must be complete on **every** instance before the next one starts.
 //!
 //! 1. **Add the new key as an opener.** `MRTR_KEYS=OLD,NEW`. Nothing seals
 //!    with `NEW` yet, but every instance can open what it will seal. Skipping
@@ -78,6 +79,51 @@
 //! and the skew [`SealConfig::clock_skew`] (default 60 s, `mrtr serve
 //! --clock-skew`).
 //!
+//! # Live reload with SIGHUP
+//!
+//! `mrtr serve --keys-file PATH` re-reads the file on SIGHUP, over HTTP and stdio
+//! alike, and swaps the new ring in at once: requests already being handled finish
+//! with the ring they started with, every later one uses the new ring, and flows in
+//! progress go on as long as the new ring still holds the key that sealed their
+//! state. So the three phases above run on a live fleet without a restart and
+//! without a failed flow: for each phase, on every instance,
+//!
+//! ```text
+//! $EDITOR /etc/mrtr/keys        # phase 1: OLD then NEW; phase 2: NEW then OLD; phase 3: NEW
+//! kill -HUP "$(pidof mrtr)"     # or systemctl reload, with ExecReload=/bin/kill -HUP $MAINPID
+//! ```
+//!
+//! and check the log of each instance (stderr, target `mrtr::keys`) before moving
+//! to the next phase:
+//!
+//! ```text
+//! INFO mrtr::keys: key ring reloaded path=/etc/mrtr/keys kids=NEWKID,OLDKID sealing=NEWKID keys=2
+//! ```
+//!
+//! `kids` lists the ring's kids, the sealing one first; `removed` (phase 3) the
+//! kids of the previous ring that the new one no longer holds. Kids are public (every token carries its kid in
+//! clear); key bytes and the file's contents are never logged. After phase 2,
+//! `mrtr inspect` on a fresh `requestState` shows the new kid.
+//!
+//! - A file that cannot be read or does not parse (a typo, a half-written file,
+//!   a wrong path) **keeps the ring in force** and logs `key ring not reloaded`
+//!   at ERROR with the path and the reason (a bad entry by its position, never its
+//!   value). Fix the file and send SIGHUP again. Write the file atomically
+//!   (write a temporary file, then rename it over the old one) so that a SIGHUP
+//!   from elsewhere never reads it half-written.
+//! - A reload whose sealing key was not in the previous ring logs a WARN: on a
+//!   fleet, phase 1 was skipped, and instances that do not hold the key yet
+//!   refuse its states as `unknown_key`. (For a single instance, or a compromised
+//!   key, that is expected.)
+//! - With `MRTR_KEYS` or an ephemeral key there is no file to re-read: SIGHUP logs
+//!   `nothing to reload` at WARN and changes nothing. It never stops the server.
+//!   Rotate such instances with restarts.
+//!
+//! Embedding the engine, swap the ring yourself: [`Sealer::replace_keyring`]
+//! (every clone of the sealer, the engine's and the service's, sees the new ring),
+//! or, with the `server` feature, `mrtr::server::reload_keys` with a `KeySource`
+//! from your own trigger.
+//!
 //! # Checking a rotation
 //!
 //! - Each refusal is counted per reason ([`Sealer::reject_counts`]), its reason
@@ -91,19 +137,21 @@
 //!   reason it does not open. The output holds the decrypted state: it is for
 //!   the operator only.
 //! - A ring's `Debug` shows the sealing kid and the open-only kids, never key
-//!   bytes.
+//!   bytes; so does each `key ring reloaded` line (above).
 //!
 //! # A compromised key
 //!
 //! A leaked key lets its holder read every state sealed under it and forge
 //! states for any request and principal. Do not wait out the rotation window:
-//! deploy a ring without it (`MRTR_KEYS=NEW`) at once. Flows in progress under
+//! deploy a ring without it (`MRTR_KEYS=NEW`, or a key file holding only `NEW`
+//! and SIGHUP) at once. Flows in progress under
 //! the leaked key then fail with the uniform `-32602`, and their clients must
 //! start over; that is the price of closing the hole.
 //!
 //! [`Keyring`]: crate::seal::Keyring
 //! [`Keyring::parse_keys`]: crate::seal::Keyring::parse_keys
 //! [`Keyring::parse_key_file`]: crate::seal::Keyring::parse_key_file
+//! [`Sealer::replace_keyring`]: crate::seal::Sealer::replace_keyring
 //! [`Keyring::new`]: crate::seal::Keyring::new
 //! [`Keyring::with_open_only`]: crate::seal::Keyring::with_open_only
 //! [`Key::from_secret`]: crate::seal::Key::from_secret

@@ -22,6 +22,11 @@ use super::key::{Key, KeyError, Kid};
 ///    lifetime plus clock skew (1 h and 60 s by default), then remove the old key
 ///    (`MRTR_KEYS=new`): its tokens then fail with `unknown_key`.
 ///
+/// Each step can be a deploy or, without a restart, [`Sealer::replace_keyring`]
+/// (`mrtr serve --keys-file` does it on SIGHUP).
+///
+/// [`Sealer::replace_keyring`]: super::Sealer::replace_keyring
+///
 /// Why this is enough, the key file format and how to check a rotation:
 /// [`crate::manual::rotation`].
 ///

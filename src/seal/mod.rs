@@ -96,6 +96,7 @@ use std::ops::Deref;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use arc_swap::ArcSwap;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::Serialize;
@@ -150,7 +151,11 @@ impl<T> Deref for Verified<T> {
 }
 
 struct Inner {
-    keyring: Keyring,
+    /// The ring in force. Each seal, open or inspect loads it once and uses that one
+    /// ring throughout, so a [`Sealer::replace_keyring`] in the middle never mixes
+    /// two rings in one operation; a replaced ring (and so its keys, zeroized on
+    /// drop) goes away when the last operation holding it ends.
+    keyring: ArcSwap<Keyring>,
     config: SealConfig,
     /// The only source of randomness; `None` only for the crate-private sealer of
     /// builds without `os-rng` (see [`Sealer::new`]), which opens but cannot seal.
@@ -163,8 +168,9 @@ struct Inner {
 
 /// Seals claims into `requestState` tokens and opens them, with a key ring and limits.
 ///
-/// Cheap to clone (one `Arc`); clones share the per-reason counters and the
-/// [`Entropy`]. `Send + Sync`.
+/// Cheap to clone (one `Arc`); clones share the key ring (so
+/// [`Sealer::replace_keyring`] on one swaps it for all), the per-reason counters
+/// and the [`Entropy`]. `Send + Sync`.
 ///
 /// ```
 /// use mrtr::seal::{Binding, BindingInput, Claims, Keyring, SealConfig, Sealer, UntrustedState};
@@ -216,18 +222,29 @@ impl Sealer {
 
     /// A sealer with the same key ring and entropy under another configuration. Its
     /// reject counters start at zero.
+    ///
+    /// It starts with the ring in force now, but has a ring of its own from then on:
+    /// [`Sealer::replace_keyring`] on one of the two does not change the other.
     pub fn with_config(&self, config: SealConfig) -> Sealer {
-        Sealer::build(
-            self.inner.keyring.clone(),
+        Sealer::build_shared(
+            self.inner.keyring.load_full(),
             config,
             self.inner.entropy.clone(),
         )
     }
 
     fn build(keyring: Keyring, config: SealConfig, entropy: Arc<dyn Entropy>) -> Sealer {
+        Sealer::build_shared(Arc::new(keyring), config, entropy)
+    }
+
+    fn build_shared(
+        keyring: Arc<Keyring>,
+        config: SealConfig,
+        entropy: Arc<dyn Entropy>,
+    ) -> Sealer {
         Sealer {
             inner: Arc::new(Inner {
-                keyring,
+                keyring: ArcSwap::new(keyring),
                 config,
                 entropy,
                 counters: Counters::new(),
@@ -241,9 +258,41 @@ impl Sealer {
         &self.inner.config
     }
 
-    /// The key ring.
-    pub fn keyring(&self) -> &Keyring {
-        &self.inner.keyring
+    /// The key ring in force now.
+    ///
+    /// A snapshot: a later [`Sealer::replace_keyring`] does not change it, and its
+    /// keys stay in memory while it is held, so do not keep it longer than needed.
+    pub fn keyring(&self) -> Arc<Keyring> {
+        self.inner.keyring.load_full()
+    }
+
+    /// Puts `keyring` in force, atomically, for this sealer and all its clones:
+    /// rotation without a restart (`mrtr serve` calls it on SIGHUP).
+    ///
+    /// Seals and opens already under way finish with the ring they started with;
+    /// every one that starts afterwards uses `keyring`. No operation ever sees a
+    /// mix of the two. The replaced ring is dropped, and its keys zeroized, once no
+    /// operation and no [`Sealer::keyring`] snapshot holds it. The per-reason
+    /// counters, the configuration and the entropy are kept.
+    ///
+    /// Keep a key that sealed tokens still in flight in the new ring (open-only)
+    /// until those tokens expire, or they fail as `unknown_key`: the three phases
+    /// of [`crate::manual::rotation`].
+    ///
+    /// ```
+    /// use mrtr::seal::{Key, Keyring, SealConfig, Sealer};
+    /// let old = Key::from_secret(&[1u8; 32]).unwrap();
+    /// let new = Key::from_secret(&[2u8; 32]).unwrap();
+    /// let (old_kid, new_kid) = (old.kid(), new.kid());
+    /// let sealer = Sealer::new(Keyring::new(old.clone()), SealConfig::default());
+    /// let clone = sealer.clone();
+    /// // Phase 2 of the rotation: the new key seals, the old one still opens.
+    /// sealer.replace_keyring(Keyring::new(new).with_open_only(old).unwrap());
+    /// assert_eq!(clone.keyring().sealing_kid(), new_kid);
+    /// assert_eq!(clone.keyring().kids(), vec![new_kid, old_kid]);
+    /// ```
+    pub fn replace_keyring(&self, keyring: Keyring) {
+        self.inner.keyring.store(Arc::new(keyring));
     }
 
     /// A snapshot of refused tokens per reason since this sealer was built.
@@ -343,7 +392,9 @@ impl Sealer {
         flow_id: &[u8; FLOW_ID_LEN],
     ) -> Result<String, SealError> {
         let cfg = &self.inner.config;
-        let key = self.inner.keyring.sealing();
+        // One load: the whole seal uses this ring even if it is replaced meanwhile.
+        let ring = self.inner.keyring.load();
+        let key = ring.sealing();
         // Wiped on drop: on the error paths it may hold plaintext.
         let hint = self.inner.size_hint.load(Ordering::Relaxed);
         let mut scratch = Scratch(Vec::with_capacity(hint));
@@ -517,9 +568,9 @@ impl Sealer {
             return Err(OpenError::new(RejectReason::UnknownVersion));
         }
         let kid = Kid::from_be_bytes([buf[1], buf[2], buf[3], buf[4]]);
-        let key = self
-            .inner
-            .keyring
+        // One load: the kid lookup and the decryption use the same ring.
+        let ring = self.inner.keyring.load();
+        let key = ring
             .get(kid)
             .ok_or(OpenError::new(RejectReason::UnknownKey).with_kid(kid))?;
         let (header_bytes, body) = buf.split_at_mut(HEADER_LEN);
@@ -561,7 +612,7 @@ impl Sealer {
 impl fmt::Debug for Sealer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Sealer")
-            .field("keyring", &self.inner.keyring)
+            .field("keyring", &**self.inner.keyring.load())
             .field("config", &self.inner.config)
             .field("entropy", &self.inner.entropy)
             .field("reject_counts", &self.inner.counters)

@@ -129,7 +129,7 @@ fn length_and_encoding_reasons() {
     );
     assert_eq!(open(&"A".repeat(16_385)), RejectReason::TooLarge);
     let small = Sealer::new(
-        s.keyring().clone(),
+        Keyring::clone(&s.keyring()),
         SealConfig::default().max_token_len(tok.len() - 1),
     );
     assert_eq!(
@@ -456,4 +456,149 @@ fn default_sealer_uses_os_entropy_and_fresh_flow_ids() {
     );
     assert_ne!(f1, f2, "every first round is a new flow");
     assert_ne!(f1, [0; 16]);
+}
+
+fn key(b: u8) -> Key {
+    Key::from_secret(&[b; 32]).unwrap()
+}
+
+/// The kid a token names in clear (bytes 1..5 of the decoded token).
+fn kid_of(token: &str) -> Kid {
+    let raw = URL_SAFE_NO_PAD.decode(token).unwrap();
+    Kid::from_be_bytes([raw[1], raw[2], raw[3], raw[4]])
+}
+
+#[test]
+fn replace_keyring_runs_the_three_phases() {
+    let (old, new) = (key(1), key(2));
+    let s = Sealer::new(Keyring::new(old.clone()), SealConfig::default());
+    let clone = s.clone();
+    let (t_old, b) = sealed(&s);
+    assert_eq!(kid_of(&t_old), old.kid());
+    let opens =
+        |s: &Sealer, t: &str| s.open::<serde_json::Value>(&UntrustedState::new(t), &b, now());
+    let _ = opens(&s, "garbage");
+    assert_eq!(s.reject_counts().get(RejectReason::Malformed), 1);
+
+    // Phase 1: the new key opens only; the old one still seals.
+    s.replace_keyring(
+        Keyring::new(old.clone())
+            .with_open_only(new.clone())
+            .unwrap(),
+    );
+    assert_eq!(
+        kid_of(&sealed(&clone).0),
+        old.kid(),
+        "clones share the ring"
+    );
+    assert!(opens(&clone, &t_old).is_ok());
+
+    // Phase 2: the new key seals; tokens of the old one still open.
+    clone.replace_keyring(
+        Keyring::new(new.clone())
+            .with_open_only(old.clone())
+            .unwrap(),
+    );
+    let (t_new, _) = sealed(&s);
+    assert_eq!(kid_of(&t_new), new.kid());
+    assert!(opens(&s, &t_old).is_ok());
+    assert!(opens(&s, &t_new).is_ok());
+
+    // Phase 3: the old key is gone, and with it every token it sealed.
+    s.replace_keyring(Keyring::new(new.clone()));
+    assert!(opens(&s, &t_new).is_ok());
+    let e = opens(&s, &t_old).unwrap_err();
+    assert_eq!(e.reason(), RejectReason::UnknownKey);
+    assert_eq!(e.kid(), Some(old.kid()));
+    assert!(s.inspect(&UntrustedState::new(t_old)).is_err());
+
+    // The counters, the configuration and the entropy outlive the swaps.
+    let counts = clone.reject_counts();
+    assert_eq!(counts.get(RejectReason::Malformed), 1);
+    assert_eq!(counts.get(RejectReason::UnknownKey), 2);
+    assert_eq!(s.keyring().kids(), vec![new.kid()]);
+}
+
+#[test]
+fn a_replaced_ring_is_dropped_once_nothing_holds_it() {
+    let s = sealer();
+    let first = Arc::downgrade(&s.keyring());
+    s.replace_keyring(Keyring::new(key(2)));
+    assert!(
+        first.upgrade().is_none(),
+        "nothing held it: dropped, keys zeroized"
+    );
+
+    // A snapshot (as an operation in progress holds one) keeps it until it ends.
+    let held = s.keyring();
+    let second = Arc::downgrade(&held);
+    s.replace_keyring(Keyring::new(key(3)));
+    assert_eq!(
+        held.sealing_kid(),
+        key(2).kid(),
+        "the snapshot does not change"
+    );
+    assert!(second.upgrade().is_some());
+    drop(held);
+    assert!(second.upgrade().is_none());
+    assert_eq!(s.keyring().sealing_kid(), key(3).kid());
+
+    // `with_config` starts from the ring in force, then keeps its own.
+    let t = s.with_config(SealConfig::default());
+    s.replace_keyring(Keyring::new(key(4)));
+    assert_eq!(t.keyring().sealing_kid(), key(3).kid());
+}
+
+#[test]
+fn swapping_rings_under_concurrent_seals_and_opens_fails_no_flow() {
+    const WORKERS: usize = 3;
+    const ROUNDS: usize = 300;
+    const MAX_SWAPS: usize = 100_000;
+    let (a, b) = (key(1), key(2));
+    let ab = || Keyring::new(a.clone()).with_open_only(b.clone()).unwrap();
+    let ba = || Keyring::new(b.clone()).with_open_only(a.clone()).unwrap();
+    let s = Sealer::new(ab(), SealConfig::default());
+    let (before, binding) = sealed(&s);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..WORKERS)
+            .map(|_| {
+                let s = s.clone();
+                let before = before.clone();
+                scope.spawn(move || {
+                    let mut kids = std::collections::BTreeSet::new();
+                    for _ in 0..ROUNDS {
+                        let (t, b) = sealed(&s);
+                        kids.insert(kid_of(&t));
+                        for token in [&t, &before] {
+                            let r = s.open::<serde_json::Value>(
+                                &UntrustedState::new(token.clone()),
+                                &b,
+                                now(),
+                            );
+                            assert!(r.is_ok(), "{:?}", r.unwrap_err().reason());
+                        }
+                    }
+                    kids
+                })
+            })
+            .collect();
+        // Swap for as long as the workers run (bounded), so that swaps land in the
+        // middle of their seals and opens.
+        let mut swaps = 0;
+        while swaps < MAX_SWAPS && !workers.iter().all(|w| w.is_finished()) {
+            s.replace_keyring(if swaps % 2 == 0 { ba() } else { ab() });
+            swaps += 1;
+        }
+        assert!(swaps > 0);
+        for w in workers {
+            let kids = w.join().unwrap();
+            assert!(
+                kids.iter().all(|k| *k == a.kid() || *k == b.kid()),
+                "{kids:?}"
+            );
+        }
+    });
+    assert_eq!(s.reject_counts().total(), 0);
+    let r = s.open::<serde_json::Value>(&UntrustedState::new(before), &binding, now());
+    assert!(r.is_ok());
 }

@@ -21,6 +21,7 @@
 
 pub mod http;
 mod log;
+mod reload;
 mod shutdown;
 pub mod stdio;
 
@@ -37,6 +38,8 @@ use crate::replay::MemoryReplayGuard;
 use crate::seal::{Keyring, SealConfig};
 use crate::service::Service;
 
+pub use reload::{KeyReload, reload_keys};
+
 /// The environment variable holding the key ring of a fleet (comma-separated keys,
 /// the first seals): read by the binary, never by the core.
 pub const KEYS_ENV: &str = "MRTR_KEYS";
@@ -49,7 +52,8 @@ pub const PRINCIPAL_ENV: &str = "MRTR_PRINCIPAL";
 /// only parses text ([`Keyring::parse_keys`], [`Keyring::parse_key_file`]).
 #[derive(Clone, PartialEq, Eq)]
 pub enum KeySource {
-    /// `--keys-file PATH`: the file holds the keys in the `MRTR_KEYS` format.
+    /// `--keys-file PATH`: the file holds the keys in the `MRTR_KEYS` format. The only
+    /// source [`reload_keys`] re-reads (`mrtr serve` does on SIGHUP).
     File(PathBuf),
     /// The raw value of the `MRTR_KEYS` environment variable.
     Env(String),
@@ -394,7 +398,9 @@ where
 }
 
 /// Runs the server until EOF (stdio) or SIGINT/SIGTERM (HTTP), with the service
-/// [`build_service`] makes from `cfg` and `make`.
+/// [`build_service`] makes from `cfg` and `make`. On SIGHUP (Unix) it re-reads
+/// `--keys-file` and swaps the new ring in ([`reload_keys`]); a file that does
+/// not parse leaves the ring as it was.
 ///
 /// Logging should already be set up (a `tracing` subscriber; the `mrtr` binary
 /// installs one): the transports write one line per request through `tracing`.
@@ -416,6 +422,7 @@ where
     let service = Arc::new(build_service(&cfg, make)?);
     // Handlers are installed here, before the server reports that it is up.
     let shutdown = shutdown::signal();
+    let _reload = reload::on_hangup(cfg.keys.clone(), service.engine().sealer().clone());
     if cfg.stdio {
         let principal = match &cfg.principal {
             PrincipalConfig::Named(name) => Principal::subject(name.as_str()),

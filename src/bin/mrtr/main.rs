@@ -67,8 +67,10 @@ struct ServeArgs {
     /// Speak newline-delimited JSON-RPC on stdin/stdout instead of HTTP (logs stay on stderr).
     #[arg(long)]
     stdio: bool,
-    /// File holding the sealing keys (MRTR_KEYS format). Default: $MRTR_KEYS, else an
-    /// ephemeral per-process key.
+    /// File holding the sealing keys (MRTR_KEYS format; the first seals). Re-read on
+    /// SIGHUP (`kill -HUP PID`), logged as `key ring reloaded`; a file that cannot be
+    /// read or parsed keeps the keys in force. Default: $MRTR_KEYS (not reloadable),
+    /// else an ephemeral per-process key.
     #[arg(long, value_name = "PATH")]
     keys_file: Option<PathBuf>,
     /// Lifetime of one round's requestState, in seconds (1..=86400).
