@@ -1,4 +1,4 @@
-//! What mrtr counts, through the [`metrics`](::metrics) facade.
+//! What mrtr counts, through the [`metrics`] facade.
 //!
 //! The core records and never exports: every call below is a no-op until the
 //! application installs a recorder (an exporter's `install`, or

@@ -5,6 +5,7 @@
 //! decides (parse errors, header/body agreement, `_meta`, routing, the round
 //! engine, the error channels) happens here, without I/O or a clock; the
 //! Streamable HTTP rules (headers, statuses) come from [`crate::streamable_http`].
+//! Every reply is counted in [`crate::metrics`] where it is built.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
