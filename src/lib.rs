@@ -84,7 +84,8 @@
 //! [`wire`] (the 2026-07-28 shapes, the carrier methods and requests; it imports
 //! nothing else of the crate), [`defaults`] (every default, in one place),
 //! [`time`], [`principal`], [`error`] (the two channels and the rule between
-//! them), [`capability`] (the gate), [`answers`], [`seal`], [`replay`], [`typed`],
+//! them), [`capability`] (the gate), [`answers`], [`seal`], [`metrics`] (what
+//! the core counts, through the `metrics` facade), [`replay`], [`typed`],
 //! [`engine`], [`streamable_http`] (headers and statuses, sans-IO), [`service`]
 //! (the JSON-RPC router), [`client`], and with the `server` feature the
 //! transports in `server`. [`manual`] holds the prose: token format, security
@@ -101,6 +102,7 @@ pub mod engine;
 pub mod error;
 /// The manual: prose chapters on the token format, the security model, the handler model and key rotation.
 pub mod manual;
+pub mod metrics;
 pub mod principal;
 pub mod replay;
 pub mod result;

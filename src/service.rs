@@ -5,6 +5,7 @@
 //! decides (parse errors, header/body agreement, `_meta`, routing, the round
 //! engine, the error channels) happens here, without I/O or a clock; the
 //! Streamable HTTP rules (headers, statuses) come from [`crate::streamable_http`].
+//! Every reply is counted in [`crate::metrics`] where it is built.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -22,7 +23,9 @@ use serde_json::{Map, Value, json};
 use crate::defaults;
 use crate::engine::{Engine, Flow, Outcome, Round};
 use crate::error::{DiagContext, Error, Fallback, Retry, ToolAdvice};
+use crate::metrics::{self, RequestOutcome};
 use crate::principal::Principal;
+use crate::seal::RejectReason;
 use crate::streamable_http::{self, McpHeaders};
 use crate::time::Timestamp;
 use crate::wire::jsonrpc::RequestId;
@@ -488,6 +491,7 @@ impl Service {
         ctx: &RequestContext,
         mut log: RequestLog,
     ) -> Reply {
+        self.record(&log, outcome.as_ref());
         let Some(outcome) = outcome else {
             log.outcome = "notification".into();
             return Reply {
@@ -518,6 +522,41 @@ impl Service {
             body: Some(response.to_string()),
             http_status: streamable_http::outcome_status(&outcome),
             log,
+        }
+    }
+
+    /// Records the request in [`crate::metrics`]: its count, a refused state's
+    /// reason, and the round it was. Every label value comes from a closed set:
+    /// the methods routed here, the outcomes, the error codes, and the names
+    /// registered on this service (never the client's string for an unknown one).
+    fn record(&self, log: &RequestLog, outcome: Option<&Outcome>) {
+        let method = metrics::method_label(log.method.as_deref());
+        let registry = match method {
+            "tools/call" => Some(&self.tools),
+            "prompts/get" => Some(&self.prompts),
+            _ => None,
+        };
+        let name = registry
+            .zip(log.target.as_deref())
+            .and_then(|(r, target)| r.get_key_value(target))
+            .map(|(registered, _)| registered.as_str());
+        let result = match outcome {
+            None => RequestOutcome::Notification,
+            Some(Outcome::Complete(_)) => RequestOutcome::Complete,
+            Some(Outcome::InputRequired(_)) => RequestOutcome::InputRequired,
+            Some(Outcome::ToolError { .. }) => RequestOutcome::ToolError,
+            Some(Outcome::Protocol(e)) => RequestOutcome::Error(e.code()),
+        };
+        metrics::request(method, name, result);
+        if let Some(reason) = outcome
+            .and_then(Outcome::error)
+            .and_then(|e| e.diagnostic().reject_reason)
+            .and_then(RejectReason::from_name)
+        {
+            metrics::state_rejected(reason);
+        }
+        if let Some(n) = log.round {
+            metrics::round(n);
         }
     }
 

@@ -705,6 +705,11 @@ fn finish(fixed: &Fixed, live: &Mutex<Live>, result: Result<Value, Flow>) -> Out
     match result {
         Ok(Value::Object(mut o)) => {
             o.insert("resultType".into(), "complete".into());
+            if let Some(prior) = &fixed.prior {
+                let lifetime = fixed.engine.sealer().config().flow_lifetime_value();
+                let age = crate::metrics::flow_age(prior.deadline(), lifetime, fixed.now);
+                crate::metrics::flow_completed(age);
+            }
             Outcome::Complete(Value::Object(o))
         }
         Ok(_) => Outcome::Protocol(Error::internal("handler result is not a JSON object")),

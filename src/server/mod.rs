@@ -17,13 +17,19 @@
 //!  stdout: one line per reply ◄────────────────────────────────────────────────────────────┘
 //! ```
 //!
+//! With [`ServeConfig::metrics`] set, a second listener of its own serves
+//! `GET /metrics` ([`MetricsEndpoint`]); it never shares the MCP port.
+//!
 //! [`McpHeaders`]: crate::streamable_http::McpHeaders
 
 pub mod http;
 mod log;
 mod reload;
+mod scrape;
 mod shutdown;
 pub mod stdio;
+
+pub use scrape::{METRICS_PATH, MetricsEndpoint};
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -245,6 +251,9 @@ pub struct ServeConfig {
     pub log_format: LogFormat,
     /// Who the caller is. Must be chosen: the default is [`PrincipalConfig::Unset`].
     pub principal: PrincipalConfig,
+    /// `--metrics-listen`: serve `GET /metrics` on a listener of its own. Default:
+    /// none (no metrics listener).
+    pub metrics: Option<MetricsEndpoint>,
 }
 
 impl Default for ServeConfig {
@@ -261,6 +270,7 @@ impl Default for ServeConfig {
             allowed_origins: Vec::new(),
             log_format: LogFormat::Human,
             principal: PrincipalConfig::Unset,
+            metrics: None,
         }
     }
 }
@@ -292,6 +302,17 @@ impl ServeConfig {
         }
         if self.max_body < 1024 {
             return Err(ConfigError("--max-body must be at least 1024 bytes".into()));
+        }
+        if let Some(m) = &self.metrics
+            && !self.stdio
+            && m.listen().port() != 0
+            && m.listen().port() == self.listen.port()
+        {
+            return Err(ConfigError(
+                "--metrics-listen must use another port than --listen: metrics never share \
+                 the MCP endpoint's listener"
+                    .into(),
+            ));
         }
         let origins = std::mem::take(&mut self.allowed_origins);
         self.allowed_origins = origins
@@ -423,6 +444,12 @@ where
     // Handlers are installed here, before the server reports that it is up.
     let shutdown = shutdown::signal();
     let _reload = reload::on_hangup(cfg.keys.clone(), service.engine().sealer().clone());
+    // Bound and logged before the MCP listener reports that it is up; it stops
+    // when this function returns.
+    let _metrics = match &cfg.metrics {
+        Some(endpoint) => Some(scrape::start(endpoint).await?.1),
+        None => None,
+    };
     if cfg.stdio {
         let principal = match &cfg.principal {
             PrincipalConfig::Named(name) => Principal::subject(name.as_str()),

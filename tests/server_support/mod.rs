@@ -157,6 +157,23 @@ impl Drop for Server {
     }
 }
 
+/// Parses `... metrics on http://ADDR/metrics ...` (`--metrics-listen`).
+pub fn parse_metrics(line: &str) -> Option<SocketAddr> {
+    let rest = line.split("metrics on http://").nth(1)?;
+    rest.split("/metrics").next()?.parse().ok()
+}
+
+impl Server {
+    /// The bound address of `--metrics-listen`: logged before the MCP listener's
+    /// line, so it is there once [`Server::start`] returns.
+    pub fn metrics_addr(&self) -> SocketAddr {
+        self.stderr_lines()
+            .iter()
+            .find_map(|l| parse_metrics(l))
+            .unwrap_or_else(|| panic!("no metrics line: {:?}", self.stderr_lines()))
+    }
+}
+
 /// Parses `... listening on http://ADDR/mcp ...`.
 pub fn parse_listening(line: &str) -> Option<SocketAddr> {
     let rest = line.split("listening on http://").nth(1)?;

@@ -18,10 +18,12 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
 use mrtr::defaults;
 use mrtr::server::KEYS_ENV;
 use mrtr::server::{
-    self, ConfigError, KeySource, LogFormat, PrincipalConfig, ServeConfig, ServeError,
+    self, ConfigError, KeySource, LogFormat, MetricsEndpoint, PrincipalConfig, ServeConfig,
+    ServeError,
 };
 
 /// Multi Round-Trip Requests (MCP 2026-07-28): reference server and operator tools.
@@ -111,6 +113,12 @@ struct ServeArgs {
     /// single-user server or one on loopback.
     #[arg(long)]
     anonymous: bool,
+    /// Serve Prometheus metrics (GET /metrics) on ADDR, a listener of its own that
+    /// never shares the MCP port; e.g. 127.0.0.1:9464. Keep it on loopback or reach it
+    /// only from the scraper: it shows the private requestState rejection reasons. Port
+    /// 0 picks a free port (logged as `metrics on http://ADDR/metrics`). Default: off.
+    #[arg(long, value_name = "ADDR")]
+    metrics_listen: Option<SocketAddr>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -144,8 +152,38 @@ impl ServeArgs {
             LogFormatArg::Json => LogFormat::Json,
         };
         cfg.principal = principal;
+        cfg.metrics = self.metrics_listen.map(prometheus).transpose()?;
         cfg.validate()
     }
+}
+
+/// How often the Prometheus recorder folds recorded histogram samples into its
+/// buckets between scrapes, so memory stays bounded when nobody scrapes.
+const METRICS_UPKEEP: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Installs the Prometheus recorder (the process's one global recorder; the library
+/// never installs one) with mrtr's histogram buckets, and the endpoint serving it.
+fn prometheus(listen: SocketAddr) -> Result<MetricsEndpoint, ConfigError> {
+    let buckets = mrtr::metrics::HISTOGRAM_BUCKETS
+        .iter()
+        .try_fold(PrometheusBuilder::new(), |b, (name, bounds)| {
+            b.set_buckets_for_metric(Matcher::Full((*name).to_owned()), bounds)
+        });
+    let handle = buckets
+        .and_then(PrometheusBuilder::install_recorder)
+        .map_err(|e| ConfigError(format!("--metrics-listen: {e}")))?;
+    mrtr::metrics::describe();
+    let upkeep = handle.clone();
+    std::thread::Builder::new()
+        .name("metrics-upkeep".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(METRICS_UPKEEP);
+                upkeep.run_upkeep();
+            }
+        })
+        .map_err(|e| ConfigError(format!("--metrics-listen: cannot start upkeep: {e}")))?;
+    Ok(MetricsEndpoint::new(listen, move || handle.render()))
 }
 
 fn main() -> ExitCode {

@@ -1,0 +1,180 @@
+//! `GET /metrics` on a listener of its own (`mrtr serve --metrics-listen ADDR`).
+//!
+//! The metrics never share the MCP port: the MCP endpoint faces clients, the
+//! metrics face the operator (they hold the private rejection reasons, see
+//! [`crate::metrics`]). This listener serves the text an installed recorder
+//! renders and nothing else: `GET /metrics` (and `HEAD`), 405 for other methods
+//! there, 404 on every other path. The application installs the recorder; the
+//! library only serves what it renders.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::get;
+
+use super::ServeError;
+
+/// The path of the scrape endpoint.
+pub const METRICS_PATH: &str = "/metrics";
+
+/// The content type of the Prometheus text exposition format.
+const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// What renders the exposition text on each scrape.
+type Render = Arc<dyn Fn() -> String + Send + Sync>;
+
+/// Where `mrtr serve` serves metrics, and what it serves: the address of a
+/// listener of its own, and a function rendering the Prometheus text exposition
+/// of the recorder the application installed (for the Prometheus exporter,
+/// `move || handle.render()`).
+///
+/// ```
+/// use mrtr::server::MetricsEndpoint;
+/// let endpoint = MetricsEndpoint::new("127.0.0.1:9464".parse().unwrap(), || {
+///     "# TYPE up gauge\nup 1\n".to_owned()
+/// });
+/// assert_eq!(endpoint.listen().port(), 9464);
+/// ```
+#[derive(Clone)]
+pub struct MetricsEndpoint {
+    listen: SocketAddr,
+    render: Render,
+}
+
+impl MetricsEndpoint {
+    /// An endpoint on `listen` (port 0 picks a free port; the bound address is
+    /// logged as `metrics on http://ADDR/metrics`) serving what `render` returns.
+    pub fn new(listen: SocketAddr, render: impl Fn() -> String + Send + Sync + 'static) -> Self {
+        Self {
+            listen,
+            render: Arc::new(render),
+        }
+    }
+
+    /// The address to listen on.
+    pub fn listen(&self) -> SocketAddr {
+        self.listen
+    }
+}
+
+impl fmt::Debug for MetricsEndpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MetricsEndpoint")
+            .field("listen", &self.listen)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The scrape router: `GET /metrics`, 404 elsewhere.
+fn router(render: Render) -> Router {
+    let scrape = move || {
+        let render = Arc::clone(&render);
+        async move {
+            let mut resp = render().into_response();
+            resp.headers_mut()
+                .insert(header::CONTENT_TYPE, HeaderValue::from_static(TEXT_FORMAT));
+            resp
+        }
+    };
+    Router::new()
+        .route(METRICS_PATH, get(scrape))
+        .fallback(|| async { StatusCode::NOT_FOUND })
+}
+
+/// The running scrape listener: stopped when dropped.
+#[derive(Debug)]
+pub(super) struct Running(tokio::task::JoinHandle<()>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Binds the endpoint's listener, logs its address, and serves it on a task of
+/// its own until the returned [`Running`] is dropped (when `serve` returns).
+/// Returns the bound address too.
+///
+/// # Errors
+/// [`ServeError::Io`] if the address cannot be bound.
+pub(super) async fn start(endpoint: &MetricsEndpoint) -> Result<(SocketAddr, Running), ServeError> {
+    let listener = tokio::net::TcpListener::bind(endpoint.listen)
+        .await
+        .map_err(|source| ServeError::Io {
+            context: "cannot bind metrics listen address",
+            source,
+        })?;
+    let local = listener.local_addr().map_err(|source| ServeError::Io {
+        context: "cannot read bound metrics address",
+        source,
+    })?;
+    if !local.ip().is_loopback() {
+        tracing::info!(
+            %local,
+            "metrics on a non-loopback address: they show the private requestState \
+             rejection reasons; let only the scraper reach it"
+        );
+    }
+    tracing::info!(metrics_addr = %local, "metrics on http://{local}{METRICS_PATH}");
+    let app = router(Arc::clone(&endpoint.render));
+    let task = tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            tracing::error!(error = %e, "metrics listener stopped");
+        }
+    });
+    Ok((local, Running(task)))
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    use super::*;
+
+    /// One HTTP/1.1 request without a body; the raw response.
+    async fn raw(addr: SocketAddr, method: &str, path: &str) -> String {
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let req = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        s.write_all(req.as_bytes()).await.unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.unwrap();
+        out
+    }
+
+    #[tokio::test]
+    async fn serves_the_rendered_text_on_get_metrics_only() {
+        let endpoint = MetricsEndpoint::new("127.0.0.1:0".parse().unwrap(), || {
+            "mrtr_requests_total 3\n".to_owned()
+        });
+        let (addr, running) = start(&endpoint).await.unwrap();
+        assert!(addr.ip().is_loopback() && addr.port() != 0, "{addr}");
+        let ok = raw(addr, "GET", "/metrics").await;
+        assert!(ok.starts_with("HTTP/1.1 200"), "{ok}");
+        assert!(
+            ok.to_ascii_lowercase()
+                .contains(&format!("content-type: {TEXT_FORMAT}")),
+            "{ok}"
+        );
+        assert!(ok.ends_with("\r\n\r\nmrtr_requests_total 3\n"), "{ok}");
+        for path in ["/", "/mcp", "/metrics/", "/metricsx"] {
+            let r = raw(addr, "GET", path).await;
+            assert!(r.starts_with("HTTP/1.1 404"), "{path}: {r}");
+        }
+        let r = raw(addr, "POST", "/metrics").await;
+        assert!(r.starts_with("HTTP/1.1 405"), "{r}");
+        drop(running);
+    }
+
+    #[test]
+    fn debug_shows_the_address_only() {
+        let e = MetricsEndpoint::new("127.0.0.1:9464".parse().unwrap(), String::new);
+        assert_eq!(
+            format!("{e:?}"),
+            "MetricsEndpoint { listen: 127.0.0.1:9464, .. }"
+        );
+    }
+}
