@@ -10,6 +10,7 @@
 //! | [`security_model`](crate::manual::security_model) | you decide whether mrtr protects what you need: what is secret, bound, expiring, single-use, and which errors a client sees |
 //! | [`handler_model`](crate::manual::handler_model) | you write a tool, prompt or resource handler that asks for input |
 //! | [`rotation`](crate::manual::rotation) | you run a fleet: key formats, `MRTR_KEYS`, `--keys-file`, and the three-phase key rotation |
+//! | [`operations`](crate::manual::operations) | you operate a fleet: what instances share, logs, metrics, alerts, a replay store that is down |
 //!
 //! # Citing the specification
 //!
@@ -20,6 +21,7 @@
 //! document outside this repository; `tests/docs_links.rs` keeps it so.
 
 pub mod handler_model;
+pub mod operations;
 pub mod rotation;
 pub mod security_model;
 pub mod token_format;

@@ -1,0 +1,104 @@
+//! # Operating a fleet
+//!
+//! What an operator needs to run `mrtr serve` (or a server embedding mrtr) as
+//! several instances behind a load balancer: what the instances must share, how to
+//! rotate keys without failing a flow, what the logs and metrics say, what to
+//! alert on, and what happens when the shared replay store is down.
+//!
+//! # What the instances of one fleet share
+//!
+//! Any instance must be able to resume any flow from what the client's retry
+//! carries, so every instance needs:
+//!
+//! | what | how | if it differs |
+//! |---|---|---|
+//! | the key ring | the same `--keys-file` (or `MRTR_KEYS`) on every instance | a state sealed by one instance is refused by another (`unknown_key`) |
+//! | the audience | the same `--audience` (default `mrtr-reference`) | refused as `audience` |
+//! | the principal | the same authentication in front of every instance (`--principal-header` behind the same proxy, or the embedding application's own layer) | refused as `principal` |
+//! | the replay store | `--replay-store redis://HOST:PORT[/DB]` (`rediss://` for TLS) on every instance | a `once` step (a deployment, a payment) can run once per instance instead of once per flow |
+//! | the clock | NTP; `--clock-skew` (default 60 s) is the tolerance | states look expired early, or `far_future` |
+//! | the limits | the same `--state-ttl`, `--max-rounds` | a flow may end early on the strictest instance |
+//!
+//! The in-memory replay guard (the default without `--replay-store`) is enough
+//! for exactly one instance: it refuses a claim for any flow whose state was
+//! sealed before the process started, so a restart never runs a step twice (the
+//! client is told to start the request over), but it cannot see what another
+//! instance claimed. Two or more instances, or a rolling restart that must keep
+//! flows alive, need the shared store.
+//!
+//! # Rotating keys
+//!
+//! The three-phase rotation of the [rotation chapter](super::rotation) works on a
+//! live fleet without a failed flow: write the new key file on every instance,
+//! then `kill -HUP` each `mrtr serve` (it re-reads `--keys-file` and logs
+//! `key ring reloaded` with the key ids; a file that does not parse keeps the old
+//! ring and logs why at error level). Finish each phase on every instance before
+//! the next one starts; wait the longest flow lifetime plus the clock skew before
+//! removing the old key.
+//!
+//! # Reading the logs
+//!
+//! Every request writes one line on stderr (target `mrtr::request`; `--log-format
+//! json` for machines) with the correlation id, the JSON-RPC id, the method, the
+//! target, the outcome, the round, the private `reject_reason` when a
+//! `requestState` was refused, the HTTP status and the duration. A failure also
+//! writes a `mrtr::diag` record with its category and private detail. No line
+//! holds a token, a key, a sealed state's plaintext or an argument value.
+//!
+//! The client only ever sees the frozen `-32602 Invalid or expired
+//! requestState`; the `reject_reason` tells you why:
+//!
+//! | reason | what it usually means |
+//! |---|---|
+//! | `malformed`, `too_large`, `unknown_version`, `decode` | a client or proxy that does not echo `requestState` byte for byte, or garbage |
+//! | `tag` | a modified token: tampering, or a proxy rewriting it |
+//! | `unknown_key` | an instance without the key that sealed it: a rotation phase skipped, or a key ring that differs |
+//! | `expired`, `deadline` | a user who took longer than the round TTL or the flow lifetime; on `tools/call` the model is told to call again |
+//! | `binding` | a state presented with other arguments, another tool, or another protocol version: a client bug or a replay attempt |
+//! | `principal` | a state presented by another user than the one it was issued to: a leaked state or a replay attempt |
+//! | `audience` | a state from another service, or instances configured with different `--audience` |
+//! | `far_future` | clocks out of step beyond `--clock-skew` |
+//!
+//! # Metrics
+//!
+//! `--metrics-listen ADDR` serves Prometheus text on `GET /metrics` on its own
+//! listener (keep it on a private address: it shows the private rejection
+//! reasons). No label carries a string the client chose.
+//!
+//! | metric | what |
+//! |---|---|
+//! | `mrtr_requests_total{method,outcome,code,name}` | every request by method, outcome (`complete`, `input_required`, `tool_error`, `notification`, `error`), error code, and registered tool or prompt name |
+//! | `mrtr_state_rejections_total{reason}` | refused states by the reasons above |
+//! | `mrtr_rounds` | the round each carrier request carried (1 for a fresh request) |
+//! | `mrtr_flow_seconds` | the age of each completed multi-round flow |
+//! | `mrtr_once_total{result}` | `once` steps: `claimed` (ran), `replayed` (refused: already carried out), `unavailable` (refused: the store did not answer), `sealed` (done in an earlier round of the flow) |
+//! | `mrtr_replay_store_seconds` | the latency of each replay store claim |
+//!
+//! # What to alert on
+//!
+//! - `unknown_key` or `audience` rejections above zero after a deploy: an instance
+//!   with another key ring or audience; every flow it touches fails.
+//! - A rising `tag` or `principal` rate: tampering or leaked states (look up the
+//!   correlation ids in the logs).
+//! - `mrtr_once_total{result="unavailable"}` above zero: the replay store is down or
+//!   slow, and guarded steps are being refused (see below).
+//! - `mrtr_replay_store_seconds` p99 near the store's command timeout: claims are
+//!   about to fail.
+//! - A high share of `expired` or `deadline`: the round TTL is too short for your
+//!   users, or clocks drift (`far_future` rising).
+//! - `error` outcomes with `code="-32603"`: handler panics or overdue handlers.
+//!
+//! # When the replay store is down
+//!
+//! mrtr fails closed. A `once` step whose claim the store does not confirm does
+//! not run: on `tools/call` the model gets a retryable tool error saying the step
+//! could not be carried out now; on the other methods a `-32603`. Flows without
+//! `once` steps do not touch the store and keep completing, and an instance starts
+//! even when the store is unreachable. When the store is back, claims succeed
+//! again without a restart.
+//!
+//! One case cannot be told apart from the outside: a claim whose answer never came
+//! (a timeout) may still have landed in the store. The step then did not run, yet
+//! a retry of the same round finds it claimed, so that flow's step runs zero times
+//! rather than once; the tool error tells the model to start the request over,
+//! which begins a new flow. At-most-once is kept; exactly-once is not promised.
