@@ -97,6 +97,12 @@
 //! even when the store is unreachable. When the store is back, claims succeed
 //! again without a restart.
 //!
+//! The store must keep its claims as long as a round's token can open (the round
+//! TTL plus the skew): a Redis that loses its data (a restart without persistence,
+//! a failover to a replica that had not caught up) forgets which steps ran, and a
+//! final round replayed within its window would run its step again. Run the store
+//! with persistence (AOF) or replication for steps that must never repeat.
+//!
 //! One case cannot be told apart from the outside: a claim whose answer never came
 //! (a timeout) may still have landed in the store. The step then did not run, yet
 //! a retry of the same round finds it claimed, so that flow's step runs zero times
