@@ -12,6 +12,9 @@
 //! | engine | [`MAX_ROUNDS`], [`MAX_ASKS_PER_ROUND`] | 16, 16 |
 //! | service | [`HANDLER_TIMEOUT`], [`LIST_CACHE_TTL`] | 30 s, 60 s |
 //! | client | [`CLIENT_MAX_ROUNDS`] (= [`MAX_ROUNDS`] + 1), [`CLIENT_TOTAL_TIMEOUT`] | 17, 5 min |
+//! | | [`CLIENT_REQUEST_TIMEOUT`] | 30 s |
+//! | | [`CLIENT_MAX_QUESTIONS_PER_ROUND`] (= [`MAX_ASKS_PER_ROUND`]), [`CLIENT_MAX_CONCURRENT_ANSWERS`] | 16, 4 |
+//! | | [`CLIENT_MAX_SAMPLING_PER_FLOW`], [`CLIENT_MAX_ANSWER_BYTES`] | 16, 1 MiB |
 //! | | [`BACKOFF_INITIAL`] → [`BACKOFF_MAX`] | 50 ms → 250 ms |
 //! | server | [`LISTEN`], [`MAX_BODY`], [`AUDIENCE`] | `127.0.0.1:8808`, 1 MiB, `mrtr-reference` |
 //! | | [`MAX_CLOCK_SKEW`] (flag bound), [`STDIO_MAX_IN_FLIGHT`] | 1 h, 64 |
@@ -96,6 +99,39 @@ pub const CLIENT_MAX_ROUNDS: u32 = MAX_ROUNDS + 1;
 /// `mrtr call --timeout`.
 pub const CLIENT_TOTAL_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// The longest one request of a client flow may wait for its response: 30 seconds.
+/// A server that holds a retry open while the user finishes a URL-mode step needs
+/// more. [`ClientBuilder::request_timeout`](crate::client::ClientBuilder::request_timeout),
+/// `mrtr call --request-timeout`.
+pub const CLIENT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The most questions (input requests) the client accepts in one round: 16, what a
+/// default server may ask ([`MAX_ASKS_PER_ROUND`]). A round that asks more ends the
+/// flow before any of its questions is answered.
+/// [`ClientBuilder::max_questions_per_round`](crate::client::ClientBuilder::max_questions_per_round),
+/// `mrtr call --max-questions-per-round`.
+pub const CLIENT_MAX_QUESTIONS_PER_ROUND: usize = MAX_ASKS_PER_ROUND;
+
+/// The most questions of one round the client answers at the same time: 4 (the
+/// rest wait their turn).
+/// [`ClientBuilder::max_concurrent_answers`](crate::client::ClientBuilder::max_concurrent_answers),
+/// `mrtr call --max-concurrent-answers`.
+pub const CLIENT_MAX_CONCURRENT_ANSWERS: usize = 4;
+
+/// The most sampling requests (each one a call to the client's model) one client
+/// flow accepts, over all its rounds: 16, one per round of a default server's
+/// longest flow.
+/// [`ClientBuilder::max_sampling_per_flow`](crate::client::ClientBuilder::max_sampling_per_flow),
+/// `mrtr call --max-sampling-per-flow`.
+pub const CLIENT_MAX_SAMPLING_PER_FLOW: u32 = 16;
+
+/// The most bytes of answers (`inputResponses`, as serialized JSON) one client
+/// flow sends, over all its rounds: 1 MiB, the most a default server reads in one
+/// request ([`MAX_BODY`]).
+/// [`ClientBuilder::max_answer_bytes`](crate::client::ClientBuilder::max_answer_bytes),
+/// `mrtr call --max-answer-bytes`.
+pub const CLIENT_MAX_ANSWER_BYTES: u64 = MAX_BODY as u64;
+
 /// The client's first wait before retrying after a state-only round: 50 ms.
 pub const BACKOFF_INITIAL: Duration = Duration::from_millis(50);
 
@@ -136,6 +172,13 @@ mod tests {
     fn client_and_server_rounds_agree() {
         // A server flow of MAX_ROUNDS input-required results completes on the next request.
         assert_eq!(CLIENT_MAX_ROUNDS, MAX_ROUNDS + 1);
+    }
+
+    #[test]
+    fn a_default_client_accepts_every_round_a_default_server_asks() {
+        const { assert!(CLIENT_MAX_QUESTIONS_PER_ROUND >= MAX_ASKS_PER_ROUND) };
+        const { assert!(CLIENT_MAX_CONCURRENT_ANSWERS >= 1) };
+        const { assert!(CLIENT_REQUEST_TIMEOUT.as_secs() <= CLIENT_TOTAL_TIMEOUT.as_secs()) };
     }
 
     #[test]

@@ -4,7 +4,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-use futures_util::future::{Either, select, try_join_all};
+use futures_util::future::{Either, select};
+use futures_util::stream::{self, StreamExt, TryStreamExt};
 use serde_json::{Map, Value};
 
 use crate::capability;
@@ -15,7 +16,7 @@ use crate::wire::meta::{ClientCapabilities, Implementation, RequestMeta};
 use crate::wire::result::InputRequiredResult;
 use crate::wire::{CarrierMethod, InputRequests, JsonObject};
 
-use super::error::ClientError;
+use super::error::{Cap, ClientError};
 use super::flow::{CarrierCall, Completion, PendingFlow, Step};
 use super::handler::{InputContext, InputHandler, NoInput};
 use super::timer::Timer;
@@ -30,7 +31,39 @@ pub struct ClientBuilder {
     client_info: Implementation,
     max_rounds: u32,
     total_timeout: Option<Duration>,
+    request_timeout: Option<Duration>,
+    limits: Limits,
     timer: Option<Arc<dyn Timer>>,
+}
+
+/// What one flow may make the client do (the caps other than rounds and time).
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    questions_per_round: usize,
+    concurrent_answers: usize,
+    sampling_per_flow: u32,
+    answer_bytes: u64,
+}
+
+/// What a flow has used so far, carried from round to round (and in a [`PendingFlow`]).
+#[derive(Debug, Clone, Copy, Default)]
+struct Tally {
+    /// Requests sent.
+    round: u32,
+    /// Sampling requests asked.
+    sampling: u32,
+    /// Bytes of answers sent.
+    bytes: u64,
+}
+
+impl Tally {
+    fn of(p: &PendingFlow) -> Self {
+        Self {
+            round: p.round,
+            sampling: p.sampling_asked,
+            bytes: p.bytes_answered,
+        }
+    }
 }
 
 impl ClientBuilder {
@@ -76,6 +109,54 @@ impl ClientBuilder {
         self
     }
 
+    /// The longest one request may wait for its response, `None` for no cap.
+    /// Default: 30 seconds ([`defaults::CLIENT_REQUEST_TIMEOUT`]). A request that
+    /// gets no response in time ends the flow with [`ClientError::RequestTimeout`].
+    /// A server that holds a retry open until the user has finished a URL-mode
+    /// step needs a longer one. Needs a [`Timer`]; without one the cap is not enforced.
+    pub fn request_timeout(mut self, t: Option<Duration>) -> Self {
+        self.request_timeout = t;
+        self
+    }
+
+    /// The most questions (input requests) one round may ask. Default: 16
+    /// ([`defaults::CLIENT_MAX_QUESTIONS_PER_ROUND`], what a default server may
+    /// ask). A round that asks more ends the flow with [`ClientError::CapExceeded`]
+    /// ([`Cap::QuestionsPerRound`]) before any handler runs and without a retry.
+    /// Values below 1 count as 1.
+    pub fn max_questions_per_round(mut self, n: usize) -> Self {
+        self.limits.questions_per_round = n.max(1);
+        self
+    }
+
+    /// The most questions of one round the handler answers at the same time; the
+    /// others wait their turn (a bound on concurrency, never an error). Default: 4
+    /// ([`defaults::CLIENT_MAX_CONCURRENT_ANSWERS`]). Values below 1 count as 1
+    /// (one at a time).
+    pub fn max_concurrent_answers(mut self, n: usize) -> Self {
+        self.limits.concurrent_answers = n.max(1);
+        self
+    }
+
+    /// The most sampling requests one flow may ask, over all its rounds (each is a
+    /// call to the client's model). Default: 16
+    /// ([`defaults::CLIENT_MAX_SAMPLING_PER_FLOW`]). The round that would go over it
+    /// ends the flow with [`ClientError::CapExceeded`] ([`Cap::SamplingPerFlow`])
+    /// before any handler runs. 0 refuses every sampling request.
+    pub fn max_sampling_per_flow(mut self, n: u32) -> Self {
+        self.limits.sampling_per_flow = n;
+        self
+    }
+
+    /// The most bytes of answers (`inputResponses`, as serialized JSON) one flow may
+    /// send, over all its rounds. Default: 1 MiB ([`defaults::CLIENT_MAX_ANSWER_BYTES`]).
+    /// Answers that would go over it are not sent: the flow ends with
+    /// [`ClientError::CapExceeded`] ([`Cap::AnswerBytes`]).
+    pub fn max_answer_bytes(mut self, n: u64) -> Self {
+        self.limits.answer_bytes = n;
+        self
+    }
+
     /// The timer for back-off and the time cap. Default: `TokioTimer` with the
     /// `client-http` feature (the client must then run inside a tokio runtime),
     /// none otherwise (no back-off, no time cap).
@@ -102,6 +183,8 @@ impl ClientBuilder {
                 client_info: self.client_info,
                 max_rounds: self.max_rounds,
                 total_timeout: self.total_timeout,
+                request_timeout: self.request_timeout,
+                limits: self.limits,
                 timer: self.timer,
                 next_id: AtomicI64::new(1),
             }),
@@ -117,6 +200,8 @@ struct Inner {
     client_info: Implementation,
     max_rounds: u32,
     total_timeout: Option<Duration>,
+    request_timeout: Option<Duration>,
+    limits: Limits,
     timer: Option<Arc<dyn Timer>>,
     next_id: AtomicI64,
 }
@@ -162,6 +247,13 @@ impl Client {
             },
             max_rounds: defaults::CLIENT_MAX_ROUNDS,
             total_timeout: Some(defaults::CLIENT_TOTAL_TIMEOUT),
+            request_timeout: Some(defaults::CLIENT_REQUEST_TIMEOUT),
+            limits: Limits {
+                questions_per_round: defaults::CLIENT_MAX_QUESTIONS_PER_ROUND,
+                concurrent_answers: defaults::CLIENT_MAX_CONCURRENT_ANSWERS,
+                sampling_per_flow: defaults::CLIENT_MAX_SAMPLING_PER_FLOW,
+                answer_bytes: defaults::CLIENT_MAX_ANSWER_BYTES,
+            },
             timer: default_timer(),
         }
     }
@@ -211,7 +303,9 @@ impl Client {
     /// # Errors
     /// See [`ClientError`].
     pub async fn call(&self, call: CarrierCall) -> Result<Completion, ClientError> {
-        let step = self.capped(self.drive(&call, 0, None, None, false)).await?;
+        let step = self
+            .capped(self.drive(&call, Tally::default(), None, None, false))
+            .await?;
         match step {
             Step::Complete(c) => Ok(c),
             // `drive` with manual = false never stops for input.
@@ -229,7 +323,8 @@ impl Client {
     /// # Errors
     /// See [`ClientError`].
     pub async fn start(&self, call: CarrierCall) -> Result<Step, ClientError> {
-        self.capped(self.drive(&call, 0, None, None, true)).await
+        self.capped(self.drive(&call, Tally::default(), None, None, true))
+            .await
     }
 
     /// Retries a pending flow with `responses` (one per outstanding input request,
@@ -247,7 +342,7 @@ impl Client {
         let call = pending.call();
         self.capped(self.drive(
             &call,
-            pending.round,
+            Tally::of(&pending),
             pending.request_state,
             Some(responses),
             true,
@@ -269,7 +364,7 @@ impl Client {
         match self
             .capped(self.drive(
                 &call,
-                pending.round,
+                Tally::of(&pending),
                 pending.request_state,
                 Some(responses),
                 false,
@@ -284,33 +379,51 @@ impl Client {
         }
     }
 
-    /// Answers a pending flow's input requests through the handler (concurrently),
-    /// e.g. to resume it later with [`resume`](Self::resume).
+    /// Answers a pending flow's input requests through the handler (concurrently,
+    /// up to [`max_concurrent_answers`](ClientBuilder::max_concurrent_answers) at a
+    /// time), e.g. to resume it later with [`resume`](Self::resume). Bounded by the
+    /// total time cap.
     ///
     /// # Errors
-    /// [`ClientError::UndeclaredInput`] or [`ClientError::Handler`].
+    /// [`ClientError::UndeclaredInput`], [`ClientError::CapExceeded`] (too many
+    /// questions; nothing is asked), [`ClientError::Handler`] or [`ClientError::Timeout`].
     pub async fn fulfil(&self, pending: &PendingFlow) -> Result<InputResponses, ClientError> {
         self.check_declared(&pending.input_requests)?;
-        self.answer(&pending.call(), pending.round, &pending.input_requests)
+        self.check_questions(&pending.input_requests)?;
+        self.capped(self.answer(&pending.call(), pending.round, &pending.input_requests))
             .await
     }
 
     /// Sends any other request (e.g. `tools/list`) with the full `_meta` and a
     /// fresh id, and returns its `result`. No MRTR handling: an
-    /// `InputRequiredResult` is returned as is.
+    /// `InputRequiredResult` is returned as is. Bounded by the per-request and the
+    /// total time caps.
     ///
     /// # Errors
-    /// [`ClientError::Transport`], [`ClientError::JsonRpc`] or [`ClientError::Malformed`].
+    /// [`ClientError::Transport`], [`ClientError::JsonRpc`], [`ClientError::IdMismatch`],
+    /// [`ClientError::Malformed`], [`ClientError::RequestTimeout`] or [`ClientError::Timeout`].
     pub async fn request(&self, method: &str, params: JsonObject) -> Result<Value, ClientError> {
         let mut params = params;
         params.insert("_meta".into(), self.meta());
         let id = self.next_id();
-        let response = self
-            .inner
-            .transport
-            .send(jsonrpc::request(&id, method, Value::Object(params)))
-            .await?;
-        result_of(response, &id)
+        let request = jsonrpc::request(&id, method, Value::Object(params));
+        self.capped(async {
+            let response = self.send(request).await?;
+            result_of(response, &id)
+        })
+        .await
+    }
+
+    /// Sends one request, racing its response against the per-request time cap.
+    async fn send(&self, request: Value) -> Result<Value, ClientError> {
+        let send = self.inner.transport.send(request);
+        match (&self.inner.timer, self.inner.request_timeout) {
+            (Some(timer), Some(after)) => match select(send, timer.sleep(after)).await {
+                Either::Left((r, _)) => Ok(r?),
+                Either::Right(((), _)) => Err(ClientError::RequestTimeout { after }),
+            },
+            _ => Ok(send.await?),
+        }
     }
 
     fn next_id(&self) -> RequestId {
@@ -318,6 +431,8 @@ impl Client {
     }
 
     /// Races `fut` against the total time cap, when there is a timer and a cap.
+    /// The cap is polled first, so a spent budget reports [`ClientError::Timeout`]
+    /// even when a per-request cap runs out at the same moment.
     async fn capped<T>(
         &self,
         fut: impl std::future::Future<Output = Result<T, ClientError>> + Send,
@@ -325,32 +440,35 @@ impl Client {
         match (&self.inner.timer, self.inner.total_timeout) {
             (Some(timer), Some(after)) => {
                 let fut = Box::pin(fut);
-                match select(fut, timer.sleep(after)).await {
-                    Either::Left((r, _)) => r,
-                    Either::Right(((), _)) => Err(ClientError::Timeout { after }),
+                match select(timer.sleep(after), fut).await {
+                    Either::Left(((), _)) => Err(ClientError::Timeout { after }),
+                    Either::Right((r, _)) => r,
                 }
             }
             _ => fut.await,
         }
     }
 
-    /// The round loop. `round` is the number of requests already sent; `state`
-    /// and `responses` are what the next request carries. All of it is local to
-    /// this call.
+    /// The round loop. `tally` is what the flow used before this call (requests
+    /// sent, sampling asked, bytes answered); `state` and `responses` are what the
+    /// next request carries. All of it is local to this call.
     async fn drive(
         &self,
         call: &CarrierCall,
-        mut round: u32,
+        mut tally: Tally,
         mut state: Option<String>,
         mut responses: Option<InputResponses>,
         manual: bool,
     ) -> Result<Step, ClientError> {
         let mut backoff = defaults::BACKOFF_INITIAL;
         loop {
-            round += 1;
-            let outcome = self
-                .send_round(call, state.as_deref(), responses.take().as_ref())
-                .await?;
+            let answers = match responses.take() {
+                Some(r) => Some(self.count_bytes(&r, &mut tally)?),
+                None => None,
+            };
+            tally.round += 1;
+            let round = tally.round;
+            let outcome = self.send_round(call, state.as_deref(), answers).await?;
             let irr = match outcome {
                 Outcome::Complete(result) => {
                     return Ok(Step::Complete(Completion {
@@ -367,6 +485,12 @@ impl Client {
             }
             if round >= self.inner.max_rounds {
                 return Err(ClientError::MaxRounds { rounds: round });
+            }
+            // The caps on what a round may ask come before any handler runs (and
+            // before a manual caller is shown anything).
+            if let Some(asks) = irr.input_requests() {
+                self.check_questions(asks)?;
+                self.count_sampling(asks, &mut tally)?;
             }
             // Echo exactly what came this round; nothing when nothing came.
             state = irr.request_state().map(str::to_owned);
@@ -387,6 +511,8 @@ impl Client {
                             request_state: state,
                             input_requests: asks.clone(),
                             round,
+                            sampling_asked: tally.sampling,
+                            bytes_answered: tally.bytes,
                         }));
                     }
                     responses = Some(self.answer(call, round, asks).await?);
@@ -408,7 +534,69 @@ impl Client {
         Ok(())
     }
 
-    /// Asks the handler for every input request at once; the first failure wins.
+    /// [`Cap::QuestionsPerRound`]: how many questions one round may ask.
+    fn check_questions(&self, asks: &InputRequests) -> Result<(), ClientError> {
+        let limit = self.inner.limits.questions_per_round;
+        if asks.len() > limit {
+            return Err(ClientError::CapExceeded {
+                cap: Cap::QuestionsPerRound,
+                limit: limit as u64,
+            });
+        }
+        Ok(())
+    }
+
+    /// [`Cap::SamplingPerFlow`]: adds this round's sampling requests to the tally.
+    fn count_sampling(&self, asks: &InputRequests, tally: &mut Tally) -> Result<(), ClientError> {
+        let limit = self.inner.limits.sampling_per_flow;
+        let asked = asks
+            .values()
+            .filter(|a| a.kind() == InputKind::Sampling)
+            .count();
+        let total = u32::try_from(asked)
+            .ok()
+            .and_then(|n| tally.sampling.checked_add(n))
+            .filter(|&n| n <= limit);
+        match total {
+            Some(n) => {
+                tally.sampling = n;
+                Ok(())
+            }
+            None => Err(ClientError::CapExceeded {
+                cap: Cap::SamplingPerFlow,
+                limit: u64::from(limit),
+            }),
+        }
+    }
+
+    /// [`Cap::AnswerBytes`]: the wire form of `responses`, once its size is added to
+    /// the tally within the cap.
+    fn count_bytes(
+        &self,
+        responses: &InputResponses,
+        tally: &mut Tally,
+    ) -> Result<Value, ClientError> {
+        let limit = self.inner.limits.answer_bytes;
+        let m: Map<String, Value> = responses
+            .iter()
+            .map(|(k, v)| (k.clone(), v.to_value()))
+            .collect();
+        let value = Value::Object(m);
+        let size = serde_json::to_vec(&value).map_or(u64::MAX, |b| b.len() as u64);
+        match tally.bytes.checked_add(size).filter(|&n| n <= limit) {
+            Some(n) => {
+                tally.bytes = n;
+                Ok(value)
+            }
+            None => Err(ClientError::CapExceeded {
+                cap: Cap::AnswerBytes,
+                limit,
+            }),
+        }
+    }
+
+    /// Asks the handler for every input request, up to the concurrency cap at a
+    /// time; the first failure wins. The answers keep the server's order.
     async fn answer(
         &self,
         call: &CarrierCall,
@@ -416,7 +604,7 @@ impl Client {
         asks: &InputRequests,
     ) -> Result<InputResponses, ClientError> {
         let handler = &self.inner.handler;
-        let futures = asks.iter().map(|(key, ask)| {
+        let futures = asks.iter().enumerate().map(|(i, (key, ask))| {
             let ctx = InputContext {
                 key: key.clone(),
                 method: call.method(),
@@ -440,32 +628,41 @@ impl Client {
                     }
                 };
                 match answer {
-                    Ok(a) => Ok((key, a)),
+                    Ok(a) => Ok((i, key, a)),
                     Err(source) => Err(ClientError::Handler { key, kind, source }),
                 }
             }
         });
-        Ok(try_join_all(futures).await?.into_iter().collect())
+        // Collected first: a stream over a borrowing closure trips the `Send`
+        // check of the caller's future (higher-ranked lifetimes).
+        let futures: Vec<_> = futures.collect();
+        let mut answered: Vec<(usize, String, InputResponse)> = stream::iter(futures)
+            .buffer_unordered(self.inner.limits.concurrent_answers)
+            .try_collect()
+            .await?;
+        answered.sort_unstable_by_key(|(i, _, _)| *i);
+        Ok(answered.into_iter().map(|(_, k, a)| (k, a)).collect())
     }
 
+    /// Sends one round: the original params, `_meta`, the answers (their wire
+    /// form, already counted against the byte cap) and the state.
     async fn send_round(
         &self,
         call: &CarrierCall,
         state: Option<&str>,
-        responses: Option<&InputResponses>,
+        answers: Option<Value>,
     ) -> Result<Outcome, ClientError> {
         let mut params = call.params().clone();
         params.insert("_meta".into(), self.meta());
-        if let Some(r) = responses {
-            let m: Map<String, Value> = r.iter().map(|(k, v)| (k.clone(), v.to_value())).collect();
-            params.insert("inputResponses".into(), Value::Object(m));
+        if let Some(a) = answers {
+            params.insert("inputResponses".into(), a);
         }
         if let Some(s) = state {
             params.insert("requestState".into(), Value::String(s.to_owned()));
         }
         let id = self.next_id();
         let request = jsonrpc::request(&id, call.method().as_str(), Value::Object(params));
-        let response = self.inner.transport.send(request).await?;
+        let response = self.send(request).await?;
         classify(call.method(), result_of(response, &id)?)
     }
 }
@@ -477,6 +674,16 @@ fn result_of(response: Value, id: &RequestId) -> Result<Value, ClientError> {
             "a JSON-RPC response must be an object".into(),
         ));
     };
+    // An error response may carry `null` (or no id) when the server could not
+    // read the request's id (JSON-RPC 2.0 §5); any other id is someone else's.
+    let received = o.get("id").cloned().unwrap_or(Value::Null);
+    let unread_id = o.contains_key("error") && received.is_null();
+    if received != id.to_value() && !unread_id {
+        return Err(ClientError::IdMismatch {
+            expected: id.clone(),
+            received,
+        });
+    }
     if let Some(err) = o.remove("error") {
         let code = err.get("code").and_then(Value::as_i64);
         let message = err.get("message").and_then(Value::as_str);
@@ -490,11 +697,6 @@ fn result_of(response: Value, id: &RequestId) -> Result<Value, ClientError> {
                 "a JSON-RPC error needs an integer code and a string message".into(),
             )),
         };
-    }
-    if o.get("id") != Some(&id.to_value()) {
-        return Err(ClientError::Malformed(
-            "the response id does not match the request id".into(),
-        ));
     }
     match o.remove("result") {
         Some(r @ Value::Object(_)) => Ok(r),

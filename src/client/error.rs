@@ -5,6 +5,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::wire::InputKind;
+use crate::wire::jsonrpc::RequestId;
 use crate::wire::meta::ClientCapabilities;
 
 use super::handler::HandlerError;
@@ -41,6 +42,32 @@ pub enum ClientError {
     Timeout {
         /// The cap that was reached.
         after: Duration,
+    },
+    /// One request got no response within the client's per-request time cap.
+    #[error("no response within {after:?}: the request timed out")]
+    RequestTimeout {
+        /// The cap that was reached.
+        after: Duration,
+    },
+    /// The response carries another id than the request it answers: it is not
+    /// the response to this request, and the flow stops.
+    #[error("the response id does not match the request id {}", .expected.to_value())]
+    IdMismatch {
+        /// The id the request was sent with.
+        expected: RequestId,
+        /// The id the response carried (`null` when it had none).
+        received: Value,
+    },
+    /// The server asked for more than one of the client's caps allows. The check
+    /// comes before anything is answered or sent for that round: no handler runs
+    /// for a round with too many questions or one sampling request too many, and
+    /// answers that would go over the byte cap are not sent.
+    #[error("the flow went over the client's cap on {cap} (limit {limit})")]
+    CapExceeded {
+        /// Which cap.
+        cap: Cap,
+        /// Its value.
+        limit: u64,
     },
     /// The server asked for an input kind this client did not declare; the flow
     /// stops and nothing is retried (MRTR Server Requirement 7 was broken).
@@ -84,6 +111,40 @@ pub enum ClientError {
         /// What is wrong.
         reason: String,
     },
+}
+
+/// A limit the client sets on what one flow may make it do (see
+/// [`ClientError::CapExceeded`] and the setters of
+/// [`ClientBuilder`](super::ClientBuilder)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Cap {
+    /// Input requests in one `InputRequiredResult`
+    /// ([`max_questions_per_round`](super::ClientBuilder::max_questions_per_round)).
+    QuestionsPerRound,
+    /// `sampling/createMessage` requests over the whole flow
+    /// ([`max_sampling_per_flow`](super::ClientBuilder::max_sampling_per_flow)).
+    SamplingPerFlow,
+    /// Bytes of `inputResponses` (serialized JSON) over the whole flow
+    /// ([`max_answer_bytes`](super::ClientBuilder::max_answer_bytes)).
+    AnswerBytes,
+}
+
+impl Cap {
+    /// A short name, for messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::QuestionsPerRound => "questions per round",
+            Self::SamplingPerFlow => "sampling requests per flow",
+            Self::AnswerBytes => "bytes answered per flow",
+        }
+    }
+}
+
+impl std::fmt::Display for Cap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl ClientError {

@@ -141,8 +141,10 @@ impl Completion {
 /// request must carry the current capabilities). `requestState` is the latest
 /// one the server sent, kept byte-exact, and absent when the server sent none.
 /// `round` counts the requests sent so far, so the round cap spans the whole flow
-/// even across processes; the total time cap does not (each `start`/`resume` is
-/// bounded on its own), because no clock is shared between processes.
+/// even across processes; so do `samplingAsked` and `bytesAnswered` for the
+/// sampling and byte caps (absent while zero). The total time cap does not (each
+/// `start`/`resume` is bounded on its own), because no clock is shared between
+/// processes.
 ///
 /// # Security
 /// `requestState` is the server's token for this flow and principal: store a
@@ -163,6 +165,16 @@ pub struct PendingFlow {
     pub input_requests: InputRequests,
     /// How many requests the flow has sent so far.
     pub round: u32,
+    /// How many sampling requests the flow has been asked so far, this round's included.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sampling_asked: u32,
+    /// How many bytes of answers (`inputResponses` as serialized JSON) the flow has sent so far.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub bytes_answered: u64,
+}
+
+fn is_zero<T: Default + PartialEq>(n: &T) -> bool {
+    *n == T::default()
 }
 
 impl PendingFlow {

@@ -5,16 +5,30 @@
 //! ```text
 //!  Client::call ──► round n: request {id: fresh, params: original + _meta
 //!       ▲                          + inputResponses? + requestState? (echoed exactly)}
-//!       │                    ──► Transport::send ──► response
+//!       │                    ──► Transport::send ──► response (within the request timeout)
+//!       │           another id                 ──► ClientError::IdMismatch
 //!       │           resultType absent/complete ──► Completion
 //!       │           unknown resultType         ──► ClientError::UnknownResultType
 //!       │           input_required:
 //!       │             undeclared kind?          ──► ClientError::UndeclaredInput (no retry)
 //!       │             round cap reached?        ──► ClientError::MaxRounds
+//!       │             too many questions, or
+//!       │             sampling over the flow cap? ─► ClientError::CapExceeded (nothing answered)
 //!       │             state only                ──► back off 50 ms → 250 ms, retry
-//!       └──────────── inputRequests             ──► InputHandler (all at once), retry
-//!                     (manual mode: stop here with Step::NeedsInput(PendingFlow))
+//!       └──────────── inputRequests             ──► InputHandler (a few at a time), retry
+//!                     (manual mode: stop here      unless the answers go over the
+//!                      with Step::NeedsInput)      byte cap: ClientError::CapExceeded
 //! ```
+//!
+//! # Security
+//! The server decides what it asks, so the client bounds what one flow can make
+//! it do, each with a default in [`defaults`](crate::defaults) and a setter on
+//! [`ClientBuilder`]: requests per flow (`max_rounds`), questions per round,
+//! questions answered at once, sampling requests (model calls) per flow, bytes of
+//! answers per flow, time per request and time per flow. A cap that is reached
+//! ends the flow with a typed error, before anything is answered or sent for the
+//! round at fault. What is *declared* is the handler's choice: declare only the
+//! input kinds the user has agreed to serve.
 //!
 //! The core of this module needs no runtime: a [`Transport`] sends one JSON-RPC
 //! request, an [`InputHandler`] answers input requests, a [`Timer`] sleeps.
@@ -76,7 +90,7 @@ mod transport;
 pub mod http;
 
 pub use driver::{Client, ClientBuilder};
-pub use error::ClientError;
+pub use error::{Cap, ClientError};
 pub use flow::{CarrierCall, Completion, PendingFlow, Step};
 pub use handler::{HandlerError, Handlers, InputContext, InputHandler, NoInput};
 #[cfg(feature = "client-http")]

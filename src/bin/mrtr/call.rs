@@ -7,16 +7,36 @@
 //! mrtr call URL prompt NAME [--args JSON]
 //! mrtr call URL resource URI
 //!     [--answers JSON|@FILE] [--sampling-reply TEXT] [--root PATH]... [--no-input]
-//!     [--json] [--max-rounds N] [--timeout SECS]
+//!     [--json] [--max-rounds N] [--timeout SECS] [--request-timeout SECS]
+//!     [--max-questions-per-round N] [--max-concurrent-answers N]
+//!     [--max-sampling-per-flow N] [--max-answer-bytes N]
 //! ```
 //!
 //! Input requests are answered in this order: an entry of `--answers` with the
 //! request's key (an `InputResponse` in wire shape); otherwise roots from
-//! `--root` (default: the current directory), sampling from `--sampling-reply`;
-//! otherwise the user is asked on the terminal: form elicitations field by field
-//! (types checked, choices listed, defaults offered, `:decline` / `:cancel`),
-//! url elicitations as a link with a y/n consent, sampling as "type the model's
-//! reply". Prompts go to stderr, the result to stdout.
+//! `--root`, sampling from `--sampling-reply`; otherwise the user is asked on the
+//! terminal: form elicitations field by field (types checked with the library's
+//! answer validation, choices listed, defaults offered, `:decline` / `:cancel`),
+//! url elicitations as a link with its host and a y/n consent, sampling as "here
+//! is what the server asks the model; type the model's reply", roots as "share the
+//! current directory? y/n". Prompts go to stderr, the result to stdout.
+//!
+//! # Consent
+//! The client declares only what it can answer with the user's consent:
+//! `sampling` only with `--sampling-reply`, an `--answers` entry of that shape, or
+//! a terminal to ask on; `roots` likewise with `--root`. Nothing is shared by
+//! default: without `--root`, the current directory is offered only after the user
+//! says yes on the terminal.
+//!
+//! # What a server can make it do
+//! Every cap of the client driver is a flag (defaults in `mrtr::defaults`): rounds,
+//! questions per round, questions answered at once, sampling requests per flow,
+//! bytes answered per flow, time per request and per flow. Everything a server
+//! wrote goes to the terminal through [`Sanitized`] (no control characters, no
+//! bidirectional overrides), on one line where one line is meant, and with every
+//! line after the first behind a `|` where a message may have several, so a
+//! server cannot draw the tool's own prompts. Links are offered only over
+//! `https` (or `http` to this machine), with their host on a line of its own.
 //!
 //! Without a terminal on stdin (or with `--no-input`) nothing is asked: a
 //! question that `--answers` does not cover fails the call closed, naming the
@@ -24,9 +44,10 @@
 //!
 //! Exit codes: 0 complete; 1 tool error (`isError: true`, printed on stderr);
 //! 2 usage (bad arguments, a malformed `--answers` entry, or input needed that
-//! cannot be given); 3 protocol or transport error.
+//! cannot be given); 3 protocol or transport error (a cap reached included).
 
 use std::io::{BufRead, IsTerminal, Write};
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,10 +55,12 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
+use mrtr::answers::validate_content;
 use mrtr::client::{
     BoxFuture, CarrierCall, Client, ClientError, HandlerError, HttpTransport, InputContext,
     InputHandler,
 };
+use mrtr::defaults;
 use mrtr::wire::JsonObject;
 use mrtr::wire::input::{
     CreateMessageParams, CreateMessageResult, ElicitAction, ElicitFormParams, ElicitParams,
@@ -67,10 +90,13 @@ pub(crate) struct CallArgs {
     /// InputResponse in wire shape, or @FILE to read it from a file.
     #[arg(long, global = true, value_name = "JSON|@FILE")]
     pub(crate) answers: Option<String>,
-    /// Answer sampling requests with this text as the model's reply.
+    /// Answer sampling requests with this text as the model's reply, without
+    /// asking. Without it, sampling is declared only on a terminal, where you see
+    /// what the server asks the model and type the reply (or :decline).
     #[arg(long, global = true, value_name = "TEXT")]
     pub(crate) sampling_reply: Option<String>,
-    /// A root to offer for roots/list (repeatable). Default: the current directory.
+    /// A root to offer for roots/list (repeatable). Without it, roots are declared
+    /// only on a terminal, where the current directory is offered after you say yes.
     #[arg(long = "root", global = true, value_name = "PATH")]
     pub(crate) roots: Vec<PathBuf>,
     /// Never ask on the terminal: fail closed unless --answers covers the question.
@@ -80,11 +106,30 @@ pub(crate) struct CallArgs {
     #[arg(long, global = true)]
     pub(crate) json: bool,
     /// The most requests the flow may send.
-    #[arg(long, global = true, default_value_t = mrtr::defaults::CLIENT_MAX_ROUNDS)]
+    #[arg(long, global = true, default_value_t = defaults::CLIENT_MAX_ROUNDS)]
     pub(crate) max_rounds: u32,
     /// The longest the whole flow may take, in seconds.
-    #[arg(long, global = true, default_value_t = mrtr::defaults::CLIENT_TOTAL_TIMEOUT.as_secs(), value_name = "SECS")]
+    #[arg(long, global = true, default_value_t = defaults::CLIENT_TOTAL_TIMEOUT.as_secs(), value_name = "SECS")]
     pub(crate) timeout: u64,
+    /// The longest one request may wait for its response, in seconds (raise it for
+    /// a server that holds a request open while you finish a step in the browser).
+    #[arg(long, global = true, default_value_t = defaults::CLIENT_REQUEST_TIMEOUT.as_secs(),
+        value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) request_timeout: u64,
+    /// The most questions one round may ask; a round that asks more ends the call
+    /// before any of them is shown or answered.
+    #[arg(long, global = true, default_value_t = defaults::CLIENT_MAX_QUESTIONS_PER_ROUND, value_name = "N")]
+    pub(crate) max_questions_per_round: usize,
+    /// The most questions of one round answered at the same time (the terminal
+    /// still asks one at a time).
+    #[arg(long, global = true, default_value_t = defaults::CLIENT_MAX_CONCURRENT_ANSWERS, value_name = "N")]
+    pub(crate) max_concurrent_answers: usize,
+    /// The most sampling requests (model replies) the whole flow may ask; 0 refuses all.
+    #[arg(long, global = true, default_value_t = defaults::CLIENT_MAX_SAMPLING_PER_FLOW, value_name = "N")]
+    pub(crate) max_sampling_per_flow: u32,
+    /// The most bytes of answers (JSON) the whole flow may send.
+    #[arg(long, global = true, default_value_t = defaults::CLIENT_MAX_ANSWER_BYTES, value_name = "BYTES")]
+    pub(crate) max_answer_bytes: u64,
 }
 
 /// What `mrtr call` calls.
@@ -116,32 +161,148 @@ pub(crate) enum CallTarget {
 /// Runs `mrtr call`, printing the result on stdout and messages on stderr.
 /// Returns the process exit code.
 pub(crate) async fn run_call(args: CallArgs) -> i32 {
-    let mut out = Sanitized(std::io::stdout());
-    let mut err = Sanitized(std::io::stderr());
+    let mut out = Sanitized::new(std::io::stdout());
+    let mut err = Sanitized::new(std::io::stderr());
     run_call_with_output(args, &mut out, &mut err).await
 }
 
-/// A writer for the terminal that drops control characters other than newline and
-/// tab, so a server cannot send escape sequences (cursor moves, colours, title or
-/// clipboard changes) or carriage returns that overwrite a prompt through a message,
-/// a field title, a link or a result.
-struct Sanitized<W>(W);
+// ---------------------------------------------------------------------------
+// What reaches the terminal
+// ---------------------------------------------------------------------------
+
+/// Whether `c` may reach the terminal. Out: the C0 controls but newline and tab
+/// (escape sequences, carriage returns that overwrite a prompt, bells), DEL, the C1
+/// controls U+0080–U+009F (U+009B is a one-character CSI, U+009D an OSC on many
+/// terminals), the bidirectional controls that reorder what is shown (U+061C,
+/// U+200E/F, U+202A–E, U+2066–9) and the Unicode line and paragraph separators.
+pub(crate) fn is_shown(c: char) -> bool {
+    !matches!(c,
+        '\u{0}'..='\u{8}' | '\u{b}'..='\u{1f}' | '\u{7f}'..='\u{9f}'
+        | '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+        | '\u{2028}' | '\u{2029}')
+}
+
+/// A writer for the terminal that passes only characters for which [`is_shown`]
+/// holds, so nothing a server sends (a message, a field title, a link, a result)
+/// can move the cursor, change colours, the title or the clipboard, overwrite a
+/// prompt or reorder text. Works on characters, not bytes: a character split
+/// across writes is held until it is whole, and bytes that are not UTF-8 become
+/// U+FFFD (a lone 0x9B byte is a CSI to some terminals too).
+pub(crate) struct Sanitized<W> {
+    inner: W,
+    /// The start of a character whose other bytes have not been written yet (at most 3 bytes).
+    partial: Vec<u8>,
+}
+
+impl<W> Sanitized<W> {
+    pub(crate) fn new(inner: W) -> Self {
+        Self {
+            inner,
+            partial: Vec::new(),
+        }
+    }
+
+    #[cfg(test)]
+    fn into_inner(self) -> W {
+        self.inner
+    }
+}
 
 impl<W: Write> Write for Sanitized<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let clean: Vec<u8> = buf
-            .iter()
-            .copied()
-            .filter(|&b| (b >= 0x20 && b != 0x7f) || b == b'\n' || b == b'\t')
-            .collect();
-        self.0.write_all(&clean)?;
+        self.partial.extend_from_slice(buf);
+        let mut clean = String::with_capacity(self.partial.len());
+        let mut rest: &[u8] = &self.partial;
+        loop {
+            match std::str::from_utf8(rest) {
+                Ok(s) => {
+                    clean.extend(s.chars().filter(|&c| is_shown(c)));
+                    rest = &[];
+                    break;
+                }
+                Err(e) => {
+                    let (valid, after) = rest.split_at(e.valid_up_to());
+                    let valid = std::str::from_utf8(valid).unwrap_or_default();
+                    clean.extend(valid.chars().filter(|&c| is_shown(c)));
+                    match e.error_len() {
+                        Some(bad) => {
+                            clean.push(char::REPLACEMENT_CHARACTER);
+                            rest = after.get(bad..).unwrap_or_default();
+                        }
+                        // A character cut short: keep its start for the next write.
+                        None => {
+                            rest = after;
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        let keep = rest.to_vec();
+        self.partial = keep;
+        self.inner.write_all(clean.as_bytes())?;
         Ok(buf.len())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        self.0.flush()
+        self.inner.flush()
     }
 }
+
+/// Whether `c` ends a line for some terminal or editor.
+fn is_line_break(c: char) -> bool {
+    matches!(
+        c,
+        '\n' | '\r' | '\u{b}' | '\u{c}' | '\u{85}' | '\u{2028}' | '\u{2029}'
+    )
+}
+
+/// Server text meant as one line (a title, an option, a link, a name): line
+/// breaks and tabs become spaces, other controls go.
+pub(crate) fn one_line(s: &str) -> String {
+    s.chars()
+        .filter_map(|c| {
+            if is_line_break(c) || c == '\t' {
+                Some(' ')
+            } else if c.is_control() || !is_shown(c) {
+                None
+            } else {
+                Some(c)
+            }
+        })
+        .collect()
+}
+
+/// Server text that may have several lines (a message): the first as is, every
+/// further one behind `  | `, so no line of it starts where the tool's own
+/// prompts and notices start.
+pub(crate) fn quoted(s: &str) -> String {
+    let s = s.replace("\r\n", "\n");
+    s.split(is_line_break)
+        .map(one_line)
+        .collect::<Vec<_>>()
+        .join("\n  | ")
+}
+
+/// Pretty JSON for the terminal: the characters [`is_shown`] refuses can only sit
+/// inside strings here, so they are written as `\uXXXX` escapes and the JSON
+/// still means exactly what the server sent.
+fn shown_json(v: &Value) -> String {
+    let pretty = serde_json::to_string_pretty(v).unwrap_or_default();
+    let mut out = String::with_capacity(pretty.len());
+    for c in pretty.chars() {
+        if is_shown(c) {
+            out.push(c);
+        } else {
+            out.push_str(&format!("\\u{:04x}", u32::from(c)));
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------
+// The call
+// ---------------------------------------------------------------------------
 
 /// [`run_call`] writing the result to `out` and messages to `err` (for tests and embedding).
 /// Interactive questions, if any, still use the process's terminal.
@@ -158,9 +319,13 @@ pub(crate) async fn run_call_with_output(
         Ok(a) => a.unwrap_or_default(),
         Err(msg) => return usage(err, &msg),
     };
-    let roots = match roots_of(&args.roots) {
-        Ok(r) => r,
-        Err(msg) => return usage(err, &msg),
+    let roots = if args.roots.is_empty() {
+        None
+    } else {
+        match roots_of(&args.roots) {
+            Ok(r) => Some(r),
+            Err(msg) => return usage(err, &msg),
+        }
     };
     let transport = match HttpTransport::new(&args.url) {
         Ok(t) => t,
@@ -180,16 +345,21 @@ pub(crate) async fn run_call_with_output(
         .client_info("mrtr-call", env!("CARGO_PKG_VERSION"))
         .max_rounds(args.max_rounds)
         .total_timeout(Some(Duration::from_secs(args.timeout)))
+        .request_timeout(Some(Duration::from_secs(args.request_timeout)))
+        .max_questions_per_round(args.max_questions_per_round)
+        .max_concurrent_answers(args.max_concurrent_answers)
+        .max_sampling_per_flow(args.max_sampling_per_flow)
+        .max_answer_bytes(args.max_answer_bytes)
         .build();
     match client.call(call).await {
         Ok(done) => {
             let shown = if args.json || done.text().is_empty() {
-                serde_json::to_string_pretty(&done.result).unwrap_or_default()
+                shown_json(&done.result)
             } else {
                 done.text()
             };
             if done.is_tool_error() {
-                let _ = writeln!(err, "tool error: {shown}");
+                let _ = writeln!(err, "tool error: {}", quoted(&shown));
                 EXIT_TOOL_ERROR
             } else {
                 let _ = writeln!(out, "{shown}");
@@ -197,9 +367,12 @@ pub(crate) async fn run_call_with_output(
             }
         }
         Err(e) => {
-            let _ = writeln!(err, "error: {e}");
+            let _ = writeln!(err, "error: {}", one_line(&e.to_string()));
             if let ClientError::JsonRpc { data: Some(d), .. } = &e {
-                let _ = writeln!(err, "data: {d}");
+                let _ = writeln!(err, "data: {}", one_line(&shown_json(d)));
+            }
+            if let Some(hint) = hint(&e) {
+                let _ = writeln!(err, "hint: {hint}");
             }
             if handler.failed_closed.load(Ordering::Relaxed) {
                 EXIT_USAGE
@@ -210,8 +383,27 @@ pub(crate) async fn run_call_with_output(
     }
 }
 
+/// What to do about an error the user can fix with a flag.
+fn hint(e: &ClientError) -> Option<&'static str> {
+    match e {
+        ClientError::UndeclaredInput {
+            kind: InputKind::Sampling,
+            ..
+        } => Some("to answer sampling requests, pass --sampling-reply TEXT or run on a terminal"),
+        ClientError::UndeclaredInput {
+            kind: InputKind::Roots,
+            ..
+        } => Some("to share roots, pass --root PATH or run on a terminal"),
+        ClientError::CapExceeded { .. } => {
+            Some("the caps are flags (see mrtr call --help); raise one only for a server you trust")
+        }
+        ClientError::RequestTimeout { .. } => Some("--request-timeout SECS waits longer"),
+        _ => None,
+    }
+}
+
 fn usage(err: &mut (dyn Write + Send), msg: &str) -> i32 {
-    let _ = writeln!(err, "error: {msg}");
+    let _ = writeln!(err, "error: {}", one_line(msg));
     EXIT_USAGE
 }
 
@@ -257,26 +449,19 @@ fn parse_answers(s: &str) -> Result<Map<String, Value>, String> {
 }
 
 fn roots_of(paths: &[PathBuf]) -> Result<Vec<Root>, String> {
-    let paths = if paths.is_empty() {
-        vec![
-            std::env::current_dir()
-                .map_err(|e| format!("cannot read the current directory: {e}"))?,
-        ]
-    } else {
-        paths.to_vec()
-    };
     paths
         .iter()
-        .map(|p| {
-            let abs =
-                std::fs::canonicalize(p).map_err(|e| format!("--root {}: {e}", p.display()))?;
-            Ok(Root {
-                uri: file_uri(&abs),
-                name: abs.file_name().map(|n| n.to_string_lossy().into_owned()),
-                meta: None,
-            })
-        })
+        .map(|p| root_of(p).map_err(|e| format!("--root {}: {e}", p.display())))
         .collect()
+}
+
+fn root_of(path: &Path) -> std::io::Result<Root> {
+    let abs = std::fs::canonicalize(path)?;
+    Ok(Root {
+        uri: file_uri(&abs),
+        name: abs.file_name().map(|n| n.to_string_lossy().into_owned()),
+        meta: None,
+    })
 }
 
 /// `file://` URI of an absolute path, percent-encoding all but unreserved characters and `/`.
@@ -284,7 +469,7 @@ pub(crate) fn file_uri(path: &Path) -> String {
     let mut s = String::from("file://");
     for b in path.to_string_lossy().bytes() {
         if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
-            s.push(b as char);
+            s.push(char::from(b));
         } else {
             s.push_str(&format!("%{b:02X}"));
         }
@@ -292,12 +477,17 @@ pub(crate) fn file_uri(path: &Path) -> String {
     s
 }
 
+// ---------------------------------------------------------------------------
+// The handler
+// ---------------------------------------------------------------------------
+
 /// Answers input requests from `--answers`, the flags, or the terminal.
 #[derive(Debug)]
 struct CliHandler {
     answers: Map<String, Value>,
     sampling_reply: Option<String>,
-    roots: Vec<Root>,
+    /// The roots of `--root`; `None` when none was given.
+    roots: Option<Vec<Root>>,
     interactive: bool,
     /// One dialog at a time on the terminal (a round's questions run concurrently).
     terminal: tokio::sync::Mutex<()>,
@@ -317,6 +507,17 @@ impl CliHandler {
                     kind.as_str()
                 ))
             })
+        })
+    }
+
+    /// Whether some `--answers` entry has the shape of an answer to `kind`.
+    fn answers_kind(&self, kind: InputKind) -> bool {
+        self.answers.values().any(|v| {
+            matches!(
+                (kind, InputResponse::from_value(v)),
+                (InputKind::Sampling, Ok(InputResponse::CreateMessage(_)))
+                    | (InputKind::Roots, Ok(InputResponse::ListRoots(_)))
+            )
         })
     }
 
@@ -359,7 +560,7 @@ impl CliHandler {
         tokio::task::spawn_blocking(move || {
             let stdin = std::io::stdin();
             let mut input = stdin.lock();
-            let mut output = Sanitized(std::io::stderr());
+            let mut output = Sanitized::new(std::io::stderr());
             f(&mut input, &mut output)
         })
         .await
@@ -380,14 +581,18 @@ fn expect_elicit(r: InputResponse) -> ElicitResult {
 
 impl InputHandler for CliHandler {
     fn capabilities(&self) -> ClientCapabilities {
+        let sampling = self.sampling_reply.is_some()
+            || self.interactive
+            || self.answers_kind(InputKind::Sampling);
+        let roots = self.roots.is_some() || self.interactive || self.answers_kind(InputKind::Roots);
         ClientCapabilities {
             elicitation: Some(ElicitationCapability {
                 form: Some(JsonObject::new()),
                 url: Some(JsonObject::new()),
                 ..Default::default()
             }),
-            sampling: Some(SamplingCapability::default()),
-            roots: Some(JsonObject::new()),
+            sampling: sampling.then(SamplingCapability::default),
+            roots: roots.then(JsonObject::new),
             ..Default::default()
         }
     }
@@ -405,7 +610,23 @@ impl InputHandler for CliHandler {
                 _ => return Err(HandlerError::Unsupported),
             };
             if let Some(r) = self.given(&ctx.key, kind) {
-                return r.map(expect_elicit);
+                let mut answer = r.map(expect_elicit)?;
+                // An accepted form from the command line is checked like a typed one,
+                // and sent without keys the form does not define.
+                if let (Some(schema), Some(content)) = (schema, &answer.content)
+                    && answer.action == ElicitAction::Accept
+                {
+                    let kept = validate_content(schema, content).map_err(|problems| {
+                        self.failed_closed.store(true, Ordering::Relaxed);
+                        HandlerError::Failed(format!(
+                            "--answers[{:?}] does not fit the form: {}",
+                            ctx.key,
+                            problem_list(&problems)
+                        ))
+                    })?;
+                    answer.content = Some(kept);
+                }
+                return Ok(answer);
             }
             if !self.interactive {
                 return Err(self.closed(&ctx, kind, schema));
@@ -456,9 +677,29 @@ impl InputHandler for CliHandler {
                     _ => ListRootsResult { roots: vec![] },
                 });
             }
-            Ok(ListRootsResult {
-                roots: self.roots.clone(),
-            })
+            if let Some(roots) = &self.roots {
+                return Ok(ListRootsResult {
+                    roots: roots.clone(),
+                });
+            }
+            if !self.interactive {
+                return Err(self.closed(&ctx, InputKind::Roots, None));
+            }
+            let here = std::env::current_dir()
+                .and_then(|d| root_of(&d))
+                .map_err(|e| {
+                    HandlerError::Failed(format!("cannot read the current directory: {e}"))
+                })?;
+            let offered = here.clone();
+            let shared = self
+                .dialog(move |i, o| ask_roots(&offered, i, o))
+                .await?
+                .map_err(|e| HandlerError::Failed(format!("terminal: {e}")))?;
+            if shared {
+                Ok(ListRootsResult { roots: vec![here] })
+            } else {
+                Err(HandlerError::Declined)
+            }
         })
     }
 }
@@ -473,6 +714,10 @@ fn model_reply(text: String) -> CreateMessageResult {
     }
 }
 
+// ---------------------------------------------------------------------------
+// The dialogs
+// ---------------------------------------------------------------------------
+
 /// What the user typed for one field.
 enum Typed {
     Line(String),
@@ -481,11 +726,14 @@ enum Typed {
 }
 
 fn read(input: &mut dyn BufRead) -> std::io::Result<Typed> {
-    let mut line = String::new();
-    if input.read_line(&mut line)? == 0 {
+    let mut raw = Vec::new();
+    if input.read_until(b'\n', &mut raw)? == 0 {
         // End of input: the user went away.
         return Ok(Typed::Cancel);
     }
+    // Bytes that are not UTF-8 (a terminal in another encoding) become U+FFFD and
+    // fail the field's checks, rather than end the dialog.
+    let line = String::from_utf8_lossy(&raw);
     let line = line.trim_end_matches(['\n', '\r']).to_owned();
     Ok(match line.trim() {
         ":decline" => Typed::Decline,
@@ -501,13 +749,21 @@ fn refusal(action: ElicitAction) -> ElicitResult {
     }
 }
 
+fn problem_list(problems: &[mrtr::answers::Problem]) -> String {
+    problems
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// Asks a form field by field. Generic over the streams so it can be tested.
 pub(crate) fn ask_form(
     form: &ElicitFormParams,
     input: &mut dyn BufRead,
     out: &mut dyn Write,
 ) -> std::io::Result<ElicitResult> {
-    writeln!(out, "\n? {}", form.message)?;
+    writeln!(out, "\n? {}", quoted(&form.message))?;
     writeln!(
         out,
         "  (answer each field; empty keeps the default or skips an optional field; :decline or :cancel to refuse)"
@@ -524,26 +780,38 @@ pub(crate) fn ask_form(
                 Typed::Cancel => return Ok(refusal(ElicitAction::Cancel)),
                 Typed::Line(l) => l,
             };
-            match parse_field(field, line.trim(), required) {
+            match parse_field(name, field, line.trim(), required) {
                 Ok(Some(v)) => {
                     content.insert(name.clone(), v);
                     break;
                 }
                 Ok(None) => break,
-                Err(msg) => writeln!(out, "  ! {msg}")?,
+                Err(msg) => writeln!(out, "  ! {}", one_line(&msg))?,
             }
         }
     }
-    Ok(ElicitResult {
-        action: ElicitAction::Accept,
-        content: Some(content),
-    })
+    // The whole form once more, as the server will check it (e.g. a `required`
+    // name no field defines can never be met: say so rather than send it).
+    match validate_content(schema, &content) {
+        Ok(kept) => Ok(ElicitResult {
+            action: ElicitAction::Accept,
+            content: Some(kept),
+        }),
+        Err(problems) => {
+            writeln!(
+                out,
+                "  ! the form cannot be completed ({}); cancelled",
+                one_line(&problem_list(&problems))
+            )?;
+            Ok(refusal(ElicitAction::Cancel))
+        }
+    }
 }
 
 fn field_prompt(name: &str, field: &PrimitiveSchema, required: bool) -> String {
-    let mut s = format!("  {}", field.title().unwrap_or(name));
+    let mut s = format!("  {}", one_line(field.title().unwrap_or(name)));
     if let Some(d) = field.description() {
-        s.push_str(&format!(" — {d}"));
+        s.push_str(&format!(" — {}", one_line(d)));
     }
     let mut choices = Vec::new();
     let (ty, default) = match field {
@@ -600,7 +868,7 @@ fn field_prompt(name: &str, field: &PrimitiveSchema, required: bool) -> String {
     };
     s.push_str(&format!(" ({ty})"));
     if let Some(d) = default {
-        s.push_str(&format!(" [default: {d}]"));
+        s.push_str(&format!(" [default: {}]", one_line(&d)));
     }
     if required {
         s.push_str(" *");
@@ -646,9 +914,9 @@ fn kind_of(f: &PrimitiveSchema) -> String {
 
 fn label(title: &str, value: &str) -> String {
     if title == value {
-        value.to_owned()
+        one_line(value)
     } else {
-        format!("{title} ({value})")
+        format!("{} ({})", one_line(title), one_line(value))
     }
 }
 
@@ -660,8 +928,12 @@ fn yes_no(b: bool) -> &'static str {
     if b { "y" } else { "n" }
 }
 
-/// The value of one field from the typed text: `Ok(None)` leaves it out.
+/// The value of field `name` from the typed text: `Ok(None)` leaves it out. The
+/// text is read as the field's type here; whether the value fits the field
+/// (lengths, formats, bounds, choices) is the library's answer validation, the
+/// same the server applies ([`validate_content`]).
 fn parse_field(
+    name: &str,
     field: &PrimitiveSchema,
     text: &str,
     required: bool,
@@ -678,91 +950,95 @@ fn parse_field(
             _ => None,
         };
         return match (default, required) {
-            (Some(d), _) => Ok(Some(d)),
+            (Some(d), _) => fits(name, field, &d)
+                .map(|()| Some(d))
+                .map_err(|m| format!("the default does not fit ({m}); type a value")),
             (None, true) => Err("this field is required".into()),
             (None, false) => Ok(None),
         };
     }
-    match field {
-        PrimitiveSchema::String {
-            min_length,
-            max_length,
-            format,
-            ..
-        } => {
-            let n = text.chars().count() as u64;
-            if min_length.is_some_and(|m| n < m) || max_length.is_some_and(|m| n > m) {
-                return Err(format!(
-                    "length must be {}..{} characters",
-                    fmt_opt(min_length),
-                    fmt_opt(max_length)
-                ));
+    let value = match field {
+        PrimitiveSchema::String { .. } => Value::String(text.to_owned()),
+        PrimitiveSchema::Number { integer, .. } => {
+            let x: f64 = text
+                .parse()
+                .ok()
+                .filter(|x: &f64| x.is_finite())
+                .ok_or_else(|| not_a(*integer))?;
+            if *integer && x.fract() != 0.0 {
+                return Err(not_a(true));
             }
-            if let Some(f) = format {
-                check_format(*f, text)?;
-            }
-            Ok(Some(Value::String(text.to_owned())))
+            number(x, *integer)
         }
-        PrimitiveSchema::Number {
-            integer,
-            minimum,
-            maximum,
-            ..
-        } => {
-            let x: f64 = text.parse().map_err(|_| "not a number".to_owned())?;
-            if !x.is_finite() || (*integer && x.fract() != 0.0) {
-                return Err(if *integer {
-                    "not an integer".into()
-                } else {
-                    "not a number".into()
-                });
-            }
-            if minimum.is_some_and(|m| x < m) || maximum.is_some_and(|m| x > m) {
-                return Err(format!(
-                    "must be within {}..{}",
-                    fmt_opt(minimum),
-                    fmt_opt(maximum)
-                ));
-            }
-            Ok(Some(number(x, *integer)))
-        }
-        PrimitiveSchema::Boolean { .. } => match text.to_ascii_lowercase().as_str() {
-            "y" | "yes" | "true" => Ok(Some(Value::Bool(true))),
-            "n" | "no" | "false" => Ok(Some(Value::Bool(false))),
-            _ => Err("answer y or n".into()),
+        PrimitiveSchema::Boolean { .. } => match text.to_lowercase().as_str() {
+            "y" | "yes" | "true" => Value::Bool(true),
+            "n" | "no" | "false" => Value::Bool(false),
+            _ => return Err("answer y or n".into()),
         },
         PrimitiveSchema::SingleSelect { options, .. } => {
             let pick = pick(options.iter().map(|o| (&o.value, &o.title)), text)
                 .ok_or_else(|| "choose one of the listed options (number or value)".to_owned())?;
-            Ok(Some(Value::String(pick)))
+            Value::String(pick)
         }
-        PrimitiveSchema::MultiSelect {
-            options,
-            min_items,
-            max_items,
-            ..
-        } => {
+        PrimitiveSchema::MultiSelect { options, .. } => {
             let mut picked = Vec::new();
             for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-                let p = pick(options.iter().map(|o| (&o.value, &o.title)), part)
-                    .ok_or_else(|| format!("{part:?} is not one of the listed options"))?;
+                let p =
+                    pick(options.iter().map(|o| (&o.value, &o.title)), part).ok_or_else(|| {
+                        format!("{:?} is not one of the listed options", one_line(part))
+                    })?;
                 if !picked.contains(&p) {
                     picked.push(p);
                 }
             }
-            let n = picked.len() as u64;
-            if min_items.is_some_and(|m| n < m) || max_items.is_some_and(|m| n > m) {
-                return Err(format!(
-                    "choose {}..{} options",
-                    fmt_opt(min_items),
-                    fmt_opt(max_items)
-                ));
-            }
-            Ok(Some(json!(picked)))
+            json!(picked)
         }
         // A field type this client does not know (`PrimitiveSchema` may grow): it
         // cannot be typed here, so the form fails rather than send a guess.
-        _ => Err("this kind of field cannot be answered with mrtr call".into()),
+        _ => return Err("this kind of field cannot be answered with mrtr call".into()),
+    };
+    fits(name, field, &value)?;
+    Ok(Some(value))
+}
+
+fn not_a(integer: bool) -> String {
+    if integer {
+        "not an integer (e.g. 42)".into()
+    } else {
+        "not a number (e.g. 4.2)".into()
+    }
+}
+
+/// Whether `value` fits `field`, by the library's answer validation; the message
+/// says what is wrong (never the value) and, for a format, shows one that fits.
+fn fits(name: &str, field: &PrimitiveSchema, value: &Value) -> Result<(), String> {
+    let mut schema = RequestedSchema::new();
+    schema.properties.insert(name.to_owned(), field.clone());
+    let mut content = JsonObject::new();
+    content.insert(name.to_owned(), value.clone());
+    match validate_content(&schema, &content) {
+        Ok(_) => Ok(()),
+        Err(problems) => {
+            let mut msg = problems
+                .iter()
+                .map(|p| p.message.as_str())
+                .collect::<Vec<_>>()
+                .join("; ");
+            if let PrimitiveSchema::String {
+                format: Some(f), ..
+            } = field
+            {
+                msg.push_str(match f {
+                    StringFormat::Email => " (e.g. ada@example.org)",
+                    StringFormat::Uri => " (e.g. https://example.org/a)",
+                    StringFormat::Date => " (e.g. 2026-07-28)",
+                    StringFormat::DateTime => " (e.g. 2026-07-28T10:00:00Z)",
+                    // A format this client does not know (`StringFormat` may grow).
+                    _ => "",
+                });
+            }
+            Err(msg)
+        }
     }
 }
 
@@ -778,59 +1054,62 @@ fn number(x: f64, integer: bool) -> Value {
 fn pick<'a>(options: impl Iterator<Item = (&'a String, &'a String)>, text: &str) -> Option<String> {
     let options: Vec<_> = options.collect();
     if let Ok(i) = text.parse::<usize>()
-        && (1..=options.len()).contains(&i)
+        && let Some(chosen) = i.checked_sub(1).and_then(|i| options.get(i))
     {
-        return Some(options[i - 1].0.clone());
+        return Some(chosen.0.clone());
     }
     options
         .iter()
-        .find(|(v, t)| v.as_str() == text || t.eq_ignore_ascii_case(text))
+        .find(|(v, t)| v.as_str() == text || t.to_lowercase() == text.to_lowercase())
         .map(|(v, _)| (*v).clone())
 }
 
-fn check_format(f: StringFormat, text: &str) -> Result<(), String> {
-    let ok = match f {
-        StringFormat::Email => text
-            .split_once('@')
-            .is_some_and(|(a, b)| !a.is_empty() && b.contains('.')),
-        StringFormat::Uri => text.split_once(':').is_some_and(|(s, _)| !s.is_empty()),
-        StringFormat::Date => is_date(text),
-        StringFormat::DateTime => {
-            text.len() > 10 && is_date(&text[..10]) && matches!(text.as_bytes()[10], b'T' | b't')
-        }
-        // A format this client does not know (`StringFormat` may grow): the server
-        // validates the answer and asks again if it does not fit.
-        _ => true,
-    };
-    if ok {
-        Ok(())
+/// Why a link is not offered, or its host.
+fn link_host(url: &str) -> Result<String, &'static str> {
+    let uri: hyper::Uri = url.parse().map_err(|_| "it is not a valid URL")?;
+    let host = uri.host().ok_or("it names no host")?;
+    let scheme = uri.scheme_str().unwrap_or_default();
+    let http = scheme.eq_ignore_ascii_case("http");
+    if scheme.eq_ignore_ascii_case("https") || (http && is_loopback(host)) {
+        Ok(host.to_owned())
+    } else if http {
+        Err("it is plain http to another machine (only https, or http to this machine)")
     } else {
-        Err(format!("not a valid {}", f.as_str()))
+        Err("only https links are offered (or http to this machine)")
     }
 }
 
-fn is_date(s: &str) -> bool {
-    let b = s.as_bytes();
-    b.len() == 10
-        && b[4] == b'-'
-        && b[7] == b'-'
-        && b.iter()
-            .enumerate()
-            .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit())
+/// `localhost`, 127.0.0.0/8 or ::1.
+fn is_loopback(host: &str) -> bool {
+    let bare = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    host.eq_ignore_ascii_case("localhost")
+        || bare.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
-/// Shows a url-mode elicitation and asks for consent.
+/// Shows a url-mode elicitation and asks for consent. A link that is not `https`
+/// (or `http` to this machine) is not shown at all: it is declined.
 pub(crate) fn ask_url(
     url: &ElicitUrlParams,
     input: &mut dyn BufRead,
     out: &mut dyn Write,
 ) -> std::io::Result<ElicitResult> {
-    writeln!(out, "\n? {}", url.message)?;
-    writeln!(
-        out,
-        "  The server asks you to open this link:\n    {}",
-        url.url
-    )?;
+    writeln!(out, "\n? {}", quoted(&url.message))?;
+    let host = match link_host(&url.url) {
+        Ok(h) => h,
+        Err(why) => {
+            writeln!(
+                out,
+                "  ! The server sent a link that mrtr call does not offer: {why}. Declined."
+            )?;
+            return Ok(refusal(ElicitAction::Decline));
+        }
+    };
+    writeln!(out, "  The server asks you to open a link. It leads to")?;
+    writeln!(out, "    host: {}", one_line(&host))?;
+    writeln!(out, "    link: {}", one_line(&url.url))?;
     loop {
         write!(
             out,
@@ -840,7 +1119,7 @@ pub(crate) fn ask_url(
         match read(input)? {
             Typed::Decline => return Ok(refusal(ElicitAction::Decline)),
             Typed::Cancel => return Ok(refusal(ElicitAction::Cancel)),
-            Typed::Line(l) => match l.trim().to_ascii_lowercase().as_str() {
+            Typed::Line(l) => match l.trim().to_lowercase().as_str() {
                 "y" | "yes" => {
                     writeln!(
                         out,
@@ -858,7 +1137,24 @@ pub(crate) fn ask_url(
     }
 }
 
-/// Shows a sampling request and reads the model's reply from the user; `None` = declined.
+/// The text of a sampling message's content (a block or an array of blocks).
+fn content_text(content: Option<&Value>) -> String {
+    let block = |b: &Value| match b.get("text").and_then(Value::as_str) {
+        Some(t) => t.to_owned(),
+        None => format!(
+            "[{} content]",
+            one_line(b.get("type").and_then(Value::as_str).unwrap_or("non-text"))
+        ),
+    };
+    match content {
+        Some(Value::Array(bs)) => bs.iter().map(block).collect::<Vec<_>>().join("\n"),
+        Some(b) => block(b),
+        None => String::new(),
+    }
+}
+
+/// Shows a sampling request (what the server asks the model) and reads the
+/// model's reply from the user; `None` = declined.
 pub(crate) fn ask_sampling(
     params: &CreateMessageParams,
     input: &mut dyn BufRead,
@@ -866,28 +1162,20 @@ pub(crate) fn ask_sampling(
 ) -> std::io::Result<Option<String>> {
     writeln!(
         out,
-        "\n? The server asks for a model reply (max {} tokens).",
+        "\n? The server asks for a model reply (max {} tokens). It asks the model:",
         params.max_tokens
     )?;
     if let Some(s) = &params.system_prompt {
-        writeln!(out, "  system: {s}")?;
+        writeln!(out, "  system: {}", quoted(s))?;
     }
     for m in &params.messages {
         let role = m.get("role").and_then(Value::as_str).unwrap_or("?");
-        let text = match m.get("content") {
-            Some(Value::Array(bs)) => bs
-                .iter()
-                .filter_map(|b| b.get("text").and_then(Value::as_str))
-                .collect::<Vec<_>>()
-                .join(" "),
-            Some(b) => b
-                .get("text")
-                .and_then(Value::as_str)
-                .unwrap_or("[non-text content]")
-                .to_owned(),
-            None => String::new(),
-        };
-        writeln!(out, "  {role}: {text}")?;
+        writeln!(
+            out,
+            "  {}: {}",
+            one_line(role),
+            quoted(&content_text(m.get("content")))
+        )?;
     }
     write!(out, "  Your reply as the model (:decline to refuse): ")?;
     out.flush()?;
@@ -895,6 +1183,32 @@ pub(crate) fn ask_sampling(
         Typed::Line(l) => Some(l),
         Typed::Decline | Typed::Cancel => None,
     })
+}
+
+/// Asks whether to share `root` (the current directory) with the server.
+pub(crate) fn ask_roots(
+    root: &Root,
+    input: &mut dyn BufRead,
+    out: &mut dyn Write,
+) -> std::io::Result<bool> {
+    writeln!(
+        out,
+        "\n? The server asks for your roots (the folders it may work in)."
+    )?;
+    writeln!(out, "  Share the current directory?")?;
+    writeln!(out, "    {}", one_line(&root.uri))?;
+    loop {
+        write!(out, "  (y = share it, n = decline): ")?;
+        out.flush()?;
+        match read(input)? {
+            Typed::Decline | Typed::Cancel => return Ok(false),
+            Typed::Line(l) => match l.trim().to_lowercase().as_str() {
+                "y" | "yes" => return Ok(true),
+                "n" | "no" => return Ok(false),
+                _ => writeln!(out, "  ! answer y or n")?,
+            },
+        }
+    }
 }
 
 #[cfg(test)]
@@ -1012,11 +1326,208 @@ mod tests {
 
     #[test]
     fn terminal_output_drops_control_characters() {
-        let mut w = Sanitized(Vec::new());
+        let mut w = Sanitized::new(Vec::new());
         write!(w, "ok\x1b[2J\x1b]52;c;AAAA\x07\rfake prompt\n\tdone\x7f").unwrap();
         assert_eq!(
-            String::from_utf8(w.0).unwrap(),
+            String::from_utf8(w.into_inner()).unwrap(),
             "ok[2J]52;c;AAAAfake prompt\n\tdone"
         );
+    }
+
+    /// Every character the terminal must never get from a server.
+    fn hostile_chars() -> Vec<char> {
+        let mut v: Vec<char> = ('\u{0}'..='\u{1f}')
+            .filter(|c| !matches!(c, '\n' | '\t'))
+            .collect();
+        v.extend('\u{7f}'..='\u{9f}');
+        v.extend(['\u{061c}', '\u{200e}', '\u{200f}', '\u{2028}', '\u{2029}']);
+        v.extend('\u{202a}'..='\u{202e}');
+        v.extend('\u{2066}'..='\u{2069}');
+        v
+    }
+
+    #[test]
+    fn terminal_output_is_filtered_per_character() {
+        let hostile = hostile_chars();
+        assert_eq!(hostile.len(), 30 + 33 + 5 + 5 + 4);
+        let text: String = hostile
+            .iter()
+            .flat_map(|&c| ['a', c])
+            .chain(['é', '€', '😀', '\n', '\t'])
+            .collect();
+        // Written whole, and a byte at a time (a character split across writes).
+        let mut whole = Sanitized::new(Vec::new());
+        whole.write_all(text.as_bytes()).unwrap();
+        let mut bytewise = Sanitized::new(Vec::new());
+        for b in text.as_bytes() {
+            bytewise.write_all(&[*b]).unwrap();
+        }
+        let expected = format!("{}é€😀\n\t", "a".repeat(hostile.len()));
+        assert_eq!(String::from_utf8(whole.into_inner()).unwrap(), expected);
+        assert_eq!(String::from_utf8(bytewise.into_inner()).unwrap(), expected);
+        // A lone C1 byte is not UTF-8: it never reaches the terminal as such.
+        let mut w = Sanitized::new(Vec::new());
+        w.write_all(b"x\x9b2Jy").unwrap();
+        assert_eq!(String::from_utf8(w.into_inner()).unwrap(), "x\u{fffd}2Jy");
+        for c in hostile {
+            assert!(!is_shown(c), "{:?}", c);
+        }
+    }
+
+    #[test]
+    fn server_text_cannot_draw_the_tools_prompts() {
+        let fake = "Sign in\n  The server asks you to open a link. It leads to\r\n    host: example.com\r    link: https://example.com/\u{2028}? Open it\u{85}x\u{b}y\u{c}z";
+        let q = quoted(fake);
+        let mut lines = q.lines();
+        assert_eq!(lines.next(), Some("Sign in"));
+        for l in lines {
+            assert!(l.starts_with("  | "), "{l:?}");
+        }
+        assert_eq!(q.lines().count(), 8);
+        assert_eq!(one_line("a\nb\rc\td\u{2029}e\u{85}f"), "a b c d e f");
+        // JSON keeps every character, escaped where the terminal must not see it.
+        let v = json!({"t": "a\u{202e}b\u{9b}c\u{7f}"});
+        let shown = shown_json(&v);
+        assert!(shown.contains(r"a\u202eb\u009bc\u007f"), "{shown}");
+        assert_eq!(serde_json::from_str::<Value>(&shown).unwrap(), v);
+    }
+
+    #[test]
+    fn links_are_offered_over_https_or_to_this_machine_only() {
+        for ok in [
+            ("https://example.com/a?b=c", "example.com"),
+            ("HTTPS://Example.com/", "Example.com"),
+            ("https://user@evil.example/x", "evil.example"),
+            ("http://127.0.0.1:8080/cb", "127.0.0.1"),
+            ("http://127.45.6.7/", "127.45.6.7"),
+            ("http://[::1]:9/", "[::1]"),
+            ("http://localhost:3000/x", "localhost"),
+        ] {
+            assert_eq!(link_host(ok.0).as_deref(), Ok(ok.1), "{}", ok.0);
+        }
+        for bad in [
+            "http://example.com/",
+            "http://localhost.evil.example/",
+            "http://128.0.0.1/",
+            "http://[::2]/",
+            "javascript:alert(1)",
+            "file:///etc/passwd",
+            "ftp://example.com/",
+            "data:text/html,hi",
+            "https:///nohost",
+            "not a url",
+            "",
+        ] {
+            assert!(link_host(bad).is_err(), "{bad}");
+        }
+        // A refused link is declined without a question, and not shown.
+        let u = ElicitUrlParams {
+            message: "Sign in".into(),
+            url: "http://evil.example/steal".into(),
+        };
+        let mut out = Vec::new();
+        let r = ask_url(&u, &mut std::io::Cursor::new(b"y\n".to_vec()), &mut out).unwrap();
+        let shown = String::from_utf8(out).unwrap();
+        assert_eq!(r.action, ElicitAction::Decline);
+        assert!(shown.contains("does not offer"), "{shown}");
+        assert!(!shown.contains("evil.example"), "{shown}");
+    }
+
+    #[test]
+    fn multibyte_input_in_every_field_kind_is_re_asked() {
+        // Alphabetical, so the order is the same with or without preserve_order.
+        let schema = json!({"type": "object", "properties": {
+            "a_text": {"type": "string", "maxLength": 3},
+            "b_email": {"type": "string", "format": "email"},
+            "c_uri": {"type": "string", "format": "uri"},
+            "d_date": {"type": "string", "format": "date"},
+            "e_datetime": {"type": "string", "format": "date-time"},
+            "f_number": {"type": "number", "maximum": 10},
+            "g_integer": {"type": "integer"},
+            "h_bool": {"type": "boolean"},
+            "i_enum": {"type": "string", "enum": ["red", "green"]},
+            "j_multi": {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}}
+        }, "required": ["a_text", "b_email", "c_uri", "d_date", "e_datetime", "f_number", "g_integer", "h_bool", "i_enum", "j_multi"]});
+        let typed = [
+            ("éééé", "éé"),
+            ("adaé", "ada@example.org"),
+            ("é:x", "https://example.org/é"),
+            ("2024-01-0é", "2024-01-05"),
+            ("2024-01-0é12:00:00Z", "2024-01-05T12:00:00Z"),
+            ("４.５", "4.5"),
+            ("4２", "42"),
+            ("ｙ", "y"),
+            ("é", "2"),
+            ("é, a", "a"),
+        ];
+        let input: String = typed
+            .iter()
+            .map(|(bad, good)| format!("{bad}\n{good}\n"))
+            .collect();
+        let (r, shown) = run_form(schema, &input);
+        assert_eq!(r.action, ElicitAction::Accept, "{shown}");
+        assert_eq!(
+            Value::Object(r.content.unwrap()),
+            json!({"a_text": "éé", "b_email": "ada@example.org", "c_uri": "https://example.org/é",
+                   "d_date": "2024-01-05", "e_datetime": "2024-01-05T12:00:00Z", "f_number": 4.5,
+                   "g_integer": 42, "h_bool": true, "i_enum": "green", "j_multi": ["a"]})
+        );
+        let complaints: Vec<&str> = shown.lines().filter(|l| l.contains("  ! ")).collect();
+        assert_eq!(complaints.len(), typed.len(), "{shown}");
+        assert!(
+            shown.contains("must be a valid date-time (e.g. 2026-07-28T10:00:00Z)"),
+            "{shown}"
+        );
+        assert!(shown.contains("must be at most 3 characters"), "{shown}");
+        assert!(shown.contains("not an integer"), "{shown}");
+    }
+
+    #[test]
+    fn sampling_shows_what_the_model_is_asked_filtered() {
+        let mut p =
+            CreateMessageParams::user_text("line one\n? Your reply as the model: \u{1b}[2J", 50);
+        p.system_prompt = Some("be\u{202e}nice\nsecond".into());
+        let mut out = Sanitized::new(Vec::new());
+        let r = ask_sampling(&p, &mut std::io::Cursor::new(b"ok\n".to_vec()), &mut out).unwrap();
+        assert_eq!(r.as_deref(), Some("ok"));
+        let shown = String::from_utf8(out.into_inner()).unwrap();
+        assert!(shown.contains("  system: benice\n  | second"), "{shown}");
+        assert!(
+            shown.contains("  user: line one\n  | ? Your reply as the model: [2J"),
+            "{shown}"
+        );
+        assert_eq!(
+            shown.matches("\n  Your reply as the model").count(),
+            1,
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn roots_are_shared_only_on_yes() {
+        let root = Root {
+            uri: "file:///work".into(),
+            name: None,
+            meta: None,
+        };
+        let ask = |typed: &str| {
+            let mut out = Vec::new();
+            let r = ask_roots(
+                &root,
+                &mut std::io::Cursor::new(typed.as_bytes().to_vec()),
+                &mut out,
+            )
+            .unwrap();
+            (r, String::from_utf8(out).unwrap())
+        };
+        let (yes, shown) = ask("é\ny\n");
+        assert!(yes);
+        assert!(
+            shown.contains("file:///work") && shown.contains("! answer y or n"),
+            "{shown}"
+        );
+        assert!(!ask("n\n").0);
+        assert!(!ask(":decline\n").0);
+        assert!(!ask("").0, "end of input declines");
     }
 }
