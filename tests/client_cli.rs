@@ -239,7 +239,7 @@ async fn protocol_errors_exit_3_and_usage_errors_exit_2() {
         2
     );
     assert_eq!(
-        call(&["https://example.com/mcp", "resource", "x://y"])
+        call(&["ftp://example.com/mcp", "resource", "x://y"])
             .await
             .0,
         2

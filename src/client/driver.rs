@@ -158,7 +158,7 @@ impl ClientBuilder {
     }
 
     /// The timer for back-off and the time cap. Default: `TokioTimer` with the
-    /// `client-http` feature (the client must then run inside a tokio runtime),
+    /// `client-http` or `client-stdio` feature (the client must then run inside a tokio runtime),
     /// none otherwise (no back-off, no time cap).
     pub fn timer(mut self, timer: impl Timer + 'static) -> Self {
         self.timer = Some(Arc::new(timer));
@@ -762,12 +762,12 @@ fn check_answers(asks: &InputRequests, responses: &InputResponses) -> Result<(),
     Ok(())
 }
 
-#[cfg(feature = "client-http")]
+#[cfg(any(feature = "client-http", feature = "client-stdio"))]
 fn default_timer() -> Option<Arc<dyn Timer>> {
     Some(Arc::new(super::timer::TokioTimer))
 }
 
-#[cfg(not(feature = "client-http"))]
+#[cfg(not(any(feature = "client-http", feature = "client-stdio")))]
 fn default_timer() -> Option<Arc<dyn Timer>> {
     None
 }

@@ -34,7 +34,9 @@
 //! request, an [`InputHandler`] answers input requests, a [`Timer`] sleeps.
 //! [`InProcess`] is a transport to a [`Service`](crate::Service) in the same
 //! process (tests, embedding). With the `client-http` feature, [`HttpTransport`]
-//! speaks Streamable HTTP and [`TokioTimer`] is the default timer.
+//! speaks Streamable HTTP (`http://` and `https://`); with `client-stdio`,
+//! [`StdioTransport`] spawns a server and speaks JSON-RPC on its stdin and stdout.
+//! With either, [`TokioTimer`] is the default timer.
 //!
 //! # Example
 //! ```
@@ -88,15 +90,19 @@ mod transport;
 
 #[cfg(feature = "client-http")]
 pub mod http;
+#[cfg(feature = "client-stdio")]
+pub mod stdio;
 
 pub use driver::{Client, ClientBuilder};
 pub use error::{Cap, ClientError};
 pub use flow::{CarrierCall, Completion, PendingFlow, Step};
 pub use handler::{HandlerError, Handlers, InputContext, InputHandler, NoInput};
 #[cfg(feature = "client-http")]
-pub use http::HttpTransport;
+pub use http::{HttpTransport, HttpTransportBuilder};
 pub use in_process::InProcess;
+#[cfg(feature = "client-stdio")]
+pub use stdio::{ServerStderr, StdioTransport, StdioTransportBuilder};
 pub use timer::Timer;
-#[cfg(feature = "client-http")]
+#[cfg(any(feature = "client-http", feature = "client-stdio"))]
 pub use timer::TokioTimer;
 pub use transport::{BoxFuture, Transport, TransportError};

@@ -1,8 +1,8 @@
 //! The [`Timer`] the driver sleeps on (back-off) and races against (total time cap).
 //!
 //! The driver itself has no runtime: it only awaits futures. Waiting needs an
-//! executor's timer, so it is injected. With the `client-http` feature the
-//! default is [`TokioTimer`]; without it there is no default, and a client built
+//! executor's timer, so it is injected. With the `client-http` or
+//! `client-stdio` feature the default is [`TokioTimer`]; without them there is no default, and a client built
 //! without a timer neither backs off nor caps total time (rounds are still
 //! capped). Tests inject a recording timer to check back-off without wall-clock
 //! assertions.
@@ -23,12 +23,13 @@ impl<T: Timer + ?Sized> Timer for std::sync::Arc<T> {
     }
 }
 
-/// [`Timer`] on `tokio::time::sleep` (feature `client-http`). Needs a tokio runtime with time enabled.
-#[cfg(feature = "client-http")]
+/// [`Timer`] on `tokio::time::sleep` (feature `client-http` or `client-stdio`). Needs a
+/// tokio runtime with time enabled.
+#[cfg(any(feature = "client-http", feature = "client-stdio"))]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TokioTimer;
 
-#[cfg(feature = "client-http")]
+#[cfg(any(feature = "client-http", feature = "client-stdio"))]
 impl Timer for TokioTimer {
     fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
         Box::pin(tokio::time::sleep(duration))

@@ -82,4 +82,9 @@ pub enum TransportError {
     /// The request could not be built (e.g. a bad URL or a header value that HTTP cannot carry).
     #[error("invalid request: {0}")]
     InvalidRequest(String),
+    /// TLS refused the connection (e.g. a server certificate that is not signed by
+    /// a trusted CA, or not for this host), or its configuration is unusable (a
+    /// root of trust that is not a certificate, no root of trust at all).
+    #[error("tls: {0}")]
+    Tls(String),
 }
