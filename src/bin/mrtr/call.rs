@@ -3,9 +3,11 @@
 //! include this file with `#[path]`, so it names the library `mrtr::`, never `crate::`.
 //!
 //! ```text
-//! mrtr call URL tool NAME [--args JSON]
+//! mrtr call URL tool NAME [--args JSON]        Streamable HTTP (http:// or https://)
 //! mrtr call URL prompt NAME [--args JSON]
 //! mrtr call URL resource URI
+//! mrtr call tool NAME [OPTIONS] -- PROGRAM [ARGS]...   stdio: starts the server
+//!     [--cacert FILE] [--server-stderr show|discard]
 //!     [--answers JSON|@FILE] [--sampling-reply TEXT] [--root PATH]... [--no-input]
 //!     [--json] [--max-rounds N] [--timeout SECS] [--request-timeout SECS]
 //!     [--max-questions-per-round N] [--max-concurrent-answers N]
@@ -42,6 +44,15 @@
 //! question that `--answers` does not cover fails the call closed, naming the
 //! key and showing how to answer it.
 //!
+//! # Where the server is
+//! A URL is Streamable HTTP: `http://`, or `https://` checked against the system's
+//! CA certificates, or with `--cacert FILE` against the CAs in FILE only (as curl
+//! does). A command after `--` is started as the server and spoken to on its stdin
+//! and stdout (stdio transport); its stderr is shown on ours a line at a time,
+//! filtered as server text is, behind `server| `, and never in the middle of a
+//! question. When the call ends the server's stdin is closed and it gets a moment
+//! to exit before it is killed.
+//!
 //! Exit codes: 0 complete; 1 tool error (`isError: true`, printed on stderr);
 //! 2 usage (bad arguments, a malformed `--answers` entry, or input needed that
 //! cannot be given); 3 protocol or transport error (a cap reached included).
@@ -58,7 +69,7 @@ use serde_json::{Map, Value, json};
 use mrtr::answers::validate_content;
 use mrtr::client::{
     BoxFuture, CarrierCall, Client, ClientError, HandlerError, HttpTransport, InputContext,
-    InputHandler,
+    InputHandler, ServerStderr, StdioTransport, Transport, TransportError,
 };
 use mrtr::defaults;
 use mrtr::wire::JsonObject;
@@ -78,14 +89,46 @@ pub(crate) const EXIT_USAGE: i32 = 2;
 /// Exit code: a protocol or transport error.
 pub(crate) const EXIT_PROTOCOL: i32 = 3;
 
+/// How long a stdio server gets to exit after its stdin closes, before it is killed.
+const STDIO_GRACE: Duration = Duration::from_secs(2);
+
+/// Lines of the server's stderr held while a question is on the terminal; more are dropped.
+const STDERR_BACKLOG: usize = 1024;
+
 /// Arguments of `mrtr call`.
 #[derive(Debug, Clone, clap::Args)]
+#[command(
+    override_usage = "mrtr call [OPTIONS] URL <tool NAME | prompt NAME | resource URI>\n       \
+                      mrtr call [OPTIONS] <tool NAME | prompt NAME | resource URI> -- PROGRAM [ARGS]...",
+    after_help = "Servers:\n  \
+  mrtr call http://127.0.0.1:8808/mcp tool deploy --args '{\"service\":\"web\"}'\n  \
+  mrtr call https://mcp.example.com/mcp --cacert ca.pem tool deploy ...\n  \
+  mrtr call tool deploy --args '{\"service\":\"web\"}' -- mrtr serve --stdio --anonymous\n\n\
+A URL is Streamable HTTP; https checks the server's certificate against the system's CA \
+certificates, or with --cacert against the CAs in FILE only. Everything after -- is a \
+command that starts the server, spoken to over its stdin and stdout (stdio transport); \
+its stderr is shown on ours behind `server| `, and it is stopped when the call ends.\n\n\
+Exit codes: 0 complete, 1 tool error, 2 usage or input that cannot be given, \
+3 protocol or transport error."
+)]
 pub(crate) struct CallArgs {
-    /// The MCP endpoint (Streamable HTTP, http:// only), e.g. http://127.0.0.1:8080/mcp
-    pub(crate) url: String,
+    /// The MCP endpoint over Streamable HTTP, http:// or https://, e.g.
+    /// http://127.0.0.1:8080/mcp. Leave it out to start a stdio server with `-- PROGRAM [ARGS]...`.
+    pub(crate) url: Option<String>,
     /// What to call.
     #[command(subcommand)]
     pub(crate) target: CallTarget,
+    /// The stdio server to start instead of a URL: a program and its arguments,
+    /// after `--`, e.g. `-- mrtr serve --stdio --anonymous`.
+    #[arg(last = true, global = true, value_name = "PROGRAM [ARGS]")]
+    pub(crate) command: Vec<String>,
+    /// https: trust the CA certificates in FILE (PEM, one or more) instead of the
+    /// system's, e.g. a private CA.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub(crate) cacert: Option<PathBuf>,
+    /// stdio: show the server's stderr on ours (filtered, behind `server| `) or discard it.
+    #[arg(long, global = true, value_enum, default_value_t = StderrArg::Show, value_name = "WHERE")]
+    pub(crate) server_stderr: StderrArg,
     /// Answers by input-request key: a JSON object mapping each key to an
     /// InputResponse in wire shape, or @FILE to read it from a file.
     #[arg(long, global = true, value_name = "JSON|@FILE")]
@@ -130,6 +173,15 @@ pub(crate) struct CallArgs {
     /// The most bytes of answers (JSON) the whole flow may send.
     #[arg(long, global = true, default_value_t = defaults::CLIENT_MAX_ANSWER_BYTES, value_name = "BYTES")]
     pub(crate) max_answer_bytes: u64,
+}
+
+/// Where a stdio server's stderr goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum StderrArg {
+    /// On our stderr, a line at a time, filtered.
+    Show,
+    /// Nowhere.
+    Discard,
 }
 
 /// What `mrtr call` calls.
@@ -327,9 +379,13 @@ pub(crate) async fn run_call_with_output(
             Err(msg) => return usage(err, &msg),
         }
     };
-    let transport = match HttpTransport::new(&args.url) {
-        Ok(t) => t,
-        Err(e) => return usage(err, &e.to_string()),
+    let server = match connect(&args) {
+        Ok(s) => s,
+        Err(Connect::Usage(msg)) => return usage(err, &msg),
+        Err(Connect::Failed(e)) => {
+            let _ = writeln!(err, "error: {}", one_line(&e.to_string()));
+            return EXIT_PROTOCOL;
+        }
     };
     let interactive = !args.no_input && std::io::stdin().is_terminal();
     let handler = Arc::new(CliHandler {
@@ -340,7 +396,10 @@ pub(crate) async fn run_call_with_output(
         terminal: tokio::sync::Mutex::new(()),
         failed_closed: AtomicBool::new(false),
     });
-    let client = Client::builder(transport)
+    let printer = server
+        .stderr_lines
+        .map(|lines| tokio::spawn(show_server_stderr(lines, handler.clone())));
+    let client = Client::builder(server.transport)
         .shared_handler(handler.clone())
         .client_info("mrtr-call", env!("CARGO_PKG_VERSION"))
         .max_rounds(args.max_rounds)
@@ -351,7 +410,17 @@ pub(crate) async fn run_call_with_output(
         .max_sampling_per_flow(args.max_sampling_per_flow)
         .max_answer_bytes(args.max_answer_bytes)
         .build();
-    match client.call(call).await {
+    let outcome = client.call(call).await;
+    drop(client);
+    if let Some(stdio) = server.stdio {
+        stdio.shutdown(STDIO_GRACE).await;
+        drop(stdio);
+    }
+    if let Some(printer) = printer {
+        // The server's last lines, once its stderr has closed.
+        let _ = tokio::time::timeout(Duration::from_secs(1), printer).await;
+    }
+    match outcome {
         Ok(done) => {
             let shown = if args.json || done.text().is_empty() {
                 shown_json(&done.result)
@@ -398,7 +467,108 @@ fn hint(e: &ClientError) -> Option<&'static str> {
             Some("the caps are flags (see mrtr call --help); raise one only for a server you trust")
         }
         ClientError::RequestTimeout { .. } => Some("--request-timeout SECS waits longer"),
+        ClientError::Transport(TransportError::Tls(_)) => {
+            Some("for a server whose certificate comes from a private CA, pass --cacert FILE (PEM)")
+        }
         _ => None,
+    }
+}
+
+/// The server to call, ready: the transport, and for stdio the process to stop
+/// at the end and the lines of its stderr to show.
+struct Server {
+    transport: Arc<dyn Transport>,
+    stdio: Option<Arc<StdioTransport>>,
+    stderr_lines: Option<tokio::sync::mpsc::Receiver<String>>,
+}
+
+/// Why there is no server to call.
+enum Connect {
+    /// The arguments do not name one (exit 2).
+    Usage(String),
+    /// It could not be reached or started (exit 3).
+    Failed(TransportError),
+}
+
+/// The transport the arguments name: a URL, or a command after `--`.
+fn connect(args: &CallArgs) -> Result<Server, Connect> {
+    match (&args.url, args.command.split_first()) {
+        (Some(_), Some(_)) => Err(Connect::Usage(
+            "give a URL or a server command after --, not both".into(),
+        )),
+        (None, None) => Err(Connect::Usage(
+            "no server: give its URL (mrtr call URL tool NAME) or the command that starts it \
+             (mrtr call tool NAME -- PROGRAM ARGS...)"
+                .into(),
+        )),
+        (Some(url), None) => {
+            let mut builder = HttpTransport::builder(url);
+            if let Some(path) = &args.cacert {
+                if !url
+                    .get(..8)
+                    .is_some_and(|s| s.eq_ignore_ascii_case("https://"))
+                {
+                    return Err(Connect::Usage("--cacert is for https:// URLs".into()));
+                }
+                let shown = path.display();
+                let pem = std::fs::read(path).map_err(|e| {
+                    Connect::Usage(format!("--cacert {shown}: cannot read it: {e}"))
+                })?;
+                builder = builder
+                    .add_root_pem(&pem)
+                    .map_err(|e| Connect::Usage(format!("--cacert {shown}: {e}")))?
+                    .platform_roots(false);
+            }
+            let transport = builder.build().map_err(|e| match e {
+                TransportError::InvalidRequest(msg) => Connect::Usage(msg),
+                e => Connect::Failed(e),
+            })?;
+            Ok(Server {
+                transport: Arc::new(transport),
+                stdio: None,
+                stderr_lines: None,
+            })
+        }
+        (None, Some((program, rest))) => {
+            if args.cacert.is_some() {
+                return Err(Connect::Usage("--cacert is for https:// URLs".into()));
+            }
+            let mut command = std::process::Command::new(program);
+            command.args(rest);
+            let (stderr, stderr_lines) = match args.server_stderr {
+                StderrArg::Discard => (ServerStderr::Discard, None),
+                StderrArg::Show => {
+                    let (tx, rx) = tokio::sync::mpsc::channel(STDERR_BACKLOG);
+                    let sink = ServerStderr::lines(move |line| {
+                        let _ = tx.try_send(line.to_owned());
+                    });
+                    (sink, Some(rx))
+                }
+            };
+            let stdio = StdioTransport::builder(command)
+                .stderr(stderr)
+                .spawn()
+                .map_err(Connect::Failed)?;
+            let stdio = Arc::new(stdio);
+            Ok(Server {
+                transport: stdio.clone(),
+                stdio: Some(stdio),
+                stderr_lines,
+            })
+        }
+    }
+}
+
+/// Shows the stdio server's stderr on ours, a line at a time, filtered as any
+/// server text, and never while a question is on the terminal.
+async fn show_server_stderr(
+    mut lines: tokio::sync::mpsc::Receiver<String>,
+    handler: Arc<CliHandler>,
+) {
+    while let Some(line) = lines.recv().await {
+        let _dialog = handler.terminal.lock().await;
+        let mut err = Sanitized::new(std::io::stderr());
+        let _ = writeln!(err, "server| {}", one_line(&line));
     }
 }
 
