@@ -51,7 +51,7 @@ pub const MAX_STDERR_LINE_BYTES: usize = 8 * 1024;
 const QUEUE: usize = 64;
 
 /// How long a failed request waits for the child's exit status, to report it.
-const EXIT_STATUS_WAIT: Duration = Duration::from_millis(500);
+const EXIT_STATUS_WAIT: Duration = Duration::from_secs(1);
 
 /// The callback of [`ServerStderr::lines`].
 type LineSink = Arc<dyn Fn(&str) + Send + Sync>;

@@ -92,6 +92,10 @@ pub(crate) const EXIT_PROTOCOL: i32 = 3;
 /// How long a stdio server gets to exit after its stdin closes, before it is killed.
 const STDIO_GRACE: Duration = Duration::from_secs(2);
 
+/// How long the last lines of a stopped stdio server's stderr are waited for (only a
+/// process it left behind, holding the pipe open, makes the wait this long).
+const STDERR_DRAIN: Duration = Duration::from_secs(2);
+
 /// Lines of the server's stderr held while a question is on the terminal; more are dropped.
 const STDERR_BACKLOG: usize = 1024;
 
@@ -418,7 +422,7 @@ pub(crate) async fn run_call_with_output(
     }
     if let Some(printer) = printer {
         // The server's last lines, once its stderr has closed.
-        let _ = tokio::time::timeout(Duration::from_secs(1), printer).await;
+        let _ = tokio::time::timeout(STDERR_DRAIN, printer).await;
     }
     match outcome {
         Ok(done) => {
