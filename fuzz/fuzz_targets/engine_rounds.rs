@@ -138,9 +138,7 @@ fn handler(strict_who: bool) -> impl Fn(Round) -> Result<Value, Flow> + Send + S
         Ok(match r.method() {
             mrtr::wire::CarrierMethod::ToolsCall => tool_text(text),
             mrtr::wire::CarrierMethod::PromptsGet => prompt_text("d", text),
-            mrtr::wire::CarrierMethod::ResourcesRead => {
-                resource_text("fz://r", "text/plain", text)
-            }
+            mrtr::wire::CarrierMethod::ResourcesRead => resource_text("fz://r", "text/plain", text),
         })
     }
 }
@@ -163,7 +161,9 @@ fn services() -> &'static [Service; 3] {
                 Engine::new(ring(), AUDIENCE)
                     .policy(AnswerPolicy::Strict)
                     .max_rounds(3)
-                    .replay_guard(Arc::new(MemoryReplayGuard::new(64))),
+                    .replay_guard(Arc::new(
+                        MemoryReplayGuard::new(Timestamp::from_unix_secs(0)).max_claims(64),
+                    )),
                 false,
             ),
         ]

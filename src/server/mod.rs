@@ -36,6 +36,7 @@ use crate::principal::Principal;
 use crate::replay::MemoryReplayGuard;
 use crate::seal::{Keyring, SealConfig};
 use crate::service::Service;
+use crate::time::Timestamp;
 
 /// The environment variable holding the key ring of a fleet (comma-separated keys,
 /// the first seals): read by the binary, never by the core.
@@ -389,7 +390,7 @@ where
         .max_rounds(cfg.max_rounds)
         // A side effect behind `Round::once` must not repeat when a client replays
         // the final round.
-        .replay_guard(Arc::new(MemoryReplayGuard::default()));
+        .replay_guard(Arc::new(MemoryReplayGuard::new(Timestamp::now())));
     Ok(make(engine))
 }
 
