@@ -75,6 +75,11 @@ use crate::defaults;
 use crate::seal::Binding;
 use crate::time::Timestamp;
 
+#[cfg(feature = "redis")]
+mod redis_store;
+#[cfg(feature = "redis")]
+pub use redis_store::{RedisReplayGuard, StoreUrlError};
+
 /// Domain label of [`Claim::store_key`].
 const CLAIM_LABEL: &[u8] = b"mrtr/replay/v1/claim";
 /// Domain label of [`PrincipalKey::of`].
