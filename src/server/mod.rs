@@ -21,6 +21,7 @@
 
 pub mod http;
 mod log;
+mod replay_store;
 mod shutdown;
 pub mod stdio;
 
@@ -33,10 +34,11 @@ use std::time::Duration;
 use crate::defaults;
 use crate::engine::Engine;
 use crate::principal::Principal;
-use crate::replay::MemoryReplayGuard;
 use crate::seal::{Keyring, SealConfig};
 use crate::service::Service;
 use crate::time::Timestamp;
+
+pub use replay_store::ReplayStore;
 
 /// The environment variable holding the key ring of a fleet (comma-separated keys,
 /// the first seals): read by the binary, never by the core.
@@ -242,6 +244,8 @@ pub struct ServeConfig {
     pub log_format: LogFormat,
     /// Who the caller is. Must be chosen: the default is [`PrincipalConfig::Unset`].
     pub principal: PrincipalConfig,
+    /// Where the claims of `once` steps are kept (default: in memory).
+    pub replay_store: ReplayStore,
 }
 
 impl Default for ServeConfig {
@@ -258,6 +262,7 @@ impl Default for ServeConfig {
             allowed_origins: Vec::new(),
             log_format: LogFormat::Human,
             principal: PrincipalConfig::Unset,
+            replay_store: ReplayStore::Memory,
         }
     }
 }
@@ -374,8 +379,12 @@ pub enum ServeError {
 /// assert_eq!(service.engine().audience(), mrtr::defaults::AUDIENCE);
 /// ```
 ///
+/// The in-memory replay guard refuses states sealed before the second this is
+/// called in ([`MemoryReplayGuard::new`](crate::replay::MemoryReplayGuard::new));
+/// [`serve`] calls it at the start of a fresh second.
+///
 /// # Errors
-/// [`ConfigError`] if the keys cannot be loaded.
+/// [`ConfigError`] if the keys cannot be loaded, or the replay store is unusable.
 pub fn build_service<F>(cfg: &ServeConfig, make: F) -> Result<Service, ConfigError>
 where
     F: FnOnce(Engine) -> Service,
@@ -390,7 +399,7 @@ where
         .max_rounds(cfg.max_rounds)
         // A side effect behind `Round::once` must not repeat when a client replays
         // the final round.
-        .replay_guard(Arc::new(MemoryReplayGuard::new(Timestamp::now())));
+        .replay_guard(cfg.replay_store.guard(&cfg.audience, Timestamp::now())?);
     Ok(make(engine))
 }
 
@@ -414,7 +423,12 @@ where
              via {KEYS_ENV} or --keys-file"
         );
     }
+    if cfg.replay_store == ReplayStore::Memory {
+        // No state of an earlier process can then carry this process's start second.
+        replay_store::fresh_second().await;
+    }
     let service = Arc::new(build_service(&cfg, make)?);
+    tracing::info!(replay_store = ?cfg.replay_store, "replay guard for once steps");
     // Handlers are installed here, before the server reports that it is up.
     let shutdown = shutdown::signal();
     if cfg.stdio {

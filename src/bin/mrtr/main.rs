@@ -109,6 +109,18 @@ struct ServeArgs {
     /// single-user server or one on loopback.
     #[arg(long)]
     anonymous: bool,
+    /// Where `once` steps are claimed, so a replayed request never repeats a side effect:
+    /// `memory` (this process only; a restart refuses the flows in flight) or
+    /// redis://HOST:PORT[/DB] (rediss:// for TLS), shared by a fleet; needs the `redis`
+    /// build feature. While Redis is unreachable, `once` steps fail closed.
+    #[arg(
+        long,
+        value_name = "STORE",
+        env = "MRTR_REPLAY_STORE",
+        hide_env_values = true,
+        default_value = "memory"
+    )]
+    replay_store: String,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -142,6 +154,7 @@ impl ServeArgs {
             LogFormatArg::Json => LogFormat::Json,
         };
         cfg.principal = principal;
+        cfg.replay_store = server::ReplayStore::parse(&self.replay_store)?;
         cfg.validate()
     }
 }
