@@ -10,7 +10,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 use server_support::{
-    Server, complete_text, confirm_answer, retry, state_of, tool_call, tool_error_text,
+    Server, bin, complete_text, confirm_answer, retry, state_of, tool_call, tool_error_text,
 };
 
 /// A key file for this test only, removed on drop.
@@ -87,4 +87,22 @@ fn a_restart_never_re_runs_a_step() {
     // The operator's log says why, once per refused flow.
     let why = after.wait_for_lines("sealed before this guard started", 2);
     assert_eq!(why.len(), 2, "{:?}", after.stderr_lines());
+}
+
+#[test]
+fn a_bad_replay_store_is_a_configuration_error() {
+    for (value, expect) in [
+        ("sqlite://x", "expected memory, redis://"),
+        ("redis://:hunter2@[::1", "--replay-store"),
+    ] {
+        let out = std::process::Command::new(bin())
+            .args(["serve", "--anonymous", "--replay-store", value])
+            .env_remove("MRTR_KEYS")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{value}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(expect), "{err}");
+        assert!(!err.contains("hunter2"), "the URL is never echoed: {err}");
+    }
 }

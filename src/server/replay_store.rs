@@ -103,8 +103,9 @@ pub(super) async fn fresh_second() -> Timestamp {
     next
 }
 
-/// The URL without its user and password.
+/// The URL without its user, password and query: scheme, host, port and database.
 fn redacted(url: &str) -> String {
+    let url = url.split(['?', '#']).next().unwrap_or_default();
     match (url.split_once("://"), url.rfind('@')) {
         (Some((scheme, _)), Some(at)) => format!("{scheme}://…@{}", &url[at + 1..]),
         _ => url.to_owned(),
@@ -130,6 +131,8 @@ mod tests {
             assert!(!format!("{s:?}").contains("hunter2"), "{s:?}");
             assert!(format!("{s:?}").contains("127.0.0.1:6379/3"), "{s:?}");
             assert!(ReplayStore::parse("rediss://redis.example:6380").is_ok());
+            let s = ReplayStore::Redis("redis://h:1/0?password=hunter2".into());
+            assert_eq!(format!("{s:?}"), r#"Redis("redis://h:1/0")"#);
         }
         #[cfg(not(feature = "redis"))]
         assert!(ReplayStore::parse("redis://127.0.0.1:6379").is_err());
