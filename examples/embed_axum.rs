@@ -28,7 +28,9 @@ use mrtr::ToolResult;
 use mrtr::replay::MemoryReplayGuard;
 use mrtr::server::http::{FromExtension, HttpOptions, mcp_router};
 use mrtr::server::{KEYS_ENV, KeySource};
-use mrtr::{Confirmation, Engine, Flow, Keyring, Principal, Retry, Round, Service, ToolAdvice};
+use mrtr::{
+    Confirmation, Engine, Flow, Keyring, Principal, Retry, Round, Service, Timestamp, ToolAdvice,
+};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -127,10 +129,11 @@ async fn authenticate(mut req: Request, next: Next) -> Response {
 }
 
 /// The service: one tool, on an engine whose replay guard keeps a replayed last
-/// round from deploying twice (in memory: one process; a fleet shares a store).
+/// round from deploying twice (in memory: one process, which refuses the flows
+/// sealed before it started; a fleet shares a store such as `RedisReplayGuard`).
 pub(crate) fn service(keyring: Keyring) -> Service {
     let engine = Engine::new(keyring, "embed-axum-example")
-        .replay_guard(Arc::new(MemoryReplayGuard::default()));
+        .replay_guard(Arc::new(MemoryReplayGuard::new(Timestamp::now())));
     Service::new(engine, "embed-axum-example", env!("CARGO_PKG_VERSION")).tool_async(
         "slow_deploy",
         "Deploys a service after the user confirms; the deployment takes delay_ms milliseconds.",

@@ -11,6 +11,8 @@
 //! | | [`MAX_TOKEN_LEN`], [`MAX_PLAINTEXT`] | 16 384 chars, 8 192 bytes |
 //! | engine | [`MAX_ROUNDS`], [`MAX_ASKS_PER_ROUND`] | 16, 16 |
 //! | service | [`HANDLER_TIMEOUT`], [`LIST_CACHE_TTL`] | 30 s, 60 s |
+//! | replay guard | [`REPLAY_MAX_CLAIMS`], [`REPLAY_MAX_CLAIMS_PER_PRINCIPAL`] (in memory) | 100 000, 10 000 |
+//! | | [`REDIS_COMMAND_TIMEOUT`], [`REDIS_CONNECT_TIMEOUT`] (Redis) | 250 ms, 1 s |
 //! | client | [`CLIENT_MAX_ROUNDS`] (= [`MAX_ROUNDS`] + 1), [`CLIENT_TOTAL_TIMEOUT`] | 17, 5 min |
 //! | | [`CLIENT_REQUEST_TIMEOUT`] | 30 s |
 //! | | [`CLIENT_MAX_QUESTIONS_PER_ROUND`] (= [`MAX_ASKS_PER_ROUND`]), [`CLIENT_MAX_CONCURRENT_ANSWERS`] | 16, 4 |
@@ -83,6 +85,30 @@ pub const HANDLER_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long clients may cache list and discover results (`ttlMs`): 60 seconds,
 /// `cacheScope: public`. [`Service::list_caching`](crate::service::Service::list_caching).
 pub const LIST_CACHE_TTL: Duration = Duration::from_secs(60);
+
+// ---------------------------------------------------------------------------
+// Replay guards (`replay`)
+// ---------------------------------------------------------------------------
+
+/// The most live claims a [`MemoryReplayGuard`](crate::replay::MemoryReplayGuard)
+/// holds: 100 000 (beyond it a claim is refused as unavailable: fail closed).
+/// [`MemoryReplayGuard::max_claims`](crate::replay::MemoryReplayGuard::max_claims).
+pub const REPLAY_MAX_CLAIMS: usize = 100_000;
+
+/// The most live claims one principal may hold in a
+/// [`MemoryReplayGuard`](crate::replay::MemoryReplayGuard): 10 000, a tenth of
+/// [`REPLAY_MAX_CLAIMS`], so one caller cannot fill it for everyone.
+/// [`MemoryReplayGuard::max_claims_per_principal`](crate::replay::MemoryReplayGuard::max_claims_per_principal).
+pub const REPLAY_MAX_CLAIMS_PER_PRINCIPAL: usize = 10_000;
+
+/// How long the Redis replay guard (feature `redis`) waits for the answer to one
+/// claim, reconnecting included, before it answers unavailable: 250 ms.
+/// `RedisReplayGuard::command_timeout`.
+pub const REDIS_COMMAND_TIMEOUT: Duration = Duration::from_millis(250);
+
+/// How long one attempt of the Redis replay guard (feature `redis`) to connect
+/// may take: 1 second. `RedisReplayGuard::connect_timeout`.
+pub const REDIS_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 
 // ---------------------------------------------------------------------------
 // Client

@@ -74,7 +74,8 @@
 //!   Every failure is one frozen `-32602`; the precise reason goes to the private log.
 //! - **Replay**: binding bounds replay to the same principal repeating the same
 //!   step within the window; it does not make a step single-use. For that, use
-//!   [`engine::Round::once`] with a [`replay::ReplayGuard`] (shared across a fleet).
+//!   [`engine::Round::once`] with a [`replay::ReplayGuard`] (shared across a fleet);
+//!   a step whose claim the guard cannot record does not run.
 //!
 //! The whole model, and what is left to the application, is in
 //! [`manual::security_model`].

@@ -1,88 +1,665 @@
-//! At-most-once guards for side effects, across re-runs of a flow.
+//! At-most-once guards for side effects, across re-runs and replays of a flow.
 //!
 //! A sealed `requestState` bounds replay (principal, request, deadline) but
 //! cannot make a step single-use: the same client can present the same token
 //! twice within its window (MRTR §Server Requirements 5, Warning). A
-//! [`ReplayGuard`] is the server-side store that can. Fleets need a shared
-//! implementation (e.g. Redis `SET NX PX`); [`MemoryReplayGuard`] serves one process.
+//! [`ReplayGuard`] is the server-side store that can. Before a
+//! [`Round::once`](crate::engine::Round::once) step runs on a round that resumes
+//! a flow, the engine sends the guard a [`Claim`] for `(flow id, step)`, and the
+//! step runs only when the answer is [`ClaimOutcome::Claimed`].
+//!
+//! ```text
+//!  once(step) ── sealed result in the state? ── yes ──► return it (no claim)
+//!                   │ no
+//!                   ▼
+//!  Claim { flow id, step, issued_at, until = round expiry + skew, now, principal key }
+//!                   │ ReplayGuard::claim (async)
+//!                   ▼
+//!  Claimed ──────────► run the step, seal its result
+//!  AlreadyClaimed ───► tool error "already carried out", the step does not run
+//!  Unavailable ──────► retryable tool error (-32603 off tools/call), the step does not run
+//! ```
+//!
+//! # Failing closed
+//!
+//! A guard that cannot answer says [`ClaimOutcome::Unavailable`], and the step
+//! does **not** run: the engine never runs a step it could not claim. The
+//! client gets a retryable error; on `tools/call` a tool error telling the model
+//! that retrying may succeed.
+//!
+//! # Async, and what a timeout costs
+//!
+//! [`ReplayGuard::claim`] returns a future, so a network store never blocks a
+//! runtime worker. [`Round::once_async`](crate::engine::Round::once_async) awaits
+//! it. The synchronous [`Round::once`](crate::engine::Round::once) polls it
+//! **once** (with a no-op waker) and takes a claim that is still pending as
+//! [`ClaimOutcome::Unavailable`]: an in-memory guard answers at once, a network
+//! guard such as `RedisReplayGuard` (feature `redis`) needs `once_async`.
+//!
+//! A claim whose answer never came (a timeout, a pending poll given up, a
+//! connection lost after the command was written) may still land in the store
+//! later. The step did not run, yet the store now says it was claimed: for that
+//! flow, *at most once* has become *zero times*, and every later attempt at the
+//! step in the flow is refused as already carried out. That is the price of
+//! never running optimistically. The tool errors say what to do then: call the
+//! tool again, which starts a new request (a new flow, with a new flow id).
+//!
+//! # Which guard
+//!
+//! - [`MemoryReplayGuard`] serves **one process**. It refuses every claim for a
+//!   state sealed before it was built (see [`MemoryReplayGuard::new`]), so a
+//!   restart never re-runs a step, at the cost of failing the flows that were in
+//!   flight across the restart (their users start over). It cannot see claims
+//!   made by other instances: behind a load balancer, a replay sent to another
+//!   instance runs the step again there.
+//! - A fleet (several instances, or one that must keep in-flight flows across
+//!   restarts) needs a shared store: `RedisReplayGuard` (feature `redis`,
+//!   `mrtr serve --replay-store redis://HOST:PORT[/DB]`), or any implementation
+//!   of [`ReplayGuard`]. A shared store holds only as well as it keeps its data:
+//!   a Redis restarted without persistence forgets the claims of flows still
+//!   open.
+//!
+//! Keys: stores see [`Claim::store_key`], a SHA-256 digest of the flow id and the
+//! step name, never the token, the flow id or the step name themselves.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
+use std::collections::{BTreeSet, HashMap};
+use std::fmt;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll, Waker};
 
+/// A boxed, `Send` future: what [`ReplayGuard::claim`] returns.
+pub use futures_util::future::BoxFuture;
+use sha2::{Digest, Sha256};
+
+use crate::defaults;
+use crate::seal::Binding;
 use crate::time::Timestamp;
 
-/// A store of claimed `(flow, step)` pairs.
-pub trait ReplayGuard: Send + Sync + std::fmt::Debug {
-    /// Claims `step` of `flow` until `until`. Returns `true` the first time, and
-    /// `false` if it was already claimed and has not expired.
-    fn claim(&self, flow: [u8; 16], step: &str, until: Timestamp, now: Timestamp) -> bool;
+#[cfg(feature = "redis")]
+mod redis_store;
+#[cfg(feature = "redis")]
+pub use redis_store::{RedisReplayGuard, StoreUrlError};
+
+/// Domain label of [`Claim::store_key`].
+const CLAIM_LABEL: &[u8] = b"mrtr/replay/v1/claim";
+/// Domain label of [`PrincipalKey::of`].
+const PRINCIPAL_LABEL: &[u8] = b"mrtr/replay/v1/principal";
+
+/// A store of claimed `(flow, step)` pairs, consulted before a `once` step runs.
+///
+/// Object-safe: the engine holds an `Arc<dyn ReplayGuard>`.
+///
+/// ```
+/// use mrtr::replay::{BoxFuture, Claim, ClaimOutcome, ReplayGuard};
+///
+/// /// A guard that refuses everything (a store that is down).
+/// #[derive(Debug)]
+/// struct Down;
+///
+/// impl ReplayGuard for Down {
+///     fn claim<'a>(&'a self, _claim: &'a Claim) -> BoxFuture<'a, ClaimOutcome> {
+///         Box::pin(async { ClaimOutcome::Unavailable })
+///     }
+/// }
+/// ```
+pub trait ReplayGuard: Send + Sync + fmt::Debug {
+    /// Claims `claim.step()` of the flow `claim.flow_id()` until `claim.until()`.
+    ///
+    /// Answers [`ClaimOutcome::Claimed`] the first time, and
+    /// [`ClaimOutcome::AlreadyClaimed`] while an earlier claim of the same pair
+    /// has not expired. A guard that cannot tell (its store is unreachable, a
+    /// limit is reached) answers [`ClaimOutcome::Unavailable`]: never `Claimed`
+    /// on a guess.
+    fn claim<'a>(&'a self, claim: &'a Claim) -> BoxFuture<'a, ClaimOutcome>;
 }
 
-/// An in-process [`ReplayGuard`] with expiry, bounded in size.
-#[derive(Debug)]
-pub struct MemoryReplayGuard {
-    inner: Mutex<HashMap<([u8; 16], String), Timestamp>>,
-    max_entries: usize,
+/// A guard's answer to a [`Claim`].
+#[must_use = "a step may run only when its claim was granted"]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ClaimOutcome {
+    /// The pair was free and is now claimed: the step may run.
+    Claimed,
+    /// The pair was claimed before (or the guard cannot rule that out, as for a
+    /// state older than a [`MemoryReplayGuard`]): the step must not run, and
+    /// retrying the same request will not change that.
+    AlreadyClaimed,
+    /// The guard could not answer (store unreachable, timed out, full): the step
+    /// must not run; the same request may succeed later.
+    Unavailable,
 }
 
-impl MemoryReplayGuard {
-    /// A guard holding at most `max_entries` live claims (expired ones are evicted
-    /// first; when full of live claims, a new claim is refused: fail closed).
-    pub fn new(max_entries: usize) -> Self {
+/// What the engine asks a [`ReplayGuard`] to record: one step of one flow.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Claim {
+    flow_id: [u8; 16],
+    step: String,
+    issued_at: Timestamp,
+    until: Timestamp,
+    now: Timestamp,
+    principal: PrincipalKey,
+}
+
+impl Claim {
+    /// A claim of `step` in the flow `flow_id`, presented with a state sealed at
+    /// `issued_at`, to be held until `until`, made at `now` by `principal`.
+    ///
+    /// The engine builds it from the verified state the request presented:
+    /// `until` is that state's round expiry plus the clock skew, the last moment
+    /// the same state can still open and be replayed.
+    pub fn new(
+        flow_id: [u8; 16],
+        step: impl Into<String>,
+        issued_at: Timestamp,
+        until: Timestamp,
+        now: Timestamp,
+        principal: PrincipalKey,
+    ) -> Self {
         Self {
-            inner: Mutex::new(HashMap::new()),
-            max_entries,
+            flow_id,
+            step: step.into(),
+            issued_at,
+            until,
+            now,
+            principal,
+        }
+    }
+
+    /// The flow id (random, the same in every round of a flow).
+    pub fn flow_id(&self) -> &[u8; 16] {
+        &self.flow_id
+    }
+
+    /// The step name, as the handler passed it to `once`.
+    pub fn step(&self) -> &str {
+        &self.step
+    }
+
+    /// When the presented state was sealed (its `iat`).
+    pub fn issued_at(&self) -> Timestamp {
+        self.issued_at
+    }
+
+    /// Until when the claim must be held: the presented state's round expiry
+    /// plus the clock skew. After it, that state no longer opens.
+    pub fn until(&self) -> Timestamp {
+        self.until
+    }
+
+    /// The time of the request, as passed to the engine.
+    pub fn now(&self) -> Timestamp {
+        self.now
+    }
+
+    /// A digest of the principal the flow is bound to (for per-caller quotas;
+    /// never the principal's text).
+    pub fn principal_key(&self) -> PrincipalKey {
+        self.principal
+    }
+
+    /// The key a store files the claim under: SHA-256 over a domain label, the
+    /// flow id and the step name (each length-prefixed). Reveals neither.
+    pub fn store_key(&self) -> [u8; 32] {
+        let mut h = Sha256::new();
+        for part in [CLAIM_LABEL, &self.flow_id[..], self.step.as_bytes()] {
+            h.update((part.len() as u64).to_le_bytes());
+            h.update(part);
+        }
+        h.finalize().into()
+    }
+}
+
+impl fmt::Debug for Claim {
+    // The flow id is a secret of the sealed state: only a prefix is shown.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Claim")
+            .field("flow_id", &format_args!("{}…", hex(&self.flow_id[..3])))
+            .field("step", &self.step)
+            .field("issued_at", &self.issued_at)
+            .field("until", &self.until)
+            .field("now", &self.now)
+            .field("principal", &self.principal)
+            .finish()
+    }
+}
+
+/// A fixed-size digest of a principal: what a guard counts quotas by.
+///
+/// SHA-256 over a domain label and the binding's principal digest, truncated to
+/// 128 bits: it identifies a caller without holding their subject, issuer or
+/// client id.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PrincipalKey([u8; 16]);
+
+impl PrincipalKey {
+    /// The key of the principal `binding` is bound to.
+    pub fn of(binding: &Binding) -> Self {
+        let mut h = Sha256::new();
+        h.update(PRINCIPAL_LABEL);
+        h.update(binding.principal_digest());
+        let d = h.finalize();
+        let mut out = [0u8; 16];
+        out.copy_from_slice(&d[..16]);
+        Self(out)
+    }
+
+    /// A key from its bytes (tests, and guards that store it).
+    pub const fn from_bytes(bytes: [u8; 16]) -> Self {
+        Self(bytes)
+    }
+
+    /// The key's bytes.
+    pub fn as_bytes(&self) -> &[u8; 16] {
+        &self.0
+    }
+}
+
+impl fmt::Debug for PrincipalKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "PrincipalKey({}…)", hex(&self.0[..3]))
+    }
+}
+
+/// Claims with `guard` and takes the answer if it is ready at once: one poll with
+/// a no-op waker, a pending claim counting as [`ClaimOutcome::Unavailable`] (the
+/// synchronous [`Round::once`](crate::engine::Round::once)).
+pub(crate) fn claim_now(guard: &dyn ReplayGuard, claim: &Claim) -> ClaimOutcome {
+    let mut fut = guard.claim(claim);
+    match fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(outcome) => outcome,
+        Poll::Pending => {
+            tracing::warn!(
+                target: "mrtr::replay",
+                "claim not answered within one poll: a synchronous `once` needs a guard that \
+                 answers at once (use `once_async` with a network guard); refused"
+            );
+            ClaimOutcome::Unavailable
         }
     }
 }
 
-impl Default for MemoryReplayGuard {
-    fn default() -> Self {
-        Self::new(100_000)
+/// An in-process [`ReplayGuard`]: enough for **one** instance, not for a fleet.
+///
+/// - **Restarts**: claims for a state sealed before the guard's start are refused
+///   ([`ClaimOutcome::AlreadyClaimed`]: the guard cannot rule out that the step ran
+///   in the process before it), so a restart never re-runs a step. Flows in flight
+///   across a restart fail at their next `once` step, and their users start over.
+/// - **Lifetime**: a claim is held until [`Claim::until`] (the presented state's
+///   round expiry plus skew, not the whole flow deadline), then dropped. Expiry is
+///   kept in order, so each claim drops what expired without scanning the rest.
+/// - **Bounds**: at most [`defaults::REPLAY_MAX_CLAIMS`] live claims in all and
+///   [`defaults::REPLAY_MAX_CLAIMS_PER_PRINCIPAL`] per principal, so one caller
+///   cannot fill it for everyone. Beyond a bound a claim is
+///   [`ClaimOutcome::Unavailable`] (fail closed; it may succeed once claims expire).
+///
+/// Every instance behind a load balancer has its own memory: a replay sent to
+/// another instance is not caught there. Use a shared store for fleets.
+///
+/// ```
+/// use mrtr::replay::{Claim, ClaimOutcome, MemoryReplayGuard, PrincipalKey};
+/// use mrtr::time::Timestamp;
+///
+/// let started = Timestamp::from_unix_secs(1_800_000_000);
+/// let guard = MemoryReplayGuard::new(started);
+/// let claim = |issued_at: Timestamp| Claim::new([7; 16], "deploy", issued_at,
+///     started.add_secs(660), started.add_secs(5), PrincipalKey::from_bytes([1; 16]));
+/// assert_eq!(guard.claim_sync(&claim(started.add_secs(1))), ClaimOutcome::Claimed);
+/// assert_eq!(guard.claim_sync(&claim(started.add_secs(1))), ClaimOutcome::AlreadyClaimed);
+/// // A state sealed before the guard started: it may have been claimed by the
+/// // process before this one.
+/// let older = Claim::new([8; 16], "deploy", started.sub_secs(1),
+///     started.add_secs(600), started.add_secs(5), PrincipalKey::from_bytes([1; 16]));
+/// assert_eq!(guard.claim_sync(&older), ClaimOutcome::AlreadyClaimed);
+/// ```
+#[derive(Debug)]
+pub struct MemoryReplayGuard {
+    started_at: Timestamp,
+    max_claims: usize,
+    max_per_principal: usize,
+    store: Mutex<Store>,
+}
+
+/// The live claims, their expiry order and the count per principal.
+#[derive(Debug, Default)]
+struct Store {
+    /// Each live claim's key, with the principal that holds it.
+    live: HashMap<[u8; 32], PrincipalKey>,
+    /// `(until, key)` of every live claim: the first entries expire first.
+    by_expiry: BTreeSet<(Timestamp, [u8; 32])>,
+    per_principal: HashMap<PrincipalKey, usize>,
+}
+
+impl Store {
+    /// Drops the claims that expired before `now`, earliest first; stops at the
+    /// first one still live.
+    fn expire(&mut self, now: Timestamp) {
+        while let Some(&(until, key)) = self.by_expiry.first() {
+            if until >= now {
+                break;
+            }
+            self.by_expiry.pop_first();
+            if let Some(principal) = self.live.remove(&key) {
+                self.release(principal);
+            }
+        }
+    }
+
+    fn release(&mut self, principal: PrincipalKey) {
+        if let Some(n) = self.per_principal.get_mut(&principal) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_principal.remove(&principal);
+            }
+        }
+    }
+}
+
+impl MemoryReplayGuard {
+    /// A guard for a process that started at `started_at` (read it from the clock
+    /// when the process starts: the core has none). Claims for a state sealed
+    /// before `started_at` are refused.
+    ///
+    /// Timestamps are whole seconds, so a state sealed by the previous process in
+    /// the very second `started_at` names would be taken as this process's own:
+    /// start serving on a fresh second (as `mrtr serve` does) and pass that second.
+    ///
+    /// Bounds: [`defaults::REPLAY_MAX_CLAIMS`] live claims,
+    /// [`defaults::REPLAY_MAX_CLAIMS_PER_PRINCIPAL`] per principal.
+    pub fn new(started_at: Timestamp) -> Self {
+        Self {
+            started_at,
+            max_claims: defaults::REPLAY_MAX_CLAIMS,
+            max_per_principal: defaults::REPLAY_MAX_CLAIMS_PER_PRINCIPAL,
+            store: Mutex::new(Store::default()),
+        }
+    }
+
+    /// The most live claims held at once (default 100 000,
+    /// [`defaults::REPLAY_MAX_CLAIMS`]); at least 1.
+    #[must_use]
+    pub fn max_claims(mut self, n: usize) -> Self {
+        self.max_claims = n.max(1);
+        self
+    }
+
+    /// The most live claims of one principal (default 10 000,
+    /// [`defaults::REPLAY_MAX_CLAIMS_PER_PRINCIPAL`]); at least 1. Every anonymous
+    /// caller is one principal, so on an `--anonymous` server this bounds everyone
+    /// together.
+    #[must_use]
+    pub fn max_claims_per_principal(mut self, n: usize) -> Self {
+        self.max_per_principal = n.max(1);
+        self
+    }
+
+    /// The start time claims are checked against.
+    pub fn started_at(&self) -> Timestamp {
+        self.started_at
+    }
+
+    /// How many claims are held (expired ones included until the next claim drops them).
+    pub fn claims_held(&self) -> usize {
+        self.lock().live.len()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Store> {
+        // No user code runs under the lock; a poisoned lock holds consistent data.
+        self.store.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// [`ReplayGuard::claim`] without the future: the answer, at once.
+    pub fn claim_sync(&self, claim: &Claim) -> ClaimOutcome {
+        if claim.issued_at < self.started_at {
+            tracing::info!(
+                target: "mrtr::replay",
+                issued_at = claim.issued_at.unix_secs(),
+                started_at = self.started_at.unix_secs(),
+                "claim refused: the state was sealed before this guard started, so the step \
+                 may have run in an earlier process"
+            );
+            return ClaimOutcome::AlreadyClaimed;
+        }
+        let key = claim.store_key();
+        let now = claim.now;
+        let mut store = self.lock();
+        store.expire(now);
+        if store.live.contains_key(&key) {
+            return ClaimOutcome::AlreadyClaimed;
+        }
+        if store.live.len() >= self.max_claims {
+            tracing::warn!(
+                target: "mrtr::replay",
+                max_claims = self.max_claims,
+                "claim refused: the in-memory replay guard is full of live claims"
+            );
+            return ClaimOutcome::Unavailable;
+        }
+        let held_by_principal = store
+            .per_principal
+            .get(&claim.principal)
+            .copied()
+            .unwrap_or(0);
+        if held_by_principal >= self.max_per_principal {
+            tracing::warn!(
+                target: "mrtr::replay",
+                max_per_principal = self.max_per_principal,
+                "claim refused: this principal holds the most live claims allowed"
+            );
+            return ClaimOutcome::Unavailable;
+        }
+        // A state that opened has not expired, so `until >= now`; hold at least until now.
+        let until = claim.until.max(now);
+        store.live.insert(key, claim.principal);
+        store.by_expiry.insert((until, key));
+        *store.per_principal.entry(claim.principal).or_insert(0) += 1;
+        ClaimOutcome::Claimed
     }
 }
 
 impl ReplayGuard for MemoryReplayGuard {
-    fn claim(&self, flow: [u8; 16], step: &str, until: Timestamp, now: Timestamp) -> bool {
-        let mut map = match self.inner.lock() {
-            Ok(m) => m,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        let key = (flow, step.to_owned());
-        if let Some(exp) = map.get(&key)
-            && *exp >= now
-        {
-            return false;
-        }
-        if map.len() >= self.max_entries {
-            map.retain(|_, exp| *exp >= now);
-            if map.len() >= self.max_entries {
-                return false;
-            }
-        }
-        map.insert(key, until);
-        true
+    fn claim<'a>(&'a self, claim: &'a Claim) -> BoxFuture<'a, ClaimOutcome> {
+        Box::pin(std::future::ready(self.claim_sync(claim)))
     }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::principal::Principal;
+    use crate::seal::BindingInput;
+
+    const T: Timestamp = Timestamp::from_unix_secs(1_800_000_000);
+    const ALICE: PrincipalKey = PrincipalKey::from_bytes([1; 16]);
+    const BOB: PrincipalKey = PrincipalKey::from_bytes([2; 16]);
+
+    fn claim(flow: u8, step: &str, until: Timestamp, now: Timestamp, who: PrincipalKey) -> Claim {
+        Claim::new([flow; 16], step, T, until, now, who)
+    }
 
     #[test]
     fn claims_once_until_expiry() {
-        let g = MemoryReplayGuard::new(2);
-        let t = Timestamp::from_unix_secs(100);
-        assert!(g.claim([1; 16], "a", t.add_secs(10), t));
-        assert!(!g.claim([1; 16], "a", t.add_secs(10), t));
-        assert!(g.claim([1; 16], "b", t.add_secs(10), t));
-        assert!(
-            !g.claim([2; 16], "a", t.add_secs(10), t),
-            "full of live claims: fail closed"
+        let g = MemoryReplayGuard::new(T);
+        let c = claim(1, "a", T.add_secs(10), T, ALICE);
+        assert_eq!(g.claim_sync(&c), ClaimOutcome::Claimed);
+        assert_eq!(g.claim_sync(&c), ClaimOutcome::AlreadyClaimed);
+        assert_eq!(
+            g.claim_sync(&claim(1, "b", T.add_secs(10), T, ALICE)),
+            ClaimOutcome::Claimed,
+            "another step of the same flow"
         );
-        assert!(
-            g.claim([2; 16], "a", t.add_secs(100), t.add_secs(11)),
-            "expired claims are evicted"
+        assert_eq!(
+            g.claim_sync(&claim(2, "a", T.add_secs(10), T, ALICE)),
+            ClaimOutcome::Claimed,
+            "the same step of another flow"
         );
+        // Still held at `until` itself, gone one second later.
+        let at_until = claim(1, "a", T.add_secs(20), T.add_secs(10), ALICE);
+        assert_eq!(g.claim_sync(&at_until), ClaimOutcome::AlreadyClaimed);
+        let after = claim(1, "a", T.add_secs(20), T.add_secs(11), ALICE);
+        assert_eq!(g.claim_sync(&after), ClaimOutcome::Claimed);
+    }
+
+    #[test]
+    fn expiry_drops_the_earliest_first_and_only_what_expired() {
+        let g = MemoryReplayGuard::new(T);
+        // Claimed out of expiry order.
+        for (flow, ttl) in [(1, 30), (2, 10), (3, 20)] {
+            let c = claim(flow, "s", T.add_secs(ttl), T, ALICE);
+            assert_eq!(g.claim_sync(&c), ClaimOutcome::Claimed);
+        }
+        assert_eq!(g.claims_held(), 3);
+        // At T+15 only flow 2 (until T+10) has expired; the new claim is held too.
+        let c = claim(4, "s", T.add_secs(100), T.add_secs(15), ALICE);
+        assert_eq!(g.claim_sync(&c), ClaimOutcome::Claimed);
+        assert_eq!(g.claims_held(), 3);
+        let order: Vec<Timestamp> = g.lock().by_expiry.iter().map(|(t, _)| *t).collect();
+        assert_eq!(order, [T.add_secs(20), T.add_secs(30), T.add_secs(100)]);
+        // At T+31 flows 3 and 1 have expired as well.
+        let c = claim(5, "s", T.add_secs(100), T.add_secs(31), ALICE);
+        assert_eq!(g.claim_sync(&c), ClaimOutcome::Claimed);
+        assert_eq!(g.claims_held(), 2);
+        let store = g.lock();
+        assert_eq!(store.live.len(), store.by_expiry.len());
+        assert_eq!(store.per_principal.get(&ALICE), Some(&2));
+    }
+
+    #[test]
+    fn a_claim_is_held_until_its_until_not_longer() {
+        // The engine passes the round's expiry plus skew: the claim must not
+        // outlive it (the guard would fill with flows nobody can replay).
+        let g = MemoryReplayGuard::new(T).max_claims(1);
+        let c = claim(1, "s", T.add_secs(660), T, ALICE);
+        assert_eq!(g.claim_sync(&c), ClaimOutcome::Claimed);
+        let next = claim(2, "s", T.add_secs(2000), T.add_secs(660), ALICE);
+        assert_eq!(
+            g.claim_sync(&next),
+            ClaimOutcome::Unavailable,
+            "still live at its until"
+        );
+        let next = claim(2, "s", T.add_secs(2000), T.add_secs(661), ALICE);
+        assert_eq!(g.claim_sync(&next), ClaimOutcome::Claimed, "dropped after");
+    }
+
+    #[test]
+    fn a_claim_already_past_until_is_held_until_now() {
+        let g = MemoryReplayGuard::new(T);
+        let c = claim(1, "s", T, T.add_secs(5), ALICE);
+        assert_eq!(g.claim_sync(&c), ClaimOutcome::Claimed);
+        assert_eq!(g.claim_sync(&c), ClaimOutcome::AlreadyClaimed);
+    }
+
+    #[test]
+    fn full_of_live_claims_fails_closed() {
+        let g = MemoryReplayGuard::new(T).max_claims(2);
+        for flow in [1, 2] {
+            let c = claim(flow, "s", T.add_secs(10), T, ALICE);
+            assert_eq!(g.claim_sync(&c), ClaimOutcome::Claimed);
+        }
+        let c = claim(3, "s", T.add_secs(10), T, BOB);
+        assert_eq!(g.claim_sync(&c), ClaimOutcome::Unavailable);
+        // A refused claim is not recorded: once room frees up, it is granted.
+        let later = claim(3, "s", T.add_secs(100), T.add_secs(11), BOB);
+        assert_eq!(g.claim_sync(&later), ClaimOutcome::Claimed);
+    }
+
+    #[test]
+    fn one_principal_cannot_fill_the_guard_for_everyone() {
+        let g = MemoryReplayGuard::new(T).max_claims_per_principal(2);
+        for flow in [1, 2] {
+            let c = claim(flow, "s", T.add_secs(10), T, ALICE);
+            assert_eq!(g.claim_sync(&c), ClaimOutcome::Claimed);
+        }
+        let over = claim(3, "s", T.add_secs(10), T, ALICE);
+        assert_eq!(g.claim_sync(&over), ClaimOutcome::Unavailable);
+        let bob = claim(4, "s", T.add_secs(10), T, BOB);
+        assert_eq!(
+            g.claim_sync(&bob),
+            ClaimOutcome::Claimed,
+            "others still can"
+        );
+        // A replay of a held claim is still told apart from the quota.
+        let replay = claim(1, "s", T.add_secs(10), T, ALICE);
+        assert_eq!(g.claim_sync(&replay), ClaimOutcome::AlreadyClaimed);
+        // Alice's quota frees up as her claims expire.
+        let later = claim(3, "s", T.add_secs(100), T.add_secs(11), ALICE);
+        assert_eq!(g.claim_sync(&later), ClaimOutcome::Claimed);
+        let store = g.lock();
+        assert_eq!(store.per_principal.get(&ALICE), Some(&1));
+        assert_eq!(store.per_principal.get(&BOB), None, "expired, forgotten");
+    }
+
+    #[test]
+    fn a_state_sealed_before_the_guard_started_is_refused() {
+        let started = T.add_secs(100);
+        let g = MemoryReplayGuard::new(started);
+        let mut c = claim(1, "s", started.add_secs(600), started.add_secs(1), ALICE);
+        c.issued_at = started.sub_secs(1);
+        assert_eq!(g.claim_sync(&c), ClaimOutcome::AlreadyClaimed);
+        assert_eq!(g.claims_held(), 0, "nothing recorded");
+        c.issued_at = started;
+        assert_eq!(
+            g.claim_sync(&c),
+            ClaimOutcome::Claimed,
+            "sealed at the start"
+        );
+    }
+
+    #[test]
+    fn the_trait_answers_at_once() {
+        let g = MemoryReplayGuard::new(T);
+        let c = claim(1, "s", T.add_secs(10), T, ALICE);
+        assert_eq!(claim_now(&g, &c), ClaimOutcome::Claimed);
+        assert_eq!(claim_now(&g, &c), ClaimOutcome::AlreadyClaimed);
+    }
+
+    #[test]
+    fn a_pending_claim_is_unavailable_to_a_single_poll() {
+        #[derive(Debug)]
+        struct Never;
+        impl ReplayGuard for Never {
+            fn claim<'a>(&'a self, _: &'a Claim) -> BoxFuture<'a, ClaimOutcome> {
+                Box::pin(std::future::pending())
+            }
+        }
+        let c = claim(1, "s", T.add_secs(10), T, ALICE);
+        assert_eq!(claim_now(&Never, &c), ClaimOutcome::Unavailable);
+    }
+
+    #[test]
+    fn keys_are_digests_that_separate_flow_and_step() {
+        let a = claim(1, "ab", T, T, ALICE).store_key();
+        assert_eq!(a, claim(1, "ab", T.add_secs(9), T, BOB).store_key());
+        assert_ne!(a, claim(1, "ac", T, T, ALICE).store_key());
+        assert_ne!(a, claim(2, "ab", T, T, ALICE).store_key());
+        let d = format!("{:?}", claim(0xab, "deploy", T, T, ALICE));
+        assert!(d.contains("flow_id: abab"), "{d}");
+        assert!(
+            !d.contains(&"ab".repeat(16)),
+            "the flow id is not printed: {d}"
+        );
+    }
+
+    #[test]
+    fn principal_keys_follow_the_principal_only() {
+        let b = |who: &Principal, target: &str| {
+            Binding::new(&BindingInput {
+                method: "tools/call",
+                target,
+                arguments: None,
+                principal: who,
+                audience: "aud",
+                protocol_version: "2026-07-28",
+            })
+        };
+        let alice = Principal::subject("alice");
+        let k = PrincipalKey::of(&b(&alice, "x"));
+        assert_eq!(k, PrincipalKey::of(&b(&alice, "y")));
+        assert_ne!(k, PrincipalKey::of(&b(&Principal::subject("bob"), "x")));
+        assert_ne!(&k.as_bytes()[..], &b(&alice, "x").principal_digest()[..16]);
+        assert!(!format!("{k:?}").contains("alice"));
     }
 }

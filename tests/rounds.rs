@@ -524,7 +524,7 @@ fn a_guarded_side_effect_runs_exactly_once_across_re_runs() {
 
 #[test]
 fn with_a_replay_guard_a_replayed_final_round_gets_a_tool_error() {
-    let e = engine().replay_guard(Arc::new(MemoryReplayGuard::default()));
+    let e = engine().replay_guard(Arc::new(MemoryReplayGuard::new(T0)));
     let runs = Cell::new(0_u32);
     let handler = |r: Round| -> Result<Value, Flow> {
         match r.elicit("confirm", Form::confirm("Deploy?"))? {

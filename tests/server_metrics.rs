@@ -218,6 +218,20 @@ fn scraped_counters_match_a_known_mix_of_requests() {
     );
     assert_eq!(all["mrtr_rounds_count"], n(N + N + R), "{text}");
     assert_eq!(all["mrtr_rounds_sum"], n(N + 2 * (N + R)), "{text}");
+    // Every final round claimed its `once` step; every replay was refused by the guard.
+    assert_eq!(
+        family(&all, "mrtr_once_total"),
+        expect(&[
+            (r#"mrtr_once_total{result="claimed"}"#, n(N)),
+            (r#"mrtr_once_total{result="replayed"}"#, n(R)),
+        ]),
+        "{text}"
+    );
+    assert_eq!(
+        all.get("mrtr_replay_store_seconds_count"),
+        None,
+        "no store behind the memory guard"
+    );
     // Only the N completed flows have an age (a replay completes nothing).
     assert!(
         text.contains("# TYPE mrtr_flow_seconds histogram"),

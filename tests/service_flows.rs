@@ -469,7 +469,7 @@ fn deploy(service: &str) -> Req {
 
 #[test]
 fn deploy_runs_once_and_a_replayed_final_round_is_a_tool_error() {
-    let (s, deployments) = reference(engine().replay_guard(Arc::new(MemoryReplayGuard::default())));
+    let (s, deployments) = reference(engine().replay_guard(Arc::new(MemoryReplayGuard::new(T0))));
     let r1 = call(&s, &deploy("api").body(1), T0);
     assert!(is_irr(&r1));
     let token = r1["result"]["requestState"].as_str().unwrap();

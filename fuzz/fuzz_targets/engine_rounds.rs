@@ -161,7 +161,9 @@ fn services() -> &'static [Service; 3] {
                 Engine::new(ring(), AUDIENCE)
                     .policy(AnswerPolicy::Strict)
                     .max_rounds(3)
-                    .replay_guard(Arc::new(MemoryReplayGuard::new(64))),
+                    .replay_guard(Arc::new(
+                        MemoryReplayGuard::new(Timestamp::from_unix_secs(0)).max_claims(64),
+                    )),
                 false,
             ),
         ]

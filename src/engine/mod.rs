@@ -166,6 +166,10 @@ impl Engine {
     /// A store that makes [`Round::once`] steps single-use even when a client
     /// replays a round's `requestState` (default: none, so `once` protects
     /// re-runs within one flow but not a replayed final round).
+    ///
+    /// A step runs only when the guard grants its claim; a guard that cannot
+    /// answer fails the step closed (see [`crate::replay`]). A network guard
+    /// needs handlers that use [`Round::once_async`].
     #[must_use]
     pub fn replay_guard(mut self, guard: Arc<dyn ReplayGuard>) -> Self {
         self.config_mut().replay = Some(guard);

@@ -15,6 +15,8 @@ use super::{AnswerPolicy, Engine, Outcome};
 use crate::answers::validate_content;
 use crate::capability::{self, Decision, Necessity};
 use crate::error::{Error, Fallback, Retry, ToolAdvice};
+use crate::metrics::OnceResult;
+use crate::replay::{self, Claim, ClaimOutcome, PrincipalKey, ReplayGuard};
 use crate::seal::{Binding, Claims, SealError, Verified};
 use crate::time::Timestamp;
 use crate::wire::input::{ElicitAction, ElicitParams, InputResponse};
@@ -131,6 +133,53 @@ impl Finisher {
 fn lock(live: &Mutex<Live>) -> MutexGuard<'_, Live> {
     // No user code runs while the lock is held, so a poisoned lock holds consistent data.
     live.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Where a `once` step stands before it runs.
+enum Begin<'a, T> {
+    /// It ran in an earlier round of this flow: its sealed result.
+    Done(T),
+    /// It runs in this round, after the guard granted this claim (if any).
+    Run(Option<(&'a dyn ReplayGuard, Claim)>),
+}
+
+/// Whether a step may run after the guard's answer: only when it was claimed.
+fn claim_verdict(step: &str, outcome: ClaimOutcome) -> Result<(), Flow> {
+    crate::metrics::once_result(match outcome {
+        ClaimOutcome::Claimed => OnceResult::Claimed,
+        ClaimOutcome::AlreadyClaimed => OnceResult::Replayed,
+        _ => OnceResult::Unavailable,
+    });
+    let error = match outcome {
+        ClaimOutcome::Claimed => return Ok(()),
+        ClaimOutcome::AlreadyClaimed => Error::tool_failure(
+            ToolAdvice::new(
+                "This step was already carried out for this request (or an earlier attempt \
+                 at it was cut short), so it was not carried out again",
+                Retry::DoesNotHelp,
+            )
+            .instead("Call the tool again to start a new request if the action should really be carried out"),
+            Fallback::InvalidParams,
+            "replay",
+            format!("once-step {step:?} claimed before: replayed requestState"),
+        ),
+        // Unavailable, and any answer added later: never run on a guess.
+        _ => Error::tool_failure(
+            ToolAdvice::new(
+                "The server could not record this step in its replay store, so it was not \
+                 carried out",
+                Retry::Helps,
+            )
+            .instead(
+                "Retry in a moment; if the step is then reported as already carried out, it \
+                 was not: call the tool again to start a new request",
+            ),
+            Fallback::Internal,
+            "replay_unavailable",
+            format!("once-step {step:?} not run: the replay guard did not grant its claim ({outcome:?})"),
+        ),
+    };
+    Err(Flow::Fail(error))
 }
 
 fn finished_error() -> Flow {
@@ -439,15 +488,27 @@ impl Round {
     /// replayed `requestState` cannot run it a second time either (the replay
     /// gets a tool error instead).
     ///
+    /// The guard's claim is taken synchronously: its future is polled once, and a
+    /// claim that is not answered then counts as unavailable (the step does not
+    /// run). That suits an in-memory guard; a guard that goes over the network
+    /// (Redis) needs [`Round::once_async`].
+    ///
     /// # Errors
-    /// The step's own error, or a replay refusal.
+    /// The step's own error, or a refusal of the guard: the step was already
+    /// claimed (a tool error that retrying does not help), or the guard could not
+    /// answer (a retryable tool error; -32603 on the other carriers). See
+    /// [`crate::replay`].
     pub fn once<T, F>(&self, step: &str, f: F) -> Result<T, Flow>
     where
         T: Serialize + DeserializeOwned,
         F: FnOnce() -> Result<T, Error>,
     {
-        if let Some(done) = self.once_begin(step)? {
-            return Ok(done);
+        match self.once_begin(step)? {
+            Begin::Done(t) => return Ok(t),
+            Begin::Run(None) => {}
+            Begin::Run(Some((guard, claim))) => {
+                claim_verdict(step, replay::claim_now(guard, &claim))?;
+            }
         }
         let t = f().map_err(Flow::Fail)?;
         self.once_end(step, &t)?;
@@ -456,29 +517,35 @@ impl Round {
 
     /// [`Round::once`] for a step that awaits (an API call, a database write): the
     /// future `f` makes runs at most once per flow, and only when this round gets
-    /// to run it (nothing runs when the step is already done or a replay is refused).
+    /// to run it (nothing runs when the step is already done or the guard refuses).
+    /// The guard's claim is awaited, so a network guard works here.
     /// If the handler is abandoned while the step runs (its deadline passed), the
     /// step's result is not recorded.
     ///
     /// # Errors
-    /// The step's own error, or a replay refusal.
+    /// As for [`Round::once`].
     pub async fn once_async<T, F, Fut>(&self, step: &str, f: F) -> Result<T, Flow>
     where
         T: Serialize + DeserializeOwned,
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<T, Error>>,
     {
-        if let Some(done) = self.once_begin(step)? {
-            return Ok(done);
+        match self.once_begin(step)? {
+            Begin::Done(t) => return Ok(t),
+            Begin::Run(None) => {}
+            Begin::Run(Some((guard, claim))) => {
+                claim_verdict(step, guard.claim(&claim).await)?;
+            }
         }
         let t = f().await.map_err(Flow::Fail)?;
         self.once_end(step, &t)?;
         Ok(t)
     }
 
-    /// The sealed result of `step` if it already ran in this flow, else `None` once
-    /// the replay guard (if any) let this round claim it.
-    fn once_begin<T: DeserializeOwned>(&self, step: &str) -> Result<Option<T>, Flow> {
+    /// The sealed result of `step` if it already ran in this flow; else the claim
+    /// to make first, when the engine has a replay guard and this round resumes a
+    /// flow (a first round presents no state, so there is nothing to replay).
+    fn once_begin<T: DeserializeOwned>(&self, step: &str) -> Result<Begin<'_, T>, Flow> {
         if lock(&self.live).finished {
             return Err(finished_error());
         }
@@ -495,27 +562,25 @@ impl Round {
                 ))
             })?;
             lock(&self.live).carry.once.insert(step.to_owned(), v);
-            return Ok(Some(t));
+            crate::metrics::once_result(OnceResult::Sealed);
+            return Ok(Begin::Done(t));
         }
-        if let (Some(prior), Some(guard)) = (fixed.prior.as_ref(), fixed.engine.replay_guard_ref())
-        {
-            let skew = fixed.engine.sealer().config().clock_skew_value().as_secs();
-            if !guard.claim(
-                prior.flow_id(),
-                step,
-                prior.deadline().add_secs(skew),
-                fixed.now,
-            ) {
-                return Err(Flow::Fail(Error::tool_failure(
-                    ToolAdvice::new("This step was already carried out for this request", Retry::DoesNotHelp)
-                        .instead("Call the tool again to start a new request if the action should really be repeated"),
-                    Fallback::InvalidParams,
-                    "replay",
-                    format!("once-step {step:?} claimed before: replayed requestState"),
-                )));
-            }
-        }
-        Ok(None)
+        let (Some(prior), Some(guard)) = (fixed.prior.as_ref(), fixed.engine.replay_guard_ref())
+        else {
+            return Ok(Begin::Run(None));
+        };
+        // Held as long as the presented state can open: its round expiry plus skew
+        // (not the flow deadline: later rounds carry the step's sealed result).
+        let skew = fixed.engine.sealer().config().clock_skew_value().as_secs();
+        let claim = Claim::new(
+            prior.flow_id(),
+            step,
+            prior.issued_at(),
+            prior.expires_at().add_secs(skew),
+            fixed.now,
+            PrincipalKey::of(prior.binding()),
+        );
+        Ok(Begin::Run(Some((&**guard, claim))))
     }
 
     fn once_end<T: Serialize>(&self, step: &str, t: &T) -> Result<(), Flow> {

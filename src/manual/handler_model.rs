@@ -160,10 +160,15 @@
 //! complete result), unless the engine has a replay guard: then, on every round
 //! that resumes a flow, the step first claims `(flow id, step)`, and a second
 //! claim ends the run with a tool error saying the step was already carried
-//! out. The claim is taken before the step runs, so a step that failed is not
-//! retried in that flow. An in-memory guard only holds within one process; see
-//! the [security model](super::security_model#replay-what-binding-gives-and-what-it-does-not)
-//! for fleets.
+//! out. A guard that cannot answer fails the step closed: it does not run, and
+//! the model is told that retrying may succeed. The claim is taken before the
+//! step runs, so a step that failed is not retried in that flow. The guard
+//! answers through a future: `once_async` awaits it, the synchronous `once`
+//! gives it one poll, so with a guard that goes over the network (Redis) write
+//! the step with `once_async`. An in-memory guard only holds within one
+//! process; see the
+//! [security model](super::security_model#replay-what-binding-gives-and-what-it-does-not)
+//! for fleets and restarts.
 //!
 //! Step names identify steps within a flow: one name per side effect, and the
 //! same result type across releases (a sealed result that no longer fits its

@@ -109,21 +109,58 @@
 //! - That alone does not stop a replayed *final* round: its response is a
 //!   complete result, and nothing is sealed after it. Give the engine a
 //!   [`ReplayGuard`] ([`Engine`]'s `replay_guard`) and, on every round that
-//!   resumes a flow, a `once` step first claims `(flow id, step)` until the flow
-//!   deadline plus skew. A second claim fails, and the replay gets a failure
-//!   instead of a second effect: on `tools/call` a tool error (`This step was
-//!   already carried out for this request`, retrying does not help), elsewhere
-//!   `-32602`. The claim is taken before the step runs:
+//!   resumes a flow, a `once` step first sends it a [`Claim`] for `(flow id,
+//!   step)`, held until the presented state's round expiry plus skew: as long
+//!   as that state can open, and so be replayed, and no longer. The step runs
+//!   only when the guard answers `Claimed`.
+//! - **Already claimed**: the replay gets a failure instead of a second
+//!   effect: on `tools/call` a tool error (`This step was already carried out
+//!   for this request`, retrying does not help, call the tool again to start a
+//!   new request), elsewhere `-32602`. The claim is taken before the step runs:
 //!   a step that failed is not retried within that flow either.
+//! - **Unavailable** (the store is unreachable, timed out, or full): the step
+//!   does **not** run; mrtr never runs a step it could not claim. On
+//!   `tools/call` a tool error says the step was not carried out and that
+//!   retrying may succeed; elsewhere `-32603`.
+//! - **Zero times rather than twice.** A claim whose answer never came (a
+//!   timeout, a connection lost after the command was written) may still land
+//!   in the store. The step did not run, yet every later attempt at it in that
+//!   flow is refused as already carried out. Both tool errors tell the model
+//!   what to do then: call the tool again, which starts a new request (a new
+//!   flow id).
+//! - **Async.** The guard answers through a future. `once_async` awaits it;
+//!   the synchronous `once` polls it once and takes a claim that is not
+//!   answered then as unavailable, so a network guard needs `once_async`.
 //! - A first request carries no state, so there is no flow to replay: sending it
 //!   twice is two calls, which no server can tell from a user who really wants
 //!   two. Side effects therefore belong after the questions that confirm them.
-//! - [`MemoryReplayGuard`] holds within **one process** only: a replay sent to
-//!   another instance, or after a restart, is not caught. It is bounded (100 000
-//!   live claims by default) and fails closed when full. A fleet needs a shared
-//!   implementation of [`ReplayGuard`] (for example Redis `SET NX PX`). The
-//!   engine has no guard by default; `mrtr serve` installs a
-//!   [`MemoryReplayGuard`].
+//!
+//! Which guard:
+//!
+//! - [`MemoryReplayGuard`] is enough for **one instance**. It is built with the
+//!   time its process started and refuses (as already claimed) every claim for a
+//!   state sealed before then, so a restart never re-runs a step; the price is
+//!   that flows in flight across a restart fail at their next `once` step and
+//!   their users start over (`mrtr serve` starts serving on a fresh second, so
+//!   the refusal is exact even for a restart within one second). Its claims
+//!   expire in order (no scan under the lock), and it is bounded: 100 000 live
+//!   claims in all and 10 000 per principal, beyond which a claim is
+//!   unavailable, so one caller cannot fill it for everyone. It cannot see
+//!   another instance's claims: behind a load balancer, a replay sent to
+//!   another instance is not caught.
+//! - **A fleet** (several instances, or one that must keep flows across
+//!   restarts) needs a shared store: the Redis guard of the `redis` feature
+//!   (`mrtr serve --replay-store redis://HOST:PORT[/DB]`, `rediss://` for TLS),
+//!   or any implementation of [`ReplayGuard`]. Each claim is one `SET NX PX`
+//!   under `mrtr:<hash of the audience>:<hash of flow id and step>`: no token,
+//!   flow id or step name reaches the store. A claim is bounded by a command
+//!   timeout (250 ms by default) and is unavailable after it; the server starts
+//!   while Redis is down and its `once` steps fail closed until Redis answers.
+//!   A shared store is only as good as its data: a Redis restarted without
+//!   persistence forgets the claims of open flows, which can then be replayed
+//!   (use AOF persistence, or a replicated Redis, where that matters).
+//! - The engine has no guard by default; `mrtr serve` installs a
+//!   [`MemoryReplayGuard`] unless told `--replay-store`.
 //!
 //! # Two error channels
 //!
@@ -133,7 +170,8 @@
 //! - **A tool result with `isError: true`**, on `tools/call` only, for a failure
 //!   the model can act on: the user declined, the window to answer lapsed, a
 //!   limit was reached (rounds, questions per round, size of the carried state),
-//!   a `once` step was replayed, or the handler reported a failure with advice.
+//!   a `once` step was replayed or its claim could not be recorded, or the
+//!   handler reported a failure with advice.
 //!   Its text ([`ToolAdvice`]) says what failed, which input (by name, never its
 //!   value), whether retrying the same call helps ([`Retry`]), and what to do
 //!   instead. It carries `resultType: "complete"`.
@@ -151,7 +189,7 @@
 //! | `-32600` | not a JSON-RPC request object (batches included) | 400 |
 //! | `-32601` | unknown method | 404 |
 //! | `-32602` | invalid params, a missing or malformed `_meta` field, the uniform `requestState` refusal | 400 |
-//! | `-32603` | a fault of the server (a handler that panicked, a result that is not an object) | 500 |
+//! | `-32603` | a fault of the server (a handler that panicked, a result that is not an object, a replay store that did not answer) | 500 |
 //! | `-32020` | an HTTP header (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`) is missing, malformed or disagrees with the body | 400 |
 //! | `-32021` | a required ask needs a client capability this request did not declare; `data.requiredCapabilities` | 400 |
 //! | `-32022` | unsupported protocol version; `data: {supported, requested}` | 400 |
@@ -234,7 +272,8 @@
 //!   a secret store, rotated as in [`rotation`]. Without configured keys a
 //!   process uses an ephemeral key its peers cannot open.
 //! - **Share a [`ReplayGuard`]** across the fleet when a side effect must happen
-//!   at most once.
+//!   at most once (`--replay-store redis://…`), keep its store durable, and
+//!   write side effects that go over the network with `once_async`.
 //! - **Never log secrets**: tokens, keys, plaintext state, answers, argument
 //!   values. mrtr's own log records hold none of them; `mrtr inspect` prints a
 //!   decrypted state and is for the operator's eyes only. The reference server's
@@ -265,6 +304,7 @@
 //! [`Sealer::reject_counts`]: crate::seal::Sealer::reject_counts
 //! [`ReplayGuard`]: crate::replay::ReplayGuard
 //! [`MemoryReplayGuard`]: crate::replay::MemoryReplayGuard
+//! [`Claim`]: crate::replay::Claim
 //! [`Engine`]: crate::engine::Engine
 //! [`Error`]: crate::error::Error
 //! [`Error::tool_failure`]: crate::error::Error::tool_failure

@@ -35,8 +35,9 @@
 //!   round 1, checked with a clock skew; an `exp` beyond `now + max_ttl + skew`
 //!   is refused (`far_future`).
 //! - **Not single-use**: a token stays valid until it expires, and may be
-//!   replayed by the same principal on the same request. Flows that must run at
-//!   most once need a shared store keyed on [`Claims::flow_id`] and round.
+//!   replayed by the same principal on the same request. Steps that must run at
+//!   most once need a store keyed on [`Claims::flow_id`] and the step
+//!   ([`crate::replay`]).
 //! - **Uniform failure**: every refusal is the same [`OpenError`], whose text is
 //!   `invalid or expired requestState`; the [`RejectReason`] is for the private
 //!   log and the per-reason counters ([`Sealer::reject_counts`]).

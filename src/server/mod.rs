@@ -25,6 +25,7 @@
 pub mod http;
 mod log;
 mod reload;
+mod replay_store;
 mod scrape;
 mod shutdown;
 pub mod stdio;
@@ -40,9 +41,11 @@ use std::time::Duration;
 use crate::defaults;
 use crate::engine::Engine;
 use crate::principal::Principal;
-use crate::replay::MemoryReplayGuard;
 use crate::seal::{Keyring, SealConfig};
 use crate::service::Service;
+use crate::time::Timestamp;
+
+pub use replay_store::ReplayStore;
 
 pub use reload::{KeyReload, reload_keys};
 
@@ -254,6 +257,8 @@ pub struct ServeConfig {
     /// `--metrics-listen`: serve `GET /metrics` on a listener of its own. Default:
     /// none (no metrics listener).
     pub metrics: Option<MetricsEndpoint>,
+    /// Where the claims of `once` steps are kept (default: in memory).
+    pub replay_store: ReplayStore,
 }
 
 impl Default for ServeConfig {
@@ -271,6 +276,7 @@ impl Default for ServeConfig {
             log_format: LogFormat::Human,
             principal: PrincipalConfig::Unset,
             metrics: None,
+            replay_store: ReplayStore::Memory,
         }
     }
 }
@@ -398,8 +404,12 @@ pub enum ServeError {
 /// assert_eq!(service.engine().audience(), mrtr::defaults::AUDIENCE);
 /// ```
 ///
+/// The in-memory replay guard refuses states sealed before the second this is
+/// called in ([`MemoryReplayGuard::new`](crate::replay::MemoryReplayGuard::new));
+/// [`serve`] calls it at the start of a fresh second.
+///
 /// # Errors
-/// [`ConfigError`] if the keys cannot be loaded.
+/// [`ConfigError`] if the keys cannot be loaded, or the replay store is unusable.
 pub fn build_service<F>(cfg: &ServeConfig, make: F) -> Result<Service, ConfigError>
 where
     F: FnOnce(Engine) -> Service,
@@ -414,7 +424,7 @@ where
         .max_rounds(cfg.max_rounds)
         // A side effect behind `Round::once` must not repeat when a client replays
         // the final round.
-        .replay_guard(Arc::new(MemoryReplayGuard::default()));
+        .replay_guard(cfg.replay_store.guard(&cfg.audience, Timestamp::now())?);
     Ok(make(engine))
 }
 
@@ -440,7 +450,12 @@ where
              via {KEYS_ENV} or --keys-file"
         );
     }
+    if cfg.replay_store == ReplayStore::Memory {
+        // No state of an earlier process can then carry this process's start second.
+        replay_store::fresh_second().await;
+    }
     let service = Arc::new(build_service(&cfg, make)?);
+    tracing::info!(replay_store = ?cfg.replay_store, "replay guard for once steps");
     // Handlers are installed here, before the server reports that it is up.
     let shutdown = shutdown::signal();
     let _reload = reload::on_hangup(cfg.keys.clone(), service.engine().sealer().clone());

@@ -470,7 +470,7 @@ impl LocalServer {
     /// The reference service on `engine` plus the server's replay guard.
     pub fn on(engine: Engine) -> Self {
         let (service, deployments) =
-            reference(engine.replay_guard(Arc::new(MemoryReplayGuard::default())));
+            reference(engine.replay_guard(Arc::new(MemoryReplayGuard::new(T0))));
         let clock = Arc::new(AtomicU64::new(T0.unix_secs()));
         let now = Arc::clone(&clock);
         let transport = InProcess::new(service, Principal::anonymous())

@@ -119,6 +119,18 @@ struct ServeArgs {
     /// 0 picks a free port (logged as `metrics on http://ADDR/metrics`). Default: off.
     #[arg(long, value_name = "ADDR")]
     metrics_listen: Option<SocketAddr>,
+    /// Where `once` steps are claimed, so a replayed request never repeats a side effect:
+    /// `memory` (this process only; a restart refuses the flows in flight) or
+    /// redis://HOST:PORT[/DB] (rediss:// for TLS), shared by a fleet; needs the `redis`
+    /// build feature. While Redis is unreachable, `once` steps fail closed.
+    #[arg(
+        long,
+        value_name = "STORE",
+        env = "MRTR_REPLAY_STORE",
+        hide_env_values = true,
+        default_value = "memory"
+    )]
+    replay_store: String,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -153,6 +165,7 @@ impl ServeArgs {
         };
         cfg.principal = principal;
         cfg.metrics = self.metrics_listen.map(prometheus).transpose()?;
+        cfg.replay_store = server::ReplayStore::parse(&self.replay_store)?;
         cfg.validate()
     }
 }

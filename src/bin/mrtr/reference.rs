@@ -202,33 +202,39 @@ struct TripPlan {
 
 /// The demo tools, prompts and resources.
 fn demos(s: Service, deployments: Arc<AtomicU64>) -> Service {
-    s.tool(
+    s.tool_async(
         "deploy",
         "Demonstrates confirm-then-act: asks the user to confirm by form elicitation before deploying (a confirmation \
          sent without being asked is not taken); a decline is a tool error, and the deployment happens exactly once \
-         even if the final round is replayed (per instance: a fleet shares a ReplayGuard for that).",
+         even if the final round is replayed (to this instance, or across restarts; a fleet shares a replay store \
+         for that: --replay-store redis://...).",
         json!({"type": "object", "properties": {"service": {"type": "string", "description": "Service to deploy"}},
                "required": ["service"]}),
         move |r| {
-            let service = r.argument("service").and_then(Value::as_str).unwrap_or("").to_owned();
-            if service.is_empty() {
-                return Err(Flow::failed(
-                    ToolAdvice::new("The service to deploy is missing", Retry::DoesNotHelp)
-                        .input("service")
-                        .instead("Call deploy with a non-empty \"service\" argument"),
-                ));
-            }
-            let answer = r.elicit("confirm", Form::confirm(format!("Deploy {service} to production?")).issued_only())?;
-            match answer {
-                Elicited::Accepted(f) if f.bool("confirm") == Some(true) => {
-                    let counter = deployments.clone();
-                    let n: u64 = r.once("deploy", move || Ok(counter.fetch_add(1, Ordering::SeqCst) + 1))?;
-                    Ok(tool_text(format!("Deployed {service} (deployment #{n}).")))
+            let deployments = deployments.clone();
+            async move {
+                let service = r.argument("service").and_then(Value::as_str).unwrap_or("").to_owned();
+                if service.is_empty() {
+                    return Err(Flow::failed(
+                        ToolAdvice::new("The service to deploy is missing", Retry::DoesNotHelp)
+                            .input("service")
+                            .instead("Call deploy with a non-empty \"service\" argument"),
+                    ));
                 }
-                _ => Err(Flow::failed(
-                    ToolAdvice::new("The user did not confirm the deployment, so nothing was deployed", Retry::DoesNotHelp)
-                        .instead("Ask the user whether they want to deploy before calling deploy again"),
-                )),
+                let answer = r.elicit("confirm", Form::confirm(format!("Deploy {service} to production?")).issued_only())?;
+                match answer {
+                    Elicited::Accepted(f) if f.bool("confirm") == Some(true) => {
+                        // Awaited: the claim may go over the network (a shared replay store).
+                        let n: u64 = r
+                            .once_async("deploy", || async move { Ok(deployments.fetch_add(1, Ordering::SeqCst) + 1) })
+                            .await?;
+                        Ok(tool_text(format!("Deployed {service} (deployment #{n}).")))
+                    }
+                    _ => Err(Flow::failed(
+                        ToolAdvice::new("The user did not confirm the deployment, so nothing was deployed", Retry::DoesNotHelp)
+                            .instead("Ask the user whether they want to deploy before calling deploy again"),
+                    )),
+                }
             }
         },
     )

@@ -1,0 +1,148 @@
+//! `--replay-store`: where `mrtr serve` keeps the claims of `once` steps.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use super::ConfigError;
+use crate::replay::{MemoryReplayGuard, ReplayGuard};
+use crate::time::Timestamp;
+
+/// The replay guard of `mrtr serve` (`--replay-store`, `MRTR_REPLAY_STORE`).
+#[derive(Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ReplayStore {
+    /// `memory` (the default): a [`MemoryReplayGuard`] for this process only.
+    /// Enough for one instance; a restart refuses the flows in flight.
+    #[default]
+    Memory,
+    /// `redis://HOST:PORT[/DB]` or `rediss://…` (feature `redis`): a store the
+    /// fleet shares. The URL may carry a password; `Debug` hides it.
+    Redis(String),
+}
+
+impl fmt::Debug for ReplayStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Memory => f.write_str("Memory"),
+            Self::Redis(url) => f.debug_tuple("Redis").field(&redacted(url)).finish(),
+        }
+    }
+}
+
+impl ReplayStore {
+    /// Parses `--replay-store`: `memory`, or a `redis://` or `rediss://` URL.
+    ///
+    /// # Errors
+    /// [`ConfigError`] for anything else, a URL the Redis client refuses, or a
+    /// Redis URL in a build without the `redis` feature. The URL is never quoted.
+    pub fn parse(value: &str) -> Result<Self, ConfigError> {
+        let value = value.trim();
+        if value.eq_ignore_ascii_case("memory") {
+            return Ok(Self::Memory);
+        }
+        let lower = value.to_ascii_lowercase();
+        if !(lower.starts_with("redis://") || lower.starts_with("rediss://")) {
+            return Err(ConfigError(
+                "--replay-store: expected memory, redis://HOST:PORT[/DB] or rediss://HOST:PORT[/DB]"
+                    .into(),
+            ));
+        }
+        #[cfg(feature = "redis")]
+        {
+            crate::replay::RedisReplayGuard::new(value, "")
+                .map_err(|e| ConfigError(format!("--replay-store: {e}")))?;
+            Ok(Self::Redis(value.to_owned()))
+        }
+        #[cfg(not(feature = "redis"))]
+        Err(ConfigError(
+            "--replay-store: this mrtr was built without Redis support (cargo feature `redis`)"
+                .into(),
+        ))
+    }
+
+    /// The guard for the service named `audience`; an in-memory one refuses states
+    /// sealed before `started_at`.
+    pub(super) fn guard(
+        &self,
+        audience: &str,
+        started_at: Timestamp,
+    ) -> Result<Arc<dyn ReplayGuard>, ConfigError> {
+        match self {
+            Self::Memory => Ok(Arc::new(MemoryReplayGuard::new(started_at))),
+            #[cfg(feature = "redis")]
+            Self::Redis(url) => crate::replay::RedisReplayGuard::new(url, audience)
+                .map(|g| Arc::new(g) as Arc<dyn ReplayGuard>)
+                .map_err(|e| ConfigError(format!("--replay-store: {e}"))),
+            #[cfg(not(feature = "redis"))]
+            Self::Redis(_) => {
+                let _ = audience;
+                Err(ConfigError(
+                    "--replay-store: this mrtr was built without Redis support".into(),
+                ))
+            }
+        }
+    }
+}
+
+/// Waits for the start of the next whole second and returns it. A server that
+/// builds its in-memory guard then never takes a state sealed by the process
+/// before it, even in the second of the restart, for its own.
+pub(super) async fn fresh_second() -> Timestamp {
+    let since_epoch = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let next = Timestamp::from_unix_secs(since_epoch.as_secs().saturating_add(1));
+    let rest = Duration::from_secs(1)
+        .saturating_sub(Duration::from_nanos(u64::from(since_epoch.subsec_nanos())));
+    tokio::time::sleep(rest).await;
+    // Timers do not fire early, but the clock may be stepped: check it.
+    while Timestamp::now() < next {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    next
+}
+
+/// The URL without its user, password and query: scheme, host, port and database.
+fn redacted(url: &str) -> String {
+    let url = url.split(['?', '#']).next().unwrap_or_default();
+    match (url.split_once("://"), url.rfind('@')) {
+        (Some((scheme, _)), Some(at)) => format!("{scheme}://…@{}", &url[at + 1..]),
+        _ => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_memory_and_redis_urls_only() {
+        assert_eq!(ReplayStore::parse("memory").unwrap(), ReplayStore::Memory);
+        assert_eq!(ReplayStore::parse(" Memory ").unwrap(), ReplayStore::Memory);
+        for bad in ["", "redis", "http://127.0.0.1:6379", "memcached://x"] {
+            assert!(ReplayStore::parse(bad).is_err(), "{bad:?}");
+        }
+        let e = ReplayStore::parse("redis://:hunter2@[::1").unwrap_err();
+        assert!(!e.0.contains("hunter2"), "{e}");
+        #[cfg(feature = "redis")]
+        {
+            let s = ReplayStore::parse("redis://:hunter2@127.0.0.1:6379/3").unwrap();
+            assert!(!format!("{s:?}").contains("hunter2"), "{s:?}");
+            assert!(format!("{s:?}").contains("127.0.0.1:6379/3"), "{s:?}");
+            assert!(ReplayStore::parse("rediss://redis.example:6380").is_ok());
+            let s = ReplayStore::Redis("redis://h:1/0?password=hunter2".into());
+            assert_eq!(format!("{s:?}"), r#"Redis("redis://h:1/0")"#);
+        }
+        #[cfg(not(feature = "redis"))]
+        assert!(ReplayStore::parse("redis://127.0.0.1:6379").is_err());
+    }
+
+    #[tokio::test]
+    async fn a_fresh_second_has_begun_when_it_returns() {
+        let before = Timestamp::now();
+        let second = fresh_second().await;
+        assert!(second > before);
+        assert!(Timestamp::now() >= second);
+    }
+}

@@ -1,0 +1,381 @@
+//! A `once` step runs only when the engine's replay guard grants its claim.
+//!
+//! A scripted guard answers each outcome (claimed, already claimed, unavailable),
+//! never answers, or answers only after yielding once; handlers use the
+//! synchronous `once` and `once_async`. Also: the claim the engine makes (flow
+//! id, step, the presented state's `iat`, `until` = that state's round expiry
+//! plus skew, a principal key), when no claim is made, and the in-memory guard
+//! refusing a flow sealed before it started (a restart, without a process).
+
+mod common;
+
+use std::cell::Cell;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use common::*;
+use mrtr::engine::{Elicited, Engine, Flow, Form, Outcome, Round, prompt_text, tool_text};
+use mrtr::error::code;
+use mrtr::principal::Principal;
+use mrtr::replay::{BoxFuture, Claim, ClaimOutcome, MemoryReplayGuard, ReplayGuard};
+use mrtr::seal::{SealConfig, UntrustedState};
+use serde_json::{Value, json};
+
+/// How the scripted guard answers.
+#[derive(Debug, Clone, Copy)]
+enum Answer {
+    /// At once.
+    Now(ClaimOutcome),
+    /// Never.
+    Pending,
+    /// After one `Pending` (it wakes its task first, as a network reply would).
+    AfterYield(ClaimOutcome),
+}
+
+/// A guard that answers as scripted and records every claim.
+#[derive(Debug)]
+struct Scripted {
+    answer: Answer,
+    claims: Mutex<Vec<Claim>>,
+}
+
+impl Scripted {
+    fn new(answer: Answer) -> Arc<Self> {
+        Arc::new(Self {
+            answer,
+            claims: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn claims(&self) -> Vec<Claim> {
+        self.claims.lock().unwrap().clone()
+    }
+}
+
+impl ReplayGuard for Scripted {
+    fn claim<'a>(&'a self, claim: &'a Claim) -> BoxFuture<'a, ClaimOutcome> {
+        self.claims.lock().unwrap().push(claim.clone());
+        match self.answer {
+            Answer::Now(o) => Box::pin(std::future::ready(o)),
+            Answer::Pending => Box::pin(std::future::pending()),
+            Answer::AfterYield(o) => Box::pin(YieldOnce(false, o)),
+        }
+    }
+}
+
+/// Pending on the first poll (after waking its task), ready with the outcome after.
+struct YieldOnce(bool, ClaimOutcome);
+
+impl Future for YieldOnce {
+    type Output = ClaimOutcome;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<ClaimOutcome> {
+        if self.0 {
+            return Poll::Ready(self.1);
+        }
+        self.0 = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
+
+fn with_guard(guard: Arc<dyn ReplayGuard>) -> Engine {
+    engine().replay_guard(guard)
+}
+
+/// Confirm, then deploy inside a synchronous `once`; `runs` counts the deployments.
+fn deploy_sync(runs: &Cell<u32>) -> impl Fn(Round) -> Result<Value, Flow> + '_ {
+    move |r: Round| match r.elicit("confirm", Form::confirm("Deploy?"))? {
+        Elicited::Accepted(f) if f.bool("confirm") == Some(true) => {
+            let n: u32 = r.once("deploy", || {
+                runs.set(runs.get() + 1);
+                Ok(runs.get())
+            })?;
+            Ok(tool_text(format!("deployment #{n}")))
+        }
+        _ => Ok(tool_text("not deployed")),
+    }
+}
+
+/// The same handler with `once_async`, run to completion on a current-thread runtime.
+fn run_async(e: &Engine, req: &Req, now: mrtr::Timestamp, runs: &Cell<u32>) -> Outcome {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(e.run_async(
+        req.build(),
+        &Principal::anonymous(),
+        now,
+        |r: Round| async move {
+            match r.elicit("confirm", Form::confirm("Deploy?"))? {
+                Elicited::Accepted(f) if f.bool("confirm") == Some(true) => {
+                    let n: u32 = r
+                        .once_async("deploy", || async {
+                            runs.set(runs.get() + 1);
+                            Ok(runs.get())
+                        })
+                        .await?;
+                    Ok(tool_text(format!("deployment #{n}")))
+                }
+                _ => Ok(tool_text("not deployed")),
+            }
+        },
+    ))
+}
+
+/// The two rounds of the deploy flow: round 1 (no state, nothing claimed) and the
+/// final round that confirms.
+fn final_round(e: &Engine) -> Req {
+    let never = Cell::new(0);
+    let r1 = irr(run(e, &tool("deploy"), T0, deploy_sync(&never)));
+    tool("deploy").reply(&r1, json!({"confirm": accept(json!({"confirm": true}))}))
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Once {
+    Sync,
+    Async,
+}
+
+/// Runs the final round once with the handler of `kind`.
+fn finish(e: &Engine, kind: Once, runs: &Cell<u32>) -> Outcome {
+    let last = final_round(e);
+    match kind {
+        Once::Sync => run(e, &last, T0.add_secs(5), deploy_sync(runs)),
+        Once::Async => run_async(e, &last, T0.add_secs(5), runs),
+    }
+}
+
+#[test]
+fn claimed_runs_the_step_once() {
+    for kind in [Once::Sync, Once::Async] {
+        let guard = Scripted::new(Answer::Now(ClaimOutcome::Claimed));
+        let runs = Cell::new(0);
+        let done = complete(finish(&with_guard(guard.clone()), kind, &runs));
+        assert_eq!(text(&done), "deployment #1", "{kind:?}");
+        assert_eq!(runs.get(), 1, "{kind:?}");
+        assert_eq!(
+            guard.claims().len(),
+            1,
+            "{kind:?}: one claim, in the final round"
+        );
+    }
+}
+
+#[test]
+fn already_claimed_is_a_tool_error_and_the_step_does_not_run() {
+    for kind in [Once::Sync, Once::Async] {
+        let guard = Scripted::new(Answer::Now(ClaimOutcome::AlreadyClaimed));
+        let runs = Cell::new(0);
+        let (result, error) = tool_error(finish(&with_guard(guard), kind, &runs));
+        assert_eq!(runs.get(), 0, "{kind:?}: the step did not run");
+        let t = text(&result);
+        assert!(t.contains("already carried out"), "{t}");
+        assert!(t.contains("Retrying the same call will not help"), "{t}");
+        assert!(
+            t.contains("Call the tool again to start a new request"),
+            "{t}"
+        );
+        assert_eq!(error.diagnostic().category, "replay");
+        assert!(!error.diagnostic().retryable);
+    }
+}
+
+#[test]
+fn unavailable_is_a_retryable_tool_error_and_the_step_does_not_run() {
+    for kind in [Once::Sync, Once::Async] {
+        let guard = Scripted::new(Answer::Now(ClaimOutcome::Unavailable));
+        let runs = Cell::new(0);
+        let (result, error) = tool_error(finish(&with_guard(guard), kind, &runs));
+        assert_eq!(runs.get(), 0, "{kind:?}: never run on a guess");
+        let t = text(&result);
+        assert!(t.contains("could not record this step"), "{t}");
+        assert!(t.contains("was not carried out"), "{t}");
+        assert!(t.contains("Retrying the same call may succeed"), "{t}");
+        assert!(
+            t.contains("call the tool again to start a new request"),
+            "{t}"
+        );
+        assert_eq!(error.diagnostic().category, "replay_unavailable");
+        assert!(error.diagnostic().retryable);
+        assert_eq!(error.code(), code::INTERNAL_ERROR);
+    }
+}
+
+#[test]
+fn unavailable_is_internal_error_on_a_carrier_without_is_error() {
+    let e = with_guard(Scripted::new(Answer::Now(ClaimOutcome::Unavailable)));
+    let runs = Cell::new(0);
+    let handler = |r: Round| -> Result<Value, Flow> {
+        let _ = r.elicit("confirm", Form::confirm("Render?"))?;
+        let n: u32 = r.once("render", || {
+            runs.set(runs.get() + 1);
+            Ok(1)
+        })?;
+        Ok(prompt_text("p", format!("render #{n}")))
+    };
+    let r1 = irr(run(&e, &prompt("p"), T0, handler));
+    let last = prompt("p").reply(&r1, json!({"confirm": accept(json!({"confirm": true}))}));
+    let error = protocol(run(&e, &last, T0.add_secs(1), handler));
+    assert_eq!(error.code(), -32603);
+    assert_eq!(runs.get(), 0);
+}
+
+#[test]
+fn a_pending_claim_is_unavailable_to_the_synchronous_once() {
+    // A network guard never answers within one poll: the synchronous `once`
+    // fails closed rather than block or guess.
+    for answer in [Answer::Pending, Answer::AfterYield(ClaimOutcome::Claimed)] {
+        let guard = Scripted::new(answer);
+        let runs = Cell::new(0);
+        let (result, error) = tool_error(finish(&with_guard(guard.clone()), Once::Sync, &runs));
+        assert_eq!(runs.get(), 0, "{answer:?}");
+        assert!(text(&result).contains("could not record this step"));
+        assert_eq!(error.diagnostic().category, "replay_unavailable");
+        assert_eq!(guard.claims().len(), 1, "it was asked, once");
+    }
+}
+
+#[test]
+fn once_async_awaits_a_claim_that_is_not_ready_at_once() {
+    for (outcome, deployed) in [
+        (ClaimOutcome::Claimed, 1),
+        (ClaimOutcome::AlreadyClaimed, 0),
+    ] {
+        let guard = Scripted::new(Answer::AfterYield(outcome));
+        let runs = Cell::new(0);
+        let o = finish(&with_guard(guard), Once::Async, &runs);
+        assert_eq!(runs.get(), deployed, "{outcome:?}");
+        match outcome {
+            ClaimOutcome::Claimed => assert_eq!(text(&complete(o)), "deployment #1"),
+            _ => assert!(text(&tool_error(o).0).contains("already carried out")),
+        }
+    }
+}
+
+#[test]
+fn the_claim_holds_until_the_presented_round_expires_plus_skew() {
+    // A short round (30 s) in a long flow (1 h): the claim lasts as long as the
+    // presented state can open, not until the flow's deadline.
+    let config = SealConfig::default()
+        .ttl(Duration::from_secs(30))
+        .unwrap()
+        .clock_skew(Duration::from_secs(5));
+    let guard = Scripted::new(Answer::Now(ClaimOutcome::Claimed));
+    let e = with_guard(guard.clone()).with_seal_config(config);
+    let never = Cell::new(0);
+    let r1 = irr(run(&e, &tool("deploy"), T0, deploy_sync(&never)));
+    let token = r1.request_state().unwrap().to_owned();
+    let sealed = e.sealer().inspect(&UntrustedState::new(token)).unwrap();
+    let last = tool("deploy").reply(&r1, json!({"confirm": accept(json!({"confirm": true}))}));
+    let runs = Cell::new(0);
+    complete(run(&e, &last, T0.add_secs(7), deploy_sync(&runs)));
+
+    let claims = guard.claims();
+    let [c] = claims.as_slice() else {
+        panic!("{claims:?}")
+    };
+    assert_eq!(c.step(), "deploy");
+    assert_eq!(c.issued_at().unix_secs(), sealed["iat"].as_u64().unwrap());
+    assert_eq!(c.until().unix_secs(), sealed["exp"].as_u64().unwrap() + 5);
+    assert_eq!(c.until(), T0.add_secs(35));
+    assert!(c.until() < T0.add_secs(3600), "not the flow deadline");
+    assert_eq!(c.now(), T0.add_secs(7));
+    let hex: String = c.flow_id().iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(sealed["flow_id"], hex.as_str());
+}
+
+#[test]
+fn claims_name_the_flow_and_a_digest_of_the_principal() {
+    let guard = Scripted::new(Answer::Now(ClaimOutcome::Claimed));
+    let e = with_guard(guard.clone());
+    let runs = Cell::new(0);
+    for who in ["alice", "alice", "bob"] {
+        let principal = Principal::subject(who);
+        let r1 = irr(e.run(tool("deploy").build(), &principal, T0, deploy_sync(&runs)));
+        let last = tool("deploy").reply(&r1, json!({"confirm": accept(json!({"confirm": true}))}));
+        complete(e.run(last.build(), &principal, T0.add_secs(1), deploy_sync(&runs)));
+    }
+    let c = guard.claims();
+    assert_eq!(c.len(), 3);
+    assert_ne!(c[0].flow_id(), c[1].flow_id(), "two flows");
+    assert_ne!(c[0].store_key(), c[1].store_key());
+    assert_eq!(c[0].principal_key(), c[1].principal_key(), "one principal");
+    assert_ne!(c[0].principal_key(), c[2].principal_key());
+    assert!(!format!("{:?}", c[0]).contains("alice"));
+}
+
+#[test]
+fn a_first_round_and_a_sealed_result_claim_nothing() {
+    // Round 1 presents no state, so there is nothing to replay: the step runs
+    // without a claim. Round 2 claims a step first run there; round 3 reuses its
+    // sealed result without a claim.
+    let guard = Scripted::new(Answer::Now(ClaimOutcome::AlreadyClaimed));
+    let e = with_guard(guard.clone());
+    let runs = Cell::new(0);
+    let first = |r: Round| -> Result<Value, Flow> {
+        let n: u32 = r.once("log", || {
+            runs.set(runs.get() + 1);
+            Ok(runs.get())
+        })?;
+        Ok(tool_text(format!("logged #{n}")))
+    };
+    assert_eq!(text(&complete(run(&e, &tool("t"), T0, first))), "logged #1");
+    assert!(guard.claims().is_empty());
+
+    let guard = Scripted::new(Answer::Now(ClaimOutcome::Claimed));
+    let e = with_guard(guard.clone());
+    let runs = Cell::new(0);
+    let handler = |r: Round| -> Result<Value, Flow> {
+        let _ = r.elicit("a", Form::confirm("A?"))?;
+        let n: u32 = r.once("step", || {
+            runs.set(runs.get() + 1);
+            Ok(runs.get())
+        })?;
+        let _ = r.elicit("b", Form::confirm("B?"))?;
+        Ok(tool_text(format!("step #{n}")))
+    };
+    let yes = json!({"confirm": true});
+    let r1 = irr(run(&e, &tool("t"), T0, handler));
+    let r2 = irr(run(
+        &e,
+        &tool("t").reply(&r1, json!({"a": accept(yes.clone())})),
+        T0.add_secs(1),
+        handler,
+    ));
+    assert_eq!(guard.claims().len(), 1);
+    let done = complete(run(
+        &e,
+        &tool("t").reply(&r2, json!({"b": accept(yes)})),
+        T0.add_secs(2),
+        handler,
+    ));
+    assert_eq!(text(&done), "step #1");
+    assert_eq!(runs.get(), 1);
+    assert_eq!(guard.claims().len(), 1, "the sealed result needs no claim");
+}
+
+#[test]
+fn a_memory_guard_refuses_a_flow_sealed_before_it_started() {
+    // What a restart looks like to the engine: the same keys, a new guard that
+    // started after round 1 was sealed. The final round is refused, not re-run.
+    let runs = Cell::new(0);
+    let before = with_guard(Arc::new(MemoryReplayGuard::new(T0)));
+    let last = final_round(&before);
+    complete(run(&before, &last, T0.add_secs(5), deploy_sync(&runs)));
+    assert_eq!(runs.get(), 1);
+
+    let restarted = with_guard(Arc::new(MemoryReplayGuard::new(T0.add_secs(10))));
+    let (result, error) = tool_error(run(&restarted, &last, T0.add_secs(11), deploy_sync(&runs)));
+    assert_eq!(runs.get(), 1, "not deployed again");
+    assert!(text(&result).contains("already carried out"));
+    assert_eq!(error.diagnostic().category, "replay");
+    // A flow begun after the restart is served as usual.
+    let fresh = tool("deploy");
+    let r1 = irr(run(&restarted, &fresh, T0.add_secs(12), deploy_sync(&runs)));
+    let last = fresh.reply(&r1, json!({"confirm": accept(json!({"confirm": true}))}));
+    complete(run(&restarted, &last, T0.add_secs(13), deploy_sync(&runs)));
+    assert_eq!(runs.get(), 2);
+}

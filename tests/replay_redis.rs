@@ -1,0 +1,450 @@
+//! The Redis replay guard against a real Redis (feature `redis`).
+//!
+//! The tests that need a Redis run only when `MRTR_TEST_REDIS_URL` is set
+//! (`MRTR_TEST_REDIS_URL=$(scripts/redis.sh start)`); unset, each prints that it
+//! did not run and why. Set but unreachable, they fail: a Redis test never passes
+//! by skipping. The stop-and-recover test starts a Redis of its own (the
+//! `redis-server` on `PATH`, which scripts/redis.sh installs), so it can stop it.
+//!
+//! Without any Redis: `mrtr serve --replay-store` pointed at a closed port starts,
+//! and its `once` steps fail closed.
+#![cfg(all(feature = "redis", feature = "server"))]
+
+mod server_support;
+
+use std::cell::Cell;
+use std::io::Write;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use mrtr::engine::{Elicited, Engine, Form, Outcome, Round, tool_text};
+use mrtr::principal::Principal;
+use mrtr::replay::{Claim, ClaimOutcome, PrincipalKey, RedisReplayGuard, ReplayGuard};
+use mrtr::time::Timestamp;
+use redis::aio::MultiplexedConnection;
+use serde_json::json;
+use server_support::common::{Req, accept, complete, engine, irr, text, tool, tool_error};
+use server_support::{Server, confirm_answer, retry, state_of, tool_call, tool_error_text};
+
+/// The Redis under test, or `None` (with a line saying so) when none was given.
+/// Panics when one was given but does not answer.
+fn redis_url(test: &str) -> Option<String> {
+    let Ok(url) = std::env::var("MRTR_TEST_REDIS_URL") else {
+        // Straight to stderr, past the test harness's capture: seen in every run.
+        let _ = writeln!(
+            std::io::stderr(),
+            "replay_redis::{test}: did not run: MRTR_TEST_REDIS_URL is not set \
+             (start a Redis with `scripts/redis.sh start` and export its URL)"
+        );
+        return None;
+    };
+    let rt = runtime();
+    rt.block_on(async {
+        let mut c = raw(&url).await;
+        let pong: String = redis::cmd("PING")
+            .query_async(&mut c)
+            .await
+            .unwrap_or_else(|e| {
+                panic!("MRTR_TEST_REDIS_URL is set but Redis does not answer PING: {e}")
+            });
+        assert_eq!(pong, "PONG");
+    });
+    Some(url)
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// A raw connection, for looking at what the guard wrote.
+async fn raw(url: &str) -> MultiplexedConnection {
+    let client = redis::Client::open(url).expect("MRTR_TEST_REDIS_URL is a Redis URL");
+    let connect = client.get_multiplexed_async_connection();
+    match tokio::time::timeout(Duration::from_secs(5), connect).await {
+        Ok(Ok(c)) => c,
+        Ok(Err(e)) => panic!("MRTR_TEST_REDIS_URL is set but Redis is unreachable: {e}"),
+        Err(_) => panic!("MRTR_TEST_REDIS_URL is set but Redis did not accept a connection"),
+    }
+}
+
+/// Fresh per run, so tests never see each other's keys or an earlier run's.
+fn unique(label: &str) -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("{label}-{}-{nanos}", std::process::id())
+}
+
+fn flow_id(seed: &str) -> [u8; 16] {
+    use sha2::Digest;
+    let d = sha2::Sha256::digest(unique(seed).as_bytes());
+    let mut id = [0u8; 16];
+    id.copy_from_slice(&d[..16]);
+    id
+}
+
+fn claim(flow: [u8; 16], step: &str, ttl: u64) -> Claim {
+    let now = Timestamp::now();
+    Claim::new(
+        flow,
+        step,
+        now,
+        now.add_secs(ttl),
+        now,
+        PrincipalKey::from_bytes([7; 16]),
+    )
+}
+
+#[test]
+fn two_guards_on_one_redis_grant_a_claim_once() {
+    let Some(url) = redis_url("two_guards_on_one_redis_grant_a_claim_once") else {
+        return;
+    };
+    let audience = unique("aud");
+    // Two processes of one fleet: two guards, one store.
+    let a = RedisReplayGuard::new(&url, &audience).unwrap();
+    let b = RedisReplayGuard::new(&url, &audience).unwrap();
+    runtime().block_on(async {
+        let c = claim(flow_id("f"), "deploy", 60);
+        assert_eq!(a.claim(&c).await, ClaimOutcome::Claimed);
+        assert_eq!(b.claim(&c).await, ClaimOutcome::AlreadyClaimed);
+        assert_eq!(a.claim(&c).await, ClaimOutcome::AlreadyClaimed);
+        let other_step = claim(*c.flow_id(), "notify", 60);
+        assert_eq!(b.claim(&other_step).await, ClaimOutcome::Claimed);
+
+        // A race: sixteen claims of one pair at once, half through each guard.
+        let race = claim(flow_id("race"), "deploy", 60);
+        let answers = futures_util::future::join_all((0..16).map(|i| {
+            if i % 2 == 0 {
+                a.claim(&race)
+            } else {
+                b.claim(&race)
+            }
+        }))
+        .await;
+        let granted = answers
+            .iter()
+            .filter(|o| **o == ClaimOutcome::Claimed)
+            .count();
+        assert_eq!(granted, 1, "{answers:?}");
+        assert!(
+            answers.iter().all(|o| *o != ClaimOutcome::Unavailable),
+            "{answers:?}"
+        );
+
+        // Another service on the same Redis has its own keys.
+        let elsewhere = RedisReplayGuard::new(&url, &unique("other-aud")).unwrap();
+        assert_eq!(elsewhere.claim(&c).await, ClaimOutcome::Claimed);
+    });
+}
+
+#[test]
+fn keys_are_prefixed_hashed_and_expire() {
+    let Some(url) = redis_url("keys_are_prefixed_hashed_and_expire") else {
+        return;
+    };
+    let g = RedisReplayGuard::new(&url, &unique("aud")).unwrap();
+    let flow = flow_id("keys");
+    let step = "step-name-in-clear";
+    runtime().block_on(async {
+        let c = claim(flow, step, 90);
+        assert_eq!(g.claim(&c).await, ClaimOutcome::Claimed);
+        let mut conn = raw(&url).await;
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(format!("{}*", g.key_prefix()))
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let [key] = keys.as_slice() else {
+            panic!("one key under the prefix: {keys:?}")
+        };
+        // mrtr:<32 hex of the audience>:<64 hex of flow and step>
+        let parts: Vec<&str> = key.split(':').collect();
+        assert_eq!(parts.len(), 3, "{key}");
+        assert_eq!(parts[0], "mrtr");
+        assert_eq!(parts[1].len(), 32, "{key}");
+        assert_eq!(parts[2].len(), 64, "{key}");
+        assert!(
+            parts[1..]
+                .iter()
+                .all(|p| p.bytes().all(|b| b.is_ascii_hexdigit()))
+        );
+        assert!(!key.contains("step"), "no step name in clear: {key}");
+        let flow_hex: String = flow.iter().map(|b| format!("{b:02x}")).collect();
+        assert!(!key.contains(&flow_hex[..8]), "no flow id in clear: {key}");
+        let value: String = redis::cmd("GET")
+            .arg(key)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(value, "1", "nothing but a marker is stored");
+        // PX set from `until`: 90 s, counting down.
+        let pttl: i64 = redis::cmd("PTTL")
+            .arg(key)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        assert!(pttl > 0 && pttl <= 90_000, "PTTL {pttl}");
+        // A claim whose until has come is kept for one second, then Redis drops it.
+        let short = claim(flow_id("short"), "s", 0);
+        assert_eq!(g.claim(&short).await, ClaimOutcome::Claimed);
+        let pttl: i64 = redis::cmd("PTTL")
+            .arg(g.key(&short))
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        assert!(pttl > 0 && pttl <= 1000, "PTTL {pttl}");
+    });
+}
+
+/// A confirm-then-deploy handler with `once_async`; `runs` counts deployments.
+async fn deploy(r: Round, runs: &Cell<u32>) -> Result<serde_json::Value, mrtr::Flow> {
+    match r.elicit("confirm", Form::confirm("Deploy?"))? {
+        Elicited::Accepted(f) if f.bool("confirm") == Some(true) => {
+            let n: u32 = r
+                .once_async("deploy", || async {
+                    runs.set(runs.get() + 1);
+                    Ok(runs.get())
+                })
+                .await?;
+            Ok(tool_text(format!("deployment #{n}")))
+        }
+        _ => Ok(tool_text("not deployed")),
+    }
+}
+
+fn run(rt: &tokio::runtime::Runtime, e: &Engine, req: &Req, runs: &Cell<u32>) -> Outcome {
+    let now = Timestamp::now();
+    rt.block_on(e.run_async(req.build(), &Principal::anonymous(), now, |r| {
+        deploy(r, runs)
+    }))
+}
+
+#[test]
+fn a_fleet_sharing_redis_deploys_once() {
+    let Some(url) = redis_url("a_fleet_sharing_redis_deploys_once") else {
+        return;
+    };
+    let audience = unique("fleet");
+    let guard = |url: &str| -> Arc<dyn ReplayGuard> {
+        Arc::new(RedisReplayGuard::new(url, &audience).unwrap())
+    };
+    // Two instances: the same keys (common::engine), each with its own guard on one Redis.
+    let a = engine().replay_guard(guard(&url));
+    let b = engine().replay_guard(guard(&url));
+    let (runs_a, runs_b) = (Cell::new(0), Cell::new(0));
+    // One runtime, as in a server: each guard's connection lives on it. The clock
+    // is the real one, since Redis expires keys by its own.
+    let rt = runtime();
+    let r1 = irr(run(&rt, &a, &tool("deploy"), &runs_a));
+    let last = tool("deploy").reply(&r1, json!({"confirm": accept(json!({"confirm": true}))}));
+    assert_eq!(
+        text(&complete(run(&rt, &a, &last, &runs_a))),
+        "deployment #1"
+    );
+    // The replay goes to the other instance: refused there.
+    let (replayed, _) = tool_error(run(&rt, &b, &last, &runs_b));
+    assert!(text(&replayed).contains("already carried out"));
+    assert_eq!((runs_a.get(), runs_b.get()), (1, 0));
+}
+
+/// A `redis-server` of this test's own, on a loopback port, without persistence.
+struct OwnRedis {
+    child: Child,
+    port: u16,
+    dir: std::path::PathBuf,
+}
+
+impl OwnRedis {
+    fn start_on(port: u16, dir: std::path::PathBuf) -> Self {
+        std::fs::create_dir_all(&dir).unwrap();
+        let child = Command::new("redis-server")
+            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(&dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("MRTR_TEST_REDIS_URL is set, but redis-server cannot be started ({e}): run scripts/redis.sh start, which installs it")
+            });
+        let me = Self { child, port, dir };
+        me.wait_ready();
+        me
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    fn wait_ready(&self) {
+        let limit = Instant::now() + Duration::from_secs(20);
+        loop {
+            let ok = runtime().block_on(async {
+                let Ok(client) = redis::Client::open(self.url()) else {
+                    return false;
+                };
+                match tokio::time::timeout(
+                    Duration::from_millis(500),
+                    client.get_multiplexed_async_connection(),
+                )
+                .await
+                {
+                    Ok(Ok(mut c)) => redis::cmd("PING")
+                        .query_async::<String>(&mut c)
+                        .await
+                        .is_ok(),
+                    _ => false,
+                }
+            });
+            if ok {
+                return;
+            }
+            assert!(Instant::now() < limit, "own redis-server did not come up");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for OwnRedis {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn a_stopped_redis_is_unavailable_and_claims_resume_when_it_is_back() {
+    if redis_url("a_stopped_redis_is_unavailable_and_claims_resume_when_it_is_back").is_none() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(unique("mrtr-own-redis"));
+    let port = free_port();
+    let mut redis = OwnRedis::start_on(port, dir.clone());
+    let timeout = Duration::from_millis(250);
+    let g = RedisReplayGuard::new(&redis.url(), "stop-test")
+        .unwrap()
+        .command_timeout(timeout);
+    // One runtime for the whole test, as in a server: the guard's connection
+    // and its reconnection tasks live on it.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let before = claim(flow_id("before"), "deploy", 60);
+    assert_eq!(rt.block_on(g.claim(&before)), ClaimOutcome::Claimed);
+
+    redis.stop();
+    let started = Instant::now();
+    let down = rt.block_on(g.claim(&claim(flow_id("down"), "deploy", 60)));
+    let took = started.elapsed();
+    assert_eq!(
+        down,
+        ClaimOutcome::Unavailable,
+        "fail closed while Redis is down"
+    );
+    eprintln!(
+        "claim against a stopped Redis: Unavailable after {took:?} (command timeout {timeout:?})"
+    );
+    // Down for good: every claim is refused, none is granted.
+    for i in 0..3 {
+        let c = claim(flow_id(&format!("down-{i}")), "deploy", 60);
+        assert_eq!(rt.block_on(g.claim(&c)), ClaimOutcome::Unavailable);
+    }
+
+    let _redis = OwnRedis::start_on(port, dir);
+    // Back: the guard reconnects on its own. Bounded retries, not a timing check.
+    let mut recovered = None;
+    for attempt in 0..200 {
+        let c = claim(flow_id(&format!("back-{attempt}")), "deploy", 60);
+        match rt.block_on(g.claim(&c)) {
+            ClaimOutcome::Claimed => {
+                recovered = Some(attempt);
+                break;
+            }
+            ClaimOutcome::Unavailable => std::thread::sleep(Duration::from_millis(100)),
+            other => panic!("{other:?}"),
+        }
+    }
+    let attempt = recovered.expect("the guard reconnected once Redis was back");
+    eprintln!("claims resumed after {attempt} refused attempts");
+    // A Redis restarted without persistence forgot the claim made before it stopped
+    // (documented: a shared store is only as durable as its data).
+    assert_eq!(rt.block_on(g.claim(&before)), ClaimOutcome::Claimed);
+}
+
+#[test]
+fn serve_starts_while_redis_is_down_and_once_steps_fail_closed() {
+    // A loopback port nothing listens on.
+    let url = format!("redis://127.0.0.1:{}", free_port());
+    let s = Server::start(&["--replay-store", &url]);
+    let first = tool_call(1, "deploy", Some(json!({"service": "web"})));
+    let state = state_of(&s.call(&first, 200));
+    let last = retry(&first, 2, Some(confirm_answer(true)), &state);
+    let text = tool_error_text(&s.call(&last, 200));
+    assert!(text.contains("could not record this step"), "{text}");
+    assert!(
+        text.contains("Retrying the same call may succeed"),
+        "{text}"
+    );
+    let lines = s.wait_for_lines("Redis replay store", 1);
+    assert!(!lines.is_empty(), "{:?}", s.stderr_lines());
+    let prefix = RedisReplayGuard::new(&url, mrtr::defaults::AUDIENCE).unwrap();
+    let prefix = prefix.key_prefix();
+    assert!(
+        s.stderr_lines().iter().all(|l| !l.contains(prefix)),
+        "no key in the log"
+    );
+}
+
+#[test]
+fn a_fleet_of_mrtr_serve_sharing_redis_deploys_once() {
+    let Some(url) = redis_url("a_fleet_of_mrtr_serve_sharing_redis_deploys_once") else {
+        return;
+    };
+    let key = mrtr::seal::generate_key_string();
+    let args = ["--replay-store", url.as_str()];
+    let a = Server::start_with_keys(&args, &key);
+    let b = Server::start_with_keys(&args, &key);
+    let first = tool_call(1, "deploy", Some(json!({"service": "fleet"})));
+    let state = state_of(&a.call(&first, 200));
+    let last = retry(&first, 2, Some(confirm_answer(true)), &state);
+    let done = a.call(&last, 200);
+    assert_eq!(
+        server_support::complete_text(&done),
+        "Deployed fleet (deployment #1)."
+    );
+    // The same final round sent to the other instance: refused there.
+    let mut replay = last.clone();
+    replay["id"] = json!(3);
+    let refused = tool_error_text(&b.call(&replay, 200));
+    assert!(refused.contains("already carried out"), "{refused}");
+    // And b has deployed nothing: its first deployment is #1.
+    let first = tool_call(4, "deploy", Some(json!({"service": "fleet"})));
+    let state = state_of(&b.call(&first, 200));
+    let done = b.call(&retry(&first, 5, Some(confirm_answer(true)), &state), 200);
+    assert_eq!(
+        server_support::complete_text(&done),
+        "Deployed fleet (deployment #1)."
+    );
+}
