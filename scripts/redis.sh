@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A throwaway Redis on loopback for the replay-store tests and bench.
 #
+#   scripts/redis.sh install # installs redis-server from Debian if missing
 #   scripts/redis.sh start   # installs redis-server if missing, starts it, prints its URL
 #   scripts/redis.sh url     # prints the URL of the running one
 #   scripts/redis.sh stop    # stops it and removes its directory
@@ -95,8 +96,9 @@ stop() {
 }
 
 case "${1:-}" in
+    install) install ;;
     start) start ;;
     stop) stop ;;
     url) url ;;
-    *) die "usage: scripts/redis.sh start|stop|url" ;;
+    *) die "usage: scripts/redis.sh install|start|stop|url" ;;
 esac
