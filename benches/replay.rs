@@ -110,6 +110,7 @@ fn report(rt: &tokio::runtime::Runtime, name: &str, guard: Arc<dyn ReplayGuard>)
     let engine = Engine::new(Keyring::parse_keys(SECRET).expect("key"), AUDIENCE)
         .replay_guard(Arc::clone(&guard));
     let mut lat = Vec::with_capacity(N);
+    let flows = Instant::now();
     for _ in 0..N {
         let now = Timestamp::now();
         let Outcome::InputRequired(irr) = rt.block_on(round(&engine, request(None), now)) else {
@@ -121,8 +122,10 @@ fn report(rt: &tokio::runtime::Runtime, name: &str, guard: Arc<dyn ReplayGuard>)
         lat.push(t.elapsed());
         assert!(matches!(o, Outcome::Complete(_)), "{name}: {o:?}");
     }
+    let flows_per_sec = N as f64 / flows.elapsed().as_secs_f64();
     let (med, p99) = percentiles(&mut lat);
     println!("{name:>6}: final round with a once step: median {med:>9.1?}  p99 {p99:>9.1?}");
+    println!("{name:>6}: two-round deploy flows, one at a time: {flows_per_sec:>9.0} flows/s");
 }
 
 /// Distinct flows for the claims of one run.
