@@ -42,6 +42,10 @@ pub mod code {
 /// [`crate::manual::security_model`]).
 pub const INVALID_REQUEST_STATE_MESSAGE: &str = "Invalid or expired requestState";
 
+/// The most characters of the client's protocol version that a -32022 error echoes
+/// in `data.requested`: 64.
+pub const REQUESTED_VERSION_ECHO_MAX: usize = 64;
+
 /// What kind of failure this is; decides the code (and so the HTTP status). The
 /// channel (tool result or JSON-RPC error) is decided by [`channel`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -361,17 +365,17 @@ impl Error {
         e
     }
 
-    /// -32022 with `data: {supported, requested}`.
+    /// -32022 with `data: {supported, requested}`. `requested` is what the client
+    /// sent, cut to its first [`REQUESTED_VERSION_ECHO_MAX`] characters: the reply
+    /// never grows with what the client chose to send (a version is ten characters).
     pub fn unsupported_version(requested: &str) -> Self {
+        let requested = truncate(requested, REQUESTED_VERSION_ECHO_MAX);
         let mut e = Self::new(
             ErrorKind::UnsupportedVersion,
             code::UNSUPPORTED_PROTOCOL_VERSION,
             "Unsupported protocol version",
             "version",
-            format!(
-                "client asked for protocol version {:?}",
-                truncate(requested, 64)
-            ),
+            format!("client asked for protocol version {requested:?}"),
         );
         e.inner.data = Some(
             json!({"supported": crate::wire::SUPPORTED_PROTOCOL_VERSIONS, "requested": requested}),
@@ -566,6 +570,18 @@ mod tests {
         );
         let e = Error::unsupported_version(&long);
         assert!(e.diagnostic().detail.len() < 120);
+    }
+
+    #[test]
+    fn the_requested_version_is_echoed_as_a_bounded_prefix() {
+        let e = Error::unsupported_version(&"é".repeat(10_000));
+        let echoed = e.to_jsonrpc(None)["error"]["data"]["requested"].clone();
+        assert_eq!(echoed, "é".repeat(REQUESTED_VERSION_ECHO_MAX));
+        let e = Error::unsupported_version("2099-01-01");
+        assert_eq!(
+            e.to_jsonrpc(None)["error"]["data"]["requested"],
+            "2099-01-01"
+        );
     }
 
     #[test]

@@ -141,6 +141,42 @@ pub struct ListCaching {
     pub public: bool,
 }
 
+/// One JSON-RPC message, parsed: the first step of [`Service::handle_until`], on
+/// its own so a transport can run it where it likes.
+///
+/// The parse is the part of handling whose cost grows with the size of the body;
+/// the rest is bounded by the engine's own limits (the `requestState` is at most
+/// [`defaults::MAX_TOKEN_LEN`] characters). The HTTP transport parses bodies
+/// above [`defaults::BLOCKING_PARSE_THRESHOLD`] on tokio's blocking pool, then
+/// hands the result to [`Service::handle_parsed_until`].
+///
+/// A message that is not JSON, or whose objects name a member twice at any depth,
+/// is answered -32700 (Parse error) without an `id`: two readers of such a
+/// message (a proxy routing on `params.name`, the server running the tool) can
+/// disagree on what it says, so no member of it, not even `id`, is trusted
+/// ([`from_slice_strict`](crate::wire::jsonrpc::from_slice_strict)). -32600
+/// (Invalid Request) would claim the message was read and found wrong; it was
+/// never read unambiguously.
+#[derive(Debug)]
+pub struct ParsedMessage(Result<Value, Error>);
+
+impl ParsedMessage {
+    /// Parses `body`; a failure is kept and answered when the message is handled.
+    pub fn parse(body: &[u8]) -> Self {
+        use crate::wire::jsonrpc::{StrictJsonError, from_slice_strict};
+        Self(from_slice_strict(body).map_err(|e| {
+            Error::parse(match e {
+                StrictJsonError::Syntax { line, column } => {
+                    format!("invalid JSON at line {line} column {column}")
+                }
+                StrictJsonError::DuplicateKey { line, column } => {
+                    format!("duplicate object key before line {line} column {column}")
+                }
+            })
+        }))
+    }
+}
+
 /// A sans-IO MCP server: tools, prompts and resources whose handlers run on the
 /// round [`Engine`], plus the discovery and list methods, behind one [`Service::handle`].
 ///
@@ -454,8 +490,24 @@ impl Service {
     where
         D: Future<Output = ()>,
     {
+        self.handle_parsed_until(ParsedMessage::parse(body), ctx, deadline)
+            .await
+    }
+
+    /// [`Service::handle_until`] for a message the transport parsed beforehand with
+    /// [`ParsedMessage::parse`], e.g. on a thread where a large body's parse cannot
+    /// hold up other requests.
+    pub async fn handle_parsed_until<D>(
+        &self,
+        message: ParsedMessage,
+        ctx: &RequestContext,
+        deadline: D,
+    ) -> Reply
+    where
+        D: Future<Output = ()>,
+    {
         let mut log = RequestLog::default();
-        let (id, outcome) = self.dispatch(body, ctx, &mut log, deadline).await;
+        let (id, outcome) = self.dispatch(message, ctx, &mut log, deadline).await;
         self.reply(id, outcome, ctx, log)
     }
 
@@ -467,7 +519,8 @@ impl Service {
     pub fn handle_sync(&self, body: &[u8], ctx: &RequestContext) -> Reply {
         let mut log = RequestLog::default();
         let (id, outcome) = {
-            let mut fut = pin!(self.dispatch(body, ctx, &mut log, std::future::ready(())));
+            let message = ParsedMessage::parse(body);
+            let mut fut = pin!(self.dispatch(message, ctx, &mut log, std::future::ready(())));
             let mut cx = Context::from_waker(Waker::noop());
             match fut.as_mut().poll(&mut cx) {
                 Poll::Ready(r) => r,
@@ -563,24 +616,15 @@ impl Service {
     /// Returns the request id (if any) and the outcome (`None` for a notification).
     async fn dispatch<D: Future<Output = ()>>(
         &self,
-        body: &[u8],
+        message: ParsedMessage,
         ctx: &RequestContext,
         log: &mut RequestLog,
         deadline: D,
     ) -> (Option<RequestId>, Option<Outcome>) {
         let protocol = |e: Error| Some(Outcome::Protocol(e));
-        let msg: Value = match serde_json::from_slice(body) {
+        let msg = match message.0 {
             Ok(v) => v,
-            Err(e) => {
-                return (
-                    None,
-                    protocol(Error::parse(format!(
-                        "invalid JSON at line {} column {}",
-                        e.line(),
-                        e.column()
-                    ))),
-                );
-            }
+            Err(e) => return (None, protocol(e)),
         };
         let Value::Object(msg) = msg else {
             let what = if msg.is_array() {

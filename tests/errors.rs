@@ -186,6 +186,21 @@ fn unsupported_version_is_32022_400_with_supported_and_requested() {
 }
 
 #[test]
+fn the_32022_data_echoes_a_bounded_prefix_of_the_requested_version() {
+    // A client may send any string as its version; the error must not grow with it.
+    let sent = format!("2026-{}", "\u{1F980}".repeat(100_000));
+    let e = Error::unsupported_version(&sent);
+    let wire = e.to_jsonrpc(Some(&1.into()));
+    let echoed = wire["error"]["data"]["requested"].as_str().unwrap();
+    assert_eq!(
+        echoed.chars().count(),
+        mrtr::error::REQUESTED_VERSION_ECHO_MAX
+    );
+    assert!(sent.starts_with(echoed), "a prefix, cut between characters");
+    assert!(wire.to_string().len() < 512, "{}", wire.to_string().len());
+}
+
+#[test]
 fn no_code_in_the_reserved_range_other_than_the_three() {
     for (name, e) in every_error() {
         let c = e.code();
