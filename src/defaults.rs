@@ -16,11 +16,33 @@
 //! | client | [`CLIENT_MAX_ROUNDS`] (= [`MAX_ROUNDS`] + 1), [`CLIENT_TOTAL_TIMEOUT`] | 17, 5 min |
 //! | | [`CLIENT_REQUEST_TIMEOUT`] | 30 s |
 //! | | [`CLIENT_MAX_QUESTIONS_PER_ROUND`] (= [`MAX_ASKS_PER_ROUND`]), [`CLIENT_MAX_CONCURRENT_ANSWERS`] | 16, 4 |
-//! | | [`CLIENT_MAX_SAMPLING_PER_FLOW`], [`CLIENT_MAX_ANSWER_BYTES`] | 16, 1 MiB |
+//! | | [`CLIENT_MAX_SAMPLING_PER_FLOW`], [`CLIENT_MAX_ANSWER_BYTES`] (= [`MAX_BODY`]) | 16, 256 KiB |
 //! | | [`BACKOFF_INITIAL`] → [`BACKOFF_MAX`] | 50 ms → 250 ms |
-//! | server | [`LISTEN`], [`MAX_BODY`], [`AUDIENCE`] | `127.0.0.1:8808`, 1 MiB, `mrtr-reference` |
+//! | server | [`LISTEN`], [`MAX_BODY`], [`AUDIENCE`] | `127.0.0.1:8808`, 256 KiB, `mrtr-reference` |
 //! | | [`MAX_CLOCK_SKEW`] (flag bound), [`STDIO_MAX_IN_FLIGHT`] | 1 h, 64 |
 //! | | [`BODY_READ_TIMEOUT`], [`SHUTDOWN_GRACE`] | 30 s, 10 s |
+//! | HTTP connections | [`HEADER_READ_TIMEOUT`], [`IDLE_TIMEOUT`], [`MAX_CONNECTIONS`] | 10 s, 30 s, 512 |
+//! | HTTP requests | [`MAX_IN_FLIGHT`], [`BODY_BUDGET`], [`BODY_ALLOWANCE`] | 256, 4 MiB, 16 KiB |
+//! | | [`ADMISSION_TIMEOUT`], [`BLOCKING_PARSE_THRESHOLD`] | 10 s, 64 KiB |
+//!
+//! # Sizing the HTTP limits: a 2-core, 1 GiB instance stays up
+//! An open connection waiting for its head costs about 15 KiB (measured: its 8 KiB
+//! read buffer, the task, the tracker); the read buffer grows only while a body
+//! streams through it, and never past [`HTTP1_MAX_BUF`] (32 KiB):
+//! [`MAX_CONNECTIONS`] × 40 KiB ≈ 20 MiB at most. A parsed body costs more than
+//! its bytes: a `serde_json::Value` is 72 bytes (with `preserve_order`), so the
+//! worst body, `[0,0,0,...]`, takes about 36× its size once parsed. What is
+//! buffered at once is at most [`MAX_IN_FLIGHT`] × [`BODY_ALLOWANCE`] (4 MiB) plus
+//! [`BODY_BUDGET`] (4 MiB): 8 MiB of bodies, at worst about 300 MiB parsed, on top
+//! of a resident set of about 10 MiB. That
+//! leaves room in 1 GiB for the handlers' own memory. The allocator keeps much of
+//! what a burst freed, so bounding the peak is what keeps the resident set down
+//! after a burst. CPU: one core parses a 256 KiB body in about 2 ms (strings) to
+//! 7 ms (an array of numbers), optimized; bodies over [`BLOCKING_PARSE_THRESHOLD`]
+//! are parsed on the blocking pool, half the cores at a time, so the runtime's
+//! workers stay free for small requests. File descriptors: the connection cap is
+//! lowered at start-up to the process's limit less [`FD_RESERVE`], so new
+//! connections wait in the listen backlog instead of failing with `EMFILE`.
 //!
 //! # Rounds: client and server agree
 //! The server counts the `InputRequiredResult`s one flow may issue
@@ -152,8 +174,8 @@ pub const CLIENT_MAX_CONCURRENT_ANSWERS: usize = 4;
 pub const CLIENT_MAX_SAMPLING_PER_FLOW: u32 = 16;
 
 /// The most bytes of answers (`inputResponses`, as serialized JSON) one client
-/// flow sends, over all its rounds: 1 MiB, the most a default server reads in one
-/// request ([`MAX_BODY`]).
+/// flow sends, over all its rounds: 256 KiB, the most a default server reads in
+/// one request ([`MAX_BODY`]).
 /// [`ClientBuilder::max_answer_bytes`](crate::client::ClientBuilder::max_answer_bytes),
 /// `mrtr call --max-answer-bytes`.
 pub const CLIENT_MAX_ANSWER_BYTES: u64 = MAX_BODY as u64;
@@ -171,8 +193,17 @@ pub const BACKOFF_MAX: Duration = Duration::from_millis(250);
 /// The listen address: loopback only, so nothing else on the network can reach it.
 pub const LISTEN: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 8808));
 
-/// The largest request (one HTTP body or one stdio line): 1 MiB.
-pub const MAX_BODY: usize = 1024 * 1024;
+/// The largest request (one HTTP body or one stdio line): 256 KiB.
+///
+/// What a client legitimately sends is small: the largest piece of a request is
+/// the echoed `requestState`, at most [`MAX_TOKEN_LEN`] (16 KiB); the rest are
+/// the tool's arguments and the answers of one round (form fields, a sampled
+/// message, a list of roots). 256 KiB is sixteen times the largest state, room for
+/// generous arguments and answers, and a quarter of the old 1 MiB: every body the
+/// server holds, and every parse it does, costs at most a quarter as much.
+/// [`HttpOptions::max_body`](crate::server::http::HttpOptions::max_body),
+/// `mrtr serve --max-body`.
+pub const MAX_BODY: usize = 256 * 1024;
 
 /// The audience a sealed `requestState` is bound to.
 ///
@@ -190,6 +221,82 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// input is not read until one finishes (back-pressure, bounded memory).
 pub const STDIO_MAX_IN_FLIGHT: usize = 64;
 
+// ---------------------------------------------------------------------------
+// HTTP connections (`ServeOptions`, `mrtr serve`): see "Sizing" in the module doc
+// ---------------------------------------------------------------------------
+
+/// How long a client may take to send a request's head (request line and
+/// headers), from its first byte, or from the accept for a new connection: 10
+/// seconds. A client that trickles its headers (slowloris) is closed then. A head
+/// is a few hundred bytes; even a slow mobile link sends it in well under a second.
+/// [`ServeOptions::header_read_timeout`](crate::server::http::ServeOptions::header_read_timeout),
+/// `mrtr serve --header-timeout`.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a kept-alive connection may sit idle between requests: 30 seconds.
+/// Long enough for a client to reuse its connection across the rounds of a flow
+/// that the model answers; a round a human answers usually takes longer, and the
+/// client simply reconnects.
+/// [`ServeOptions::idle_timeout`](crate::server::http::ServeOptions::idle_timeout),
+/// `mrtr serve --idle-timeout`.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The most connections open at once: 512. At the cap, the connection that has
+/// waited longest without a request in progress (idle, or still sending its head)
+/// is closed to make room; when every connection has a request in progress, new
+/// connections wait in the listen backlog. Lowered at start-up to the open-file
+/// limit less [`FD_RESERVE`].
+/// [`ServeOptions::max_connections`](crate::server::http::ServeOptions::max_connections),
+/// `mrtr serve --max-connections`.
+pub const MAX_CONNECTIONS: usize = 512;
+
+/// File descriptors kept free for everything but client connections (the
+/// listeners, standard streams, the runtime's own, a key file being re-read): 64.
+pub const FD_RESERVE: u64 = 64;
+
+/// The largest read buffer of one HTTP/1 connection: 32 KiB (hyper's default is
+/// about 400 KiB). A request head must fit in it (nginx allows 32 KiB of header
+/// lines by default); bodies stream through it.
+pub const HTTP1_MAX_BUF: usize = 32 * 1024;
+
+// ---------------------------------------------------------------------------
+// HTTP requests (`HttpOptions`, per router)
+// ---------------------------------------------------------------------------
+
+/// The most requests one router handles at once: 256. Beyond it a request waits
+/// (at most [`ADMISSION_TIMEOUT`]) before its body is read, then gets 503.
+/// Handlers that await (a database, an API) hold their slot while they wait, so
+/// the cap is generous; what it bounds is memory: [`BODY_ALLOWANCE`] each.
+/// [`HttpOptions::max_in_flight`](crate::server::http::HttpOptions::max_in_flight),
+/// `mrtr serve --max-in-flight`.
+pub const MAX_IN_FLIGHT: usize = 256;
+
+/// The bytes of request bodies one router buffers at once beyond each body's
+/// [`BODY_ALLOWANCE`]: 4 MiB, sixteen bodies of the largest size [`MAX_BODY`]. A
+/// body larger than the allowance reserves its size (its `Content-Length`, or
+/// [`MAX_BODY`] for a chunked one) before any of it is read, and waits (at most
+/// [`ADMISSION_TIMEOUT`]) while the budget is spent; the reservation lasts until
+/// the reply is built, so it also bounds the parsed copies.
+/// [`HttpOptions::body_budget`](crate::server::http::HttpOptions::body_budget),
+/// `mrtr serve --body-budget`.
+pub const BODY_BUDGET: usize = 4 * 1024 * 1024;
+
+/// The bytes of every body that do not count against [`BODY_BUDGET`]: 16 KiB, the
+/// size of the largest `requestState`. Ordinary requests (a `ping`, a round with
+/// its state and a few answers) never wait behind large bodies; together they are
+/// bounded by [`MAX_IN_FLIGHT`] × 16 KiB = 4 MiB.
+pub const BODY_ALLOWANCE: usize = 16 * 1024;
+
+/// How long a request may wait for a slot under [`MAX_IN_FLIGHT`] and for its
+/// share of [`BODY_BUDGET`] before it is answered 503 with `Retry-After`: 10 seconds.
+pub const ADMISSION_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Bodies larger than this are parsed on tokio's blocking pool, not on the
+/// runtime's workers: 64 KiB. Parsing is the only part of handling whose cost
+/// grows with the body (0.5 to 2 ms per 64 KiB on one core, optimized); below this
+/// size the hop to another thread costs about as much as it saves.
+pub const BLOCKING_PARSE_THRESHOLD: usize = 64 * 1024;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -205,6 +312,17 @@ mod tests {
         const { assert!(CLIENT_MAX_QUESTIONS_PER_ROUND >= MAX_ASKS_PER_ROUND) };
         const { assert!(CLIENT_MAX_CONCURRENT_ANSWERS >= 1) };
         const { assert!(CLIENT_REQUEST_TIMEOUT.as_secs() <= CLIENT_TOTAL_TIMEOUT.as_secs()) };
+    }
+
+    #[test]
+    fn the_http_limits_fit_together() {
+        // The largest state fits the allowance, so a round never waits behind big bodies.
+        const { assert!(BODY_ALLOWANCE >= MAX_TOKEN_LEN) };
+        // The budget admits the largest body; the largest head fits the read buffer.
+        const { assert!(BODY_BUDGET >= MAX_BODY) };
+        const { assert!(MAX_BODY > BLOCKING_PARSE_THRESHOLD) };
+        const { assert!(HTTP1_MAX_BUF >= 8 * 1024) };
+        const { assert!(HEADER_READ_TIMEOUT.as_secs() <= IDLE_TIMEOUT.as_secs()) };
     }
 
     #[test]

@@ -62,7 +62,7 @@ fn oversized_body_is_413_with_a_jsonrpc_error() {
     // Declared too large: refused before reading.
     let r = request_raw(
         s.addr,
-        b"POST /mcp HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: 5000000\r\n\r\n{",
+        b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: 5000000\r\n\r\n{",
     );
     assert_eq!(r.status, 413, "{r:?}");
     assert_eq!(r.header("content-type"), Some("application/json"));
@@ -78,7 +78,7 @@ fn oversized_body_is_413_with_a_jsonrpc_error() {
     );
 
     // Streamed (chunked, no length) past the limit: refused while reading.
-    let mut raw = b"POST /mcp HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+    let mut raw = b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
     raw.extend_from_slice(format!("{:x}\r\n", 3000).as_bytes());
     raw.extend_from_slice(&[b' '; 3000]);
     raw.extend_from_slice(b"\r\n0\r\n\r\n");
@@ -200,7 +200,7 @@ fn odd_header_bytes_never_crash_the_server() {
     let s = Server::start(&[]);
     let body = tools_list(1);
     let mut raw = format!(
-        "POST /mcp HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\nMcp-Method: tools/\u{ff}\r\nMcp-Method: second\r\n\r\n",
+        "POST /mcp HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\nMcp-Method: tools/\u{ff}\r\nMcp-Method: second\r\n\r\n",
         body.len()
     )
     .into_bytes();

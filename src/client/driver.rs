@@ -149,7 +149,7 @@ impl ClientBuilder {
     }
 
     /// The most bytes of answers (`inputResponses`, as serialized JSON) one flow may
-    /// send, over all its rounds. Default: 1 MiB ([`defaults::CLIENT_MAX_ANSWER_BYTES`]).
+    /// send, over all its rounds. Default: 256 KiB ([`defaults::CLIENT_MAX_ANSWER_BYTES`]).
     /// Answers that would go over it are not sent: the flow ends with
     /// [`ClientError::CapExceeded`] ([`Cap::AnswerBytes`]).
     pub fn max_answer_bytes(mut self, n: u64) -> Self {

@@ -108,3 +108,31 @@
 //! a retry of the same round finds it claimed, so that flow's step runs zero times
 //! rather than once; the tool error tells the model to start the request over,
 //! which begins a new flow. At-most-once is kept; exactly-once is not promised.
+//!
+//! # Facing the open internet
+//!
+//! `mrtr serve` bounds what one client, or many, can hold. The defaults keep a
+//! 2-core, 1 GiB instance alive under a flood; the reasoning is in
+//! [`defaults`](crate::defaults) ("Sizing the HTTP limits").
+//!
+//! | flag | default | what happens at the limit |
+//! |---|---|---|
+//! | `--header-timeout` | 10 s | a connection that has not sent a whole request head this long after its first byte (or after the accept) is closed |
+//! | `--idle-timeout` | 30 s | a kept-alive connection without a new request is closed |
+//! | `--max-connections` | 512 | the connection that has waited longest without a request in progress is closed to make room; if all are busy, new ones wait in the listen backlog. Lowered at start-up (with a warning) to `ulimit -n` less 64 |
+//! | `--max-in-flight` | 256 | a request waits up to 10 s for a slot, then gets 503 with `Retry-After: 1` |
+//! | `--body-budget` | 4 MiB | a body over 16 KiB reserves its size before it is read; it waits up to 10 s while the budget is spent, then gets 503 |
+//! | `--max-body` | 256 KiB | 413 (also the stdio line limit) |
+//! | `--allow-host` | loopback names on a loopback address, else any | 421 |
+//!
+//! Requests of up to 16 KiB (a `ping`, a round carrying its state and answers)
+//! never wait on the body budget, so they keep being answered while large bodies
+//! queue; a client that declares a large body and sends it slowly holds its share
+//! of the budget for at most the body read timeout (30 s). Bodies over 64 KiB are
+//! parsed on the blocking pool, at most half the cores at a time. On a public
+//! address, list the names clients use with `--allow-host`: the default there is
+//! every `Host`. The allocator keeps much of what a burst freed, so the resident
+//! set after a burst stays near its peak: what the limits bound is that peak. A
+//! burst of 1 000 bodies just under the limit, all sent at once, peaked at about
+//! 30 MiB over the idle process (the same burst of 1 MiB bodies against the old
+//! unbounded transport: 1.5 GiB).

@@ -185,7 +185,7 @@
 //!
 //! | code | when | HTTP |
 //! |---|---|---|
-//! | `-32700` | the body is not JSON | 400 |
+//! | `-32700` | the body is not JSON, or one of its objects names a member twice (a proxy and the server could read it differently, so no member of it, `id` included, is trusted) | 400 |
 //! | `-32600` | not a JSON-RPC request object (batches included) | 400 |
 //! | `-32601` | unknown method | 404 |
 //! | `-32602` | invalid params, a missing or malformed `_meta` field, the uniform `requestState` refusal | 400 |
@@ -284,7 +284,11 @@
 //!   Elicitation).
 //! - **Limit request rates and sizes**: a client can make a server re-ask as
 //!   often as it likes. mrtr caps rounds per flow, questions per round and the
-//!   carried state; the transport caps body size.
+//!   carried state; the HTTP transport caps the body size, the requests in flight,
+//!   the body bytes buffered at once, the open connections, and how long a head may
+//!   take and a kept-alive connection may idle (see the operations chapter,
+//!   "Facing the open internet"). It does not limit request rates: put a rate
+//!   limiter in front of a public server.
 //! - **Reseed after `fork`**: nonces come from a per-thread generator that does
 //!   not reseed on `fork`; a process that forks after sealing must call
 //!   `rand::rng().reseed()` in the child before sealing again.

@@ -26,24 +26,59 @@
 //!     .layer(middleware::from_fn(authenticate));
 //! ```
 //!
-//! Order of checks on `POST /mcp`: `Origin` (403), the principal (401),
-//! `Content-Type` (415), body size (413), then [`Service::handle`]. `GET`/`DELETE`
-//! (and any other method) on `/mcp` answer 405 with `Allow: POST`. The router has
-//! no fallback of its own, so it merges into an application that has one; `mrtr
-//! serve` answers 404 on other paths.
+//! Order of checks on `POST /mcp`: `Host` (421, only with an allow-list), `Origin`
+//! (403), the principal (401), `Content-Type` (415), the declared body size (413),
+//! a slot under the in-flight cap and the body's share of the body budget (503
+//! after [`defaults::ADMISSION_TIMEOUT`]), the body itself (413, 408), then
+//! [`Service::handle_parsed_until`]. `GET`/`DELETE` (and any other method) on
+//! `/mcp` answer 405 with `Allow: POST`. The router has no fallback of its own, so
+//! it merges into an application that has one; `mrtr serve` answers 404 on other
+//! paths.
 //!
-//! [`Service::handle_until`] is awaited on the request's own task: the core does
-//! no I/O itself, and a handler that awaits (a database, an API) yields the worker
-//! to other requests instead of blocking it. The handler's deadline is the
+//! # DNS rebinding: `Origin` and `Host`
+//! A web page whose name an attacker points at 127.0.0.1 is, to the browser, the
+//! same origin as the attacker's site, so it can reach a loopback server. Two
+//! checks refuse it. `Origin` (spec: Streamable HTTP §Security Warning): a browser
+//! sends it on every POST, and only loopback origins and the ones you allow pass
+//! (403). `Host` ([`HttpOptions::allow_host`]): the name the request was sent to
+//! must be one you listed; the rebound page sends its own name (421). The router
+//! checks `Host` only when given a list, since behind your proxy only you know your
+//! names; `mrtr serve` on a loopback address without `--allow-host` allows
+//! `localhost`, `127.0.0.1` and `[::1]` on any port.
+//!
+//! # Limits
+//! Per router ([`HttpOptions`]): the body size, the requests in flight, and a
+//! budget of body bytes buffered at once. Per listener ([`ServeOptions`], for
+//! [`serve_with`], which runs its own accept loop since `axum::serve` has none of
+//! these): the header-read and keep-alive idle timeouts and the connection cap. If
+//! you serve the router with `axum::serve` or your own server, put the
+//! connection-level limits there (or in front of it).
+//!
+//! [`Service::handle_parsed_until`] is awaited on the request's own task: the core
+//! does no I/O itself, and a handler that awaits (a database, an API) yields the
+//! worker to other requests instead of blocking it. The handler's deadline is the
 //! service's [`Service::handler_timeout_value`]. Panics in a handler are caught by
 //! the service (-32603); a panic anywhere else in the request is caught around the
 //! whole request (a 500 with a -32603 body).
+//!
+//! Only the parse moves: a body larger than [`defaults::BLOCKING_PARSE_THRESHOLD`]
+//! is parsed with [`ParsedMessage::parse`] on tokio's blocking pool, so a burst of
+//! large bodies does not hold the runtime's workers while small requests (a
+//! `ping`) wait. Parsing is the one step whose cost grows with the body; the rest
+//! is bounded whatever the client sends (the `requestState` it opens is at most
+//! [`defaults::MAX_TOKEN_LEN`] characters). Running the whole request on a
+//! blocking thread instead (`Handle::block_on` in `spawn_blocking`) would cover the
+//! handler too, but would hold a blocking thread for as long as an async handler
+//! awaits its database, and those threads are many and heavy compared to tasks.
+//! How many bodies are parsed at once is bounded by the body budget.
 
 use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use axum::Router;
 use axum::body::Body;
@@ -59,9 +94,13 @@ use http_body_util::BodyExt;
 use super::{ConfigError, log};
 use crate::defaults;
 use crate::principal::Principal;
-use crate::service::{Reply, RequestContext, RequestLog, Service};
+use crate::service::{ParsedMessage, Reply, RequestContext, RequestLog, Service};
 use crate::streamable_http::{HEADER_METHOD, HEADER_NAME, HEADER_PROTOCOL_VERSION, McpHeaders};
 use crate::time::Timestamp;
+
+mod connections;
+
+pub use connections::{ServeOptions, serve_with};
 
 /// The path of the MCP endpoint.
 pub const MCP_PATH: &str = "/mcp";
@@ -201,34 +240,74 @@ pub(crate) fn is_principal_name(name: &str) -> bool {
     !name.is_empty() && name.bytes().all(|b| b.is_ascii_graphic())
 }
 
-/// The transport's limits: the body size and the allowed `Origin` values.
+/// The router's limits: the body size, the requests in flight, the body bytes
+/// buffered at once, and the allowed `Origin` and `Host` values.
 ///
 /// ```
 /// use mrtr::server::http::HttpOptions;
-/// let options = HttpOptions::default().max_body(64 * 1024).allow_origin("https://app.example")?;
+/// let options = HttpOptions::default()
+///     .max_body(64 * 1024)
+///     .max_in_flight(128)
+///     .body_budget(2 * 1024 * 1024)
+///     .allow_origin("https://app.example")?
+///     .allow_host("mcp.example.com")?;
 /// # Ok::<(), mrtr::server::ConfigError>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
     max_body: usize,
+    max_in_flight: usize,
+    body_budget: usize,
     allowed_origins: Vec<String>,
+    allowed_hosts: Vec<HostPattern>,
 }
 
 impl Default for HttpOptions {
     fn default() -> Self {
         Self {
             max_body: defaults::MAX_BODY,
+            max_in_flight: defaults::MAX_IN_FLIGHT,
+            body_budget: defaults::BODY_BUDGET,
             allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
         }
     }
 }
 
+/// The largest body any setting admits: a reservation of the body budget is
+/// counted in `u32` permits.
+const MAX_BODY_CEILING: usize = u32::MAX as usize;
+
 impl HttpOptions {
-    /// The largest request body accepted, in bytes; larger ones get 413.
-    /// Default: [`defaults::MAX_BODY`] (1 MiB).
+    /// The largest request body accepted, in bytes (at most 4 GiB); larger ones
+    /// get 413. Nothing is allocated from a declared `Content-Length`: the buffer
+    /// grows with the bytes that arrive. Default: [`defaults::MAX_BODY`] (256 KiB).
     #[must_use]
     pub fn max_body(mut self, bytes: usize) -> Self {
-        self.max_body = bytes;
+        self.max_body = bytes.min(MAX_BODY_CEILING);
+        self
+    }
+
+    /// The most requests this router handles at once (at least 1). A request
+    /// beyond it waits, before its body is read, for at most
+    /// [`defaults::ADMISSION_TIMEOUT`], then gets 503 with `Retry-After: 1`.
+    /// Default: [`defaults::MAX_IN_FLIGHT`] (256).
+    #[must_use]
+    pub fn max_in_flight(mut self, n: usize) -> Self {
+        self.max_in_flight = n.max(1);
+        self
+    }
+
+    /// The bytes of request bodies this router buffers at once beyond the first
+    /// [`defaults::BODY_ALLOWANCE`] (16 KiB) of each; raised to the body limit if
+    /// smaller, so every admissible body fits. A body over the allowance reserves
+    /// its size before any of it is read and keeps the reservation until its reply
+    /// is built; while the budget is spent it waits, for at most
+    /// [`defaults::ADMISSION_TIMEOUT`], then gets 503 with `Retry-After: 1`.
+    /// Default: [`defaults::BODY_BUDGET`] (4 MiB).
+    #[must_use]
+    pub fn body_budget(mut self, bytes: usize) -> Self {
+        self.body_budget = bytes;
         self
     }
 
@@ -246,12 +325,136 @@ impl HttpOptions {
         }
         Ok(self)
     }
+
+    /// Allows requests addressed to `host` (`NAME`, `NAME:PORT`, an IPv4 address,
+    /// or `[IPv6]`, with or without `:PORT`; without a port, any port matches).
+    /// Once any host is allowed, a request whose `Host` (or absolute request target)
+    /// names another, or that has none, gets `421 Misdirected Request` before
+    /// anything else is looked at: this server does not answer for that name. That
+    /// is the `Host` half of the DNS-rebinding defence (see the module doc); 421
+    /// rather than 403 because the request may be fine, only sent to the wrong
+    /// name. Default: no list, every `Host` passes (`mrtr serve` on a loopback
+    /// address allows the loopback names unless `--allow-host` is given).
+    ///
+    /// # Errors
+    /// [`ConfigError`] if `host` is not of that form.
+    pub fn allow_host(mut self, host: &str) -> Result<Self, ConfigError> {
+        let pattern = parse_authority(host.trim())
+            .map(|(host, port)| HostPattern { host, port })
+            .ok_or_else(|| ConfigError(format!("not a host (NAME[:PORT]): {host:?}")))?;
+        if !self.allowed_hosts.contains(&pattern) {
+            self.allowed_hosts.push(pattern);
+        }
+        Ok(self)
+    }
+}
+
+#[cfg(test)]
+impl HttpOptions {
+    /// The allowed hosts as `NAME[:PORT]`, for tests of the configuration.
+    pub(crate) fn allowed_host_names(&self) -> Vec<String> {
+        self.allowed_hosts
+            .iter()
+            .map(|p| match p.port {
+                Some(port) => format!("{}:{port}", p.host),
+                None => p.host.clone(),
+            })
+            .collect()
+    }
+}
+
+/// One allowed `Host`: a lower-case name or address (IPv6 in brackets), and a
+/// port unless any port will do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct HostPattern {
+    host: String,
+    port: Option<u16>,
+}
+
+/// Splits `NAME[:PORT]` or `[IPv6][:PORT]` into a lower-case host and a port;
+/// `None` if it is neither (empty parts, stray characters, a port over 65535).
+fn parse_authority(authority: &str) -> Option<(String, Option<u16>)> {
+    let (host, port) = if authority.starts_with('[') {
+        let end = authority.find(']')?;
+        let (host, rest) = authority.split_at(end + 1);
+        let inner = &host[1..host.len() - 1];
+        if inner.is_empty()
+            || !inner
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.')
+        {
+            return None;
+        }
+        (
+            host,
+            if rest.is_empty() {
+                None
+            } else {
+                Some(rest.strip_prefix(':')?)
+            },
+        )
+    } else {
+        let (host, port) = match authority.split_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (authority, None),
+        };
+        if host.is_empty()
+            || host.len() > 253
+            || !host
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
+        {
+            return None;
+        }
+        (host, port)
+    };
+    let port = match port {
+        None => None,
+        Some(p) if !p.is_empty() && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit()) => {
+            Some(p.parse::<u16>().ok()?)
+        }
+        Some(_) => return None,
+    };
+    Some((host.to_ascii_lowercase(), port))
+}
+
+/// Whether the request is addressed to an allowed host: the absolute request
+/// target's authority if it has one (RFC 9112 §3.2.2: then `Host` is ignored),
+/// else its one `Host` header. No list: always.
+fn host_allowed(parts: &Parts, allowed: &[HostPattern]) -> bool {
+    if allowed.is_empty() {
+        return true;
+    }
+    let authority = match parts.uri.authority() {
+        Some(a) => a.as_str().to_owned(),
+        None => {
+            let mut hosts = parts.headers.get_all(header::HOST).iter();
+            match (hosts.next().map(|h| h.to_str()), hosts.next()) {
+                (Some(Ok(h)), None) => h.to_owned(),
+                _ => return false,
+            }
+        }
+    };
+    let Some((host, port)) = parse_authority(&authority) else {
+        return false;
+    };
+    allowed
+        .iter()
+        .any(|p| p.host == host && p.port.is_none_or(|allowed| Some(allowed) == port))
 }
 
 struct AppState {
     service: Arc<Service>,
     options: HttpOptions,
     principal: Box<dyn PrincipalSource>,
+    /// Slots for requests past the cheap checks: [`HttpOptions::max_in_flight`].
+    in_flight: Arc<Semaphore>,
+    /// Bytes of large bodies buffered at once: [`HttpOptions::body_budget`].
+    body_budget: Arc<Semaphore>,
+    /// Large bodies parsed at once on the blocking pool: half the cores, rounded
+    /// up, so the other half is always free for the runtime's workers (and few
+    /// threads means few per-thread allocator arenas holding memory after a burst).
+    parse_slots: Arc<Semaphore>,
 }
 
 impl fmt::Debug for AppState {
@@ -282,10 +485,21 @@ where
     S: Clone + Send + Sync + 'static,
     P: PrincipalSource,
 {
+    let in_flight = Arc::new(Semaphore::new(options.max_in_flight));
+    // Every admissible body must fit the budget, or it would wait forever.
+    let budget = options
+        .body_budget
+        .max(options.max_body.saturating_sub(defaults::BODY_ALLOWANCE))
+        .min(Semaphore::MAX_PERMITS);
     let state = Arc::new(AppState {
         service,
         options,
         principal: Box::new(principal),
+        in_flight,
+        body_budget: Arc::new(Semaphore::new(budget)),
+        parse_slots: Arc::new(Semaphore::new(
+            std::thread::available_parallelism().map_or(1, |n| n.get().div_ceil(2)),
+        )),
     });
     Router::new()
         .route(MCP_PATH, post(post_mcp).fallback(method_not_allowed))
@@ -304,39 +518,18 @@ pub(crate) fn standalone_router<P: PrincipalSource>(
         .fallback(not_found.layer(middleware::from_fn(per_request)))
 }
 
-/// Serves `app` on `listener` until `shutdown` resolves, then lets in-flight
-/// requests finish.
+/// Serves `app` on `listener` with the default [`ServeOptions`] until `shutdown`
+/// resolves, then lets in-flight requests finish (at most
+/// [`defaults::SHUTDOWN_GRACE`]). See [`serve_with`].
 ///
 /// # Errors
-/// The listener's I/O error.
+/// As [`serve_with`].
 pub async fn serve(
     listener: tokio::net::TcpListener,
     app: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let (signalled_tx, signalled_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
-        shutdown.await;
-        let _ = signalled_tx.send(());
-    });
-    // After the signal, in-flight requests get defaults::SHUTDOWN_GRACE to finish; a
-    // client that keeps a request open longer does not keep the process alive.
-    let deadline = async {
-        match signalled_rx.await {
-            Ok(()) => tokio::time::sleep(defaults::SHUTDOWN_GRACE).await,
-            Err(_) => std::future::pending().await,
-        }
-    };
-    tokio::select! {
-        r = server.into_future() => r,
-        () = deadline => {
-            tracing::warn!(
-                grace_secs = defaults::SHUTDOWN_GRACE.as_secs(),
-                "connections still open after the grace period; closing them"
-            );
-            Ok(())
-        }
-    }
+    serve_with(listener, app, ServeOptions::default(), shutdown).await
 }
 
 /// Outer middleware: correlation id, panic isolation, and the one log line.
@@ -383,6 +576,14 @@ async fn post_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let headers = &parts.headers;
 
+    if !host_allowed(&parts, &app.options.allowed_hosts) {
+        return transport_error(
+            StatusCode::MISDIRECTED_REQUEST,
+            -32600,
+            "Misdirected Request: this server does not answer for that Host",
+            "host not allowed",
+        );
+    }
     if let Some(origin) = headers.get(header::ORIGIN)
         && !origin_allowed(origin.as_bytes(), &app.options.allowed_origins)
     {
@@ -418,16 +619,35 @@ async fn post_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
         );
     }
     let max_body = app.options.max_body;
-    let bytes = match read_body(body, headers, max_body).await {
+    let too_large = || {
+        transport_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            -32600,
+            &format!("Request body too large (limit {max_body} bytes)"),
+            "body too large",
+        )
+    };
+    let declared = declared_length(headers);
+    if declared.is_some_and(|n| n > max_body as u64) {
+        return too_large();
+    }
+    let admission = tokio::time::Instant::now() + defaults::ADMISSION_TIMEOUT;
+    let Ok(Ok(_in_flight)) =
+        tokio::time::timeout_at(admission, Arc::clone(&app.in_flight).acquire_owned()).await
+    else {
+        return busy("no request slot free in time");
+    };
+    let limits = BodyLimits {
+        max: max_body,
+        // Bounded by max_body (≤ u32::MAX), so the casts below are exact.
+        declared: declared.map(|n| n as usize),
+        budget: &app.body_budget,
+        admission,
+    };
+    let (bytes, _reservation) = match read_body(body, limits).await {
         Ok(b) => b,
-        Err(BodyError::TooLarge) => {
-            return transport_error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                -32600,
-                &format!("Request body too large (limit {max_body} bytes)"),
-                "body too large",
-            );
-        }
+        Err(BodyError::TooLarge) => return too_large(),
+        Err(BodyError::Busy) => return busy("body budget spent"),
         Err(BodyError::Timeout) => {
             return transport_error(
                 StatusCode::REQUEST_TIMEOUT,
@@ -452,11 +672,37 @@ async fn post_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
         correlation_id: corr.clone(),
         http_headers: Some(mcp_headers(headers)),
     };
+    let message = if bytes.len() > defaults::BLOCKING_PARSE_THRESHOLD {
+        // Off the runtime's workers (see the module doc); the body is freed there too.
+        let Ok(_slot) = app.parse_slots.acquire().await else {
+            return internal_error();
+        };
+        match tokio::task::spawn_blocking(move || ParsedMessage::parse(&bytes)).await {
+            Ok(m) => m,
+            Err(_) => return internal_error(),
+        }
+    } else {
+        ParsedMessage::parse(&bytes)
+    };
     let service = &app.service;
     let deadline = tokio::time::sleep(service.handler_timeout_value());
-    let reply = service.handle_until(&bytes, &ctx, deadline).await;
+    let reply = service.handle_parsed_until(message, &ctx, deadline).await;
 
     reply_response(reply, wants_sse(headers))
+}
+
+/// 503 with `Retry-After: 1` and a -32603 body: the router is at its in-flight cap
+/// or its body budget is spent, and stayed so for [`defaults::ADMISSION_TIMEOUT`].
+fn busy(detail: &'static str) -> Response {
+    let mut resp = transport_error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        -32603,
+        "Server busy: try again shortly",
+        detail,
+    );
+    resp.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    resp
 }
 
 /// Frames the core's reply: its status with a JSON body or one SSE event; no
@@ -501,33 +747,76 @@ enum BodyError {
     TooLarge,
     Timeout,
     Read,
+    Busy,
 }
 
-/// Reads the body, stopping as soon as it exceeds `max` bytes.
-async fn read_body(mut body: Body, headers: &HeaderMap, max: usize) -> Result<Vec<u8>, BodyError> {
-    let declared = headers
+/// The declared `Content-Length`, if there is one that parses.
+fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok());
-    if declared.is_some_and(|n| n > max as u64) {
-        return Err(BodyError::TooLarge);
-    }
+        .and_then(|v| v.trim().parse::<u64>().ok())
+}
+
+/// What [`read_body`] may buffer, and where it reserves the bytes beyond the allowance.
+struct BodyLimits<'a> {
+    /// The body limit; the declared length is already checked against it.
+    max: usize,
+    declared: Option<usize>,
+    budget: &'a Arc<Semaphore>,
+    /// When waiting for the budget gives up.
+    admission: tokio::time::Instant,
+}
+
+/// Reads the body, stopping as soon as it exceeds the limit.
+///
+/// The first [`defaults::BODY_ALLOWANCE`] bytes are free; a body that is larger
+/// (declared so, or found so while reading a chunked one) first reserves its
+/// declared size, or the whole limit when none was declared, from the budget, and
+/// returns the reservation with the bytes so it lasts as long as they (and what is
+/// parsed from them) do. Nothing is allocated ahead of the bytes that arrive.
+async fn read_body(
+    mut body: Body,
+    limits: BodyLimits<'_>,
+) -> Result<(Vec<u8>, Option<OwnedSemaphorePermit>), BodyError> {
+    let reserve = |bytes: usize| async move {
+        let n = u32::try_from(bytes.saturating_sub(defaults::BODY_ALLOWANCE)).unwrap_or(u32::MAX);
+        match tokio::time::timeout_at(
+            limits.admission,
+            Arc::clone(limits.budget).acquire_many_owned(n),
+        )
+        .await
+        {
+            Ok(Ok(permit)) => Ok(permit),
+            _ => Err(BodyError::Busy),
+        }
+    };
+    let mut reservation = match limits.declared {
+        Some(n) if n > defaults::BODY_ALLOWANCE => Some(reserve(n).await?),
+        _ => None,
+    };
     let read = async {
-        let mut buf = Vec::with_capacity(declared.map_or(0, |n| n as usize));
+        let mut buf = Vec::new();
         while let Some(frame) = body.frame().await {
             let frame = frame.map_err(|_| BodyError::Read)?;
             if let Ok(data) = frame.into_data() {
-                if buf.len() + data.len() > max {
+                let len = buf.len() + data.len();
+                if len > limits.max {
                     return Err(BodyError::TooLarge);
+                }
+                if len > defaults::BODY_ALLOWANCE && reservation.is_none() {
+                    // A chunked body past the allowance: reserve the worst case.
+                    reservation = Some(reserve(limits.max).await?);
                 }
                 buf.extend_from_slice(&data);
             }
         }
         Ok(buf)
     };
-    tokio::time::timeout(defaults::BODY_READ_TIMEOUT, read)
+    let buf = tokio::time::timeout(defaults::BODY_READ_TIMEOUT, read)
         .await
-        .unwrap_or(Err(BodyError::Timeout))
+        .unwrap_or(Err(BodyError::Timeout))?;
+    Ok((buf, reservation))
 }
 
 /// Copies the three MCP headers. Absent → `None`; repeated → the values joined
@@ -773,6 +1062,77 @@ mod tests {
     }
 
     #[test]
+    fn authorities_parse_as_names_addresses_and_ports() {
+        let p = |a: &str| parse_authority(a);
+        assert_eq!(p("Example.COM"), Some(("example.com".into(), None)));
+        assert_eq!(
+            p("example.com:8443"),
+            Some(("example.com".into(), Some(8443)))
+        );
+        assert_eq!(p("127.0.0.1:0"), Some(("127.0.0.1".into(), Some(0))));
+        assert_eq!(p("[::1]"), Some(("[::1]".into(), None)));
+        assert_eq!(
+            p("[::FFFF:127.0.0.1]:80"),
+            Some(("[::ffff:127.0.0.1]".into(), Some(80)))
+        );
+        for bad in [
+            "",
+            ":80",
+            "a:",
+            "a:b",
+            "a:65536",
+            "a:123456",
+            "a b",
+            "a/b",
+            "user@a",
+            "[::1",
+            "[]",
+            "[::1]x",
+            "[::1]:",
+            "[zz]",
+            "a:1:2",
+            "é.example",
+        ] {
+            assert_eq!(p(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn hosts_match_by_name_and_by_port_when_one_is_given() {
+        let options = HttpOptions::default()
+            .allow_host("a.example")
+            .unwrap()
+            .allow_host("b.example:9000")
+            .unwrap()
+            .allow_host("A.EXAMPLE")
+            .unwrap();
+        assert_eq!(
+            options.allowed_hosts.len(),
+            2,
+            "{:?}",
+            options.allowed_hosts
+        );
+        let allowed = |host: &str| {
+            let mut p = parts(&[]);
+            p.headers
+                .insert(header::HOST, HeaderValue::from_str(host).unwrap());
+            host_allowed(&p, &options.allowed_hosts)
+        };
+        assert!(allowed("a.example"));
+        assert!(allowed("A.example:1234"));
+        assert!(allowed("b.example:9000"));
+        assert!(!allowed("b.example"));
+        assert!(!allowed("b.example:9001"));
+        assert!(!allowed("c.example"));
+        assert!(
+            !host_allowed(&parts(&[]), &options.allowed_hosts),
+            "no Host"
+        );
+        assert!(host_allowed(&parts(&[]), &[]), "no list, no check");
+        assert!(HttpOptions::default().allow_host("a b").is_err());
+    }
+
+    #[test]
     fn error_bodies() {
         let v: serde_json::Value = serde_json::from_str(&error_body(-32600, "x \"y\"")).unwrap();
         assert_eq!(v["error"]["code"], -32600);
@@ -942,6 +1302,10 @@ mod tests {
             .unwrap();
         assert_eq!(o.allowed_origins, ["https://app.example"]);
         assert_eq!(o.max_body, defaults::MAX_BODY);
+        assert_eq!(o.max_in_flight, defaults::MAX_IN_FLIGHT);
+        assert_eq!(o.body_budget, defaults::BODY_BUDGET);
+        assert!(o.allowed_hosts.is_empty());
+        assert_eq!(HttpOptions::default().max_in_flight(0).max_in_flight, 1);
         assert!(HttpOptions::default().allow_origin("app.example").is_err());
     }
 

@@ -8,13 +8,15 @@
 //! request. Everything the protocol decides happens in [`Service::handle`].
 //!
 //! ```text
-//!  POST /mcp ─► origin (403) ─► principal (401) ─► content-type (415) ─► body limit (413) ─┐
-//!  stdin line (principal from configuration) ─► line limit (-32600) ───────────────────────┤
-//!                                                                                          ▼
-//!                                                        Service::handle(body, ctx) -> Reply
-//!                                                                                          │
-//!  HTTP: Reply.http_status + JSON or one SSE event; no body → 202 ◄────────────────────────┤
-//!  stdout: one line per reply ◄────────────────────────────────────────────────────────────┘
+//!  accept (connection cap; header and idle timeouts close the socket)
+//!    └► POST /mcp ─► host (421) ─► origin (403) ─► principal (401) ─► content-type (415)
+//!         ─► declared size (413) ─► in-flight slot, body budget (503) ─► body (413, 408) ─┐
+//!  stdin line (principal from configuration) ─► line limit (-32600) ──────────────────────┤
+//!                                                                                         ▼
+//!                                                       Service::handle(body, ctx) -> Reply
+//!                                                                                         │
+//!  HTTP: Reply.http_status + JSON or one SSE event; no body → 202 ◄───────────────────────┤
+//!  stdout: one line per reply ◄───────────────────────────────────────────────────────────┘
 //! ```
 //!
 //! With [`ServeConfig::metrics`] set, a second listener of its own serves
@@ -250,6 +252,20 @@ pub struct ServeConfig {
     pub max_body: usize,
     /// Extra allowed `Origin` values, normalized (lower case, no trailing slash).
     pub allowed_origins: Vec<String>,
+    /// `--allow-host`: the `Host` values answered ([`http::HttpOptions::allow_host`]).
+    /// Empty: on a loopback listen address, `localhost`, `127.0.0.1` and `[::1]`
+    /// (any port); on any other address, every `Host`.
+    pub allowed_hosts: Vec<String>,
+    /// `--header-timeout`: seconds a client may take to send a request head.
+    pub header_timeout_secs: u64,
+    /// `--idle-timeout`: seconds a kept-alive connection may wait for its next request.
+    pub idle_timeout_secs: u64,
+    /// `--max-connections`: connections open at once.
+    pub max_connections: usize,
+    /// `--max-in-flight`: requests handled at once.
+    pub max_in_flight: usize,
+    /// `--body-budget`: bytes of large bodies buffered at once.
+    pub body_budget: usize,
     /// Log line format.
     pub log_format: LogFormat,
     /// Who the caller is. Must be chosen: the default is [`PrincipalConfig::Unset`].
@@ -273,6 +289,12 @@ impl Default for ServeConfig {
             max_rounds: defaults::MAX_ROUNDS,
             max_body: defaults::MAX_BODY,
             allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
+            header_timeout_secs: defaults::HEADER_READ_TIMEOUT.as_secs(),
+            idle_timeout_secs: defaults::IDLE_TIMEOUT.as_secs(),
+            max_connections: defaults::MAX_CONNECTIONS,
+            max_in_flight: defaults::MAX_IN_FLIGHT,
+            body_budget: defaults::BODY_BUDGET,
             log_format: LogFormat::Human,
             principal: PrincipalConfig::Unset,
             metrics: None,
@@ -309,6 +331,35 @@ impl ServeConfig {
         if self.max_body < 1024 {
             return Err(ConfigError("--max-body must be at least 1024 bytes".into()));
         }
+        if self.max_body > u32::MAX as usize {
+            return Err(ConfigError("--max-body must be at most 4 GiB".into()));
+        }
+        if self.body_budget < self.max_body {
+            return Err(ConfigError(
+                "--body-budget must be at least --max-body: a body the limit admits must fit"
+                    .into(),
+            ));
+        }
+        for (flag, secs) in [
+            ("--header-timeout", self.header_timeout_secs),
+            ("--idle-timeout", self.idle_timeout_secs),
+        ] {
+            if secs == 0 || secs > MAX_CONNECTION_TIMEOUT_SECS {
+                return Err(ConfigError(format!(
+                    "{flag} must be between 1 and {MAX_CONNECTION_TIMEOUT_SECS} seconds"
+                )));
+            }
+        }
+        if self.max_connections == 0 {
+            return Err(ConfigError("--max-connections must be at least 1".into()));
+        }
+        if self.max_in_flight == 0 {
+            return Err(ConfigError("--max-in-flight must be at least 1".into()));
+        }
+        self.allowed_hosts
+            .iter()
+            .try_fold(http::HttpOptions::default(), |o, h| o.allow_host(h))
+            .map_err(|e| ConfigError(format!("--allow-host: {e}")))?;
         if let Some(m) = &self.metrics
             && !self.stdio
             && m.listen().port() != 0
@@ -358,14 +409,40 @@ impl ServeConfig {
         Ok(self)
     }
 
-    /// The transport options of the HTTP router.
-    fn http_options(&self) -> Result<http::HttpOptions, ConfigError> {
-        self.allowed_origins.iter().try_fold(
-            http::HttpOptions::default().max_body(self.max_body),
-            |o, origin| o.allow_origin(origin),
-        )
+    /// The transport options of the HTTP router listening on `local`.
+    fn http_options(&self, local: SocketAddr) -> Result<http::HttpOptions, ConfigError> {
+        let options = http::HttpOptions::default()
+            .max_body(self.max_body)
+            .max_in_flight(self.max_in_flight)
+            .body_budget(self.body_budget);
+        let options = self
+            .allowed_origins
+            .iter()
+            .try_fold(options, |o, origin| o.allow_origin(origin))?;
+        let loopback_default = self.allowed_hosts.is_empty() && local.ip().is_loopback();
+        let hosts: Vec<&str> = if loopback_default {
+            LOOPBACK_HOSTS.to_vec()
+        } else {
+            self.allowed_hosts.iter().map(String::as_str).collect()
+        };
+        hosts.into_iter().try_fold(options, |o, h| o.allow_host(h))
+    }
+
+    /// The connection-level options of the HTTP listener.
+    fn serve_options(&self) -> http::ServeOptions {
+        http::ServeOptions::default()
+            .header_read_timeout(Duration::from_secs(self.header_timeout_secs))
+            .idle_timeout(Duration::from_secs(self.idle_timeout_secs))
+            .max_connections(self.max_connections)
     }
 }
+
+/// The names a loopback `mrtr serve` answers for when no `--allow-host` is given
+/// (any port): what a local client puts in `Host`; a rebound name is none of them.
+const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
+
+/// The upper bound of `--header-timeout` and `--idle-timeout`: 1 hour.
+const MAX_CONNECTION_TIMEOUT_SECS: u64 = 3600;
 
 /// A configuration error: exit code 2, message on stderr.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -492,7 +569,14 @@ where
         context: "cannot read bound address",
         source,
     })?;
-    let options = cfg.http_options()?;
+    let options = cfg.http_options(local)?;
+    if cfg.allowed_hosts.is_empty() && !local.ip().is_loopback() {
+        tracing::info!(
+            %local,
+            "every Host is answered on a non-loopback address: list your public names \
+             with --allow-host to refuse DNS-rebound requests"
+        );
+    }
     let app = match &cfg.principal {
         PrincipalConfig::Anonymous => {
             if !local.ip().is_loopback() {
@@ -515,7 +599,7 @@ where
         _ => return Err(ConfigError("no principal source for HTTP".into()).into()),
     };
     tracing::info!(local_addr = %local, "listening on http://{local}/mcp");
-    http::serve(listener, app, shutdown)
+    http::serve_with(listener, app, cfg.serve_options(), shutdown)
         .await
         .map_err(|source| ServeError::Io {
             context: "http server",
@@ -523,4 +607,47 @@ where
         })?;
     tracing::info!("shut down");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hosts_of(cfg: &ServeConfig, listen: &str) -> Vec<String> {
+        cfg.http_options(listen.parse().unwrap())
+            .unwrap()
+            .allowed_host_names()
+    }
+
+    #[test]
+    fn the_host_list_defaults_to_loopback_names_on_loopback_only() {
+        let cfg = ServeConfig::default();
+        assert_eq!(
+            hosts_of(&cfg, "127.0.0.1:8808"),
+            ["localhost", "127.0.0.1", "[::1]"]
+        );
+        assert_eq!(
+            hosts_of(&cfg, "[::1]:0"),
+            ["localhost", "127.0.0.1", "[::1]"]
+        );
+        assert!(hosts_of(&cfg, "0.0.0.0:8808").is_empty());
+        let listed = ServeConfig {
+            allowed_hosts: vec!["mcp.example.com".into()],
+            ..ServeConfig::default()
+        };
+        assert_eq!(hosts_of(&listed, "127.0.0.1:8808"), ["mcp.example.com"]);
+        assert_eq!(hosts_of(&listed, "0.0.0.0:8808"), ["mcp.example.com"]);
+    }
+
+    #[test]
+    fn the_body_budget_must_hold_the_largest_body() {
+        let mut cfg = ServeConfig {
+            principal: PrincipalConfig::Anonymous,
+            ..ServeConfig::default()
+        };
+        cfg.body_budget = cfg.max_body - 1;
+        assert!(cfg.clone().validate().is_err());
+        cfg.body_budget = cfg.max_body;
+        assert!(cfg.validate().is_ok());
+    }
 }

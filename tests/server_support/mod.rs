@@ -571,6 +571,7 @@ impl Drop for StdioServer {
 /// socket (responses must carry `Content-Length`).
 pub struct KeepAlive {
     stream: TcpStream,
+    addr: SocketAddr,
     buf: Vec<u8>,
 }
 
@@ -582,6 +583,7 @@ impl KeepAlive {
             .unwrap();
         Self {
             stream,
+            addr,
             buf: Vec::new(),
         }
     }
@@ -590,7 +592,8 @@ impl KeepAlive {
     pub fn rpc(&mut self, body: &Value) -> HttpResponse {
         let text = body.to_string();
         let mut head = format!(
-            "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+            self.addr,
             text.len()
         );
         for (k, v) in headers_for(body) {
@@ -633,4 +636,52 @@ fn read_retrying(s: &mut TcpStream, buf: &mut [u8]) -> std::io::Result<usize> {
             r => return r,
         }
     }
+}
+
+impl KeepAlive {
+    /// Whether the server closes this connection (EOF or reset) within `limit`,
+    /// without sending anything first.
+    pub fn closed_by_server_within(&mut self, limit: Duration) -> bool {
+        closed_within(&mut self.stream, limit)
+    }
+}
+
+/// Whether the peer closes `s` (EOF or reset) within `limit`; bytes that arrive
+/// instead mean it did not.
+pub fn closed_within(s: &mut TcpStream, limit: Duration) -> bool {
+    s.set_read_timeout(Some(limit)).unwrap();
+    let mut buf = [0u8; 1024];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => return false,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return false;
+            }
+            Err(_) => return true,
+        }
+    }
+}
+
+/// The resident set of process `pid` in KiB (`VmRSS` in `/proc/PID/status`, Linux).
+pub fn vm_rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// How many file descriptors process `pid` has open (`/proc/PID/fd`, Linux).
+pub fn open_fds(pid: u32) -> Option<usize> {
+    Some(std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count())
 }

@@ -94,6 +94,32 @@ struct ServeArgs {
     /// Origin, http://localhost, http://127.0.0.1 and http://[::1] on any port.
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     allow_origin: Vec<String>,
+    /// A Host this server answers for (NAME, NAME:PORT, an IPv4 address or [IPv6];
+    /// without a port, any port); repeatable. A request for another Host, or
+    /// without one, gets 421 (a DNS-rebinding defence beside the Origin check).
+    /// Default: on a loopback --listen address, localhost, 127.0.0.1 and [::1];
+    /// on any other address, every Host (list your public names here).
+    #[arg(long = "allow-host", value_name = "NAME[:PORT]")]
+    allow_host: Vec<String>,
+    /// Seconds a client may take to send a request's head (request line and
+    /// headers), from its first byte; then the connection is closed (1..=3600).
+    #[arg(long, value_name = "SECONDS", default_value_t = defaults::HEADER_READ_TIMEOUT.as_secs())]
+    header_timeout: u64,
+    /// Seconds a kept-alive connection may wait for its next request (1..=3600).
+    #[arg(long, value_name = "SECONDS", default_value_t = defaults::IDLE_TIMEOUT.as_secs())]
+    idle_timeout: u64,
+    /// Connections open at once. At the cap, the one that has waited longest
+    /// without a request in progress is closed; if all are busy, new connections
+    /// wait. Lowered to the open-file limit (ulimit -n) less 64.
+    #[arg(long, value_name = "N", default_value_t = defaults::MAX_CONNECTIONS)]
+    max_connections: usize,
+    /// Requests handled at once; more wait up to 10 s, then get 503.
+    #[arg(long, value_name = "N", default_value_t = defaults::MAX_IN_FLIGHT)]
+    max_in_flight: usize,
+    /// Bytes of request bodies buffered at once beyond the first 16 KiB of each
+    /// (at least --max-body); a larger body waits up to 10 s for its share, then gets 503.
+    #[arg(long, value_name = "BYTES", default_value_t = defaults::BODY_BUDGET)]
+    body_budget: usize,
     /// Log format on stderr.
     #[arg(long, value_enum, default_value_t = LogFormatArg::Human)]
     log_format: LogFormatArg,
@@ -159,6 +185,12 @@ impl ServeArgs {
         cfg.max_rounds = self.max_rounds;
         cfg.max_body = self.max_body;
         cfg.allowed_origins = self.allow_origin;
+        cfg.allowed_hosts = self.allow_host;
+        cfg.header_timeout_secs = self.header_timeout;
+        cfg.idle_timeout_secs = self.idle_timeout;
+        cfg.max_connections = self.max_connections;
+        cfg.max_in_flight = self.max_in_flight;
+        cfg.body_budget = self.body_budget;
         cfg.log_format = match self.log_format {
             LogFormatArg::Human => LogFormat::Human,
             LogFormatArg::Json => LogFormat::Json,

@@ -1,0 +1,409 @@
+//! The HTTP server on the open internet: a slow head is cut off, an idle
+//! kept-alive connection is closed, a flood of connections stays under the cap
+//! (and under the file-descriptor limit) while a fresh `ping` is still answered,
+//! a burst of large bodies stays within the body budget, and a large body's
+//! parse does not hold up other requests. Every check is on loopback, bounded,
+//! and asserts outcomes (closed, answered, refused, a resident-set bound).
+#![cfg(feature = "server")]
+
+mod server_support;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use server_support::{
+    KeepAlive, PROTOCOL, Server, bin, borrow, closed_within, headers_for, open_fds, request,
+    vm_rss_kib,
+};
+
+fn ping(id: u64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "ping", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": PROTOCOL,
+        "io.modelcontextprotocol/clientCapabilities": {}}}})
+}
+
+/// A `ping` padded to about `size` bytes with an array of short strings: parsed,
+/// it takes about ten times its size (a `Value` per eleven bytes).
+fn padded_ping(id: u64, size: usize) -> Vec<u8> {
+    let mut v = ping(id);
+    let n = size / 11;
+    v["params"]["pad"] = json!(vec!["abcdefgh"; n]);
+    v.to_string().into_bytes()
+}
+
+#[test]
+fn a_head_trickled_past_the_header_timeout_is_cut_off() {
+    let s = Server::start(&["--header-timeout", "1", "--idle-timeout", "60"]);
+    let mut c = TcpStream::connect(s.addr).unwrap();
+    c.write_all(format!("POST /mcp HTTP/1.1\r\nHost: {}\r\n", s.addr).as_bytes())
+        .unwrap();
+    // One header line every 250 ms for up to 10 s: without a header timeout the
+    // server would wait for the rest of the head all that time (and longer).
+    let mut closed = false;
+    for i in 0..40 {
+        let line = format!("X-Slow-{i}: 1\r\n");
+        if c.write_all(line.as_bytes()).is_err()
+            || closed_within(&mut c, Duration::from_millis(250))
+        {
+            closed = true;
+            break;
+        }
+    }
+    assert!(
+        closed,
+        "a trickled head was still being accepted after 10 s"
+    );
+    // The server itself is fine.
+    assert_eq!(s.rpc(&ping(1)).status, 200);
+}
+
+#[test]
+fn a_new_connection_that_sends_nothing_is_closed_after_the_header_timeout() {
+    let s = Server::start(&["--header-timeout", "1", "--idle-timeout", "60"]);
+    let mut c = TcpStream::connect(s.addr).unwrap();
+    assert!(closed_within(&mut c, Duration::from_secs(10)));
+}
+
+#[test]
+fn an_idle_kept_alive_connection_is_closed_after_the_idle_timeout() {
+    let s = Server::start(&["--header-timeout", "1", "--idle-timeout", "4"]);
+    let mut c = KeepAlive::connect(s.addr);
+    assert_eq!(c.rpc(&ping(1)).status, 200);
+    // Idle for longer than the header timeout, well within the idle timeout: the
+    // connection is still there (the two timeouts are told apart).
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(c.rpc(&ping(2)).status, 200);
+    // Idle past the idle timeout: the server closes it.
+    assert!(
+        c.closed_by_server_within(Duration::from_secs(10)),
+        "an idle kept-alive connection stayed open"
+    );
+}
+
+#[test]
+fn a_connection_flood_stays_under_the_cap_and_a_fresh_ping_is_answered() {
+    const CAP: usize = 64;
+    let cap = CAP.to_string();
+    // Long timeouts: what frees a slot here is eviction, not a timer.
+    let s = Server::start(&[
+        "--max-connections",
+        &cap,
+        "--header-timeout",
+        "60",
+        "--idle-timeout",
+        "60",
+    ]);
+    let pid = s.child.id();
+    let fds_before = open_fds(pid).expect("/proc/PID/fd");
+    let peak_fds = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let sampler = {
+        let (peak, stop) = (Arc::clone(&peak_fds), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                if let Some(n) = open_fds(pid) {
+                    peak.fetch_max(n as u64, Ordering::SeqCst);
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        })
+    };
+    // 200 connections that each send one byte of a head and then nothing.
+    let flood: Vec<TcpStream> = (0..200)
+        .map(|_| {
+            let mut c = TcpStream::connect(s.addr).expect("connect");
+            let _ = c.write_all(b"P");
+            c
+        })
+        .collect();
+    // A fresh connection's ping is answered while the flood holds on (the helper
+    // gives up after 10 s; the flood's header timeout is 60 s).
+    for id in 0..3 {
+        let r = s.rpc(&ping(10 + id));
+        assert_eq!(r.status, 200, "{}", r.text());
+    }
+    stop.store(true, Ordering::SeqCst);
+    sampler.join().unwrap();
+    assert!(
+        s.child.id() == pid && open_fds(pid).is_some(),
+        "server gone"
+    );
+    let peak = peak_fds.load(Ordering::SeqCst) as usize;
+    // The cap, plus one connection accepted while waiting for a slot, plus slack
+    // for descriptors the runtime opens on its own.
+    assert!(
+        peak <= fds_before + CAP + 4,
+        "{peak} descriptors open (before the flood: {fds_before}, cap {CAP})"
+    );
+    let lines = s.stderr_lines();
+    assert!(
+        !lines.iter().any(|l| l.contains("Too many open files")),
+        "{lines:?}"
+    );
+    drop(flood);
+}
+
+#[test]
+fn a_burst_of_large_bodies_stays_within_the_budget_and_pings_are_answered() {
+    // 200 concurrent bodies of 200 KiB, a budget of 1 MiB: at most five are
+    // buffered (and parsed) at once.
+    let s = Server::start(&["--body-budget", "1048576"]);
+    let pid = s.child.id();
+    for id in 0..3 {
+        assert_eq!(s.rpc(&ping(id)).status, 200);
+    }
+    let baseline = vm_rss_kib(pid).expect("/proc/PID/status");
+    let body = Arc::new(padded_ping(1000, 200 * 1024));
+    let headers = headers_for(&ping(0));
+    let done = Arc::new(AtomicBool::new(false));
+    let peak_rss = Arc::new(AtomicU64::new(baseline));
+    let sampler = {
+        let (peak, done) = (Arc::clone(&peak_rss), Arc::clone(&done));
+        std::thread::spawn(move || {
+            while !done.load(Ordering::SeqCst) {
+                if let Some(kib) = vm_rss_kib(pid) {
+                    peak.fetch_max(kib, Ordering::SeqCst);
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        })
+    };
+    let statuses = Arc::new(Mutex::new(Vec::new()));
+    let senders: Vec<_> = (0..200)
+        .map(|_| {
+            let (body, headers, statuses) =
+                (Arc::clone(&body), headers.clone(), Arc::clone(&statuses));
+            let addr = s.addr;
+            std::thread::spawn(move || {
+                let mut h = borrow(&headers);
+                h.push(("Content-Type", "application/json"));
+                let r = request(addr, "POST", "/mcp", &h, &body);
+                statuses.lock().unwrap().push(r.status);
+            })
+        })
+        .collect();
+    // Pings on fresh connections while the burst is on: each answered within 1 s.
+    let mut slowest = Duration::ZERO;
+    let mut pings = 0;
+    while statuses.lock().unwrap().len() < 200 && pings < 200 {
+        let started = Instant::now();
+        assert_eq!(s.rpc(&ping(2000 + pings)).status, 200);
+        slowest = slowest.max(started.elapsed());
+        pings += 1;
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for t in senders {
+        t.join().unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    done.store(true, Ordering::SeqCst);
+    sampler.join().unwrap();
+    let statuses = statuses.lock().unwrap();
+    assert!(
+        statuses.iter().all(|&st| st == 200),
+        "every large body is answered: {statuses:?}"
+    );
+    assert!(pings >= 1);
+    assert!(
+        slowest < Duration::from_secs(1),
+        "a ping took {slowest:?} during the burst"
+    );
+    let peak_mib = (peak_rss.load(Ordering::SeqCst) - baseline) / 1024;
+    let after_mib = vm_rss_kib(pid).unwrap().saturating_sub(baseline) / 1024;
+    eprintln!(
+        "burst: baseline {} MiB, peak +{peak_mib} MiB, after +{after_mib} MiB, slowest ping {slowest:?} of {pings}",
+        baseline / 1024
+    );
+    // Within the budget this is about 15 MiB; without one (all 200 bodies
+    // buffered at once) about 64 MiB, and more when parses overlap.
+    assert!(
+        peak_mib < 40,
+        "resident set grew by {peak_mib} MiB during the burst"
+    );
+    assert!(
+        after_mib < 40,
+        "resident set still {after_mib} MiB above the start"
+    );
+}
+
+/// A tokio runtime with one worker thread serving `app` under `serve_with`, and
+/// its address; dropping the runtime stops the server.
+fn in_process(app: axum::Router) -> (tokio::runtime::Runtime, SocketAddr) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    runtime.spawn(mrtr::server::http::serve_with(
+        listener,
+        app,
+        mrtr::server::http::ServeOptions::default(),
+        std::future::pending(),
+    ));
+    (runtime, addr)
+}
+
+#[test]
+fn a_large_body_is_parsed_off_the_runtime_so_a_ping_overtakes_it() {
+    use mrtr::server::http::{Anonymous, HttpOptions, mcp_router};
+    // One runtime thread: if the large body were parsed on it, nothing else
+    // could run until the parse ended.
+    let service = Arc::new(mrtr::Service::new(
+        mrtr::Engine::new(mrtr::Keyring::ephemeral(), "limits"),
+        "limits",
+        "0",
+    ));
+    let options = HttpOptions::default()
+        .max_body(48 * 1024 * 1024)
+        .body_budget(48 * 1024 * 1024);
+    let (runtime, addr) = in_process(mcp_router(service, options, Anonymous));
+    // 32 MiB of JSON escapes: slow to decode (about 50 ms optimized, several
+    // hundred in a debug build), small once decoded.
+    let mut big = ping(1);
+    big["params"]["pad"] = json!("PAD");
+    let big = big
+        .to_string()
+        .replace("PAD", &"\\u0041".repeat(32 * 1024 * 1024 / 6))
+        .into_bytes();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\n\
+         MCP-Protocol-Version: {PROTOCOL}\r\nMcp-Method: ping\r\nContent-Length: {}\r\n\r\n",
+        big.len()
+    );
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let sent = Arc::new(AtomicBool::new(false));
+    let large = {
+        let (order, sent) = (Arc::clone(&order), Arc::clone(&sent));
+        std::thread::spawn(move || {
+            let mut c = TcpStream::connect(addr).unwrap();
+            c.write_all(head.as_bytes()).unwrap();
+            // All but the last byte, and time for the server to read them: the
+            // last byte then starts the parse at once.
+            let (most, last) = big.split_at(big.len() - 1);
+            c.write_all(most).unwrap();
+            std::thread::sleep(Duration::from_millis(300));
+            c.write_all(last).unwrap();
+            sent.store(true, Ordering::SeqCst);
+            let mut out = String::new();
+            c.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+            let _ = c.read_to_string(&mut out);
+            assert!(
+                out.starts_with("HTTP/1.1 200"),
+                "{}",
+                &out[..out.len().min(200)]
+            );
+            order.lock().unwrap().push("large");
+        })
+    };
+    while !sent.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_micros(100));
+    }
+    // Give the parse a moment to start. Off the runtime's only worker, a ping
+    // then finishes first; on it, the ping could not even be accepted until the
+    // parse ended.
+    std::thread::sleep(Duration::from_millis(20));
+    let r = request(
+        addr,
+        "POST",
+        "/mcp",
+        &ping_headers(),
+        ping(2).to_string().as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    order.lock().unwrap().push("ping");
+    large.join().unwrap();
+    assert_eq!(*order.lock().unwrap(), ["ping", "large"]);
+    drop(runtime);
+}
+
+fn ping_headers() -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("Content-Type", "application/json"),
+        ("MCP-Protocol-Version", PROTOCOL),
+        ("Mcp-Method", "ping"),
+    ]
+}
+
+#[test]
+fn requests_beyond_the_in_flight_cap_wait_their_turn() {
+    use mrtr::server::http::{Anonymous, HttpOptions, mcp_router};
+    // A tool that notes how many of its runs overlap.
+    let running = Arc::new(AtomicU64::new(0));
+    let most = Arc::new(AtomicU64::new(0));
+    let (r, m) = (Arc::clone(&running), Arc::clone(&most));
+    let service = mrtr::Service::new(
+        mrtr::Engine::new(mrtr::Keyring::ephemeral(), "limits"),
+        "limits",
+        "0",
+    )
+    .tool_async("slow", "overlaps", json!({"type": "object"}), move |_| {
+        let (r, m) = (Arc::clone(&r), Arc::clone(&m));
+        async move {
+            let now = r.fetch_add(1, Ordering::SeqCst) + 1;
+            m.fetch_max(now, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            r.fetch_sub(1, Ordering::SeqCst);
+            Ok(mrtr::engine::tool_text("done"))
+        }
+    });
+    let options = HttpOptions::default().max_in_flight(1);
+    let (runtime, addr) = in_process(mcp_router(Arc::new(service), options, Anonymous));
+    let call = |id: u64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "slow",
+            "_meta": {"io.modelcontextprotocol/protocolVersion": PROTOCOL,
+                      "io.modelcontextprotocol/clientCapabilities": {}}}})
+    };
+    let clients: Vec<_> = (0..4)
+        .map(|id| {
+            let body = call(id);
+            std::thread::spawn(move || {
+                let headers = headers_for(&body);
+                let mut h = borrow(&headers);
+                h.push(("Content-Type", "application/json"));
+                request(addr, "POST", "/mcp", &h, body.to_string().as_bytes()).status
+            })
+        })
+        .collect();
+    for c in clients {
+        assert_eq!(c.join().unwrap(), 200);
+    }
+    assert_eq!(
+        most.load(Ordering::SeqCst),
+        1,
+        "runs overlapped past the cap"
+    );
+    drop(runtime);
+}
+
+#[test]
+fn limit_flags_out_of_range_exit_2() {
+    for (args, needle) in [
+        (&["--header-timeout", "0"][..], "--header-timeout"),
+        (&["--idle-timeout", "3601"][..], "--idle-timeout"),
+        (&["--max-connections", "0"][..], "--max-connections"),
+        (&["--max-in-flight", "0"][..], "--max-in-flight"),
+        (&["--body-budget", "1000"][..], "--body-budget"),
+        (&["--allow-host", "evil example"][..], "--allow-host"),
+        (&["--allow-host", "example.com:99999"][..], "--allow-host"),
+    ] {
+        let out = Command::new(bin())
+            .args(["serve", "--anonymous", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .env_remove("MRTR_KEYS")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
