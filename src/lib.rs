@@ -101,6 +101,8 @@ pub mod client;
 pub mod defaults;
 pub mod engine;
 pub mod error;
+#[cfg(any(feature = "server", feature = "client-stdio"))]
+mod lines;
 /// The manual: prose chapters on the token format, the security model, the handler model and key rotation.
 pub mod manual;
 pub mod metrics;

@@ -38,6 +38,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use super::transport::{BoxFuture, Transport, TransportError};
+use crate::lines::{Line, read_line};
 
 /// The longest line read from the server's stdout by default (bytes): a longer
 /// line is skipped without being held in memory.
@@ -454,58 +455,6 @@ async fn write_stdin(
     }
 }
 
-/// What one bounded line read produced.
-#[derive(Debug, PartialEq, Eq)]
-enum Line {
-    /// End of input, nothing pending.
-    Eof,
-    /// A whole line (without its line ending) is in the buffer.
-    Whole,
-    /// The line went over the limit; its bytes were skipped up to its newline.
-    TooLong,
-}
-
-/// Reads one line into `buf` (cleared first), never holding more than `max` bytes of it.
-async fn read_line<R: AsyncBufRead + Unpin>(
-    reader: &mut R,
-    buf: &mut Vec<u8>,
-    max: usize,
-) -> std::io::Result<Line> {
-    buf.clear();
-    let mut too_long = false;
-    let mut any = false;
-    loop {
-        let chunk = reader.fill_buf().await?;
-        if chunk.is_empty() {
-            return Ok(match (any, too_long) {
-                (false, _) => Line::Eof,
-                (true, true) => Line::TooLong,
-                (true, false) => Line::Whole,
-            });
-        }
-        any = true;
-        let (take, ends) = match chunk.iter().position(|&b| b == b'\n') {
-            Some(i) => (i, true),
-            None => (chunk.len(), false),
-        };
-        if !too_long {
-            if buf.len() + take > max {
-                too_long = true;
-                buf.clear();
-            } else {
-                buf.extend_from_slice(&chunk[..take]);
-            }
-        }
-        reader.consume(if ends { take + 1 } else { take });
-        if ends {
-            if buf.last() == Some(&b'\r') {
-                buf.pop();
-            }
-            return Ok(if too_long { Line::TooLong } else { Line::Whole });
-        }
-    }
-}
-
 /// Reads the server's stdout and hands each response to the request it answers.
 async fn read_stdout<R: AsyncBufRead + Unpin>(
     mut stdout: R,
@@ -631,37 +580,6 @@ async fn read_stderr<R: AsyncBufRead + Unpin>(mut stderr: R, sink: LineSink) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    async fn lines(input: &[u8], max: usize) -> Vec<(Line, Vec<u8>)> {
-        let mut reader = BufReader::with_capacity(3, input);
-        let mut buf = Vec::new();
-        let mut out = Vec::new();
-        loop {
-            let line = read_line(&mut reader, &mut buf, max).await.unwrap();
-            if line == Line::Eof {
-                return out;
-            }
-            out.push((line, buf.clone()));
-        }
-    }
-
-    #[tokio::test]
-    async fn lines_are_bounded() {
-        let got = lines(b"ab\r\n0123456789\n\nxyz", 5).await;
-        assert_eq!(
-            got,
-            vec![
-                (Line::Whole, b"ab".to_vec()),
-                (Line::TooLong, Vec::new()),
-                (Line::Whole, Vec::new()),
-                (Line::Whole, b"xyz".to_vec()),
-            ]
-        );
-        assert_eq!(
-            lines(b"0123456789", 5).await,
-            vec![(Line::TooLong, Vec::new())]
-        );
-    }
 
     #[tokio::test]
     async fn stderr_lines_are_cut_and_lossy() {

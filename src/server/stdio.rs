@@ -11,67 +11,15 @@ use std::time::Instant;
 
 use futures_util::StreamExt as _;
 use futures_util::stream::FuturesUnordered;
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
 
 use super::http::error_body;
 use super::log;
 use crate::defaults;
+use crate::lines::{Line, read_line};
 use crate::principal::Principal;
 use crate::service::{RequestContext, RequestLog, Service};
 use crate::time::Timestamp;
-
-/// What one read produced.
-#[derive(Debug, PartialEq, Eq)]
-enum Read {
-    /// End of input (nothing pending).
-    Eof,
-    /// A complete line (without its line ending) is in the buffer.
-    Line,
-    /// The line exceeded the limit; its bytes were skipped up to the newline.
-    TooLong,
-}
-
-/// Reads one line into `buf` (cleared first), never holding more than `max` bytes.
-async fn read_line<R: AsyncBufRead + Unpin>(
-    reader: &mut R,
-    buf: &mut Vec<u8>,
-    max: usize,
-) -> std::io::Result<Read> {
-    buf.clear();
-    let mut too_long = false;
-    let mut saw_any = false;
-    loop {
-        let chunk = reader.fill_buf().await?;
-        if chunk.is_empty() {
-            // EOF: a last line without a newline still counts.
-            return Ok(match (saw_any, too_long) {
-                (false, _) => Read::Eof,
-                (true, true) => Read::TooLong,
-                (true, false) => Read::Line,
-            });
-        }
-        saw_any = true;
-        let (take, done) = match chunk.iter().position(|&b| b == b'\n') {
-            Some(i) => (i, true),
-            None => (chunk.len(), false),
-        };
-        if !too_long {
-            if buf.len() + take > max {
-                too_long = true;
-                buf.clear();
-            } else {
-                buf.extend_from_slice(&chunk[..take]);
-            }
-        }
-        reader.consume(if done { take + 1 } else { take });
-        if done {
-            if buf.last() == Some(&b'\r') {
-                buf.pop();
-            }
-            return Ok(if too_long { Read::TooLong } else { Read::Line });
-        }
-    }
-}
 
 /// The most requests handled at once on one stdio connection.
 const MAX_IN_FLIGHT: usize = defaults::STDIO_MAX_IN_FLIGHT;
@@ -112,10 +60,10 @@ where
         let mut buf = Vec::new();
         loop {
             let incoming = match read_line(&mut reader, &mut buf, max_body).await? {
-                Read::Eof => return Ok::<(), std::io::Error>(()),
-                Read::Line if buf.iter().all(u8::is_ascii_whitespace) => continue,
-                Read::Line => Incoming::Line(std::mem::take(&mut buf)),
-                Read::TooLong => Incoming::TooLong,
+                Line::Eof => return Ok::<(), std::io::Error>(()),
+                Line::Whole if buf.iter().all(u8::is_ascii_whitespace) => continue,
+                Line::Whole => Incoming::Line(std::mem::take(&mut buf)),
+                Line::TooLong => Incoming::TooLong,
             };
             if tx.send(incoming).await.is_err() {
                 return Ok(());
@@ -217,14 +165,14 @@ async fn write_reply<W: AsyncWrite + Unpin>(
 mod tests {
     use super::*;
 
-    async fn lines(input: &[u8], max: usize) -> Vec<(Read, Vec<u8>)> {
+    async fn lines(input: &[u8], max: usize) -> Vec<(Line, Vec<u8>)> {
         // A tiny buffer exercises lines split across reads.
         let mut r = tokio::io::BufReader::with_capacity(3, input);
         let mut out = Vec::new();
         let mut buf = Vec::new();
         loop {
             let l = read_line(&mut r, &mut buf, max).await.unwrap();
-            if l == Read::Eof {
+            if l == Line::Eof {
                 return out;
             }
             out.push((l, buf.clone()));
@@ -237,17 +185,17 @@ mod tests {
         assert_eq!(
             got,
             vec![
-                (Read::Line, b"ab".to_vec()),
-                (Read::Line, b"".to_vec()),
-                (Read::TooLong, b"".to_vec()),
-                (Read::Line, b"xyz".to_vec()),
+                (Line::Whole, b"ab".to_vec()),
+                (Line::Whole, b"".to_vec()),
+                (Line::TooLong, b"".to_vec()),
+                (Line::Whole, b"xyz".to_vec()),
             ]
         );
         assert!(lines(b"", 5).await.is_empty());
-        assert_eq!(lines(b"123456", 5).await, vec![(Read::TooLong, Vec::new())]);
+        assert_eq!(lines(b"123456", 5).await, vec![(Line::TooLong, Vec::new())]);
         assert_eq!(
             lines(b"12345\n", 5).await,
-            vec![(Read::Line, b"12345".to_vec())]
+            vec![(Line::Whole, b"12345".to_vec())]
         );
     }
 
