@@ -136,3 +136,28 @@
 //! burst of 1 000 bodies just under the limit, all sent at once, peaked at about
 //! 30 MiB over the idle process (the same burst of 1 MiB bodies against the old
 //! unbounded transport: 1.5 GiB).
+//!
+//! # Memory over a long run
+//!
+//! `scripts/soak.sh [FLOWS] [MAX_MINUTES]` (a script, not part of the test
+//! suite or CI) checks that nothing grows with use. It runs FLOWS two-round
+//! flows (default one million) against one `mrtr serve --anonymous` with the
+//! default limits, over loopback on 8 connections that are each replaced every
+//! 100 flows, and samples the server's resident set every second and at each 1%
+//! of the flows into `target/soak/rss.csv`. Warm-up is the first 10% of the
+//! flows: by then every runtime worker has its allocator arena and the buffers
+//! have their working size. The soak fails if a flow fails, if the flows do not
+//! all complete within MAX_MINUTES (default 30), or if the resident set when the
+//! last flow ends is more than 10% above the one after warm-up. One million
+//! flows on a shared 2-core host, at 6 900 flows/s: 7.4 MiB idle, 8.45 MiB after
+//! warm-up, 8.61 MiB at the end and at the peak (+1.9%). That rise is the
+//! allocator's per-thread caches taking in more sizes of freed blocks: with
+//! glibc's per-thread cache turned off, the heap bytes in use stayed at 146 KB
+//! from 100 000 to 1 000 000 flows (145 616 and 145 936 bytes), so what the
+//! server holds for a request is released with it. Replacing each connection
+//! every 5 flows (60 000 connections in 300 000 flows) ended at +2.3%. With
+//! `--metrics-listen` (set `SOAK_SERVE_ARGS`), the resident set saws up and down
+//! by up to about 0.6 MiB, peaking 0.9 MiB above warm-up (+8.6%), and ended at
+//! +2.9%: about what the histogram samples recorded between two of the
+//! recorder's upkeep passes (every 5 s) take at that rate, some 90 000 samples
+//! of 8 bytes.
