@@ -109,6 +109,8 @@ pub mod metrics;
 pub mod principal;
 pub mod replay;
 pub mod result;
+#[cfg(feature = "rmcp")]
+pub mod rmcp;
 pub mod seal;
 #[cfg(feature = "server")]
 pub mod server;
