@@ -17,8 +17,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use mrtr::rmcp::{Mrtr, Principals};
 use mrtr::{Engine, Keyring};
 use rmcp::model::{
-    CallToolRequestParams, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
-    ElicitRequestParams, ElicitResult, GetPromptRequestParams, ListRootsResult,
+    CallToolRequestParams, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
+    ElicitResult, GetPromptRequestParams, InitializeRequestParams, ListRootsResult,
     ReadResourceRequestParams,
 };
 use rmcp::service::{RequestContext, RoleClient, RunningService};
@@ -30,7 +30,7 @@ use serde_json::{Value, json};
 /// A 2025-11-25 client that answers every question the way a test user would.
 #[derive(Clone)]
 struct User {
-    config: ClientConfig,
+    config: InitializeRequestParams,
     /// How many server-to-client requests it answered.
     asked: Arc<AtomicUsize>,
     /// Answer sampling requests with a JSON-RPC error.
@@ -65,7 +65,7 @@ fn field(name: &str) -> Value {
 }
 
 impl ClientHandler for User {
-    fn get_info(&self) -> ClientConfig {
+    fn get_info(&self) -> InitializeRequestParams {
         self.config.clone()
     }
 

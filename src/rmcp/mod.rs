@@ -59,7 +59,7 @@
 //! A client that negotiated 2025-11-25 (an `initialize` handshake, a session)
 //! cannot take an `InputRequiredResult`. For it the same handler runs to
 //! completion inside the one request: each round's asks go to the client as
-//! server-to-client requests through rmcp's [`Peer`](::rmcp::Peer)
+//! server-to-client requests through rmcp's [`Peer`]
 //! (`elicitation/create`, `sampling/createMessage`, `roots/list`, one at a
 //! time, in the order asked), their results feed the next run of the handler,
 //! and the gate reads the capabilities the client declared at `initialize`.
@@ -73,6 +73,11 @@
 //!   `once` are the engine's, as for a 2026-07-28 client;
 //! - a client that answers an ask with an error, or not in time, ends the
 //!   flow: a retryable tool error on `tools/call`, -32603 elsewhere.
+//!
+//! # Versions
+//! rmcp 3.2 and newer: 3.2 is the first whose `#[tool]` functions may return a
+//! `CallToolResponse`. `scripts/rmcp-versions.sh` checks the library and runs
+//! the rmcp tests on 3.2; everything else in CI builds the newest.
 //!
 //! # Security
 //! The principal comes from [`Principals`], chosen when the [`Mrtr`] is built:
@@ -301,15 +306,9 @@ impl Mrtr {
     /// The body of `ServerHandler::call_tool`: keeps the call's wire params aside
     /// for its [`ToolCall`], then routes the call on `router` as rmcp does.
     ///
-    /// ```ignore
-    /// #[tool_handler(router = self.tool_router)]
-    /// impl ServerHandler for Server {
-    ///     async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>)
-    ///         -> Result<CallToolResponse, ErrorData> {
-    ///         self.mrtr.call_tool(self, &self.tool_router, request, context).await
-    ///     }
-    /// }
-    /// ```
+    /// See [`ToolCall`] for a whole server; the method is
+    /// `self.mrtr.call_tool(self, &self.tool_router, request, context).await` in
+    /// your `ServerHandler::call_tool` (which `#[tool_handler]` then leaves alone).
     ///
     /// # Errors
     /// What the routed tool returns, or rmcp's "tool not found".
@@ -929,11 +928,54 @@ fn correlation_id() -> String {
 /// routed through [`Mrtr::call_tool`] it fails closed (-32603; the log says
 /// why).
 ///
-/// ```ignore
-/// #[tool(description = "Deploys after confirmation", input_schema = mrtr::rmcp::input_schema::<Deploy>())]
-/// async fn deploy(&self, call: ToolCall) -> Result<CallToolResponse, ErrorData> {
-///     call.run_typed_async(|round, args: Deploy| async move { /* round.confirm(…)?, round.once_async(…) */ }).await
+/// ```
+/// use mrtr::engine::tool_text;
+/// use mrtr::rmcp::{Mrtr, Principals, ToolCall};
+/// use mrtr::{Confirmation, Engine, Keyring};
+/// use rmcp::handler::server::router::tool::ToolRouter;
+/// use rmcp::model::{CallToolRequestParams, CallToolResponse};
+/// use rmcp::service::RequestContext;
+/// use rmcp::{ErrorData, RoleServer, ServerHandler, tool, tool_handler, tool_router};
+///
+/// #[derive(serde::Deserialize, rmcp::schemars::JsonSchema)]
+/// struct Deploy {
+///     service: String,
 /// }
+///
+/// #[derive(Clone)]
+/// struct Server {
+///     mrtr: Mrtr,
+///     tool_router: ToolRouter<Self>,
+/// }
+///
+/// #[tool_router]
+/// impl Server {
+///     #[tool(description = "Deploys after confirmation", input_schema = mrtr::rmcp::input_schema::<Deploy>())]
+///     async fn deploy(&self, call: ToolCall) -> Result<CallToolResponse, ErrorData> {
+///         call.run_typed_async(|round, args: Deploy| async move {
+///             if round.confirm("confirm", format!("Deploy {}?", args.service))? != Confirmation::Accepted {
+///                 return Ok(tool_text("Nothing was deployed."));
+///             }
+///             round.once_async("deploy", || async { Ok(()) }).await?;
+///             Ok(tool_text(format!("Deployed {}.", args.service)))
+///         })
+///         .await
+///     }
+/// }
+///
+/// #[tool_handler(router = self.tool_router)]
+/// impl ServerHandler for Server {
+///     async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>)
+///         -> Result<CallToolResponse, ErrorData> {
+///         self.mrtr.call_tool(self, &self.tool_router, request, context).await
+///     }
+/// }
+///
+/// let engine = Engine::new(Keyring::ephemeral(), "https://mcp.example.com");
+/// let server = Server { mrtr: Mrtr::new(engine, Principals::anonymous()), tool_router: Server::tool_router() };
+/// let tools = server.tool_router.list_all();
+/// assert_eq!(tools[0].name, "deploy");
+/// assert_eq!(tools[0].input_schema["required"], serde_json::json!(["service"]));
 /// ```
 pub struct ToolCall {
     kept: Option<Kept>,
@@ -1096,4 +1138,80 @@ fn definitions<T: DeserializeOwned>(service: &Service, method: CarrierMethod) ->
         .into_iter()
         .filter_map(|d| serde_json::from_value(d).ok())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_mrtr_error_becomes_rmcp_error_data_with_code_message_and_data() {
+        let e = Error::invalid_request_state("binding");
+        let d = error_data(&e);
+        assert_eq!(d.code.0, -32602);
+        assert_eq!(d.message, "Invalid or expired requestState");
+        assert_eq!(d.data, Some(json!({"reason": "invalid_request_state"})));
+        // The private reason stays private.
+        assert!(!format!("{d:?}").contains("binding"));
+    }
+
+    #[test]
+    fn a_legacy_request_starts_a_fresh_flow_with_the_handshake_capabilities() {
+        let mut params = json!({
+            "name": "t",
+            "requestState": "client-sent",
+            "inputResponses": {"k": {}},
+            "_meta": {"progressToken": 7},
+        })
+        .as_object()
+        .unwrap()
+        .clone();
+        legacy_params(&mut params, &json!({"sampling": {}}));
+        assert!(params.get("requestState").is_none());
+        assert!(params.get("inputResponses").is_none());
+        let meta = &params["_meta"];
+        assert_eq!(meta["progressToken"], 7);
+        assert_eq!(
+            meta[crate::wire::meta::META_PROTOCOL_VERSION],
+            PROTOCOL_VERSION
+        );
+        assert_eq!(
+            meta[crate::wire::meta::META_CLIENT_CAPABILITIES],
+            json!({"sampling": {}})
+        );
+    }
+
+    #[test]
+    fn only_the_three_ask_kinds_become_server_requests() {
+        let elicit = json!({"method": "elicitation/create", "params": {
+            "message": "m", "requestedSchema": {"type": "object", "properties": {}}}});
+        assert!(matches!(
+            server_request(&elicit),
+            Some(ServerRequest::ElicitRequest(_))
+        ));
+        let roots = json!({"method": "roots/list"});
+        assert!(matches!(
+            server_request(&roots),
+            Some(ServerRequest::ListRootsRequest(_))
+        ));
+        assert!(server_request(&json!({"method": "ping"})).is_none());
+    }
+
+    #[test]
+    fn results_are_told_apart_by_result_type() {
+        let irr = json!({"resultType": "input_required", "requestState": "s"});
+        assert!(matches!(
+            tool_response(irr),
+            Ok(CallToolResponse::InputRequired(_))
+        ));
+        let done = json!({"resultType": "complete", "content": [{"type": "text", "text": "x"}]});
+        assert!(matches!(
+            tool_response(done),
+            Ok(CallToolResponse::Complete(_))
+        ));
+        // What rmcp cannot take is -32603, not a panic.
+        let bad = json!({"resultType": "complete", "messages": 3});
+        assert_eq!(prompt_response(bad).unwrap_err().code.0, -32603);
+    }
 }

@@ -16,8 +16,8 @@ use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, GetPromptRequestParams, GetPromptResponse,
-    ListPromptsResult, ListResourcesResult, PaginatedRequestParams, Prompt,
-    ReadResourceRequestParams, ReadResourceResponse, Resource, ServerCapabilities, ServerConfig,
+    InitializeResult, ListPromptsResult, ListResourcesResult, PaginatedRequestParams, Prompt,
+    ReadResourceRequestParams, ReadResourceResponse, Resource, ServerCapabilities,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -199,8 +199,8 @@ pub const NOTE: &str = "mrtr://test/note";
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for TestServer {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
+    fn get_info(&self) -> InitializeResult {
+        InitializeResult::new(
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_prompts()
@@ -315,8 +315,8 @@ impl Unrouted {
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for Unrouted {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    fn get_info(&self) -> InitializeResult {
+        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
     }
 }
 
