@@ -242,3 +242,56 @@ async fn a_failed_ask_ends_the_flow_with_a_retryable_tool_error() {
     assert!(!text.contains("no model today"), "{v}");
     client.cancel().await.unwrap();
 }
+
+#[path = "common/mod.rs"]
+#[allow(dead_code, unreachable_pub)]
+// why: the shared helpers; this file uses the reference service
+mod common;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reference_fixtures_served_from_a_service_for_a_legacy_client() {
+    let (service, deployments) = common::reference(common::engine());
+    let s = rmcp_support::start_bridged(service);
+    let client = connect(&s, User::new(all_caps())).await;
+    assert_eq!(
+        call(&client, "test_input_required_result_multi_round", None).await,
+        "Ada likes red"
+    );
+    assert_eq!(
+        call(&client, "test_input_required_result_multiple_inputs", None).await,
+        "name=Ada; greeting=Paris; roots=1"
+    );
+    let text = call(&client, "deploy", Some(json!({"service": "web"}))).await;
+    assert_eq!(text, "Deployed web (deployment #1).");
+    assert_eq!(deployments.load(Ordering::SeqCst), 1);
+    let prompt = client
+        .get_prompt(GetPromptRequestParams::new(
+            "test_input_required_result_prompt",
+        ))
+        .await
+        .expect("prompts/get");
+    let v = serde_json::to_value(&prompt).unwrap();
+    assert_eq!(
+        v["messages"][0]["content"]["text"], "Use this context: rust",
+        "{v}"
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_round_limit_holds_for_a_legacy_client() {
+    let engine = Engine::new(Keyring::ephemeral(), "https://rmcp.test.example").max_rounds(1);
+    let s = rmcp_support::start(Mrtr::new(engine, Principals::anonymous()));
+    let user = User::new(all_caps());
+    let asked = user.asked.clone();
+    let client = connect(&s, user).await;
+    // Two rounds of questions with a limit of one: a tool error, the second question never asked.
+    let result = client
+        .call_tool(CallToolRequestParams::new("two_rounds"))
+        .await
+        .expect("a tool error");
+    let v = serde_json::to_value(&result).unwrap();
+    assert_eq!(v["isError"], true, "{v}");
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+    client.cancel().await.unwrap();
+}

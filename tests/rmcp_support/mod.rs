@@ -463,3 +463,77 @@ pub fn text_of(v: &Value) -> &str {
         .as_str()
         .unwrap_or_default()
 }
+
+/// A server that serves a whole mrtr [`mrtr::Service`] on rmcp (the bridge the
+/// rmcp example uses): its tools, prompts and resources.
+#[derive(Clone)]
+pub struct Bridged {
+    mrtr: Mrtr,
+    service: Arc<mrtr::Service>,
+}
+
+impl ServerHandler for Bridged {
+    fn get_info(&self) -> InitializeResult {
+        InitializeResult::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_prompts()
+                .enable_resources()
+                .build(),
+        )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListToolsResult, ErrorData> {
+        Ok(rmcp::model::ListToolsResult::with_all_items(
+            mrtr::rmcp::service_tools(&self.service),
+        ))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.mrtr
+            .call_service_tool(&self.service, request, context)
+            .await
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        self.mrtr
+            .get_service_prompt(&self.service, request, context)
+            .await
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        self.mrtr
+            .read_service_resource(&self.service, request, context)
+            .await
+    }
+}
+
+/// Starts [`Bridged`] serving `service` (anonymous callers, the service's engine).
+pub fn start_bridged(service: mrtr::Service) -> Running {
+    let service = Arc::new(service);
+    let bridged = Bridged {
+        mrtr: Mrtr::new(service.engine().clone(), Principals::anonymous()),
+        service,
+    };
+    let unused = TestServer::new(bridged.mrtr.clone());
+    start_router(unused, move || {
+        let b = bridged.clone();
+        axum::Router::new().nest_service("/mcp", http_service(move || b.clone()))
+    })
+}
