@@ -243,9 +243,8 @@ async fn a_failed_ask_ends_the_flow_with_a_retryable_tool_error() {
     client.cancel().await.unwrap();
 }
 
+/// The shared helpers (this file uses the reference service).
 #[path = "common/mod.rs"]
-#[allow(dead_code, unreachable_pub)]
-// why: the shared helpers; this file uses the reference service
 mod common;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
