@@ -1094,7 +1094,8 @@ fn not_routed() -> ErrorData {
     let e = Error::internal(
         "mrtr::rmcp::ToolCall on a tool call not routed through Mrtr::call_tool: \
          route ServerHandler::call_tool through Mrtr::call_tool (the call_tool \
-         #[tool_handler] generates keeps nothing for ToolCall)",
+         #[tool_handler] generates keeps nothing for ToolCall), and take one \
+         ToolCall per tool function (the first takes what was kept)",
     );
     e.log(&crate::error::DiagContext {
         correlation_id: &correlation_id(),
