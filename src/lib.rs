@@ -89,8 +89,9 @@
 //! the core counts, through the `metrics` facade), [`replay`], [`typed`],
 //! [`engine`], [`streamable_http`] (headers and statuses, sans-IO), [`service`]
 //! (the JSON-RPC router), [`client`], and with the `server` feature the
-//! transports in `server`. [`manual`] holds the prose: token format, security
-//! model, handler model, key rotation. The reference server's tools and the
+//! transports in `server`; with the `rmcp` feature, `rmcp` runs the same
+//! handlers on an rmcp (official Rust SDK) server. [`manual`] holds the prose:
+//! token format, security model, handler model, key rotation. The reference server's tools and the
 //! `mrtr call` terminal client belong to the `mrtr` binary, not to this API.
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -109,6 +110,8 @@ pub mod metrics;
 pub mod principal;
 pub mod replay;
 pub mod result;
+#[cfg(feature = "rmcp")]
+pub mod rmcp;
 pub mod seal;
 #[cfg(feature = "server")]
 pub mod server;

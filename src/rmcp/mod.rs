@@ -1,0 +1,1218 @@
+//! mrtr handlers on an [rmcp](https://docs.rs/rmcp) server (feature `rmcp`).
+//!
+//! rmcp, the official Rust MCP SDK, has the MRTR wire types but no round engine:
+//! a tool that returns its own `InputRequiredResult` must seal, bind, gate and
+//! validate by hand. This module runs an mrtr handler (a closure over a
+//! [`Round`], sync or async, with typed arguments if you like) from rmcp and
+//! returns what rmcp expects, with everything [`Service`] does: the capability
+//! gate from the request's `_meta`, the sealed `requestState` bound to
+//! method, target, arguments, principal, audience and protocol version, answer
+//! validation and re-asks, the engine's limits, `once`, and the two error
+//! channels, each refusal's private diagnostic in the log (`tracing`, target
+//! `mrtr::diag`) and the metrics.
+//!
+//! ```text
+//!  rmcp ServerHandler::call_tool ──► Mrtr::call_tool ──► rmcp ToolRouter ──► #[tool] fn(call: ToolCall)
+//!    (keeps the call's wire params                              call.run(|round| …)
+//!     for ToolCall, whatever the                                       │
+//!     extractor order)                                                 ▼
+//!  rmcp ServerHandler::get_prompt ──► Mrtr::get_prompt(…, |round| …) ─► the engine (the same
+//!  rmcp ServerHandler::read_resource ► Mrtr::read_resource(…, |round| …)   path as Service::handle)
+//!                                                                      │
+//!  2026-07-28 client ◄── CallToolResult / InputRequiredResult / ErrorData (serde, the MCP wire shapes)
+//!  2025-11-25 client ◄── the same handler re-run in the request; its asks sent through rmcp's Peer
+//! ```
+//!
+//! # The pieces
+//! - [`Mrtr`]: the engine, who the caller is ([`Principals`]: a resolver over
+//!   the HTTP request parts rmcp hands the handler, or anonymous on purpose),
+//!   and the handler deadline.
+//! - Tools: route `ServerHandler::call_tool` through [`Mrtr::call_tool`] and take
+//!   a [`ToolCall`] in the `#[tool]` function; [`ToolCall::run`],
+//!   [`ToolCall::run_async`], [`ToolCall::run_typed`] and
+//!   [`ToolCall::run_typed_async`] run the handler. [`input_schema`] gives the
+//!   `#[tool(input_schema = …)]` of a typed tool.
+//! - Prompts and resources (rmcp has no router for them): call
+//!   [`Mrtr::get_prompt`] / [`Mrtr::get_prompt_async`] and
+//!   [`Mrtr::read_resource`] / [`Mrtr::read_resource_async`] from
+//!   `ServerHandler::get_prompt` and `read_resource`.
+//! - A whole [`Service`] (its tools, prompts and resources) on rmcp:
+//!   [`Mrtr::call_service_tool`], [`Mrtr::get_service_prompt`],
+//!   [`Mrtr::read_service_resource`] and [`service_tools`],
+//!   [`service_prompts`], [`service_resources`] for the lists.
+//!
+//! # Extractor order cannot weaken the binding
+//! rmcp's extractors take fields out of the tool call in declaration order: a
+//! `Parameters<T>` before another extractor leaves it no arguments, a
+//! `RequestState` no state. A [`ToolCall`] does not read those leftovers: it
+//! reads the call's wire params that [`Mrtr::call_tool`] kept aside before
+//! routing, so it binds the arguments the client sent whatever the order. A
+//! [`ToolCall`] on a tool not routed through [`Mrtr::call_tool`] (the
+//! `call_tool` that `#[tool_handler]` generates) has nothing to bind to and
+//! fails closed: -32603, and the log says why.
+//!
+//! Never stack rmcp's `RequestStateCodec` on an mrtr tool: the `requestState`
+//! is mrtr's, sealed (XAES-256-GCM) and bound; a second codec would sign a token
+//! it cannot read and add nothing.
+//!
+//! # 2025-11-25 clients
+//! A client that negotiated 2025-11-25 (an `initialize` handshake, a session)
+//! cannot take an `InputRequiredResult`. For it the same handler runs to
+//! completion inside the one request: each round's asks go to the client as
+//! server-to-client requests through rmcp's [`Peer`]
+//! (`elicitation/create`, `sampling/createMessage`, `roots/list`, one at a
+//! time, in the order asked), their results feed the next run of the handler,
+//! and the gate reads the capabilities the client declared at `initialize`.
+//! What differs:
+//! - the state never leaves the server: it is sealed and opened as usual, but
+//!   in memory, between the runs of one request (no client echo, so nothing to
+//!   tamper with or replay from outside);
+//! - the whole flow lives in one request, so it must finish before rmcp's and
+//!   the client's request timeouts; each ask waits at most
+//!   [`Mrtr::ask_timeout`]; the round limit, answer validation, re-asks and
+//!   `once` are the engine's, as for a 2026-07-28 client;
+//! - a client that answers an ask with an error, or not in time, ends the
+//!   flow: a retryable tool error on `tools/call`, -32603 elsewhere.
+//!
+//! # Versions
+//! rmcp 3.2 and newer: 3.2 is the first whose `#[tool]` functions may return a
+//! `CallToolResponse`. `scripts/rmcp-versions.sh` checks the library and runs
+//! the rmcp tests on 3.2; everything else in CI builds the newest.
+//!
+//! # Security
+//! The principal comes from [`Principals`], chosen when the [`Mrtr`] is built:
+//! a resolver that reads what your authentication layer put into the HTTP
+//! request (its `http::request::Parts`, which rmcp's Streamable HTTP service puts
+//! into the request's extensions), or [`Principals::anonymous`] on purpose. A
+//! resolver that finds no principal refuses the request (-32603: the
+//! authentication layer should have refused it first). Nothing of a token, key,
+//! plaintext state or argument value is in an error message or log line.
+
+use std::fmt;
+use std::future::Future;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use ::rmcp::handler::server::common::{AsRequestContext, FromContextPart};
+use ::rmcp::handler::server::tool::{ToolCallContext, ToolRouter};
+use ::rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, GetPromptRequestParams,
+    GetPromptResponse, GetPromptResult, InputRequest as RmcpInputRequest, JsonObject as RmcpObject,
+    Prompt, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    Resource, ServerRequest, Tool,
+};
+use ::rmcp::service::RequestContext as RmcpContext;
+use ::rmcp::{ErrorData, Peer, RoleServer};
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use crate::engine::{Engine, Flow, Outcome, Round};
+use crate::error::{Error, Fallback, Retry, ToolAdvice};
+use crate::principal::Principal;
+use crate::service::{self, RequestContext, RequestLog, Service};
+use crate::time::Timestamp;
+use crate::wire::jsonrpc::RequestId;
+use crate::wire::{CarrierMethod, PROTOCOL_VERSION};
+
+/// The default deadline of one run of a handler (as [`Service::handler_timeout`]).
+const DEFAULT_HANDLER_TIMEOUT: Duration = crate::defaults::HANDLER_TIMEOUT;
+
+/// The default time a 2025-11-25 client has to answer one ask.
+pub const DEFAULT_ASK_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The handler type of a request whose target is not registered (never called).
+type NoHandler = fn(Round) -> std::future::Ready<Result<Value, Flow>>;
+
+/// A resolver from the HTTP request parts to the principal.
+type HttpResolver = dyn Fn(&http::request::Parts) -> Option<Principal> + Send + Sync;
+/// A resolver from rmcp's whole request context to the principal.
+type ContextResolver = dyn Fn(&RmcpContext<RoleServer>) -> Option<Principal> + Send + Sync;
+
+/// Who the caller of a request is: the principal every `requestState` of the
+/// request is bound to. There is no default: choose a resolver, or anonymous on
+/// purpose.
+#[derive(Clone)]
+pub struct Principals(PrincipalSource);
+
+#[derive(Clone)]
+enum PrincipalSource {
+    Anonymous,
+    Http(Arc<HttpResolver>),
+    Context(Arc<ContextResolver>),
+}
+
+impl Principals {
+    /// Every caller is [`Principal::anonymous`]: binding prevents no cross-user
+    /// replay. For a server without users, or one whose every caller is trusted
+    /// alike.
+    pub fn anonymous() -> Self {
+        Self(PrincipalSource::Anonymous)
+    }
+
+    /// The principal read from the HTTP request (`http::request::Parts`, which
+    /// rmcp's Streamable HTTP service puts into the request's extensions), e.g.
+    /// from what your authentication middleware stored in `parts.extensions`.
+    /// `None`, or a request without HTTP parts (stdio), is refused.
+    ///
+    /// ```
+    /// use mrtr::Principal;
+    /// use mrtr::rmcp::Principals;
+    /// // Behind a proxy that authenticates and sets x-user (and strips it from clients).
+    /// let principals = Principals::from_http(|parts| {
+    ///     let user = parts.headers.get("x-user")?.to_str().ok()?;
+    ///     Some(Principal::subject(user))
+    /// });
+    /// # drop(principals);
+    /// ```
+    pub fn from_http<F>(resolve: F) -> Self
+    where
+        F: Fn(&http::request::Parts) -> Option<Principal> + Send + Sync + 'static,
+    {
+        Self(PrincipalSource::Http(Arc::new(resolve)))
+    }
+
+    /// The principal read from rmcp's request context (its extensions, its peer),
+    /// for transports without HTTP parts. `None` is refused.
+    pub fn from_context<F>(resolve: F) -> Self
+    where
+        F: Fn(&RmcpContext<RoleServer>) -> Option<Principal> + Send + Sync + 'static,
+    {
+        Self(PrincipalSource::Context(Arc::new(resolve)))
+    }
+
+    fn resolve(&self, context: &RmcpContext<RoleServer>) -> Result<Principal, Error> {
+        let found = match &self.0 {
+            PrincipalSource::Anonymous => return Ok(Principal::anonymous()),
+            PrincipalSource::Http(f) => match context.extensions.get::<http::request::Parts>() {
+                Some(parts) => f(parts),
+                None => {
+                    return Err(Error::internal(
+                        "no HTTP request parts in the request's extensions: \
+                         Principals::from_http needs rmcp's Streamable HTTP service",
+                    ));
+                }
+            },
+            PrincipalSource::Context(f) => f(context),
+        };
+        found.ok_or_else(|| {
+            Error::internal("the principal resolver found no principal: request refused")
+        })
+    }
+}
+
+impl fmt::Debug for Principals {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self.0 {
+            PrincipalSource::Anonymous => "Principals::anonymous",
+            PrincipalSource::Http(_) => "Principals::from_http(..)",
+            PrincipalSource::Context(_) => "Principals::from_context(..)",
+        })
+    }
+}
+
+/// mrtr on rmcp: the round engine, who the caller is, and the deadlines. Cheap to
+/// clone (one `Arc`); keep one in your rmcp server struct.
+///
+/// ```
+/// use mrtr::{Engine, Keyring};
+/// use mrtr::rmcp::{Mrtr, Principals};
+/// let mrtr = Mrtr::new(Engine::new(Keyring::ephemeral(), "https://mcp.example.com"), Principals::anonymous())
+///     .handler_timeout(std::time::Duration::from_secs(10));
+/// assert_eq!(mrtr.engine().audience(), "https://mcp.example.com");
+/// ```
+#[derive(Clone, Debug)]
+pub struct Mrtr {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    engine: Engine,
+    principals: Principals,
+    handler_timeout: Duration,
+    ask_timeout: Duration,
+}
+
+/// A 2025-11-25 caller: where its asks go, and what it declared at `initialize`.
+#[derive(Clone)]
+struct Legacy {
+    peer: Peer<RoleServer>,
+    capabilities: Value,
+}
+
+/// What [`Mrtr::call_tool`] keeps aside for the [`ToolCall`] of this call: the
+/// wire params as the client sent them. Private, so nothing else can put one into
+/// a request's extensions.
+#[derive(Clone)]
+struct Kept {
+    mrtr: Mrtr,
+    params: Arc<Map<String, Value>>,
+    legacy: Option<Legacy>,
+}
+
+impl Mrtr {
+    /// mrtr on `engine`, binding every state to the principal `principals` finds.
+    pub fn new(engine: Engine, principals: Principals) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                engine,
+                principals,
+                handler_timeout: DEFAULT_HANDLER_TIMEOUT,
+                ask_timeout: DEFAULT_ASK_TIMEOUT,
+            }),
+        }
+    }
+
+    fn with(mut self, f: impl FnOnce(&mut Inner)) -> Self {
+        match Arc::get_mut(&mut self.inner) {
+            Some(inner) => f(inner),
+            None => {
+                let mut inner = Inner {
+                    engine: self.inner.engine.clone(),
+                    principals: self.inner.principals.clone(),
+                    handler_timeout: self.inner.handler_timeout,
+                    ask_timeout: self.inner.ask_timeout,
+                };
+                f(&mut inner);
+                self.inner = Arc::new(inner);
+            }
+        }
+        self
+    }
+
+    /// The deadline of one run of a handler (default 30 s,
+    /// [`defaults::HANDLER_TIMEOUT`](crate::defaults::HANDLER_TIMEOUT)): a handler
+    /// still running then is abandoned, nothing it did in that run is sealed, and
+    /// the request gets a retryable tool error on `tools/call`, -32603 elsewhere.
+    #[must_use]
+    pub fn handler_timeout(self, timeout: Duration) -> Self {
+        self.with(|i| i.handler_timeout = timeout)
+    }
+
+    /// How long a 2025-11-25 client has to answer one ask sent through rmcp's peer
+    /// (default 300 s, [`DEFAULT_ASK_TIMEOUT`]).
+    #[must_use]
+    pub fn ask_timeout(self, timeout: Duration) -> Self {
+        self.with(|i| i.ask_timeout = timeout)
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &Engine {
+        &self.inner.engine
+    }
+
+    /// The body of `ServerHandler::call_tool`: keeps the call's wire params aside
+    /// for its [`ToolCall`], then routes the call on `router` as rmcp does.
+    ///
+    /// See [`ToolCall`] for a whole server; the method is
+    /// `self.mrtr.call_tool(self, &self.tool_router, request, context).await` in
+    /// your `ServerHandler::call_tool` (which `#[tool_handler]` then leaves alone).
+    ///
+    /// # Errors
+    /// What the routed tool returns, or rmcp's "tool not found".
+    pub async fn call_tool<S>(
+        &self,
+        server: &S,
+        router: &ToolRouter<S>,
+        request: CallToolRequestParams,
+        mut context: RmcpContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData>
+    where
+        S: Send + Sync + 'static,
+    {
+        let legacy = legacy_of(&context);
+        let params = wire_params(&request, &context);
+        context.extensions.insert(Kept {
+            mrtr: self.clone(),
+            params: Arc::new(params),
+            legacy,
+        });
+        router
+            .call(ToolCallContext::new(server, request, context))
+            .await
+    }
+
+    /// The body of `ServerHandler::get_prompt`, with a synchronous handler.
+    ///
+    /// # Errors
+    /// The JSON-RPC errors of the flow (-32602 for a state that does not open,
+    /// -32021 for a capability the client lacks, ...).
+    pub async fn get_prompt<F, R>(
+        &self,
+        request: GetPromptRequestParams,
+        context: RmcpContext<RoleServer>,
+        handler: F,
+    ) -> Result<GetPromptResponse, ErrorData>
+    where
+        F: Fn(Round) -> Result<R, Flow> + Send + Sync,
+        R: Into<Value>,
+    {
+        let handler = sync(&handler);
+        self.get_prompt_async(request, context, handler).await
+    }
+
+    /// The body of `ServerHandler::get_prompt`, with an async handler.
+    ///
+    /// # Errors
+    /// As [`Mrtr::get_prompt`].
+    pub async fn get_prompt_async<F, Fut, R>(
+        &self,
+        request: GetPromptRequestParams,
+        context: RmcpContext<RoleServer>,
+        handler: F,
+    ) -> Result<GetPromptResponse, ErrorData>
+    where
+        F: Fn(Round) -> Fut + Send + Sync,
+        Fut: Future<Output = Result<R, Flow>> + Send,
+        R: Into<Value>,
+    {
+        let params = wire_params(&request, &context);
+        let legacy = legacy_of(&context);
+        let v = self
+            .execute(
+                CarrierMethod::PromptsGet,
+                params,
+                &context,
+                legacy.as_ref(),
+                true,
+                &handler,
+            )
+            .await?;
+        prompt_response(v)
+    }
+
+    /// The body of `ServerHandler::read_resource`, with a synchronous handler.
+    ///
+    /// # Errors
+    /// As [`Mrtr::get_prompt`].
+    pub async fn read_resource<F, R>(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RmcpContext<RoleServer>,
+        handler: F,
+    ) -> Result<ReadResourceResponse, ErrorData>
+    where
+        F: Fn(Round) -> Result<R, Flow> + Send + Sync,
+        R: Into<Value>,
+    {
+        let handler = sync(&handler);
+        self.read_resource_async(request, context, handler).await
+    }
+
+    /// The body of `ServerHandler::read_resource`, with an async handler.
+    ///
+    /// # Errors
+    /// As [`Mrtr::get_prompt`].
+    pub async fn read_resource_async<F, Fut, R>(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RmcpContext<RoleServer>,
+        handler: F,
+    ) -> Result<ReadResourceResponse, ErrorData>
+    where
+        F: Fn(Round) -> Fut + Send + Sync,
+        Fut: Future<Output = Result<R, Flow>> + Send,
+        R: Into<Value>,
+    {
+        let params = wire_params(&request, &context);
+        let legacy = legacy_of(&context);
+        let v = self
+            .execute(
+                CarrierMethod::ResourcesRead,
+                params,
+                &context,
+                legacy.as_ref(),
+                true,
+                &handler,
+            )
+            .await?;
+        resource_response(v)
+    }
+
+    /// `tools/call` of a tool registered on `service` (its handler, on this
+    /// [`Mrtr`]'s engine and principal): for serving a whole [`Service`] on rmcp.
+    /// An unknown tool is -32602, as on [`Service::handle`].
+    ///
+    /// # Errors
+    /// As [`Mrtr::get_prompt`].
+    pub async fn call_service_tool(
+        &self,
+        service: &Service,
+        request: CallToolRequestParams,
+        context: RmcpContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let params = wire_params(&request, &context);
+        let v = self
+            .execute_registered(service, CarrierMethod::ToolsCall, params, &context)
+            .await?;
+        tool_response(v)
+    }
+
+    /// `prompts/get` of a prompt registered on `service`.
+    ///
+    /// # Errors
+    /// As [`Mrtr::get_prompt`].
+    pub async fn get_service_prompt(
+        &self,
+        service: &Service,
+        request: GetPromptRequestParams,
+        context: RmcpContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let params = wire_params(&request, &context);
+        let v = self
+            .execute_registered(service, CarrierMethod::PromptsGet, params, &context)
+            .await?;
+        prompt_response(v)
+    }
+
+    /// `resources/read` of a resource registered on `service`.
+    ///
+    /// # Errors
+    /// As [`Mrtr::get_prompt`].
+    pub async fn read_service_resource(
+        &self,
+        service: &Service,
+        request: ReadResourceRequestParams,
+        context: RmcpContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let params = wire_params(&request, &context);
+        let v = self
+            .execute_registered(service, CarrierMethod::ResourcesRead, params, &context)
+            .await?;
+        resource_response(v)
+    }
+
+    async fn execute_registered(
+        &self,
+        service: &Service,
+        method: CarrierMethod,
+        params: Map<String, Value>,
+        context: &RmcpContext<RoleServer>,
+    ) -> Result<Value, ErrorData> {
+        let target = params
+            .get(method.target_param())
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let registered = service.registered(method, target);
+        let legacy = legacy_of(context);
+        match registered {
+            Some(h) => {
+                self.execute(method, params, context, legacy.as_ref(), true, &move |r| {
+                    h(r)
+                })
+                .await
+            }
+            None => {
+                // The same refusal as `Service::handle` (run_carrier finds no handler).
+                let none: Option<NoHandler> = None;
+                self.execute_with(method, params, context, legacy.as_ref(), false, || none)
+                    .await
+            }
+        }
+    }
+
+    /// Runs a flow to the value rmcp deserializes: one round for a 2026-07-28
+    /// client, every round in this request for a 2025-11-25 one.
+    async fn execute<F, Fut, R>(
+        &self,
+        method: CarrierMethod,
+        params: Map<String, Value>,
+        context: &RmcpContext<RoleServer>,
+        legacy: Option<&Legacy>,
+        registered: bool,
+        handler: &F,
+    ) -> Result<Value, ErrorData>
+    where
+        F: Fn(Round) -> Fut + Sync,
+        Fut: Future<Output = Result<R, Flow>> + Send,
+        R: Into<Value>,
+    {
+        self.execute_with(method, params, context, legacy, registered, || {
+            Some(move |round| async move { handler(round).await.map(Into::into) })
+        })
+        .await
+    }
+
+    async fn execute_with<H, G, Fut>(
+        &self,
+        method: CarrierMethod,
+        mut params: Map<String, Value>,
+        context: &RmcpContext<RoleServer>,
+        legacy: Option<&Legacy>,
+        registered: bool,
+        handler_for: H,
+    ) -> Result<Value, ErrorData>
+    where
+        H: Fn() -> Option<G>,
+        G: FnOnce(Round) -> Fut,
+        Fut: Future<Output = Result<Value, Flow>>,
+    {
+        let principal = self.inner.principals.resolve(context);
+        let Some(legacy) = legacy else {
+            let outcome = self
+                .round(
+                    method,
+                    &params,
+                    context,
+                    principal,
+                    registered,
+                    &handler_for,
+                )
+                .await;
+            return to_wire(outcome);
+        };
+        // A 2025-11-25 client: a fresh flow in this request, its capabilities from
+        // initialize, rounds re-run here until the handler completes.
+        legacy_params(&mut params, &legacy.capabilities);
+        // The engine ends a flow past its round limit; this bound is a backstop.
+        let bound = self.inner.engine.max_rounds_value().saturating_add(2);
+        for _ in 0..bound {
+            let outcome = self
+                .round(
+                    method,
+                    &params,
+                    context,
+                    principal.clone(),
+                    registered,
+                    &handler_for,
+                )
+                .await;
+            let Outcome::InputRequired(irr) = outcome else {
+                return to_wire(outcome);
+            };
+            let answers = match self.ask(legacy, &irr).await {
+                Ok(a) => a,
+                Err(e) => {
+                    let outcome = Outcome::from_error(Some(method), e);
+                    self.log_only(method, &params, context, &outcome);
+                    return to_wire(outcome);
+                }
+            };
+            params.remove("inputResponses");
+            params.remove("requestState");
+            if !answers.is_empty() {
+                params.insert("inputResponses".into(), Value::Object(answers));
+            }
+            if let Some(state) = irr.request_state() {
+                params.insert("requestState".into(), state.into());
+            }
+        }
+        let outcome = Outcome::Protocol(Error::internal(
+            "2025-11-25 flow did not complete within the round bound",
+        ));
+        self.log_only(method, &params, context, &outcome);
+        to_wire(outcome)
+    }
+
+    /// One round on the engine, the same path as [`Service::handle`]'s, logged and
+    /// counted there too.
+    async fn round<H, G, Fut>(
+        &self,
+        method: CarrierMethod,
+        params: &Map<String, Value>,
+        context: &RmcpContext<RoleServer>,
+        principal: Result<Principal, Error>,
+        registered: bool,
+        handler_for: &H,
+    ) -> Outcome
+    where
+        H: Fn() -> Option<G>,
+        G: FnOnce(Round) -> Fut,
+        Fut: Future<Output = Result<Value, Flow>>,
+    {
+        let (ctx, mut log, id) = self.log_context(method, params, context);
+        let outcome = match principal {
+            Err(e) => Outcome::Protocol(e),
+            Ok(principal) => {
+                let ctx = RequestContext { principal, ..ctx };
+                let timeout = self.inner.handler_timeout;
+                let params = Value::Object(params.clone());
+                let outcome = service::run_carrier(
+                    &self.inner.engine,
+                    timeout,
+                    method,
+                    Some(&params),
+                    &ctx,
+                    &mut log,
+                    tokio::time::sleep(timeout),
+                    |_| handler_for(),
+                )
+                .await;
+                let name = log.target.clone().filter(|_| registered);
+                service::conclude(Some(&outcome), id.as_ref(), &ctx, &mut log, name.as_deref());
+                return outcome;
+            }
+        };
+        service::conclude(Some(&outcome), id.as_ref(), &ctx, &mut log, None);
+        outcome
+    }
+
+    /// Logs and counts an outcome that did not come from a round.
+    fn log_only(
+        &self,
+        method: CarrierMethod,
+        params: &Map<String, Value>,
+        context: &RmcpContext<RoleServer>,
+        outcome: &Outcome,
+    ) {
+        let (ctx, mut log, id) = self.log_context(method, params, context);
+        service::conclude(Some(outcome), id.as_ref(), &ctx, &mut log, None);
+    }
+
+    fn log_context(
+        &self,
+        method: CarrierMethod,
+        params: &Map<String, Value>,
+        context: &RmcpContext<RoleServer>,
+    ) -> (RequestContext, RequestLog, Option<RequestId>) {
+        let id = serde_json::to_value(&context.id)
+            .ok()
+            .and_then(|v| RequestId::from_value(&v));
+        let log = RequestLog {
+            jsonrpc_id: id.as_ref().map(|i| match i {
+                RequestId::String(s) => {
+                    Value::from(crate::wire::truncate(s, 128).to_owned()).to_string()
+                }
+                RequestId::Number(n) => n.to_string(),
+            }),
+            method: Some(method.as_str().to_owned()),
+            target: params
+                .get(method.target_param())
+                .and_then(Value::as_str)
+                .map(|t| crate::wire::truncate(t, 128).to_owned()),
+            ..RequestLog::default()
+        };
+        let ctx = RequestContext {
+            principal: Principal::anonymous(),
+            now: Timestamp::now(),
+            correlation_id: correlation_id(),
+            http_headers: None,
+        };
+        (ctx, log, id)
+    }
+
+    /// Sends one round's asks to a 2025-11-25 client, one at a time, and returns
+    /// its answers keyed as asked.
+    async fn ask(
+        &self,
+        legacy: &Legacy,
+        irr: &crate::wire::InputRequiredResult,
+    ) -> Result<Map<String, Value>, Error> {
+        let mut answers = Map::new();
+        let Some(asks) = irr.input_requests() else {
+            return Ok(answers);
+        };
+        for (key, ask) in asks {
+            let request = server_request(&ask.to_value()).ok_or_else(|| {
+                Error::internal(format!(
+                    "ask {:?} does not fit rmcp's server request types",
+                    crate::wire::truncate(key, 64)
+                ))
+            })?;
+            let sent =
+                tokio::time::timeout(self.inner.ask_timeout, legacy.peer.send_request(request))
+                    .await;
+            let answer = match sent {
+                Ok(Ok(result)) => serde_json::to_value(result)
+                    .map_err(|_| Error::internal("a client result does not serialize"))?,
+                Ok(Err(e)) => {
+                    let why = match &e {
+                        ::rmcp::ServiceError::McpError(d) => format!("error {}", d.code.0),
+                        ::rmcp::ServiceError::TransportClosed => "transport closed".into(),
+                        ::rmcp::ServiceError::Cancelled { .. } => "cancelled".into(),
+                        _ => "a transport failure".into(),
+                    };
+                    return Err(ask_failed(format!(
+                        "2025-11-25 client answered ask {:?} with {why}",
+                        crate::wire::truncate(key, 64)
+                    )));
+                }
+                Err(_) => {
+                    return Err(ask_failed(format!(
+                        "2025-11-25 client did not answer ask {:?} within {} s",
+                        crate::wire::truncate(key, 64),
+                        self.inner.ask_timeout.as_secs()
+                    )));
+                }
+            };
+            answers.insert(key.clone(), answer);
+        }
+        Ok(answers)
+    }
+}
+
+/// A failed ask of a 2025-11-25 flow: retryable (nothing of it was sealed), a
+/// tool error on `tools/call`, -32603 elsewhere.
+fn ask_failed(detail: String) -> Error {
+    Error::tool_failure(
+        ToolAdvice::new(
+            "The client did not answer a request for input",
+            Retry::Helps,
+        )
+        .instead("Call the tool again when the client can answer"),
+        Fallback::Internal,
+        "legacy_ask",
+        detail,
+    )
+}
+
+/// An mrtr ask (`{"method", "params"}`) as rmcp's server-to-client request: only
+/// the three kinds an `InputRequiredResult` may carry.
+fn server_request(ask: &Value) -> Option<ServerRequest> {
+    let request: RmcpInputRequest = serde_json::from_value(ask.clone()).ok()?;
+    match request {
+        RmcpInputRequest::Elicitation(r) => Some(ServerRequest::ElicitRequest(r)),
+        RmcpInputRequest::CreateMessage(r) => Some(ServerRequest::CreateMessageRequest(r)),
+        RmcpInputRequest::ListRoots(r) => Some(ServerRequest::ListRootsRequest(r)),
+        _ => None,
+    }
+}
+
+/// The caller when it negotiated a protocol without MRTR (before 2026-07-28).
+fn legacy_of(context: &RmcpContext<RoleServer>) -> Option<Legacy> {
+    let version = context.protocol_version()?;
+    if version >= ProtocolVersion::V_2026_07_28 {
+        return None;
+    }
+    let capabilities = context
+        .peer
+        .peer_info()
+        .and_then(|info| serde_json::to_value(&info.capabilities).ok())
+        .unwrap_or_else(|| Value::Object(Map::new()));
+    Some(Legacy {
+        peer: context.peer.clone(),
+        capabilities,
+    })
+}
+
+/// A 2025-11-25 request's params as the engine reads them: this crate's protocol
+/// version and the capabilities declared at `initialize` in `_meta` (the state
+/// never leaves the server, so the version only keys it), and no client-sent
+/// `requestState` or `inputResponses` (the flow starts in this request).
+fn legacy_params(params: &mut Map<String, Value>, capabilities: &Value) {
+    let mut meta = match params.remove("_meta") {
+        Some(Value::Object(m)) => m,
+        _ => Map::new(),
+    };
+    meta.insert(
+        crate::wire::meta::META_PROTOCOL_VERSION.into(),
+        PROTOCOL_VERSION.into(),
+    );
+    meta.insert(
+        crate::wire::meta::META_CLIENT_CAPABILITIES.into(),
+        capabilities.clone(),
+    );
+    params.insert("_meta".into(), Value::Object(meta));
+    params.remove("requestState");
+    params.remove("inputResponses");
+}
+
+/// The request's params in their wire shape (rmcp moved `_meta` into the
+/// context; it goes back in).
+fn wire_params<P: serde::Serialize>(
+    request: &P,
+    context: &RmcpContext<RoleServer>,
+) -> Map<String, Value> {
+    let mut params = match serde_json::to_value(request) {
+        Ok(Value::Object(m)) => m,
+        _ => Map::new(),
+    };
+    if !context.meta.is_empty() {
+        let meta = serde_json::to_value(&context.meta).unwrap_or(Value::Null);
+        if let Value::Object(m) = meta {
+            let entry = params
+                .entry("_meta")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(existing) = entry {
+                existing.extend(m);
+            }
+        }
+    }
+    params
+}
+
+/// The value rmcp deserializes, or its error: the outcome's result body, or the
+/// JSON-RPC error object of [`Error::to_jsonrpc`] (one rendering for both crates).
+fn to_wire(outcome: Outcome) -> Result<Value, ErrorData> {
+    match outcome {
+        Outcome::Complete(v) | Outcome::ToolError { result: v, .. } => Ok(v),
+        Outcome::InputRequired(irr) => Ok(irr.to_value()),
+        Outcome::Protocol(e) => Err(error_data(&e)),
+    }
+}
+
+/// An mrtr error as rmcp's `ErrorData` (code, public message, data).
+fn error_data(e: &Error) -> ErrorData {
+    let mut v = e.to_jsonrpc(None);
+    serde_json::from_value(v["error"].take())
+        .unwrap_or_else(|_| ErrorData::internal_error("Internal error", None))
+}
+
+fn is_input_required(v: &Value) -> bool {
+    v.get("resultType").and_then(Value::as_str) == Some("input_required")
+}
+
+/// A result the handler built that rmcp cannot take: -32603, and why in the log.
+fn unfit(what: &str) -> ErrorData {
+    tracing::warn!(
+        target: "mrtr::diag",
+        category = "internal",
+        detail = %format!("the result does not fit rmcp's {what}"),
+        "request failed"
+    );
+    ErrorData::internal_error("Internal error", None)
+}
+
+fn tool_response(v: Value) -> Result<CallToolResponse, ErrorData> {
+    if is_input_required(&v) {
+        return serde_json::from_value(v)
+            .map(CallToolResponse::InputRequired)
+            .map_err(|_| unfit("InputRequiredResult"));
+    }
+    serde_json::from_value::<CallToolResult>(v)
+        .map(CallToolResponse::Complete)
+        .map_err(|_| unfit("CallToolResult"))
+}
+
+fn prompt_response(v: Value) -> Result<GetPromptResponse, ErrorData> {
+    if is_input_required(&v) {
+        return serde_json::from_value(v)
+            .map(GetPromptResponse::InputRequired)
+            .map_err(|_| unfit("InputRequiredResult"));
+    }
+    serde_json::from_value::<GetPromptResult>(v)
+        .map(GetPromptResponse::Complete)
+        .map_err(|_| unfit("GetPromptResult"))
+}
+
+fn resource_response(v: Value) -> Result<ReadResourceResponse, ErrorData> {
+    if is_input_required(&v) {
+        return serde_json::from_value(v)
+            .map(ReadResourceResponse::InputRequired)
+            .map_err(|_| unfit("InputRequiredResult"));
+    }
+    serde_json::from_value::<ReadResourceResult>(v)
+        .map(ReadResourceResponse::Complete)
+        .map_err(|_| unfit("ReadResourceResult"))
+}
+
+/// A synchronous handler as an async one; it runs when the future is first
+/// polled, so a panic in it is caught like one in an async handler.
+fn sync<F, R>(
+    handler: &F,
+) -> impl Fn(Round) -> std::future::Ready<Result<Value, Flow>> + Send + Sync
+where
+    F: Fn(Round) -> Result<R, Flow> + Send + Sync,
+    R: Into<Value>,
+{
+    move |round| std::future::ready(handler(round).map(Into::into))
+}
+
+/// A correlation id for the log lines of one round (16 hex digits).
+fn correlation_id() -> String {
+    static KEYS: OnceLock<std::collections::hash_map::RandomState> = OnceLock::new();
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let mut h = KEYS.get_or_init(Default::default).build_hasher();
+    h.write_u64(NEXT.fetch_add(1, Ordering::Relaxed));
+    h.write_u32(std::process::id());
+    format!("{:016x}", h.finish())
+}
+
+/// The tool call, for an mrtr handler in a `#[tool]` function: take it as an
+/// argument and [`run`](ToolCall::run) the handler.
+///
+/// It binds the arguments, state and answers the client sent, as kept by
+/// [`Mrtr::call_tool`], whatever extractors come before it. On a tool not
+/// routed through [`Mrtr::call_tool`] it fails closed (-32603; the log says
+/// why).
+///
+/// ```
+/// use mrtr::engine::tool_text;
+/// use mrtr::rmcp::{Mrtr, Principals, ToolCall};
+/// use mrtr::{Confirmation, Engine, Keyring};
+/// use rmcp::handler::server::router::tool::ToolRouter;
+/// use rmcp::model::{CallToolRequestParams, CallToolResponse};
+/// use rmcp::service::RequestContext;
+/// use rmcp::{ErrorData, RoleServer, ServerHandler, tool, tool_handler, tool_router};
+///
+/// #[derive(serde::Deserialize, rmcp::schemars::JsonSchema)]
+/// struct Deploy {
+///     service: String,
+/// }
+///
+/// #[derive(Clone)]
+/// struct Server {
+///     mrtr: Mrtr,
+///     tool_router: ToolRouter<Self>,
+/// }
+///
+/// #[tool_router]
+/// impl Server {
+///     #[tool(description = "Deploys after confirmation", input_schema = mrtr::rmcp::input_schema::<Deploy>())]
+///     async fn deploy(&self, call: ToolCall) -> Result<CallToolResponse, ErrorData> {
+///         call.run_typed_async(|round, args: Deploy| async move {
+///             if round.confirm("confirm", format!("Deploy {}?", args.service))? != Confirmation::Accepted {
+///                 return Ok(tool_text("Nothing was deployed."));
+///             }
+///             round.once_async("deploy", || async { Ok(()) }).await?;
+///             Ok(tool_text(format!("Deployed {}.", args.service)))
+///         })
+///         .await
+///     }
+/// }
+///
+/// #[tool_handler(router = self.tool_router)]
+/// impl ServerHandler for Server {
+///     async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>)
+///         -> Result<CallToolResponse, ErrorData> {
+///         self.mrtr.call_tool(self, &self.tool_router, request, context).await
+///     }
+/// }
+///
+/// let engine = Engine::new(Keyring::ephemeral(), "https://mcp.example.com");
+/// let server = Server { mrtr: Mrtr::new(engine, Principals::anonymous()), tool_router: Server::tool_router() };
+/// let tools = server.tool_router.list_all();
+/// assert_eq!(tools[0].name, "deploy");
+/// assert_eq!(tools[0].input_schema["required"], serde_json::json!(["service"]));
+/// ```
+pub struct ToolCall {
+    kept: Option<Kept>,
+    context: RmcpContext<RoleServer>,
+}
+
+impl fmt::Debug for ToolCall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolCall")
+            .field("routed_by_mrtr", &self.kept.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S> FromContextPart<ToolCallContext<'_, S>> for ToolCall {
+    fn from_context_part(context: &mut ToolCallContext<'_, S>) -> Result<Self, ErrorData> {
+        let request = context.as_request_context_mut();
+        // Taken, so a second ToolCall in one function cannot run the flow twice.
+        let kept = request.extensions.remove::<Kept>();
+        Ok(Self {
+            kept,
+            context: request.clone(),
+        })
+    }
+}
+
+impl ToolCall {
+    /// Runs a synchronous handler (re-run from the top on every round).
+    ///
+    /// # Errors
+    /// The JSON-RPC errors of the flow; failures the model can act on are tool
+    /// errors (`isError: true`) in the `Ok` value.
+    pub async fn run<F, R>(self, handler: F) -> Result<CallToolResponse, ErrorData>
+    where
+        F: Fn(Round) -> Result<R, Flow> + Send + Sync,
+        R: Into<Value>,
+    {
+        let handler = sync(&handler);
+        self.run_async(handler).await
+    }
+
+    /// Runs an async handler (re-run from the top on every round).
+    ///
+    /// # Errors
+    /// As [`ToolCall::run`].
+    pub async fn run_async<F, Fut, R>(self, handler: F) -> Result<CallToolResponse, ErrorData>
+    where
+        F: Fn(Round) -> Fut + Send + Sync,
+        Fut: Future<Output = Result<R, Flow>> + Send,
+        R: Into<Value>,
+    {
+        let Some(kept) = self.kept else {
+            return Err(not_routed());
+        };
+        let params = Map::clone(&kept.params);
+        let v = kept
+            .mrtr
+            .execute(
+                CarrierMethod::ToolsCall,
+                params,
+                &self.context,
+                kept.legacy.as_ref(),
+                true,
+                &handler,
+            )
+            .await?;
+        tool_response(v)
+    }
+
+    /// Runs a synchronous handler with the arguments decoded into `A`; arguments
+    /// that do not fit are a tool error naming the field (never its value).
+    ///
+    /// # Errors
+    /// As [`ToolCall::run`].
+    pub async fn run_typed<A, F, R>(self, handler: F) -> Result<CallToolResponse, ErrorData>
+    where
+        A: DeserializeOwned,
+        F: Fn(Round, A) -> Result<R, Flow> + Send + Sync,
+        R: Into<Value>,
+    {
+        self.run(move |round| {
+            let args = round.arguments::<A>()?;
+            handler(round, args)
+        })
+        .await
+    }
+
+    /// Runs an async handler with the arguments decoded into `A`.
+    ///
+    /// # Errors
+    /// As [`ToolCall::run`].
+    pub async fn run_typed_async<A, F, Fut, R>(
+        self,
+        handler: F,
+    ) -> Result<CallToolResponse, ErrorData>
+    where
+        A: DeserializeOwned + Send,
+        F: Fn(Round, A) -> Fut + Send + Sync,
+        Fut: Future<Output = Result<R, Flow>> + Send,
+        R: Into<Value>,
+    {
+        let handler = &handler;
+        self.run_async(move |round: Round| async move {
+            let args = round.arguments::<A>()?;
+            handler(round, args).await
+        })
+        .await
+    }
+}
+
+/// The refusal of a [`ToolCall`] whose call was not routed through
+/// [`Mrtr::call_tool`]: without the kept params, what rmcp's earlier extractors
+/// left may lack the arguments or the state, and binding to that would be weaker
+/// than the call. Fails closed.
+fn not_routed() -> ErrorData {
+    let e = Error::internal(
+        "mrtr::rmcp::ToolCall on a tool call not routed through Mrtr::call_tool: \
+         route ServerHandler::call_tool through Mrtr::call_tool (the call_tool \
+         #[tool_handler] generates keeps nothing for ToolCall), and take one \
+         ToolCall per tool function (the first takes what was kept)",
+    );
+    e.log(&crate::error::DiagContext {
+        correlation_id: &correlation_id(),
+        method: Some(CarrierMethod::ToolsCall.as_str()),
+        ..Default::default()
+    });
+    error_data(&e)
+}
+
+/// The `inputSchema` of a tool whose arguments are `A`, for
+/// `#[tool(input_schema = mrtr::rmcp::input_schema::<A>())]` (rmcp's own schema
+/// settings, as for `Parameters<A>`).
+///
+/// # Panics
+/// When `A`'s schema is not an object schema (a programming error, found when the
+/// tool router is built).
+pub fn input_schema<A: ::rmcp::schemars::JsonSchema + 'static>() -> Arc<RmcpObject> {
+    ::rmcp::handler::server::common::schema_for_input::<A>()
+        .unwrap_or_else(|e| panic!("input schema of {}: {e}", std::any::type_name::<A>()))
+}
+
+/// The tools registered on `service`, as rmcp's `Tool`s (for `list_tools`).
+pub fn service_tools(service: &Service) -> Vec<Tool> {
+    definitions(service, CarrierMethod::ToolsCall)
+}
+
+/// The prompts registered on `service`, as rmcp's `Prompt`s (for `list_prompts`).
+pub fn service_prompts(service: &Service) -> Vec<Prompt> {
+    definitions(service, CarrierMethod::PromptsGet)
+}
+
+/// The resources registered on `service`, as rmcp's `Resource`s (for
+/// `list_resources`).
+pub fn service_resources(service: &Service) -> Vec<Resource> {
+    definitions(service, CarrierMethod::ResourcesRead)
+}
+
+fn definitions<T: DeserializeOwned>(service: &Service, method: CarrierMethod) -> Vec<T> {
+    service
+        .definitions(method)
+        .into_iter()
+        .filter_map(|d| serde_json::from_value(d).ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_mrtr_error_becomes_rmcp_error_data_with_code_message_and_data() {
+        let e = Error::invalid_request_state("binding");
+        let d = error_data(&e);
+        assert_eq!(d.code.0, -32602);
+        assert_eq!(d.message, "Invalid or expired requestState");
+        assert_eq!(d.data, Some(json!({"reason": "invalid_request_state"})));
+        // The private reason stays private.
+        assert!(!format!("{d:?}").contains("binding"));
+    }
+
+    #[test]
+    fn a_legacy_request_starts_a_fresh_flow_with_the_handshake_capabilities() {
+        let mut params = json!({
+            "name": "t",
+            "requestState": "client-sent",
+            "inputResponses": {"k": {}},
+            "_meta": {"progressToken": 7},
+        })
+        .as_object()
+        .unwrap()
+        .clone();
+        legacy_params(&mut params, &json!({"sampling": {}}));
+        assert!(params.get("requestState").is_none());
+        assert!(params.get("inputResponses").is_none());
+        let meta = &params["_meta"];
+        assert_eq!(meta["progressToken"], 7);
+        assert_eq!(
+            meta[crate::wire::meta::META_PROTOCOL_VERSION],
+            PROTOCOL_VERSION
+        );
+        assert_eq!(
+            meta[crate::wire::meta::META_CLIENT_CAPABILITIES],
+            json!({"sampling": {}})
+        );
+    }
+
+    #[test]
+    fn only_the_three_ask_kinds_become_server_requests() {
+        let elicit = json!({"method": "elicitation/create", "params": {
+            "message": "m", "requestedSchema": {"type": "object", "properties": {}}}});
+        assert!(matches!(
+            server_request(&elicit),
+            Some(ServerRequest::ElicitRequest(_))
+        ));
+        let roots = json!({"method": "roots/list"});
+        assert!(matches!(
+            server_request(&roots),
+            Some(ServerRequest::ListRootsRequest(_))
+        ));
+        assert!(server_request(&json!({"method": "ping"})).is_none());
+    }
+
+    #[test]
+    fn results_are_told_apart_by_result_type() {
+        let irr = json!({"resultType": "input_required", "requestState": "s"});
+        assert!(matches!(
+            tool_response(irr),
+            Ok(CallToolResponse::InputRequired(_))
+        ));
+        let done = json!({"resultType": "complete", "content": [{"type": "text", "text": "x"}]});
+        assert!(matches!(
+            tool_response(done),
+            Ok(CallToolResponse::Complete(_))
+        ));
+        // What rmcp cannot take is -32603, not a panic.
+        let bad = json!({"resultType": "complete", "messages": 3});
+        assert_eq!(prompt_response(bad).unwrap_err().code.0, -32603);
+    }
+}

@@ -1,0 +1,296 @@
+//! The same mrtr handlers for a client that negotiated 2025-11-25 (no MRTR):
+//! rmcp's own client, over HTTP (rmcp's Unix-socket client transport, so no
+//! reqwest), answering the server's `elicitation/create`,
+//! `sampling/createMessage` and `roots/list` requests; the handlers run to
+//! completion inside each request, gated on the capabilities declared at
+//! `initialize`.
+#![cfg(all(feature = "rmcp", feature = "server"))]
+// why: rmcp marks sampling and roots deprecated (SEP-2577), but a 2025-11-25 client
+// is exactly the one that still answers them.
+#![allow(deprecated)]
+
+mod rmcp_support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use mrtr::rmcp::{Mrtr, Principals};
+use mrtr::{Engine, Keyring};
+use rmcp::model::{
+    CallToolRequestParams, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
+    ElicitResult, GetPromptRequestParams, InitializeRequestParams, ListRootsResult,
+    ReadResourceRequestParams,
+};
+use rmcp::service::{RequestContext, RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::{ClientHandler, ErrorData, ServiceError, ServiceExt};
+use rmcp_support::{NOTE, PROMPT};
+use serde_json::{Value, json};
+
+/// A 2025-11-25 client that answers every question the way a test user would.
+#[derive(Clone)]
+struct User {
+    config: InitializeRequestParams,
+    /// How many server-to-client requests it answered.
+    asked: Arc<AtomicUsize>,
+    /// Answer sampling requests with a JSON-RPC error.
+    fail_sampling: bool,
+}
+
+impl User {
+    fn new(capabilities: Value) -> Self {
+        let config = serde_json::from_value(json!({
+            "protocolVersion": "2025-11-25",
+            "capabilities": capabilities,
+            "clientInfo": {"name": "legacy-test-client", "version": "0.0.0"},
+        }))
+        .unwrap();
+        Self {
+            config,
+            asked: Arc::new(AtomicUsize::new(0)),
+            fail_sampling: false,
+        }
+    }
+}
+
+/// What the test user types into a field, by name.
+fn field(name: &str) -> Value {
+    match name {
+        "name" => json!("Ada"),
+        "color" => json!("red"),
+        "context" => json!("rust"),
+        "confirm" => json!(true),
+        other => json!(other),
+    }
+}
+
+impl ClientHandler for User {
+    fn get_info(&self) -> InitializeRequestParams {
+        self.config.clone()
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        self.asked.fetch_add(1, Ordering::SeqCst);
+        let params = serde_json::to_value(&request).unwrap();
+        let mut content = serde_json::Map::new();
+        if let Some(props) = params["requestedSchema"]["properties"].as_object() {
+            for name in props.keys() {
+                content.insert(name.clone(), field(name));
+            }
+        }
+        Ok(serde_json::from_value(json!({"action": "accept", "content": content})).unwrap())
+    }
+
+    async fn create_message(
+        &self,
+        _params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        self.asked.fetch_add(1, Ordering::SeqCst);
+        if self.fail_sampling {
+            return Err(ErrorData::internal_error("no model today", None));
+        }
+        Ok(serde_json::from_value(json!({
+            "role": "assistant",
+            "content": {"type": "text", "text": "Paris"},
+            "model": "test-model",
+            "stopReason": "endTurn",
+        }))
+        .unwrap())
+    }
+
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        self.asked.fetch_add(1, Ordering::SeqCst);
+        Ok(serde_json::from_value(json!({"roots": [{"uri": "file:///w", "name": "w"}]})).unwrap())
+    }
+}
+
+fn all_caps() -> Value {
+    json!({"elicitation": {"form": {}}, "sampling": {}, "roots": {"listChanged": true}})
+}
+
+async fn connect(s: &rmcp_support::Running, user: User) -> RunningService<RoleClient, User> {
+    let transport = StreamableHttpClientTransport::from_unix_socket(
+        s.socket.to_str().unwrap(),
+        "http://localhost/mcp",
+    );
+    let client = user.serve(transport).await.expect("initialize");
+    let negotiated = client.peer_info().unwrap().protocol_version.clone();
+    assert_eq!(negotiated.as_str(), "2025-11-25");
+    client
+}
+
+fn server() -> rmcp_support::Running {
+    let engine = Engine::new(Keyring::ephemeral(), "https://rmcp.test.example");
+    rmcp_support::start(Mrtr::new(engine, Principals::anonymous()))
+}
+
+async fn call(
+    client: &RunningService<RoleClient, User>,
+    name: &str,
+    args: Option<Value>,
+) -> String {
+    let mut params = CallToolRequestParams::new(name.to_owned());
+    if let Some(Value::Object(a)) = args {
+        params = params.with_arguments(a);
+    }
+    let result = client.call_tool(params).await.expect("tools/call");
+    let v = serde_json::to_value(&result).unwrap();
+    assert_ne!(v["isError"], true, "{v}");
+    v["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn elicitation_sampling_roots_and_two_rounds_through_the_same_handlers() {
+    let s = server();
+    let user = User::new(all_caps());
+    let asked = user.asked.clone();
+    let client = connect(&s, user).await;
+    assert_eq!(call(&client, "greet", None).await, "Hello, Ada!");
+    assert_eq!(
+        call(&client, "ask_model", None).await,
+        "model=Paris name=Ada"
+    );
+    assert_eq!(call(&client, "list_roots", None).await, "roots=file:///w");
+    assert_eq!(call(&client, "two_rounds", None).await, "Ada likes red");
+    // greet 1, ask_model 2 (one round, both asks), list_roots 1, two_rounds 2.
+    assert_eq!(asked.load(Ordering::SeqCst), 6);
+    // Typed arguments and `once`.
+    let text = call(&client, "deploy", Some(json!({"service": "svc"}))).await;
+    assert_eq!(text, "Deployed svc (deployment #1).");
+    assert_eq!(s.server.deployments.load(Ordering::SeqCst), 1);
+    // The extractor-order tools see the arguments the client sent.
+    let text = call(&client, "order_params_first", Some(json!({"value": "x"}))).await;
+    assert_eq!(text, "params=x bound=\"x\"");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_and_a_resource_for_a_legacy_client() {
+    let s = server();
+    let client = connect(&s, User::new(all_caps())).await;
+    let prompt = client
+        .get_prompt(GetPromptRequestParams::new(PROMPT))
+        .await
+        .expect("prompts/get");
+    let v = serde_json::to_value(&prompt).unwrap();
+    assert_eq!(
+        v["messages"][0]["content"]["text"], "Use this context: rust",
+        "{v}"
+    );
+    let note = client
+        .read_resource(ReadResourceRequestParams::new(NOTE))
+        .await
+        .expect("resources/read");
+    let v = serde_json::to_value(&note).unwrap();
+    assert_eq!(v["contents"][0]["text"], "the note", "{v}");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_client_without_elicitation_gets_32021_or_the_optional_path() {
+    let s = server();
+    let user = User::new(json!({"sampling": {}}));
+    let asked = user.asked.clone();
+    let client = connect(&s, user).await;
+    // The optional form is dropped; the required sampling call goes out.
+    assert_eq!(call(&client, "ask_model", None).await, "model=Paris name=");
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+    // A required form: -32021 naming elicitation, as for a 2026-07-28 client.
+    let err = client
+        .call_tool(CallToolRequestParams::new("greet"))
+        .await
+        .expect_err("no elicitation capability");
+    let ServiceError::McpError(e) = err else {
+        panic!("expected a JSON-RPC error, got {err:?}");
+    };
+    assert_eq!(e.code.0, -32021, "{e:?}");
+    assert!(e.message.contains("elicitation"), "{e:?}");
+    assert_eq!(
+        e.data.unwrap()["requiredCapabilities"],
+        json!({"elicitation": {}})
+    );
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_ask_ends_the_flow_with_a_retryable_tool_error() {
+    let s = server();
+    let mut user = User::new(json!({"sampling": {}}));
+    user.fail_sampling = true;
+    let client = connect(&s, user).await;
+    let result = client
+        .call_tool(CallToolRequestParams::new("ask_model"))
+        .await
+        .expect("a tool error, not a JSON-RPC one");
+    let v = serde_json::to_value(&result).unwrap();
+    assert_eq!(v["isError"], true, "{v}");
+    let text = v["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("did not answer a request for input"), "{v}");
+    // The client's own message is not repeated to the model.
+    assert!(!text.contains("no model today"), "{v}");
+    client.cancel().await.unwrap();
+}
+
+/// The shared helpers (this file uses the reference service).
+#[path = "common/mod.rs"]
+mod common;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reference_fixtures_served_from_a_service_for_a_legacy_client() {
+    let (service, deployments) = common::reference(common::engine());
+    let s = rmcp_support::start_bridged(service);
+    let client = connect(&s, User::new(all_caps())).await;
+    assert_eq!(
+        call(&client, "test_input_required_result_multi_round", None).await,
+        "Ada likes red"
+    );
+    assert_eq!(
+        call(&client, "test_input_required_result_multiple_inputs", None).await,
+        "name=Ada; greeting=Paris; roots=1"
+    );
+    let text = call(&client, "deploy", Some(json!({"service": "web"}))).await;
+    assert_eq!(text, "Deployed web (deployment #1).");
+    assert_eq!(deployments.load(Ordering::SeqCst), 1);
+    let prompt = client
+        .get_prompt(GetPromptRequestParams::new(
+            "test_input_required_result_prompt",
+        ))
+        .await
+        .expect("prompts/get");
+    let v = serde_json::to_value(&prompt).unwrap();
+    assert_eq!(
+        v["messages"][0]["content"]["text"], "Use this context: rust",
+        "{v}"
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_round_limit_holds_for_a_legacy_client() {
+    let engine = Engine::new(Keyring::ephemeral(), "https://rmcp.test.example").max_rounds(1);
+    let s = rmcp_support::start(Mrtr::new(engine, Principals::anonymous()));
+    let user = User::new(all_caps());
+    let asked = user.asked.clone();
+    let client = connect(&s, user).await;
+    // Two rounds of questions with a limit of one: a tool error, the second question never asked.
+    let result = client
+        .call_tool(CallToolRequestParams::new("two_rounds"))
+        .await
+        .expect("a tool error");
+    let v = serde_json::to_value(&result).unwrap();
+    assert_eq!(v["isError"], true, "{v}");
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+    client.cancel().await.unwrap();
+}
