@@ -4,7 +4,9 @@
 #   scripts/fuzz.sh [SECONDS]
 #
 # Needs the nightly toolchain (libFuzzer and sanitizers); installs it and cargo-fuzz if missing.
-# Targets come from `cargo fuzz list`, so targets added later run too.
+# Targets come from `cargo fuzz list`, so targets added later run too; each gets the
+# dictionary of MCP keys fuzz/mcp.dict. A longer run with counts and coverage per
+# target: scripts/fuzz-campaign.sh (fuzz/README.md).
 set -euo pipefail
 
 per_target="${1:-60}"
@@ -38,7 +40,7 @@ failed=()
 for target in "${targets[@]}"; do
     echo "== fuzzing $target for ${per_target}s (log: $logs/$target.log)" >&2
     if cargo +nightly fuzz run "$target" -- -max_total_time="$per_target" -print_final_stats=1 \
-        >"$logs/$target.log" 2>&1; then
+        -dict="$PWD/fuzz/mcp.dict" >"$logs/$target.log" 2>&1; then
         grep -E '^(Done|stat::number_of_executed_units|stat::peak_rss_mb)' "$logs/$target.log" >&2 || true
     else
         tail -n 60 "$logs/$target.log" >&2
