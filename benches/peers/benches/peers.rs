@@ -36,15 +36,12 @@ fn bench(c: &mut Criterion) {
         });
 
         let rtoken = codec.seal_json_with(&state, &opts).unwrap();
-        assert_eq!(
-            codec.open_json_with::<String>(&rtoken, &aad).unwrap(),
-            state
-        );
+        assert_eq!(codec.open_json_with::<String>(&rtoken, aad).unwrap(), state);
         g.bench_with_input(BenchmarkId::new("rmcp_seal", n), &state, |b, s| {
             b.iter(|| codec.seal_json_with(black_box(s), &opts).unwrap())
         });
         g.bench_with_input(BenchmarkId::new("rmcp_open", n), &rtoken, |b, t| {
-            b.iter(|| codec.open_json_with::<String>(black_box(t), &aad).unwrap())
+            b.iter(|| codec.open_json_with::<String>(black_box(t), aad).unwrap())
         });
         eprintln!(
             "size {n}: mrtr token {} chars, rmcp token {} chars",

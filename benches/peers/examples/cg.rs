@@ -26,7 +26,7 @@ fn main() {
     let rtoken = codec.seal_json_with(&state, &opts).unwrap();
     // warm up each path once
     black_box(sealer.open::<String>(&token, &binding, now).unwrap());
-    black_box(codec.open_json_with::<String>(&rtoken, &aad).unwrap());
+    black_box(codec.open_json_with::<String>(&rtoken, aad).unwrap());
     let t = std::time::Instant::now();
     for _ in 0..iters {
         match which {
@@ -41,7 +41,7 @@ fn main() {
             )),
             "rmcp_open" => drop(black_box(
                 codec
-                    .open_json_with::<String>(black_box(&rtoken), &aad)
+                    .open_json_with::<String>(black_box(&rtoken), aad)
                     .unwrap(),
             )),
             _ => panic!("which"),

@@ -1,0 +1,606 @@
+//! End to end over loopback HTTP, in one run: the same rmcp server (rmcp's
+//! Streamable HTTP service, stateless 2026-07-28, JSON responses, served by axum)
+//! with one elicitation tool written two ways:
+//!
+//! - **rmcp**: a `#[tool]` that does the flow by hand with rmcp's own
+//!   `RequestStateCodec` (rs2, HMAC-SHA256): round 1 returns an
+//!   `InputRequiredResult` with one form elicitation and a signed `requestState`
+//!   (bound to the tool and its arguments, 600 s TTL); round 2 verifies the echoed
+//!   state and reads the answer. What an rmcp user writes today with rmcp alone.
+//! - **mrtr**: the same tool as an mrtr handler through `mrtr::rmcp` (`Mrtr`,
+//!   `ToolCall::run`): capability gate, XAES-256-GCM sealed and bound state,
+//!   answer validation against the form.
+//!
+//! A load driver on a runtime of its own (one thread) runs two-round flows on
+//! keep-alive HTTP/1.1 connections against one variant at a time, alternating
+//! rmcp, mrtr, rmcp, mrtr...; the servers share one runtime (one worker thread).
+//! A flow counts when its second round returns the greeting. Each run also reports
+//! the CPU time per flow of the servers' threads and of the driver's (from
+//! `/proc/self/task/*/schedstat`), which the load on a shared host disturbs less
+//! than flows per second.
+//!
+//! ```text
+//! cd benches/peers && cargo bench --bench e2e
+//! ```
+//!
+//! Settings (environment): `E2E_SECONDS` per run (default 10, 1 to 60),
+//! `E2E_PAIRS` of runs (default 3, 1 to 10), `E2E_CONNECTIONS` (default 8, 1 to 64);
+//! `E2E_ONLY=rmcp` or `E2E_ONLY=mrtr` runs one side alone (for a profiler, e.g.
+//! `perf record --call-graph dwarf` on the bench binary), without the comparison.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use mrtr::engine::{Elicited, Form, tool_text};
+use mrtr::rmcp::{Mrtr, Principals, ToolCall};
+use mrtr::{Engine, Keyring};
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::{InputResponses, RequestState};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest,
+    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, InputRequest,
+    InputRequiredResult, JsonObject, RequestStateCodec, SealOptions, ServerCapabilities,
+    ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, RoleServer, ServerHandler, tool, tool_handler, tool_router};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// The tool both servers serve.
+const TOOL: &str = "greet";
+/// The one ask of its first round.
+const ASK: &str = "user_name";
+/// The answer the driver gives, and the result it expects.
+const NAME: &str = "load";
+const GREETING: &str = "Hello, load!";
+/// The state's lifetime (mrtr's default too).
+const TTL: Duration = Duration::from_secs(600);
+
+// ---------------------------------------------------------------------------
+// Variant rmcp: the flow by hand with rmcp's RequestStateCodec.
+
+/// What the rmcp tool keeps in its signed state: the key it asked.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Step {
+    ask: String,
+}
+
+/// The rmcp server: its codec and its tool router.
+#[derive(Clone)]
+struct PlainServer {
+    codec: Arc<RequestStateCodec>,
+    tool_router: ToolRouter<Self>,
+}
+
+/// The associated data of the rmcp tool's state: the call it belongs to (method,
+/// tool, arguments), so a state cannot be replayed against another call.
+fn call_binding(tool: &str, arguments: &JsonObject) -> Vec<u8> {
+    let mut aad = format!("tools/call\n{tool}\n").into_bytes();
+    serde_json::to_writer(&mut aad, arguments).expect("a JSON object serializes");
+    aad
+}
+
+fn bad_state() -> ErrorData {
+    ErrorData::invalid_params("Invalid requestState", None)
+}
+
+#[tool_router]
+impl PlainServer {
+    fn new() -> Self {
+        let codec = RequestStateCodec::new_with_keyring("k1", [("k1", vec![7u8; 32])])
+            .expect("a 32-byte key");
+        Self {
+            codec: Arc::new(codec),
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    /// Asks the user's name, then greets them.
+    #[tool(description = "Asks your name, then greets you.")]
+    async fn greet(
+        &self,
+        RequestState(state): RequestState,
+        InputResponses(answers): InputResponses,
+        arguments: JsonObject,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let aad = call_binding(TOOL, &arguments);
+        let Some(state) = state else {
+            // Round 1: ask, and sign what was asked.
+            let step = Step { ask: ASK.into() };
+            let opts = SealOptions::new().associated_data(&aad).ttl(TTL);
+            let sealed = self
+                .codec
+                .seal_json_with(&step, &opts)
+                .map_err(|_| ErrorData::internal_error("Internal error", None))?;
+            let schema = ElicitationSchema::builder()
+                .required_string_property("name", |s| s.title("Name"))
+                .build()
+                .map_err(|_| ErrorData::internal_error("Internal error", None))?;
+            let ask = ElicitRequest::new(ElicitRequestParams::FormElicitationParams {
+                meta: None,
+                message: "What is your name?".into(),
+                requested_schema: schema,
+            });
+            let asks = BTreeMap::from([(ASK.to_owned(), InputRequest::Elicitation(ask))]);
+            return Ok(InputRequiredResult::new(Some(asks), Some(sealed)).into());
+        };
+        // Round 2: verify the state, then read the answer to what it says was asked.
+        let step: Step = self
+            .codec
+            .open_json_with(&state, &aad)
+            .map_err(|_| bad_state())?;
+        let answer = answers
+            .as_ref()
+            .and_then(|a| a.get(&step.ask))
+            .ok_or_else(|| ErrorData::invalid_params("Missing answer", None))?;
+        let answer: ElicitResult = serde_json::from_value(answer.clone())
+            .map_err(|_| ErrorData::invalid_params("Invalid answer", None))?;
+        let name = match answer.action {
+            ElicitationAction::Accept => answer
+                .content
+                .as_ref()
+                .and_then(|c| c.get("name"))
+                .and_then(Value::as_str),
+            _ => None,
+        };
+        let text = match name {
+            Some(n) => format!("Hello, {n}!"),
+            None => "No name given.".to_owned(),
+        };
+        Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into())
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for PlainServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Variant mrtr: the same tool as an mrtr handler.
+
+/// The mrtr server: mrtr on rmcp, and its tool router.
+#[derive(Clone)]
+struct MrtrServer {
+    mrtr: Mrtr,
+    tool_router: ToolRouter<Self>,
+}
+
+#[tool_router]
+impl MrtrServer {
+    fn new() -> Self {
+        let engine = Engine::new(Keyring::ephemeral(), "http://127.0.0.1");
+        Self {
+            mrtr: Mrtr::new(engine, Principals::anonymous()),
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    /// Asks the user's name, then greets them.
+    #[tool(description = "Asks your name, then greets you.")]
+    async fn greet(&self, call: ToolCall) -> Result<CallToolResponse, ErrorData> {
+        call.run(|r| {
+            match r.elicit(ASK, Form::new("What is your name?").string("name", "Name"))? {
+                Elicited::Accepted(f) => Ok(tool_text(format!(
+                    "Hello, {}!",
+                    f.str("name").unwrap_or_default()
+                ))),
+                _ => Ok(tool_text("No name given.")),
+            }
+        })
+        .await
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for MrtrServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.mrtr
+            .call_tool(self, &self.tool_router, request, context)
+            .await
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The servers: both on one runtime with one worker thread.
+
+/// rmcp's Streamable HTTP service for `server`, as axum serves it on `/mcp`.
+fn router<S>(server: S) -> axum::Router
+where
+    S: ServerHandler + Clone + Send + Sync + 'static,
+{
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true);
+    let service: StreamableHttpService<S, LocalSessionManager> =
+        StreamableHttpService::new(move || Ok(server.clone()), Default::default(), config);
+    axum::Router::new().nest_service("/mcp", service)
+}
+
+/// Starts both servers on a thread of their own; returns (rmcp's, mrtr's) address.
+fn start_servers() -> (SocketAddr, SocketAddr) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("servers".into())
+        .spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("server-worker")
+                .enable_all()
+                .build()
+                .expect("the server runtime");
+            rt.block_on(async move {
+                let plain = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                let with_mrtr = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                tx.send((plain.local_addr().unwrap(), with_mrtr.local_addr().unwrap()))
+                    .unwrap();
+                let a = tokio::spawn(axum::serve(plain, router(PlainServer::new())).into_future());
+                let b =
+                    tokio::spawn(axum::serve(with_mrtr, router(MrtrServer::new())).into_future());
+                let _ = tokio::join!(a, b);
+            });
+        })
+        .expect("the server thread");
+    rx.recv().expect("the servers' addresses")
+}
+
+// ---------------------------------------------------------------------------
+// The load driver.
+
+/// One kept-alive HTTP/1.1 connection to `/mcp`.
+struct Conn {
+    stream: TcpStream,
+    host: String,
+    buf: Vec<u8>,
+    chunk: Box<[u8]>,
+}
+
+impl Conn {
+    async fn open(addr: SocketAddr) -> std::io::Result<Self> {
+        let stream = TcpStream::connect(addr).await?;
+        stream.set_nodelay(true)?;
+        Ok(Self {
+            stream,
+            host: addr.to_string(),
+            buf: Vec::with_capacity(8192),
+            chunk: vec![0u8; 16 * 1024].into_boxed_slice(),
+        })
+    }
+
+    /// POSTs one JSON-RPC `tools/call` and returns the JSON reply (status 200 and
+    /// `Content-Length` required).
+    async fn call(&mut self, body: &Value) -> Result<Value, String> {
+        let body = body.to_string();
+        let head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\n\
+             MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: {TOOL}\r\n\
+             Content-Length: {}\r\n\r\n",
+            self.host,
+            body.len()
+        );
+        let mut out = head.into_bytes();
+        out.extend_from_slice(body.as_bytes());
+        self.stream
+            .write_all(&out)
+            .await
+            .map_err(|e| e.to_string())?;
+        // The head.
+        let (body_at, len) = loop {
+            if let Some(end) = find(&self.buf, b"\r\n\r\n") {
+                let head = std::str::from_utf8(&self.buf[..end]).map_err(|e| e.to_string())?;
+                let mut lines = head.split("\r\n");
+                let status = lines.next().unwrap_or_default();
+                if !status.starts_with("HTTP/1.1 200 ") {
+                    return Err(format!("status: {status}"));
+                }
+                let len = lines
+                    .filter_map(|l| l.split_once(':'))
+                    .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+                    .and_then(|(_, v)| v.trim().parse::<usize>().ok())
+                    .ok_or("a reply without Content-Length")?;
+                break (end + 4, len);
+            }
+            self.fill().await?;
+        };
+        while self.buf.len() < body_at + len {
+            self.fill().await?;
+        }
+        let reply = serde_json::from_slice(&self.buf[body_at..body_at + len])
+            .map_err(|e| format!("reply body: {e}"));
+        self.buf.drain(..body_at + len);
+        reply
+    }
+
+    async fn fill(&mut self) -> Result<(), String> {
+        let n = self
+            .stream
+            .read(&mut self.chunk)
+            .await
+            .map_err(|e| e.to_string())?;
+        if n == 0 {
+            return Err("connection closed".into());
+        }
+        self.buf.extend_from_slice(&self.chunk[..n]);
+        Ok(())
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Round 1 of a flow: a 2026-07-28 `tools/call` whose client can take forms.
+fn first_round(id: u64) -> Value {
+    json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "method": "tools/call",
+        "params": {
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientInfo": {"name": "e2e", "version": "0"},
+                "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}
+            },
+            "name": TOOL
+        }
+    })
+}
+
+/// Round 2: the same call with the answer and the echoed state.
+fn second_round(mut request: Value, id: u64, state: &str) -> Value {
+    request["id"] = json!(id);
+    let params = &mut request["params"];
+    params["inputResponses"] = json!({ASK: {"action": "accept", "content": {"name": NAME}}});
+    params["requestState"] = json!(state);
+    request
+}
+
+/// One two-round flow on `conn`.
+async fn flow(conn: &mut Conn, id: u64) -> Result<(), String> {
+    let request = first_round(id);
+    let reply = conn.call(&request).await?;
+    let result = &reply["result"];
+    if result["resultType"] != "input_required" || result["inputRequests"][ASK].is_null() {
+        return Err(format!("round 1 did not ask {ASK}: {reply}"));
+    }
+    let state = result["requestState"]
+        .as_str()
+        .ok_or_else(|| format!("round 1 without requestState: {reply}"))?
+        .to_owned();
+    let reply = conn.call(&second_round(request, id + 1, &state)).await?;
+    let text = reply["result"]["content"][0]["text"].as_str();
+    if reply["result"]["resultType"] != "complete" || text != Some(GREETING) {
+        return Err(format!("round 2 did not greet: {reply}"));
+    }
+    Ok(())
+}
+
+/// Flows completed and failed on `connections` connections to `addr` for `length`.
+async fn drive(addr: SocketAddr, connections: usize, length: Duration) -> (u64, u64, Duration) {
+    let done = Arc::new(AtomicU64::new(0));
+    let failed = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let until = started + length;
+    let tasks: Vec<_> = (0..connections as u64)
+        .map(|n| {
+            let (done, failed) = (Arc::clone(&done), Arc::clone(&failed));
+            tokio::spawn(async move {
+                let mut conn: Option<Conn> = None;
+                let mut id = n << 40;
+                while Instant::now() < until {
+                    let c = match conn.as_mut() {
+                        Some(c) => c,
+                        None => match Conn::open(addr).await {
+                            Ok(c) => conn.insert(c),
+                            Err(e) => {
+                                eprintln!("connect: {e}");
+                                failed.fetch_add(1, Ordering::Relaxed);
+                                tokio::time::sleep(Duration::from_millis(50)).await;
+                                continue;
+                            }
+                        },
+                    };
+                    id += 2;
+                    match flow(c, id).await {
+                        Ok(()) => done.fetch_add(1, Ordering::Relaxed),
+                        Err(e) => {
+                            eprintln!("flow failed: {e}");
+                            conn = None;
+                            failed.fetch_add(1, Ordering::Relaxed)
+                        }
+                    };
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.expect("a driver task");
+    }
+    (
+        done.load(Ordering::Relaxed),
+        failed.load(Ordering::Relaxed),
+        started.elapsed(),
+    )
+}
+
+/// Both variants answer alike, and both refuse a tampered state.
+async fn check(addr: SocketAddr, name: &str) {
+    let mut conn = Conn::open(addr).await.expect("connect");
+    flow(&mut conn, 1)
+        .await
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let request = first_round(3);
+    let reply = conn.call(&request).await.expect("round 1");
+    let state = reply["result"]["requestState"].as_str().unwrap();
+    println!(
+        "{name}: round 1 reply {} bytes of JSON, its requestState {} chars",
+        reply.to_string().len(),
+        state.len()
+    );
+    // Flip one character in the middle of the token.
+    let mut bytes = state.as_bytes().to_vec();
+    let i = bytes.len() / 2;
+    bytes[i] = if bytes[i] == b'A' { b'B' } else { b'A' };
+    let tampered = String::from_utf8(bytes).unwrap();
+    let reply = Conn::open(addr)
+        .await
+        .expect("connect")
+        .call(&second_round(request, 4, &tampered))
+        .await;
+    // rmcp picks the HTTP status of an error reply; either way, no greeting.
+    if let Ok(v) = &reply {
+        assert!(
+            v["error"]["code"] == -32602,
+            "{name}: a tampered state was not refused: {v}"
+        );
+    }
+}
+
+fn setting(name: &str, default: u64, range: std::ops::RangeInclusive<u64>) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+        .clamp(*range.start(), *range.end())
+}
+
+/// CPU time (ns) of this process's threads so far: (the servers' threads, the rest).
+fn cpu_ns() -> (u64, u64) {
+    let (mut servers, mut rest) = (0, 0);
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return (0, 0);
+    };
+    for task in tasks.flatten() {
+        let path = task.path();
+        let comm = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
+        let ns: u64 = std::fs::read_to_string(path.join("schedstat"))
+            .ok()
+            .and_then(|s| s.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0);
+        if comm.starts_with("server") {
+            servers += ns;
+        } else {
+            rest += ns;
+        }
+    }
+    (servers, rest)
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".into())
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn main() {
+    let seconds = setting("E2E_SECONDS", 10, 1..=60);
+    let pairs = setting("E2E_PAIRS", 3, 1..=10) as usize;
+    let connections = setting("E2E_CONNECTIONS", 8, 1..=64) as usize;
+    // For profiling one side: E2E_ONLY=rmcp or E2E_ONLY=mrtr (no comparison then).
+    let only = std::env::var("E2E_ONLY").ok();
+    let (plain, with_mrtr) = start_servers();
+    let client = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("the client runtime");
+    let variants = [("rmcp", plain), ("mrtr", with_mrtr)];
+    println!(
+        "e2e: {pairs} x (rmcp, mrtr), {seconds} s each, {connections} connections; \
+         servers: 1 worker thread, driver: 1 thread; {} CPUs",
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    let wanted = |name: &str| only.as_deref().is_none_or(|o| o == name);
+    client.block_on(async {
+        for (name, addr) in variants {
+            if wanted(name) {
+                check(addr, name).await;
+            }
+        }
+        // Warm-up: 1 s each, not counted.
+        for (name, addr) in variants {
+            if wanted(name) {
+                let (done, _, _) = drive(addr, connections, Duration::from_secs(1)).await;
+                println!("{name}: warm-up {done} flows");
+            }
+        }
+    });
+    let mut rates: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+    let mut costs: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+    println!(
+        "run  variant  flows/s   flows  failed  server µs/flow  driver µs/flow  loadavg (before)"
+    );
+    for run in 0..pairs * 2 {
+        let v = run % 2;
+        let (name, addr) = variants[v];
+        if !wanted(name) {
+            continue;
+        }
+        let before = loadavg();
+        let cpu = cpu_ns();
+        let (done, failed, took) =
+            client.block_on(drive(addr, connections, Duration::from_secs(seconds)));
+        let after = cpu_ns();
+        let rate = done as f64 / took.as_secs_f64();
+        let per_flow = |a: u64, b: u64| (a - b) as f64 / 1000.0 / done.max(1) as f64;
+        let (server, driver) = (per_flow(after.0, cpu.0), per_flow(after.1, cpu.1));
+        rates[v].push(rate);
+        costs[v].push(server);
+        println!(
+            "{:>3}  {name:<7}  {rate:>7.0}  {done:>6}  {failed:>6}  {server:>14.1}  {driver:>14.1}  {before}",
+            run + 1
+        );
+        assert_eq!(failed, 0, "{name}: {failed} flows failed");
+    }
+    if only.is_some() {
+        return;
+    }
+    let (a, b) = (median(&rates[0]), median(&rates[1]));
+    let fmt = |v: &[f64]| {
+        v.iter()
+            .map(|r| format!("{r:.0}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    println!("rmcp: {} flows/s, median {a:.0}", fmt(&rates[0]));
+    println!("mrtr: {} flows/s, median {b:.0}", fmt(&rates[1]));
+    let (ca, cb) = (median(&costs[0]), median(&costs[1]));
+    println!(
+        "server CPU per flow, median: rmcp {ca:.1} µs, mrtr {cb:.1} µs (+{:.1} µs, +{:.0}%)",
+        cb - ca,
+        (cb - ca) / ca * 100.0
+    );
+    println!(
+        "mrtr's cost vs rmcp: {:.1}% fewer flows/s (target: at most 10%); loadavg after: {}",
+        (a - b) / a * 100.0,
+        loadavg()
+    );
+}
