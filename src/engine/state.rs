@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::seal::canonical_json;
+use crate::seal::hash_canonical;
 use crate::wire::{InputKind, InputRequest};
 
 /// A question as issued: its kind and a digest of the exact request sent
@@ -61,7 +61,7 @@ pub(crate) struct FlowState {
 pub(crate) fn question_digest(request: &InputRequest) -> String {
     let mut h = Sha256::new();
     h.update(b"mrtr/question/v1\0");
-    h.update(canonical_json(&request.to_value()).as_bytes());
+    hash_canonical(&mut h, &request.to_value());
     let d = h.finalize();
     URL_SAFE_NO_PAD.encode(&d[..16])
 }

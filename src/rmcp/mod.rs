@@ -98,13 +98,15 @@ use std::time::Duration;
 use ::rmcp::handler::server::common::{AsRequestContext, FromContextPart};
 use ::rmcp::handler::server::tool::{ToolCallContext, ToolRouter};
 use ::rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, GetPromptRequestParams,
-    GetPromptResponse, GetPromptResult, InputRequest as RmcpInputRequest, JsonObject as RmcpObject,
-    Prompt, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    Resource, ServerRequest, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ElicitRequest, GetPromptRequestParams,
+    GetPromptResponse, GetPromptResult, InputRequest as RmcpInputRequest,
+    InputRequiredResult as RmcpInputRequired, JsonObject as RmcpObject, Prompt, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource, ServerRequest,
+    Tool,
 };
 use ::rmcp::service::RequestContext as RmcpContext;
 use ::rmcp::{ErrorData, Peer, RoleServer};
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
@@ -242,6 +244,13 @@ struct Legacy {
     capabilities: Value,
 }
 
+/// Who sent a request, as its rounds need it: the principal [`Principals`]
+/// found (or why not), and the request's JSON-RPC id.
+struct Caller {
+    principal: Result<Principal, Error>,
+    id: ::rmcp::model::RequestId,
+}
+
 /// What [`Mrtr::call_tool`] keeps aside for the [`ToolCall`] of this call: the
 /// wire params as the client sent them. Private, so nothing else can put one into
 /// a request's extensions.
@@ -301,6 +310,13 @@ impl Mrtr {
     /// The engine.
     pub fn engine(&self) -> &Engine {
         &self.inner.engine
+    }
+
+    fn caller(&self, context: &RmcpContext<RoleServer>) -> Caller {
+        Caller {
+            principal: self.inner.principals.resolve(context),
+            id: context.id.clone(),
+        }
     }
 
     /// The body of `ServerHandler::call_tool`: keeps the call's wire params aside
@@ -374,7 +390,7 @@ impl Mrtr {
             .execute(
                 CarrierMethod::PromptsGet,
                 params,
-                &context,
+                self.caller(&context),
                 legacy.as_ref(),
                 true,
                 &handler,
@@ -422,7 +438,7 @@ impl Mrtr {
             .execute(
                 CarrierMethod::ResourcesRead,
                 params,
-                &context,
+                self.caller(&context),
                 legacy.as_ref(),
                 true,
                 &handler,
@@ -497,9 +513,10 @@ impl Mrtr {
             .unwrap_or_default();
         let registered = service.registered(method, target);
         let legacy = legacy_of(context);
+        let caller = self.caller(context);
         match registered {
             Some(h) => {
-                self.execute(method, params, context, legacy.as_ref(), true, &move |r| {
+                self.execute(method, params, caller, legacy.as_ref(), true, &move |r| {
                     h(r)
                 })
                 .await
@@ -507,7 +524,7 @@ impl Mrtr {
             None => {
                 // The same refusal as `Service::handle` (run_carrier finds no handler).
                 let none: Option<NoHandler> = None;
-                self.execute_with(method, params, context, legacy.as_ref(), false, || none)
+                self.execute_with(method, params, caller, legacy.as_ref(), false, || none)
                     .await
             }
         }
@@ -519,7 +536,7 @@ impl Mrtr {
         &self,
         method: CarrierMethod,
         params: Map<String, Value>,
-        context: &RmcpContext<RoleServer>,
+        caller: Caller,
         legacy: Option<&Legacy>,
         registered: bool,
         handler: &F,
@@ -529,7 +546,7 @@ impl Mrtr {
         Fut: Future<Output = Result<R, Flow>> + Send,
         R: Into<Value>,
     {
-        self.execute_with(method, params, context, legacy, registered, || {
+        self.execute_with(method, params, caller, legacy, registered, || {
             Some(move |round| async move { handler(round).await.map(Into::into) })
         })
         .await
@@ -539,7 +556,7 @@ impl Mrtr {
         &self,
         method: CarrierMethod,
         mut params: Map<String, Value>,
-        context: &RmcpContext<RoleServer>,
+        caller: Caller,
         legacy: Option<&Legacy>,
         registered: bool,
         handler_for: H,
@@ -549,23 +566,18 @@ impl Mrtr {
         G: FnOnce(Round) -> Fut,
         Fut: Future<Output = Result<Value, Flow>>,
     {
-        let principal = self.inner.principals.resolve(context);
+        let Caller { principal, id } = caller;
         let Some(legacy) = legacy else {
+            let params = Value::Object(params);
             let outcome = self
-                .round(
-                    method,
-                    &params,
-                    context,
-                    principal,
-                    registered,
-                    &handler_for,
-                )
+                .round(method, &params, &id, principal, registered, &handler_for)
                 .await;
             return to_wire(outcome);
         };
         // A 2025-11-25 client: a fresh flow in this request, its capabilities from
         // initialize, rounds re-run here until the handler completes.
         legacy_params(&mut params, &legacy.capabilities);
+        let mut params = Value::Object(params);
         // The engine ends a flow past its round limit; this bound is a backstop.
         let bound = self.inner.engine.max_rounds_value().saturating_add(2);
         for _ in 0..bound {
@@ -573,7 +585,7 @@ impl Mrtr {
                 .round(
                     method,
                     &params,
-                    context,
+                    &id,
                     principal.clone(),
                     registered,
                     &handler_for,
@@ -586,23 +598,26 @@ impl Mrtr {
                 Ok(a) => a,
                 Err(e) => {
                     let outcome = Outcome::from_error(Some(method), e);
-                    self.log_only(method, &params, context, &outcome);
+                    self.log_only(method, &params, &id, &outcome);
                     return to_wire(outcome);
                 }
             };
-            params.remove("inputResponses");
-            params.remove("requestState");
+            let Value::Object(map) = &mut params else {
+                unreachable!("the params are an object")
+            };
+            map.remove("inputResponses");
+            map.remove("requestState");
             if !answers.is_empty() {
-                params.insert("inputResponses".into(), Value::Object(answers));
+                map.insert("inputResponses".into(), Value::Object(answers));
             }
             if let Some(state) = irr.request_state() {
-                params.insert("requestState".into(), state.into());
+                map.insert("requestState".into(), state.into());
             }
         }
         let outcome = Outcome::Protocol(Error::internal(
             "2025-11-25 flow did not complete within the round bound",
         ));
-        self.log_only(method, &params, context, &outcome);
+        self.log_only(method, &params, &id, &outcome);
         to_wire(outcome)
     }
 
@@ -611,8 +626,8 @@ impl Mrtr {
     async fn round<H, G, Fut>(
         &self,
         method: CarrierMethod,
-        params: &Map<String, Value>,
-        context: &RmcpContext<RoleServer>,
+        params: &Value,
+        id: &::rmcp::model::RequestId,
         principal: Result<Principal, Error>,
         registered: bool,
         handler_for: &H,
@@ -622,18 +637,17 @@ impl Mrtr {
         G: FnOnce(Round) -> Fut,
         Fut: Future<Output = Result<Value, Flow>>,
     {
-        let (ctx, mut log, id) = self.log_context(method, params, context);
+        let (mut ctx, mut log) = self.log_context(method, params);
         let outcome = match principal {
             Err(e) => Outcome::Protocol(e),
             Ok(principal) => {
-                let ctx = RequestContext { principal, ..ctx };
+                let mut ctx = RequestContext { principal, ..ctx };
                 let timeout = self.inner.handler_timeout;
-                let params = Value::Object(params.clone());
                 let outcome = service::run_carrier(
                     &self.inner.engine,
                     timeout,
                     method,
-                    Some(&params),
+                    Some(params),
                     &ctx,
                     &mut log,
                     tokio::time::sleep(timeout),
@@ -641,11 +655,11 @@ impl Mrtr {
                 )
                 .await;
                 let name = log.target.clone().filter(|_| registered);
-                service::conclude(Some(&outcome), id.as_ref(), &ctx, &mut log, name.as_deref());
+                conclude(&outcome, &mut ctx, &mut log, name.as_deref(), id);
                 return outcome;
             }
         };
-        service::conclude(Some(&outcome), id.as_ref(), &ctx, &mut log, None);
+        conclude(&outcome, &mut ctx, &mut log, None, id);
         outcome
     }
 
@@ -653,30 +667,20 @@ impl Mrtr {
     fn log_only(
         &self,
         method: CarrierMethod,
-        params: &Map<String, Value>,
-        context: &RmcpContext<RoleServer>,
+        params: &Value,
+        id: &::rmcp::model::RequestId,
         outcome: &Outcome,
     ) {
-        let (ctx, mut log, id) = self.log_context(method, params, context);
-        service::conclude(Some(outcome), id.as_ref(), &ctx, &mut log, None);
+        let (mut ctx, mut log) = self.log_context(method, params);
+        conclude(outcome, &mut ctx, &mut log, None, id);
     }
 
-    fn log_context(
-        &self,
-        method: CarrierMethod,
-        params: &Map<String, Value>,
-        context: &RmcpContext<RoleServer>,
-    ) -> (RequestContext, RequestLog, Option<RequestId>) {
-        let id = serde_json::to_value(&context.id)
-            .ok()
-            .and_then(|v| RequestId::from_value(&v));
+    /// What [`conclude`] reads of a round: the method and target (the metrics'
+    /// labels, the diagnostic's fields) and the time. No access log reads this
+    /// `RequestLog`, so it has no JSON-RPC id; the correlation id is made by
+    /// [`conclude`] when a diagnostic needs it.
+    fn log_context(&self, method: CarrierMethod, params: &Value) -> (RequestContext, RequestLog) {
         let log = RequestLog {
-            jsonrpc_id: id.as_ref().map(|i| match i {
-                RequestId::String(s) => {
-                    Value::from(crate::wire::truncate(s, 128).to_owned()).to_string()
-                }
-                RequestId::Number(n) => n.to_string(),
-            }),
             method: Some(method.as_str().to_owned()),
             target: params
                 .get(method.target_param())
@@ -687,10 +691,10 @@ impl Mrtr {
         let ctx = RequestContext {
             principal: Principal::anonymous(),
             now: Timestamp::now(),
-            correlation_id: correlation_id(),
+            correlation_id: String::new(),
             http_headers: None,
         };
-        (ctx, log, id)
+        (ctx, log)
     }
 
     /// Sends one round's asks to a 2025-11-25 client, one at a time, and returns
@@ -865,8 +869,56 @@ fn unfit(what: &str) -> ErrorData {
     ErrorData::internal_error("Internal error", None)
 }
 
+/// An `input_required` result as rmcp's `InputRequiredResult`, each ask
+/// deserialized straight into the request type its `method` names: what rmcp's
+/// untagged `InputRequest` ends up with (each of its variants takes only its own
+/// method), without buffering every ask and trying the variants in turn. `None`
+/// for any other shape (`_meta`, an unknown method, a field of the wrong type, an
+/// ask that does not fit), which then takes rmcp's own path, its errors included.
+// rmcp deprecates sampling and roots (SEP-2577); mrtr still carries them.
+#[allow(deprecated)]
+fn input_required_direct(v: &Value) -> Option<RmcpInputRequired> {
+    let o = v.as_object()?;
+    let mut asks = None;
+    let mut state = None;
+    for (k, field) in o {
+        match (k.as_str(), field) {
+            ("resultType", _) => {}
+            ("inputRequests", Value::Object(m)) => {
+                let mut out = std::collections::BTreeMap::new();
+                for (key, ask) in m {
+                    let method = ask.get("method").and_then(Value::as_str)?;
+                    let request = match method {
+                        "elicitation/create" => {
+                            RmcpInputRequest::Elicitation(ElicitRequest::deserialize(ask).ok()?)
+                        }
+                        "sampling/createMessage" => RmcpInputRequest::CreateMessage(
+                            ::rmcp::model::CreateMessageRequest::deserialize(ask).ok()?,
+                        ),
+                        "roots/list" => RmcpInputRequest::ListRoots(
+                            ::rmcp::model::ListRootsRequest::deserialize(ask).ok()?,
+                        ),
+                        _ => return None,
+                    };
+                    out.insert(key.clone(), request);
+                }
+                asks = Some(out);
+            }
+            ("requestState", Value::String(s)) => state = Some(s.clone()),
+            _ => return None,
+        }
+    }
+    if asks.is_none() && state.is_none() {
+        return None;
+    }
+    Some(RmcpInputRequired::new(asks, state))
+}
+
 fn tool_response(v: Value) -> Result<CallToolResponse, ErrorData> {
     if is_input_required(&v) {
+        if let Some(irr) = input_required_direct(&v) {
+            return Ok(CallToolResponse::InputRequired(irr));
+        }
         return serde_json::from_value(v)
             .map(CallToolResponse::InputRequired)
             .map_err(|_| unfit("InputRequiredResult"));
@@ -878,6 +930,9 @@ fn tool_response(v: Value) -> Result<CallToolResponse, ErrorData> {
 
 fn prompt_response(v: Value) -> Result<GetPromptResponse, ErrorData> {
     if is_input_required(&v) {
+        if let Some(irr) = input_required_direct(&v) {
+            return Ok(GetPromptResponse::InputRequired(irr));
+        }
         return serde_json::from_value(v)
             .map(GetPromptResponse::InputRequired)
             .map_err(|_| unfit("InputRequiredResult"));
@@ -889,6 +944,9 @@ fn prompt_response(v: Value) -> Result<GetPromptResponse, ErrorData> {
 
 fn resource_response(v: Value) -> Result<ReadResourceResponse, ErrorData> {
     if is_input_required(&v) {
+        if let Some(irr) = input_required_direct(&v) {
+            return Ok(ReadResourceResponse::InputRequired(irr));
+        }
         return serde_json::from_value(v)
             .map(ReadResourceResponse::InputRequired)
             .map_err(|_| unfit("InputRequiredResult"));
@@ -908,6 +966,27 @@ where
     R: Into<Value>,
 {
     move |round| std::future::ready(handler(round).map(Into::into))
+}
+
+/// Logs and counts one outcome ([`service::conclude`]). The correlation id and
+/// the JSON-RPC id go only into a refusal's diagnostic, so they are made only for
+/// one.
+fn conclude(
+    outcome: &Outcome,
+    ctx: &mut RequestContext,
+    log: &mut RequestLog,
+    name: Option<&str>,
+    id: &::rmcp::model::RequestId,
+) {
+    let id = if outcome.error().is_some() {
+        ctx.correlation_id = correlation_id();
+        serde_json::to_value(id)
+            .ok()
+            .and_then(|v| RequestId::from_value(&v))
+    } else {
+        None
+    };
+    service::conclude(Some(outcome), id.as_ref(), ctx, log, name);
 }
 
 /// A correlation id for the log lines of one round (16 hex digits).
@@ -978,8 +1057,9 @@ fn correlation_id() -> String {
 /// assert_eq!(tools[0].input_schema["required"], serde_json::json!(["service"]));
 /// ```
 pub struct ToolCall {
-    kept: Option<Kept>,
-    context: RmcpContext<RoleServer>,
+    /// What was kept, and the caller (resolved when the `ToolCall` is taken, so
+    /// it keeps no copy of rmcp's whole request context).
+    kept: Option<(Kept, Caller)>,
 }
 
 impl fmt::Debug for ToolCall {
@@ -996,8 +1076,10 @@ impl<S> FromContextPart<ToolCallContext<'_, S>> for ToolCall {
         // Taken, so a second ToolCall in one function cannot run the flow twice.
         let kept = request.extensions.remove::<Kept>();
         Ok(Self {
-            kept,
-            context: request.clone(),
+            kept: kept.map(|kept| {
+                let caller = kept.mrtr.caller(request);
+                (kept, caller)
+            }),
         })
     }
 }
@@ -1027,16 +1109,17 @@ impl ToolCall {
         Fut: Future<Output = Result<R, Flow>> + Send,
         R: Into<Value>,
     {
-        let Some(kept) = self.kept else {
+        let Some((kept, caller)) = self.kept else {
             return Err(not_routed());
         };
-        let params = Map::clone(&kept.params);
+        // The one holder once taken from the extensions: moved, not copied.
+        let params = Arc::try_unwrap(kept.params).unwrap_or_else(|p| Map::clone(&p));
         let v = kept
             .mrtr
             .execute(
                 CarrierMethod::ToolsCall,
                 params,
-                &self.context,
+                caller,
                 kept.legacy.as_ref(),
                 true,
                 &handler,
@@ -1211,6 +1294,32 @@ mod tests {
             tool_response(done),
             Ok(CallToolResponse::Complete(_))
         ));
+        // The direct path builds what rmcp's own deserialization builds.
+        let irr = json!({"resultType": "input_required", "requestState": "s", "inputRequests": {
+            "e": {"method": "elicitation/create", "params": {"message": "m",
+                "requestedSchema": {"type": "object", "properties": {"n": {"type": "string"}}, "required": ["n"]}}},
+            "u": {"method": "elicitation/create", "params": {"mode": "url", "message": "m",
+                "url": "https://x.example", "elicitationId": "i"}},
+            "s": {"method": "sampling/createMessage", "params": {"maxTokens": 5,
+                "messages": [{"role": "user", "content": {"type": "text", "text": "t"}}]}},
+            "r": {"method": "roots/list"},
+            "rm": {"method": "roots/list", "params": {"_meta": {"k": 1}}}}});
+        let slow: RmcpInputRequired = serde_json::from_value(irr.clone()).unwrap();
+        let fast = input_required_direct(&irr).expect("the direct path takes it");
+        assert_eq!(
+            serde_json::to_value(&fast).unwrap(),
+            serde_json::to_value(&slow).unwrap()
+        );
+        // Anything else takes rmcp's path.
+        for other in [
+            json!({"resultType": "input_required", "requestState": "s", "_meta": {}}),
+            json!({"resultType": "input_required", "requestState": 3}),
+            json!({"resultType": "input_required"}),
+            json!({"resultType": "input_required", "inputRequests": {"p": {"method": "ping"}}}),
+            json!({"resultType": "input_required", "inputRequests": {"e": {"method": "elicitation/create"}}}),
+        ] {
+            assert!(input_required_direct(&other).is_none(), "{other}");
+        }
         // What rmcp cannot take is -32603, not a panic.
         let bad = json!({"resultType": "complete", "messages": 3});
         assert_eq!(prompt_response(bad).unwrap_err().code.0, -32603);

@@ -245,8 +245,33 @@ pub fn canonical_json(value: &Value) -> String {
     out.0
 }
 
+/// Feeds the [`canonical_json`] text of `value` to `h`, without building it.
+pub(crate) fn hash_canonical(h: &mut Sha256, value: &Value) {
+    write_canonical(&mut HashSink(h), value);
+}
+
 trait Sink {
     fn put(&mut self, bytes: &[u8]);
+}
+
+/// A sink as an `io::Write` (for serde_json's string escaping) and a
+/// `fmt::Write` (for a number's `Display`): the same bytes, without a `String`
+/// per value.
+struct SinkWriter<'a, S>(&'a mut S);
+impl<S: Sink> std::io::Write for SinkWriter<'_, S> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.put(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+impl<S: Sink> fmt::Write for SinkWriter<'_, S> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        self.0.put(s.as_bytes());
+        Ok(())
+    }
 }
 
 struct StringSink(String);
@@ -273,9 +298,10 @@ impl Sink for HashSink<'_> {
 }
 
 fn write_string(out: &mut impl Sink, s: &str) {
-    // serde_json's escaping of a plain string cannot fail.
-    let quoted = serde_json::to_string(s).unwrap_or_default();
-    out.put(quoted.as_bytes());
+    // serde_json's escaping (what `serde_json::to_string` writes), straight into the
+    // sink: whole UTF-8 sequences, split only around the ASCII escapes. A plain
+    // string's serialization cannot fail.
+    let _ = Serialize::serialize(s, &mut serde_json::Serializer::new(SinkWriter(out)));
 }
 
 fn write_canonical(out: &mut impl Sink, value: &Value) {
@@ -283,7 +309,10 @@ fn write_canonical(out: &mut impl Sink, value: &Value) {
         Value::Null => out.put(b"null"),
         Value::Bool(true) => out.put(b"true"),
         Value::Bool(false) => out.put(b"false"),
-        Value::Number(n) => out.put(n.to_string().as_bytes()),
+        // `Display`, as `to_string` would print it.
+        Value::Number(n) => {
+            let _ = fmt::Write::write_fmt(&mut SinkWriter(out), format_args!("{n}"));
+        }
         Value::String(s) => write_string(out, s),
         Value::Array(items) => {
             out.put(b"[");
@@ -316,6 +345,58 @@ fn write_canonical(out: &mut impl Sink, value: &Value) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The canonical form as first written: a `String` per string and number.
+    fn reference(out: &mut String, value: &Value) {
+        match value {
+            Value::String(s) => out.push_str(&serde_json::to_string(s).unwrap()),
+            Value::Number(n) => out.push_str(&n.to_string()),
+            Value::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    reference(out, item);
+                }
+                out.push(']');
+            }
+            Value::Object(map) => {
+                let mut entries: Vec<_> = map.iter().collect();
+                entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                out.push('{');
+                for (i, (k, v)) in entries.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&serde_json::to_string(k).unwrap());
+                    out.push(':');
+                    reference(out, v);
+                }
+                out.push('}');
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+
+    #[test]
+    fn the_streamed_canonical_form_is_the_reference_one_byte_for_byte() {
+        let tricky = "q\"b\\s/\u{0}\u{1}\u{8}\t\n\u{b}\u{c}\r\u{1f}\u{7f}é€😀\u{2028}";
+        let v = json!({
+            "z": [1, -2, 2.5, 1.0, 1e300, -0.0, 18446744073709551615u64, -9223372036854775808i64, 0.1],
+            tricky: {"b": tricky, "a": [null, true, false, "", {}]},
+            "é": "x", "": 0, "A": [[], [[]]],
+        });
+        let mut want = String::new();
+        reference(&mut want, &v);
+        assert_eq!(canonical_json(&v), want);
+        let mut h = Sha256::new();
+        hash_canonical(&mut h, &v);
+        assert_eq!(
+            <[u8; 32]>::from(h.finalize()),
+            <[u8; 32]>::from(Sha256::digest(want.as_bytes()))
+        );
+    }
 
     fn input<'a>(p: &'a Principal, args: Option<&'a Value>) -> BindingInput<'a> {
         BindingInput {

@@ -193,8 +193,8 @@ impl RequestMeta {
             });
         }
         let client_capabilities = match o.get(META_CLIENT_CAPABILITIES) {
-            Some(v @ Value::Object(_)) => serde_json::from_value::<ClientCapabilities>(v.clone())
-                .map_err(|_| {
+            // Deserialized from the borrowed value: no copy of it first.
+            Some(v @ Value::Object(_)) => ClientCapabilities::deserialize(v).map_err(|_| {
                 invalid(format!(
                     "_meta[{META_CLIENT_CAPABILITIES:?}] is not a valid ClientCapabilities"
                 ))
@@ -212,13 +212,11 @@ impl RequestMeta {
         };
         let client_info = match o.get(META_CLIENT_INFO) {
             None => None,
-            Some(v) => Some(
-                serde_json::from_value::<Implementation>(v.clone()).map_err(|_| {
-                    invalid(format!(
-                        "_meta[{META_CLIENT_INFO:?}] needs string name and version"
-                    ))
-                })?,
-            ),
+            Some(v) => Some(Implementation::deserialize(v).map_err(|_| {
+                invalid(format!(
+                    "_meta[{META_CLIENT_INFO:?}] needs string name and version"
+                ))
+            })?),
         };
         let progress_token = match o.get("progressToken") {
             None => None,
