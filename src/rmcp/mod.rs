@@ -384,17 +384,8 @@ impl Mrtr {
         Fut: Future<Output = Result<R, Flow>> + Send,
         R: Into<Value>,
     {
-        let params = wire_params(&request, &context);
-        let legacy = legacy_of(&context);
         let v = self
-            .execute(
-                CarrierMethod::PromptsGet,
-                params,
-                self.caller(&context),
-                legacy.as_ref(),
-                true,
-                &handler,
-            )
+            .carrier(CarrierMethod::PromptsGet, &request, &context, &handler)
             .await?;
         prompt_response(v)
     }
@@ -432,17 +423,8 @@ impl Mrtr {
         Fut: Future<Output = Result<R, Flow>> + Send,
         R: Into<Value>,
     {
-        let params = wire_params(&request, &context);
-        let legacy = legacy_of(&context);
         let v = self
-            .execute(
-                CarrierMethod::ResourcesRead,
-                params,
-                self.caller(&context),
-                legacy.as_ref(),
-                true,
-                &handler,
-            )
+            .carrier(CarrierMethod::ResourcesRead, &request, &context, &handler)
             .await?;
         resource_response(v)
     }
@@ -498,6 +480,34 @@ impl Mrtr {
             .execute_registered(service, CarrierMethod::ResourcesRead, params, &context)
             .await?;
         resource_response(v)
+    }
+
+    /// A prompt or resource read with the caller's handler: the wire params,
+    /// the caller, and the legacy path if the client negotiated 2025-11-25.
+    async fn carrier<P, F, Fut, R>(
+        &self,
+        method: CarrierMethod,
+        request: &P,
+        context: &RmcpContext<RoleServer>,
+        handler: &F,
+    ) -> Result<Value, ErrorData>
+    where
+        P: serde::Serialize,
+        F: Fn(Round) -> Fut + Sync,
+        Fut: Future<Output = Result<R, Flow>> + Send,
+        R: Into<Value>,
+    {
+        let params = wire_params(request, context);
+        let legacy = legacy_of(context);
+        self.execute(
+            method,
+            params,
+            self.caller(context),
+            legacy.as_ref(),
+            true,
+            handler,
+        )
+        .await
     }
 
     async fn execute_registered(
