@@ -30,7 +30,7 @@ use crate::streamable_http::{self, McpHeaders};
 use crate::time::Timestamp;
 use crate::wire::jsonrpc::RequestId;
 use crate::wire::meta::RequestMeta;
-use crate::wire::{CarrierMethod, CarrierRequest};
+use crate::wire::{CarrierMethod, CarrierRequest, RequestError};
 use crate::wire::{Implementation, JsonObject, SUPPORTED_PROTOCOL_VERSIONS, type_name};
 
 /// What the transport knows about one incoming message.
@@ -757,7 +757,7 @@ impl Service {
             &self.engine,
             self.handler_timeout,
             method,
-            params,
+            CarrierRequest::from_params(method, params),
             ctx,
             log,
             deadline,
@@ -795,8 +795,8 @@ impl Service {
     }
 }
 
-/// Runs one carrier request (`tools/call`, `prompts/get`, `resources/read`):
-/// parses `params`, finds the handler with `handler_for` (none: the "unknown
+/// Runs one carrier request (`tools/call`, `prompts/get`, `resources/read`)
+/// from its parsed params (or why they did not parse), finds the handler with `handler_for` (none: the "unknown
 /// target" -32602), begins the round on `engine` (the state opens or the request
 /// is refused), runs the handler with panics caught and `deadline` enforced, and
 /// ends the round. The one path of [`Service::handle`] and of the `rmcp` adapter.
@@ -805,7 +805,7 @@ pub(crate) async fn run_carrier<D, H, G, Fut>(
     engine: &Engine,
     handler_timeout: Duration,
     method: CarrierMethod,
-    params: Option<&Value>,
+    request: Result<CarrierRequest, RequestError>,
     ctx: &RequestContext,
     log: &mut RequestLog,
     deadline: D,
@@ -817,7 +817,7 @@ where
     G: FnOnce(Round) -> Fut,
     Fut: Future<Output = Result<Value, Flow>>,
 {
-    let request = match CarrierRequest::from_params(method, params) {
+    let request = match request {
         Ok(r) => r,
         Err(e) => return Outcome::Protocol(e.into()),
     };

@@ -98,25 +98,27 @@ use std::time::Duration;
 use ::rmcp::handler::server::common::{AsRequestContext, FromContextPart};
 use ::rmcp::handler::server::tool::{ToolCallContext, ToolRouter};
 use ::rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ElicitRequest, GetPromptRequestParams,
-    GetPromptResponse, GetPromptResult, InputRequest as RmcpInputRequest,
-    InputRequiredResult as RmcpInputRequired, JsonObject as RmcpObject, Prompt, ProtocolVersion,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource, ServerRequest,
-    Tool,
+    CallToolRequestParams, CallToolResponse, GetPromptRequestParams, GetPromptResponse,
+    JsonObject as RmcpObject, Prompt, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, Resource, Tool,
 };
 use ::rmcp::service::RequestContext as RmcpContext;
 use ::rmcp::{ErrorData, Peer, RoleServer};
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::engine::{Engine, Flow, Outcome, Round};
+
+mod convert;
 use crate::error::{Error, Fallback, Retry, ToolAdvice};
 use crate::principal::Principal;
 use crate::service::{self, RequestContext, RequestLog, Service};
 use crate::time::Timestamp;
 use crate::wire::jsonrpc::RequestId;
-use crate::wire::{CarrierMethod, PROTOCOL_VERSION};
+use crate::wire::{CarrierMethod, CarrierRequest, PROTOCOL_VERSION, RequestError};
+use convert::{
+    AskCache, Reply, error_data, prompt_response, resource_response, to_reply, tool_response,
+};
 
 /// The default deadline of one run of a handler (as [`Service::handler_timeout`]).
 const DEFAULT_HANDLER_TIMEOUT: Duration = crate::defaults::HANDLER_TIMEOUT;
@@ -235,6 +237,7 @@ struct Inner {
     principals: Principals,
     handler_timeout: Duration,
     ask_timeout: Duration,
+    asks: AskCache,
 }
 
 /// A 2025-11-25 caller: where its asks go, and what it declared at `initialize`.
@@ -251,14 +254,79 @@ struct Caller {
     id: ::rmcp::model::RequestId,
 }
 
-/// What [`Mrtr::call_tool`] keeps aside for the [`ToolCall`] of this call: the
-/// wire params as the client sent them. Private, so nothing else can put one into
-/// a request's extensions.
+/// What [`Mrtr::call_tool`] keeps aside for the [`ToolCall`] of this call: its
+/// params as the client sent them. Private, so nothing else can put one into a
+/// request's extensions.
 #[derive(Clone)]
 struct Kept {
     mrtr: Mrtr,
-    params: Arc<Map<String, Value>>,
-    legacy: Option<Legacy>,
+    params: Arc<Params>,
+}
+
+/// A carrier request's params as a flow takes them.
+#[derive(Clone)]
+#[allow(clippy::large_enum_variant)] // why: made once per request and moved, never copied
+enum Params {
+    /// A 2026-07-28 `tools/call`, parsed from rmcp's typed params (or why not),
+    /// and its tool's name for the log.
+    Parsed {
+        target: String,
+        request: Result<CarrierRequest, RequestError>,
+    },
+    /// A 2026-07-28 request in its wire shape (prompts, resources, a [`Service`]'s
+    /// carriers): parsed as [`Service::handle`] parses a body's params.
+    Wire(Map<String, Value>),
+    /// A 2025-11-25 caller's request in its wire shape, rewritten every round.
+    Legacy(Map<String, Value>, Legacy),
+}
+
+impl Params {
+    /// The params of `request`, a carrier request rmcp parsed, by the protocol
+    /// the caller negotiated.
+    fn of<P: serde::Serialize>(request: &P, context: &RmcpContext<RoleServer>) -> Self {
+        let params = wire_params(request, context);
+        match legacy_of(context) {
+            Some(legacy) => Self::Legacy(params, legacy),
+            None => Self::Wire(params),
+        }
+    }
+
+    /// The params of a `tools/call`: for a 2026-07-28 caller, parsed straight
+    /// from rmcp's typed fields, its `_meta` from the context where rmcp moved it
+    /// (the fields are copied, since the router still hands `request` to the
+    /// tool's extractors).
+    fn of_tool(request: &CallToolRequestParams, context: &RmcpContext<RoleServer>) -> Self {
+        if legacy_of(context).is_some() || request.meta.is_some() {
+            return Self::of(request, context);
+        }
+        let meta = &context.meta.0.0;
+        let target = request.name.to_string();
+        let parsed = CarrierRequest::from_fields(
+            CarrierMethod::ToolsCall,
+            (!meta.is_empty()).then_some(meta),
+            target.clone(),
+            request.arguments.clone(),
+            request
+                .input_responses
+                .as_ref()
+                .map(|r| r.iter().map(|(k, v)| (k.clone(), v.clone())).collect()),
+            request.request_state.clone(),
+        );
+        Self::Parsed {
+            target,
+            request: parsed,
+        }
+    }
+
+    /// The target named, for the log and a [`Service`]'s registry.
+    fn target(&self, method: CarrierMethod) -> Option<&str> {
+        match self {
+            Self::Parsed { target, .. } => Some(target),
+            Self::Wire(p) | Self::Legacy(p, _) => {
+                p.get(method.target_param()).and_then(Value::as_str)
+            }
+        }
+    }
 }
 
 impl Mrtr {
@@ -270,6 +338,7 @@ impl Mrtr {
                 principals,
                 handler_timeout: DEFAULT_HANDLER_TIMEOUT,
                 ask_timeout: DEFAULT_ASK_TIMEOUT,
+                asks: AskCache::new(),
             }),
         }
     }
@@ -283,6 +352,7 @@ impl Mrtr {
                     principals: self.inner.principals.clone(),
                     handler_timeout: self.inner.handler_timeout,
                     ask_timeout: self.inner.ask_timeout,
+                    asks: AskCache::new(),
                 };
                 f(&mut inner);
                 self.inner = Arc::new(inner);
@@ -338,12 +408,10 @@ impl Mrtr {
     where
         S: Send + Sync + 'static,
     {
-        let legacy = legacy_of(&context);
-        let params = wire_params(&request, &context);
+        let params = Params::of_tool(&request, &context);
         context.extensions.insert(Kept {
             mrtr: self.clone(),
             params: Arc::new(params),
-            legacy,
         });
         router
             .call(ToolCallContext::new(server, request, context))
@@ -387,7 +455,7 @@ impl Mrtr {
         let v = self
             .carrier(CarrierMethod::PromptsGet, &request, &context, &handler)
             .await?;
-        prompt_response(v)
+        prompt_response(v, &self.inner.asks)
     }
 
     /// The body of `ServerHandler::read_resource`, with a synchronous handler.
@@ -426,7 +494,7 @@ impl Mrtr {
         let v = self
             .carrier(CarrierMethod::ResourcesRead, &request, &context, &handler)
             .await?;
-        resource_response(v)
+        resource_response(v, &self.inner.asks)
     }
 
     /// `tools/call` of a tool registered on `service` (its handler, on this
@@ -441,11 +509,11 @@ impl Mrtr {
         request: CallToolRequestParams,
         context: RmcpContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let params = wire_params(&request, &context);
+        let params = Params::of(&request, &context);
         let v = self
             .execute_registered(service, CarrierMethod::ToolsCall, params, &context)
             .await?;
-        tool_response(v)
+        tool_response(v, &self.inner.asks)
     }
 
     /// `prompts/get` of a prompt registered on `service`.
@@ -458,11 +526,11 @@ impl Mrtr {
         request: GetPromptRequestParams,
         context: RmcpContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let params = wire_params(&request, &context);
+        let params = Params::of(&request, &context);
         let v = self
             .execute_registered(service, CarrierMethod::PromptsGet, params, &context)
             .await?;
-        prompt_response(v)
+        prompt_response(v, &self.inner.asks)
     }
 
     /// `resources/read` of a resource registered on `service`.
@@ -475,11 +543,11 @@ impl Mrtr {
         request: ReadResourceRequestParams,
         context: RmcpContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let params = wire_params(&request, &context);
+        let params = Params::of(&request, &context);
         let v = self
             .execute_registered(service, CarrierMethod::ResourcesRead, params, &context)
             .await?;
-        resource_response(v)
+        resource_response(v, &self.inner.asks)
     }
 
     /// A prompt or resource read with the caller's handler: the wire params,
@@ -490,51 +558,37 @@ impl Mrtr {
         request: &P,
         context: &RmcpContext<RoleServer>,
         handler: &F,
-    ) -> Result<Value, ErrorData>
+    ) -> Result<Reply, ErrorData>
     where
         P: serde::Serialize,
         F: Fn(Round) -> Fut + Sync,
         Fut: Future<Output = Result<R, Flow>> + Send,
         R: Into<Value>,
     {
-        let params = wire_params(request, context);
-        let legacy = legacy_of(context);
-        self.execute(
-            method,
-            params,
-            self.caller(context),
-            legacy.as_ref(),
-            true,
-            handler,
-        )
-        .await
+        let params = Params::of(request, context);
+        self.execute(method, params, self.caller(context), true, handler)
+            .await
     }
 
     async fn execute_registered(
         &self,
         service: &Service,
         method: CarrierMethod,
-        params: Map<String, Value>,
+        params: Params,
         context: &RmcpContext<RoleServer>,
-    ) -> Result<Value, ErrorData> {
-        let target = params
-            .get(method.target_param())
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+    ) -> Result<Reply, ErrorData> {
+        let target = params.target(method).unwrap_or_default();
         let registered = service.registered(method, target);
-        let legacy = legacy_of(context);
         let caller = self.caller(context);
         match registered {
             Some(h) => {
-                self.execute(method, params, caller, legacy.as_ref(), true, &move |r| {
-                    h(r)
-                })
-                .await
+                self.execute(method, params, caller, true, &move |r| h(r))
+                    .await
             }
             None => {
                 // The same refusal as `Service::handle` (run_carrier finds no handler).
                 let none: Option<NoHandler> = None;
-                self.execute_with(method, params, caller, legacy.as_ref(), false, || none)
+                self.execute_with(method, params, caller, false, || none)
                     .await
             }
         }
@@ -545,18 +599,17 @@ impl Mrtr {
     async fn execute<F, Fut, R>(
         &self,
         method: CarrierMethod,
-        params: Map<String, Value>,
+        params: Params,
         caller: Caller,
-        legacy: Option<&Legacy>,
         registered: bool,
         handler: &F,
-    ) -> Result<Value, ErrorData>
+    ) -> Result<Reply, ErrorData>
     where
         F: Fn(Round) -> Fut + Sync,
         Fut: Future<Output = Result<R, Flow>> + Send,
         R: Into<Value>,
     {
-        self.execute_with(method, params, caller, legacy, registered, || {
+        self.execute_with(method, params, caller, registered, || {
             Some(move |round| async move { handler(round).await.map(Into::into) })
         })
         .await
@@ -565,24 +618,50 @@ impl Mrtr {
     async fn execute_with<H, G, Fut>(
         &self,
         method: CarrierMethod,
-        mut params: Map<String, Value>,
+        params: Params,
         caller: Caller,
-        legacy: Option<&Legacy>,
         registered: bool,
         handler_for: H,
-    ) -> Result<Value, ErrorData>
+    ) -> Result<Reply, ErrorData>
     where
         H: Fn() -> Option<G>,
         G: FnOnce(Round) -> Fut,
         Fut: Future<Output = Result<Value, Flow>>,
     {
         let Caller { principal, id } = caller;
-        let Some(legacy) = legacy else {
-            let params = Value::Object(params);
-            let outcome = self
-                .round(method, &params, &id, principal, registered, &handler_for)
-                .await;
-            return to_wire(outcome);
+        let (mut params, legacy) = match params {
+            Params::Parsed { target, request } => {
+                let outcome = self
+                    .round(
+                        method,
+                        Some(&target),
+                        request,
+                        &id,
+                        principal,
+                        registered,
+                        &handler_for,
+                    )
+                    .await;
+                return to_reply(outcome);
+            }
+            Params::Wire(params) => {
+                let params = Value::Object(params);
+                let request = CarrierRequest::from_params(method, Some(&params));
+                let target = params.get(method.target_param()).and_then(Value::as_str);
+                let outcome = self
+                    .round(
+                        method,
+                        target,
+                        request,
+                        &id,
+                        principal,
+                        registered,
+                        &handler_for,
+                    )
+                    .await;
+                return to_reply(outcome);
+            }
+            Params::Legacy(params, legacy) => (params, legacy),
         };
         // A 2025-11-25 client: a fresh flow in this request, its capabilities from
         // initialize, rounds re-run here until the handler completes.
@@ -591,10 +670,13 @@ impl Mrtr {
         // The engine ends a flow past its round limit; this bound is a backstop.
         let bound = self.inner.engine.max_rounds_value().saturating_add(2);
         for _ in 0..bound {
+            let request = CarrierRequest::from_params(method, Some(&params));
+            let target = params.get(method.target_param()).and_then(Value::as_str);
             let outcome = self
                 .round(
                     method,
-                    &params,
+                    target,
+                    request,
                     &id,
                     principal.clone(),
                     registered,
@@ -602,14 +684,14 @@ impl Mrtr {
                 )
                 .await;
             let Outcome::InputRequired(irr) = outcome else {
-                return to_wire(outcome);
+                return to_reply(outcome);
             };
-            let answers = match self.ask(legacy, &irr).await {
+            let answers = match self.ask(&legacy, &irr).await {
                 Ok(a) => a,
                 Err(e) => {
                     let outcome = Outcome::from_error(Some(method), e);
                     self.log_only(method, &params, &id, &outcome);
-                    return to_wire(outcome);
+                    return to_reply(outcome);
                 }
             };
             let Value::Object(map) = &mut params else {
@@ -628,15 +710,17 @@ impl Mrtr {
             "2025-11-25 flow did not complete within the round bound",
         ));
         self.log_only(method, &params, &id, &outcome);
-        to_wire(outcome)
+        to_reply(outcome)
     }
 
     /// One round on the engine, the same path as [`Service::handle`]'s, logged and
     /// counted there too.
+    #[allow(clippy::too_many_arguments)] // why: the private core of every carrier path
     async fn round<H, G, Fut>(
         &self,
         method: CarrierMethod,
-        params: &Value,
+        target: Option<&str>,
+        request: Result<CarrierRequest, RequestError>,
         id: &::rmcp::model::RequestId,
         principal: Result<Principal, Error>,
         registered: bool,
@@ -647,7 +731,7 @@ impl Mrtr {
         G: FnOnce(Round) -> Fut,
         Fut: Future<Output = Result<Value, Flow>>,
     {
-        let (mut ctx, mut log) = self.log_context(method, params);
+        let (mut ctx, mut log) = self.log_context(method, target);
         let outcome = match principal {
             Err(e) => Outcome::Protocol(e),
             Ok(principal) => {
@@ -657,7 +741,7 @@ impl Mrtr {
                     &self.inner.engine,
                     timeout,
                     method,
-                    Some(params),
+                    request,
                     &ctx,
                     &mut log,
                     tokio::time::sleep(timeout),
@@ -681,7 +765,8 @@ impl Mrtr {
         id: &::rmcp::model::RequestId,
         outcome: &Outcome,
     ) {
-        let (mut ctx, mut log) = self.log_context(method, params);
+        let target = params.get(method.target_param()).and_then(Value::as_str);
+        let (mut ctx, mut log) = self.log_context(method, target);
         conclude(outcome, &mut ctx, &mut log, None, id);
     }
 
@@ -689,13 +774,14 @@ impl Mrtr {
     /// labels, the diagnostic's fields) and the time. No access log reads this
     /// `RequestLog`, so it has no JSON-RPC id; the correlation id is made by
     /// [`conclude`] when a diagnostic needs it.
-    fn log_context(&self, method: CarrierMethod, params: &Value) -> (RequestContext, RequestLog) {
+    fn log_context(
+        &self,
+        method: CarrierMethod,
+        target: Option<&str>,
+    ) -> (RequestContext, RequestLog) {
         let log = RequestLog {
             method: Some(method.as_str().to_owned()),
-            target: params
-                .get(method.target_param())
-                .and_then(Value::as_str)
-                .map(|t| crate::wire::truncate(t, 128).to_owned()),
+            target: target.map(|t| crate::wire::truncate(t, 128).to_owned()),
             ..RequestLog::default()
         };
         let ctx = RequestContext {
@@ -719,12 +805,16 @@ impl Mrtr {
             return Ok(answers);
         };
         for (key, ask) in asks {
-            let request = server_request(&ask.to_value()).ok_or_else(|| {
-                Error::internal(format!(
-                    "ask {:?} does not fit rmcp's server request types",
-                    crate::wire::truncate(key, 64)
-                ))
-            })?;
+            let request = self
+                .inner
+                .asks
+                .server_request(&ask.to_value())
+                .ok_or_else(|| {
+                    Error::internal(format!(
+                        "ask {:?} does not fit rmcp's server request types",
+                        crate::wire::truncate(key, 64)
+                    ))
+                })?;
             let sent =
                 tokio::time::timeout(self.inner.ask_timeout, legacy.peer.send_request(request))
                     .await;
@@ -770,18 +860,6 @@ fn ask_failed(detail: String) -> Error {
         "legacy_ask",
         detail,
     )
-}
-
-/// An mrtr ask (`{"method", "params"}`) as rmcp's server-to-client request: only
-/// the three kinds an `InputRequiredResult` may carry.
-fn server_request(ask: &Value) -> Option<ServerRequest> {
-    let request: RmcpInputRequest = serde_json::from_value(ask.clone()).ok()?;
-    match request {
-        RmcpInputRequest::Elicitation(r) => Some(ServerRequest::ElicitRequest(r)),
-        RmcpInputRequest::CreateMessage(r) => Some(ServerRequest::CreateMessageRequest(r)),
-        RmcpInputRequest::ListRoots(r) => Some(ServerRequest::ListRootsRequest(r)),
-        _ => None,
-    }
 }
 
 /// The caller when it negotiated a protocol without MRTR (before 2026-07-28).
@@ -845,125 +923,6 @@ fn wire_params<P: serde::Serialize>(
         }
     }
     params
-}
-
-/// The value rmcp deserializes, or its error: the outcome's result body, or the
-/// JSON-RPC error object of [`Error::to_jsonrpc`] (one rendering for both crates).
-fn to_wire(outcome: Outcome) -> Result<Value, ErrorData> {
-    match outcome {
-        Outcome::Complete(v) | Outcome::ToolError { result: v, .. } => Ok(v),
-        Outcome::InputRequired(irr) => Ok(irr.to_value()),
-        Outcome::Protocol(e) => Err(error_data(&e)),
-    }
-}
-
-/// An mrtr error as rmcp's `ErrorData` (code, public message, data).
-fn error_data(e: &Error) -> ErrorData {
-    let mut v = e.to_jsonrpc(None);
-    serde_json::from_value(v["error"].take())
-        .unwrap_or_else(|_| ErrorData::internal_error("Internal error", None))
-}
-
-fn is_input_required(v: &Value) -> bool {
-    v.get("resultType").and_then(Value::as_str) == Some("input_required")
-}
-
-/// A result the handler built that rmcp cannot take: -32603, and why in the log.
-fn unfit(what: &str) -> ErrorData {
-    tracing::warn!(
-        target: "mrtr::diag",
-        category = "internal",
-        detail = %format!("the result does not fit rmcp's {what}"),
-        "request failed"
-    );
-    ErrorData::internal_error("Internal error", None)
-}
-
-/// An `input_required` result as rmcp's `InputRequiredResult`, each ask
-/// deserialized straight into the request type its `method` names: what rmcp's
-/// untagged `InputRequest` ends up with (each of its variants takes only its own
-/// method), without buffering every ask and trying the variants in turn. `None`
-/// for any other shape (`_meta`, an unknown method, a field of the wrong type, an
-/// ask that does not fit), which then takes rmcp's own path, its errors included.
-// rmcp deprecates sampling and roots (SEP-2577); mrtr still carries them.
-#[allow(deprecated)]
-fn input_required_direct(v: &Value) -> Option<RmcpInputRequired> {
-    let o = v.as_object()?;
-    let mut asks = None;
-    let mut state = None;
-    for (k, field) in o {
-        match (k.as_str(), field) {
-            ("resultType", _) => {}
-            ("inputRequests", Value::Object(m)) => {
-                let mut out = std::collections::BTreeMap::new();
-                for (key, ask) in m {
-                    let method = ask.get("method").and_then(Value::as_str)?;
-                    let request = match method {
-                        "elicitation/create" => {
-                            RmcpInputRequest::Elicitation(ElicitRequest::deserialize(ask).ok()?)
-                        }
-                        "sampling/createMessage" => RmcpInputRequest::CreateMessage(
-                            ::rmcp::model::CreateMessageRequest::deserialize(ask).ok()?,
-                        ),
-                        "roots/list" => RmcpInputRequest::ListRoots(
-                            ::rmcp::model::ListRootsRequest::deserialize(ask).ok()?,
-                        ),
-                        _ => return None,
-                    };
-                    out.insert(key.clone(), request);
-                }
-                asks = Some(out);
-            }
-            ("requestState", Value::String(s)) => state = Some(s.clone()),
-            _ => return None,
-        }
-    }
-    if asks.is_none() && state.is_none() {
-        return None;
-    }
-    Some(RmcpInputRequired::new(asks, state))
-}
-
-fn tool_response(v: Value) -> Result<CallToolResponse, ErrorData> {
-    if is_input_required(&v) {
-        if let Some(irr) = input_required_direct(&v) {
-            return Ok(CallToolResponse::InputRequired(irr));
-        }
-        return serde_json::from_value(v)
-            .map(CallToolResponse::InputRequired)
-            .map_err(|_| unfit("InputRequiredResult"));
-    }
-    serde_json::from_value::<CallToolResult>(v)
-        .map(CallToolResponse::Complete)
-        .map_err(|_| unfit("CallToolResult"))
-}
-
-fn prompt_response(v: Value) -> Result<GetPromptResponse, ErrorData> {
-    if is_input_required(&v) {
-        if let Some(irr) = input_required_direct(&v) {
-            return Ok(GetPromptResponse::InputRequired(irr));
-        }
-        return serde_json::from_value(v)
-            .map(GetPromptResponse::InputRequired)
-            .map_err(|_| unfit("InputRequiredResult"));
-    }
-    serde_json::from_value::<GetPromptResult>(v)
-        .map(GetPromptResponse::Complete)
-        .map_err(|_| unfit("GetPromptResult"))
-}
-
-fn resource_response(v: Value) -> Result<ReadResourceResponse, ErrorData> {
-    if is_input_required(&v) {
-        if let Some(irr) = input_required_direct(&v) {
-            return Ok(ReadResourceResponse::InputRequired(irr));
-        }
-        return serde_json::from_value(v)
-            .map(ReadResourceResponse::InputRequired)
-            .map_err(|_| unfit("InputRequiredResult"));
-    }
-    serde_json::from_value::<ReadResourceResult>(v)
-        .map(ReadResourceResponse::Complete)
-        .map_err(|_| unfit("ReadResourceResult"))
 }
 
 /// A synchronous handler as an async one; it runs when the future is first
@@ -1123,19 +1082,12 @@ impl ToolCall {
             return Err(not_routed());
         };
         // The one holder once taken from the extensions: moved, not copied.
-        let params = Arc::try_unwrap(kept.params).unwrap_or_else(|p| Map::clone(&p));
+        let params = Arc::try_unwrap(kept.params).unwrap_or_else(|p| Params::clone(&p));
         let v = kept
             .mrtr
-            .execute(
-                CarrierMethod::ToolsCall,
-                params,
-                caller,
-                kept.legacy.as_ref(),
-                true,
-                &handler,
-            )
+            .execute(CarrierMethod::ToolsCall, params, caller, true, &handler)
             .await?;
-        tool_response(v)
+        tool_response(v, &kept.mrtr.inner.asks)
     }
 
     /// Runs a synchronous handler with the arguments decoded into `A`; arguments
@@ -1240,17 +1192,6 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn an_mrtr_error_becomes_rmcp_error_data_with_code_message_and_data() {
-        let e = Error::invalid_request_state("binding");
-        let d = error_data(&e);
-        assert_eq!(d.code.0, -32602);
-        assert_eq!(d.message, "Invalid or expired requestState");
-        assert_eq!(d.data, Some(json!({"reason": "invalid_request_state"})));
-        // The private reason stays private.
-        assert!(!format!("{d:?}").contains("binding"));
-    }
-
-    #[test]
     fn a_legacy_request_starts_a_fresh_flow_with_the_handshake_capabilities() {
         let mut params = json!({
             "name": "t",
@@ -1274,64 +1215,5 @@ mod tests {
             meta[crate::wire::meta::META_CLIENT_CAPABILITIES],
             json!({"sampling": {}})
         );
-    }
-
-    #[test]
-    fn only_the_three_ask_kinds_become_server_requests() {
-        let elicit = json!({"method": "elicitation/create", "params": {
-            "message": "m", "requestedSchema": {"type": "object", "properties": {}}}});
-        assert!(matches!(
-            server_request(&elicit),
-            Some(ServerRequest::ElicitRequest(_))
-        ));
-        let roots = json!({"method": "roots/list"});
-        assert!(matches!(
-            server_request(&roots),
-            Some(ServerRequest::ListRootsRequest(_))
-        ));
-        assert!(server_request(&json!({"method": "ping"})).is_none());
-    }
-
-    #[test]
-    fn results_are_told_apart_by_result_type() {
-        let irr = json!({"resultType": "input_required", "requestState": "s"});
-        assert!(matches!(
-            tool_response(irr),
-            Ok(CallToolResponse::InputRequired(_))
-        ));
-        let done = json!({"resultType": "complete", "content": [{"type": "text", "text": "x"}]});
-        assert!(matches!(
-            tool_response(done),
-            Ok(CallToolResponse::Complete(_))
-        ));
-        // The direct path builds what rmcp's own deserialization builds.
-        let irr = json!({"resultType": "input_required", "requestState": "s", "inputRequests": {
-            "e": {"method": "elicitation/create", "params": {"message": "m",
-                "requestedSchema": {"type": "object", "properties": {"n": {"type": "string"}}, "required": ["n"]}}},
-            "u": {"method": "elicitation/create", "params": {"mode": "url", "message": "m",
-                "url": "https://x.example", "elicitationId": "i"}},
-            "s": {"method": "sampling/createMessage", "params": {"maxTokens": 5,
-                "messages": [{"role": "user", "content": {"type": "text", "text": "t"}}]}},
-            "r": {"method": "roots/list"},
-            "rm": {"method": "roots/list", "params": {"_meta": {"k": 1}}}}});
-        let slow: RmcpInputRequired = serde_json::from_value(irr.clone()).unwrap();
-        let fast = input_required_direct(&irr).expect("the direct path takes it");
-        assert_eq!(
-            serde_json::to_value(&fast).unwrap(),
-            serde_json::to_value(&slow).unwrap()
-        );
-        // Anything else takes rmcp's path.
-        for other in [
-            json!({"resultType": "input_required", "requestState": "s", "_meta": {}}),
-            json!({"resultType": "input_required", "requestState": 3}),
-            json!({"resultType": "input_required"}),
-            json!({"resultType": "input_required", "inputRequests": {"p": {"method": "ping"}}}),
-            json!({"resultType": "input_required", "inputRequests": {"e": {"method": "elicitation/create"}}}),
-        ] {
-            assert!(input_required_direct(&other).is_none(), "{other}");
-        }
-        // What rmcp cannot take is -32603, not a panic.
-        let bad = json!({"resultType": "complete", "messages": 3});
-        assert_eq!(prompt_response(bad).unwrap_err().code.0, -32603);
     }
 }

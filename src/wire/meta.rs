@@ -159,16 +159,26 @@ impl RequestMeta {
     /// when the version is not one of [`SUPPORTED_PROTOCOL_VERSIONS`] (checked
     /// right after the version is read, before the fields whose shape it decides).
     pub fn from_meta(meta: Option<&Value>) -> Result<Self, MetaError> {
+        match meta {
+            Some(Value::Object(o)) => Self::from_object(Some(o)),
+            Some(v) => Err(MetaError::Invalid(WireError::new(format!(
+                "params._meta must be an object, not {}",
+                type_name(v)
+            )))),
+            None => Self::from_object(None),
+        }
+    }
+
+    /// Parses `params._meta` already known to be an object (or absent), as an SDK
+    /// that parsed the request itself holds it; the rules of
+    /// [`RequestMeta::from_meta`].
+    ///
+    /// # Errors
+    /// As [`RequestMeta::from_meta`].
+    pub fn from_object(meta: Option<&JsonObject>) -> Result<Self, MetaError> {
         let invalid = |m: String| MetaError::Invalid(WireError::new(m));
-        let o = match meta {
-            Some(Value::Object(o)) => o,
-            Some(v) => {
-                return Err(invalid(format!(
-                    "params._meta must be an object, not {}",
-                    type_name(v)
-                )));
-            }
-            None => return Err(invalid("params._meta is required".into())),
+        let Some(o) = meta else {
+            return Err(invalid("params._meta is required".into()));
         };
         let protocol_version = match o.get(META_PROTOCOL_VERSION) {
             Some(Value::String(s)) => s.clone(),

@@ -74,9 +74,13 @@ impl RequestError {
     }
 }
 
+fn no_arguments() -> RequestError {
+    RequestError::invalid("resources/read takes no arguments")
+}
+
 /// A parsed carrier request: what is called, with what, and the MRTR retry fields.
 ///
-/// Built only by [`CarrierRequest::from_params`], so every value has a non-empty
+/// Built only by [`CarrierRequest::from_params`] and [`CarrierRequest::from_fields`], so every value has a non-empty
 /// target, a supported protocol version and well-formed MRTR fields.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CarrierRequest {
@@ -124,12 +128,7 @@ impl CarrierRequest {
         let meta = RequestMeta::from_meta(p.get("_meta"))?;
         let key = method.target_param();
         let target = match p.get(key) {
-            Some(Value::String(s)) if !s.is_empty() => s.clone(),
-            Some(Value::String(_)) => {
-                return Err(RequestError::invalid(format!(
-                    "params.{key} must not be empty"
-                )));
-            }
+            Some(Value::String(s)) => s.clone(),
             Some(v) => {
                 return Err(RequestError::invalid(format!(
                     "params.{key} must be a string, not {}",
@@ -140,42 +139,23 @@ impl CarrierRequest {
                 return Err(RequestError::invalid(format!("params.{key} is required")));
             }
         };
+        let object = |field: &str| match p.get(field) {
+            None => Ok(None),
+            Some(Value::Object(o)) => Ok(Some(o)),
+            Some(v) => Err(RequestError::invalid(format!(
+                "params.{field} must be an object, not {}",
+                type_name(v)
+            ))),
+        };
+        // resources/read takes no arguments of any shape: judged before the shape.
         let arguments = match (method, p.get("arguments")) {
-            (_, None) => None,
-            (CarrierMethod::ResourcesRead, Some(_)) => {
-                return Err(RequestError::invalid("resources/read takes no arguments"));
-            }
-            (CarrierMethod::PromptsGet, Some(Value::Object(a))) => {
-                if let Some((k, _)) = a.iter().find(|(_, v)| !v.is_string()) {
-                    return Err(RequestError::invalid(format!(
-                        "prompt argument {:?} must be a string",
-                        // The name is the client's: bounded, as in the log.
-                        truncate(k, 64)
-                    )));
-                }
-                Some(a.clone())
-            }
-            (CarrierMethod::ToolsCall, Some(Value::Object(a))) => Some(a.clone()),
-            (_, Some(v)) => {
-                return Err(RequestError::invalid(format!(
-                    "params.arguments must be an object, not {}",
-                    type_name(v)
-                )));
-            }
+            (CarrierMethod::ResourcesRead, Some(_)) => return Err(no_arguments()),
+            _ => object("arguments")?,
         };
-        let input_responses = match p.get("inputResponses") {
-            None => None,
-            Some(Value::Object(r)) => Some(r.clone()),
-            Some(v) => {
-                return Err(RequestError::invalid(format!(
-                    "params.inputResponses must be an object, not {}",
-                    type_name(v)
-                )));
-            }
-        };
+        let input_responses = object("inputResponses")?;
         let request_state = match p.get("requestState") {
             None => None,
-            Some(Value::String(s)) => Some(UntrustedState::new(s.clone())),
+            Some(Value::String(s)) => Some(s.clone()),
             Some(v) => {
                 return Err(RequestError::invalid(format!(
                     "params.requestState must be a string, not {}",
@@ -183,13 +163,90 @@ impl CarrierRequest {
                 )));
             }
         };
+        Self::checked(
+            method,
+            meta,
+            target,
+            arguments.cloned(),
+            input_responses.cloned(),
+            request_state,
+        )
+    }
+
+    /// A carrier request from fields an SDK already parsed into their types
+    /// (rmcp's typed params, `_meta` beside them): the rules of
+    /// [`CarrierRequest::from_params`] that the types do not already enforce,
+    /// with the fields moved in rather than copied.
+    ///
+    /// ```
+    /// use mrtr::wire::{CarrierMethod, CarrierRequest};
+    /// let meta = serde_json::json!({
+    ///     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    ///     "io.modelcontextprotocol/clientCapabilities": {}});
+    /// let r = CarrierRequest::from_fields(
+    ///     CarrierMethod::ToolsCall, meta.as_object(), "weather".into(), None, None, None,
+    /// ).unwrap();
+    /// assert_eq!(r.target(), "weather");
+    /// assert!(CarrierRequest::from_fields(
+    ///     CarrierMethod::ToolsCall, meta.as_object(), String::new(), None, None, None,
+    /// ).is_err());
+    /// ```
+    ///
+    /// # Errors
+    /// As [`CarrierRequest::from_params`].
+    pub fn from_fields(
+        method: CarrierMethod,
+        meta: Option<&JsonObject>,
+        target: String,
+        arguments: Option<JsonObject>,
+        input_responses: Option<JsonObject>,
+        request_state: Option<String>,
+    ) -> Result<Self, RequestError> {
+        let meta = RequestMeta::from_object(meta)?;
+        Self::checked(
+            method,
+            meta,
+            target,
+            arguments,
+            input_responses,
+            request_state,
+        )
+    }
+
+    /// The rules both constructors share, on fields of the right types.
+    fn checked(
+        method: CarrierMethod,
+        meta: RequestMeta,
+        target: String,
+        arguments: Option<JsonObject>,
+        input_responses: Option<JsonObject>,
+        request_state: Option<String>,
+    ) -> Result<Self, RequestError> {
+        if target.is_empty() {
+            return Err(RequestError::invalid(format!(
+                "params.{} must not be empty",
+                method.target_param()
+            )));
+        }
+        if method == CarrierMethod::ResourcesRead && arguments.is_some() {
+            return Err(no_arguments());
+        }
+        if let (CarrierMethod::PromptsGet, Some(a)) = (method, &arguments)
+            && let Some((k, _)) = a.iter().find(|(_, v)| !v.is_string())
+        {
+            return Err(RequestError::invalid(format!(
+                "prompt argument {:?} must be a string",
+                // The name is the client's: bounded, as in the log.
+                truncate(k, 64)
+            )));
+        }
         Ok(Self {
             method,
             target,
             arguments,
             meta,
             input_responses,
-            request_state,
+            request_state: request_state.map(UntrustedState::new),
         })
     }
 
@@ -233,6 +290,74 @@ impl CarrierRequest {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// `from_fields` on the fields of `params` (as an SDK's types hold them).
+    fn from_fields_of(method: CarrierMethod, p: &Value) -> Result<CarrierRequest, RequestError> {
+        let obj = |k: &str| p.get(k).and_then(Value::as_object).cloned();
+        CarrierRequest::from_fields(
+            method,
+            p.get("_meta").and_then(Value::as_object),
+            p[method.target_param()]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            obj("arguments"),
+            obj("inputResponses"),
+            p.get("requestState")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        )
+    }
+
+    #[test]
+    fn from_fields_and_from_params_agree() {
+        let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+            "progressToken": 3});
+        let cases = [
+            (
+                CarrierMethod::ToolsCall,
+                json!({"_meta": meta, "name": "t"}),
+            ),
+            (
+                CarrierMethod::ToolsCall,
+                json!({"_meta": meta, "name": "t", "arguments": {"a": [1]},
+                "inputResponses": {"k": {"action": "decline"}}, "requestState": "s"}),
+            ),
+            (
+                CarrierMethod::PromptsGet,
+                json!({"_meta": meta, "name": "p", "arguments": {"a": "x"}}),
+            ),
+            (
+                CarrierMethod::ResourcesRead,
+                json!({"_meta": meta, "uri": "file:///x"}),
+            ),
+            // Refused alike: an empty target, a prompt argument that is not a string,
+            // arguments on resources/read, a missing or unsupported _meta.
+            (CarrierMethod::ToolsCall, json!({"_meta": meta, "name": ""})),
+            (
+                CarrierMethod::PromptsGet,
+                json!({"_meta": meta, "name": "p", "arguments": {"a": 1}}),
+            ),
+            (
+                CarrierMethod::ResourcesRead,
+                json!({"_meta": meta, "uri": "u", "arguments": {}}),
+            ),
+            (CarrierMethod::ToolsCall, json!({"name": "t"})),
+            (
+                CarrierMethod::ToolsCall,
+                json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2024-01-01",
+                "io.modelcontextprotocol/clientCapabilities": {}}, "name": "t"}),
+            ),
+        ];
+        for (method, p) in cases {
+            assert_eq!(
+                from_fields_of(method, &p),
+                CarrierRequest::from_params(method, Some(&p)),
+                "{p}"
+            );
+        }
+    }
 
     #[test]
     fn arguments_value_is_the_object() {
