@@ -106,6 +106,7 @@ pub mod error;
 mod lines;
 /// The manual: prose chapters on the token format, the security model, the handler model and key rotation.
 pub mod manual;
+mod memo;
 pub mod metrics;
 pub mod principal;
 pub mod replay;

@@ -50,6 +50,7 @@ pub use round::{Confirmation, Flow, FormAnswer, Round};
 
 use crate::defaults;
 use crate::error::{self, Channel, Error, Fallback, Retry, ToolAdvice};
+use crate::memo::AskMemo;
 use crate::principal::Principal;
 use crate::replay::ReplayGuard;
 use crate::seal::{Binding, BindingInput, Keyring, SealConfig, Sealer};
@@ -87,6 +88,10 @@ struct EngineConfig {
     max_asks: usize,
     policy: AnswerPolicy,
     replay: Option<Arc<dyn ReplayGuard>>,
+    /// The question digests of asks seen before (a handler asks the same
+    /// questions every round): shared by the engine's clones, as the digest of an
+    /// ask never changes.
+    questions: Arc<AskMemo<String>>,
 }
 
 impl Engine {
@@ -124,6 +129,7 @@ impl Engine {
                 max_asks: defaults::MAX_ASKS_PER_ROUND,
                 policy: AnswerPolicy::Lenient,
                 replay: None,
+                questions: Arc::default(),
             }),
         }
     }
@@ -181,6 +187,12 @@ impl Engine {
     /// a running service ([`Sealer::replace_keyring`]).
     pub fn sealer(&self) -> &Sealer {
         &self.inner.sealer
+    }
+
+    /// The digest of `request`'s question ([`state::question_digest`]), from the
+    /// memo when the same ask was seen before.
+    pub(crate) fn question_digest(&self, request: &crate::wire::InputRequest) -> String {
+        self.inner.questions.get_or(request, state::question_digest)
     }
 
     /// The audience.

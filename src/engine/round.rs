@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::ask::{Elicited, Fields, Form, RootsAsk, Sampling, UrlVisit};
-use super::state::{Asked, FlowState, SealedAnswer, question_digest};
+use super::state::{Asked, FlowState, SealedAnswer};
 use super::{AnswerPolicy, Engine, Outcome};
 use crate::answers::validate_content;
 use crate::capability::{self, Decision, Necessity};
@@ -616,7 +616,7 @@ impl Round {
         fits: &dyn Fn(&Value) -> Result<(), String>,
     ) -> Result<Option<InputResponse>, Flow> {
         let fixed = &self.fixed;
-        let digest = question_digest(&request);
+        let digest = fixed.engine.question_digest(&request);
         let mut live = lock(&self.live);
         if live.finished {
             return Err(finished_error());

@@ -5,15 +5,8 @@
 //! rmcp's ask types deserialize through its untagged and internally tagged enums
 //! (the request envelope, the elicitation mode, each schema property), several
 //! microseconds per ask, while a handler asks the same question on every first
-//! round of a tool. [`AskCache`] keeps the converted form of the asks it has seen,
-//! keyed by their JSON and checked against it on every hit, so a repeated ask
-//! costs one clone.
-
-use std::collections::HashMap;
-use std::collections::hash_map::RandomState;
-use std::fmt;
-use std::hash::{BuildHasher, Hasher};
-use std::sync::{PoisonError, RwLock};
+//! round of a tool. [`AskCache`] keeps the converted form of the asks it has seen
+//! ([`AskMemo`]: a hit only for an equal ask), so a repeated ask costs one clone.
 
 use ::rmcp::ErrorData;
 // rmcp deprecates sampling and roots (SEP-2577); mrtr still carries them.
@@ -30,7 +23,8 @@ use serde_json::Value;
 
 use crate::engine::Outcome;
 use crate::error::Error;
-use crate::wire::InputRequiredResult;
+use crate::memo::AskMemo;
+use crate::wire::{InputRequest, InputRequiredResult};
 
 /// What a round gives the adapter: a result body (complete, or a tool error), or
 /// an `input_required` result still in mrtr's typed form.
@@ -67,124 +61,27 @@ fn unfit(what: &str) -> ErrorData {
     ErrorData::internal_error("Internal error", None)
 }
 
-/// The ask cache's bounds: at most this many asks, each at most this many bytes
-/// of strings (an ask is the server's own text, but it may quote a client's
-/// arguments). A full cache starts again empty.
-const CACHE_ENTRIES: usize = 256;
-const CACHE_ASK_BYTES: usize = 4096;
-
-/// rmcp's typed form of the asks already converted (see the module docs).
-/// Never printed: an ask may quote a client's arguments.
-pub(super) struct AskCache {
-    keys: RandomState,
-    slots: RwLock<HashMap<u64, (Value, RmcpInputRequest)>>,
-}
-
-impl fmt::Debug for AskCache {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let n = self
-            .slots
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len();
-        f.debug_struct("AskCache").field("entries", &n).finish()
-    }
-}
+/// rmcp's typed form of the asks already converted ([`AskMemo`]).
+#[derive(Debug, Default)]
+pub(super) struct AskCache(AskMemo<RmcpInputRequest>);
 
 impl AskCache {
-    pub(super) fn new() -> Self {
-        Self {
-            keys: RandomState::new(),
-            slots: RwLock::new(HashMap::new()),
-        }
-    }
-
-    /// `ask` (`{"method", "params"}`) as rmcp's `InputRequest`; `None` when it is
-    /// not one of the three kinds or does not fit rmcp's type for its kind.
-    pub(super) fn request(&self, ask: &Value) -> Option<RmcpInputRequest> {
-        let mut h = self.keys.build_hasher();
-        let mut bytes = 0;
-        fingerprint(ask, &mut h, &mut bytes);
-        let key = h.finish();
-        {
-            let slots = self.slots.read().unwrap_or_else(PoisonError::into_inner);
-            if let Some((seen, request)) = slots.get(&key)
-                && seen == ask
-            {
-                return Some(request.clone());
-            }
-        }
-        let request = input_request(ask)?;
-        if bytes <= CACHE_ASK_BYTES {
-            let mut slots = self.slots.write().unwrap_or_else(PoisonError::into_inner);
-            if slots.len() >= CACHE_ENTRIES {
-                slots.clear();
-            }
-            slots.insert(key, (ask.clone(), request.clone()));
-        }
-        Some(request)
+    /// `ask` as rmcp's `InputRequest`; `None` when it does not fit rmcp's type
+    /// for its kind.
+    pub(super) fn request(&self, ask: &InputRequest) -> Option<RmcpInputRequest> {
+        self.0.get_or_try(ask, input_request)
     }
 
     /// `ask` as the server-to-client request of a 2025-11-25 flow: only the three
     /// kinds an `InputRequiredResult` may carry.
     // rmcp deprecates sampling and roots (SEP-2577); mrtr still carries them.
     #[allow(deprecated)]
-    pub(super) fn server_request(&self, ask: &Value) -> Option<ServerRequest> {
+    pub(super) fn server_request(&self, ask: &InputRequest) -> Option<ServerRequest> {
         match self.request(ask)? {
             RmcpInputRequest::Elicitation(r) => Some(ServerRequest::ElicitRequest(r)),
             RmcpInputRequest::CreateMessage(r) => Some(ServerRequest::CreateMessageRequest(r)),
             RmcpInputRequest::ListRoots(r) => Some(ServerRequest::ListRootsRequest(r)),
             _ => None,
-        }
-    }
-
-    #[cfg(test)]
-    fn len(&self) -> usize {
-        self.slots
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
-    }
-}
-
-/// Feeds `v` to `h` (a map in its own order: two equal maps in different orders
-/// only miss the cache) and adds its string bytes to `bytes`.
-fn fingerprint(v: &Value, h: &mut impl Hasher, bytes: &mut usize) {
-    match v {
-        Value::Null => h.write_u8(0),
-        Value::Bool(b) => h.write_u8(1 + u8::from(*b)),
-        Value::Number(n) => {
-            h.write_u8(3);
-            if let Some(u) = n.as_u64() {
-                h.write_u64(u);
-            } else if let Some(i) = n.as_i64() {
-                h.write_i64(i);
-            } else {
-                h.write_u64(n.as_f64().map_or(0, f64::to_bits));
-            }
-        }
-        Value::String(s) => {
-            h.write_u8(4);
-            h.write(s.as_bytes());
-            h.write_u8(0xff);
-            *bytes += s.len();
-        }
-        Value::Array(items) => {
-            h.write_u8(5);
-            h.write_usize(items.len());
-            for item in items {
-                fingerprint(item, h, bytes);
-            }
-        }
-        Value::Object(map) => {
-            h.write_u8(6);
-            h.write_usize(map.len());
-            for (k, item) in map {
-                h.write(k.as_bytes());
-                h.write_u8(0xff);
-                *bytes += k.len();
-                fingerprint(item, h, bytes);
-            }
         }
     }
 }
@@ -220,7 +117,7 @@ fn input_required(
             None => Some(None),
             Some(requests) => requests
                 .iter()
-                .map(|(key, ask)| Some((key.clone(), asks.request(&ask.to_value())?)))
+                .map(|(key, ask)| Some((key.clone(), asks.request(ask)?)))
                 .collect::<Option<_>>()
                 .map(Some),
         };
@@ -310,29 +207,40 @@ mod tests {
         assert!(!format!("{d:?}").contains("binding"));
     }
 
+    fn ask(v: Value) -> InputRequest {
+        InputRequest::from_value(&v).unwrap()
+    }
+
     #[test]
-    fn only_the_three_ask_kinds_become_server_requests() {
-        let cache = AskCache::new();
-        let elicit = json!({"method": "elicitation/create", "params": {
-            "message": "m", "requestedSchema": {"type": "object", "properties": {}}}});
+    fn the_three_ask_kinds_become_server_requests() {
+        let cache = AskCache::default();
+        let elicit = ask(json!({"method": "elicitation/create", "params": {
+            "message": "m", "requestedSchema": {"type": "object", "properties": {}}}}));
         assert!(matches!(
             cache.server_request(&elicit),
             Some(ServerRequest::ElicitRequest(_))
         ));
-        let roots = json!({"method": "roots/list"});
+        let roots = ask(json!({"method": "roots/list"}));
         assert!(matches!(
             cache.server_request(&roots),
             Some(ServerRequest::ListRootsRequest(_))
         ));
-        assert!(cache.server_request(&json!({"method": "ping"})).is_none());
-        assert!(cache.server_request(&json!({"params": {}})).is_none());
+        let sampling = ask(
+            json!({"method": "sampling/createMessage", "params": {"maxTokens": 5,
+            "messages": [{"role": "user", "content": {"type": "text", "text": "t"}}]}}),
+        );
+        assert!(matches!(
+            cache.server_request(&sampling),
+            Some(ServerRequest::CreateMessageRequest(_))
+        ));
     }
 
     /// Every ask kind, as the engine writes them.
     fn asks() -> Value {
         json!({
             "e": {"method": "elicitation/create", "params": {"message": "m",
-                "requestedSchema": {"type": "object", "properties": {"n": {"type": "string"}}, "required": ["n"]}}},
+                "requestedSchema": {"type": "object", "properties": {"n": {"type": "string"},
+                    "a": {"type": "integer", "minimum": 0}}, "required": ["n"]}}},
             "u": {"method": "elicitation/create", "params": {"mode": "url", "message": "m",
                 "url": "https://x.example"}},
             "s": {"method": "sampling/createMessage", "params": {"maxTokens": 5,
@@ -351,7 +259,7 @@ mod tests {
 
     #[test]
     fn the_direct_path_builds_what_rmcps_own_deserialization_builds() {
-        let cache = AskCache::new();
+        let cache = AskCache::default();
         let irr = irr_of(&asks(), Some("s"));
         let slow: RmcpInputRequired = serde_json::from_value(irr.to_value()).unwrap();
         // Twice: the second time every ask comes from the cache.
@@ -362,7 +270,7 @@ mod tests {
                 serde_json::to_value(&slow).unwrap(),
                 "round {round}"
             );
-            assert_eq!(cache.len(), 5);
+            assert_eq!(cache.0.len(), 5);
         }
         // State only, no asks.
         let only = InputRequiredResult::new(
@@ -379,43 +287,42 @@ mod tests {
     }
 
     #[test]
-    fn a_cached_ask_is_returned_only_for_the_same_json() {
-        let cache = AskCache::new();
-        let a = json!({"method": "elicitation/create", "params": {"message": "Deploy to prod?",
-            "requestedSchema": {"type": "object", "properties": {}}}});
-        let b = json!({"method": "elicitation/create", "params": {"message": "Deploy to dev?",
-            "requestedSchema": {"type": "object", "properties": {}}}});
-        let message =
-            |r: RmcpInputRequest| serde_json::to_value(r).unwrap()["params"]["message"].clone();
-        assert_eq!(message(cache.request(&a).unwrap()), "Deploy to prod?");
-        assert_eq!(message(cache.request(&b).unwrap()), "Deploy to dev?");
-        assert_eq!(message(cache.request(&a).unwrap()), "Deploy to prod?");
-        assert_eq!(cache.len(), 2);
-        // The cache never prints what it holds.
-        assert_eq!(format!("{cache:?}"), "AskCache { entries: 2 }");
-    }
-
-    #[test]
-    fn the_cache_is_bounded_in_entries_and_ask_size() {
-        let cache = AskCache::new();
-        let ask = |m: String| {
-            json!({"method": "elicitation/create", "params": {"message": m,
-                "requestedSchema": {"type": "object", "properties": {}}}})
+    fn a_cached_ask_is_returned_only_for_the_same_ask_with_its_fields_in_order() {
+        let cache = AskCache::default();
+        let form = |m: &str, fields: Value| {
+            ask(
+                json!({"method": "elicitation/create", "params": {"message": m,
+                "requestedSchema": {"type": "object", "properties": fields}}}),
+            )
         };
-        for i in 0..CACHE_ENTRIES + 10 {
-            assert!(cache.request(&ask(format!("question {i}"))).is_some());
-            assert!(cache.len() <= CACHE_ENTRIES);
+        let two = json!({"b": {"type": "string"}, "a": {"type": "boolean"}});
+        let swapped = json!({"a": {"type": "boolean"}, "b": {"type": "string"}});
+        let asks = [
+            form("Deploy to prod?", two.clone()),
+            form("Deploy to dev?", two),
+            form("Deploy to prod?", swapped),
+        ];
+        for a in asks.iter().chain(asks.iter()) {
+            let converted = serde_json::to_value(cache.request(a).unwrap()).unwrap();
+            let direct = serde_json::to_value(input_request(&a.to_value()).unwrap()).unwrap();
+            assert_eq!(converted, direct);
+            // The same fields in the same order as asked.
+            let order = |v: &Value| -> Vec<String> {
+                v["params"]["requestedSchema"]["properties"]
+                    .as_object()
+                    .unwrap()
+                    .keys()
+                    .cloned()
+                    .collect()
+            };
+            assert_eq!(order(&converted), order(&a.to_value()));
         }
-        // A full cache started again: the last ten are what it holds.
-        assert_eq!(cache.len(), 10);
-        let big = ask("x".repeat(CACHE_ASK_BYTES));
-        assert!(cache.request(&big).is_some(), "converted, just not kept");
-        assert_eq!(cache.len(), 10);
+        assert_eq!(cache.0.len(), 3);
     }
 
     #[test]
     fn results_are_told_apart_and_what_rmcp_cannot_take_is_internal() {
-        let cache = AskCache::new();
+        let cache = AskCache::default();
         let irr = json!({"resultType": "input_required", "requestState": "s"});
         assert!(matches!(
             tool_response(Reply::Value(irr), &cache),

@@ -338,7 +338,7 @@ impl Mrtr {
                 principals,
                 handler_timeout: DEFAULT_HANDLER_TIMEOUT,
                 ask_timeout: DEFAULT_ASK_TIMEOUT,
-                asks: AskCache::new(),
+                asks: AskCache::default(),
             }),
         }
     }
@@ -352,7 +352,7 @@ impl Mrtr {
                     principals: self.inner.principals.clone(),
                     handler_timeout: self.inner.handler_timeout,
                     ask_timeout: self.inner.ask_timeout,
-                    asks: AskCache::new(),
+                    asks: AskCache::default(),
                 };
                 f(&mut inner);
                 self.inner = Arc::new(inner);
@@ -805,16 +805,12 @@ impl Mrtr {
             return Ok(answers);
         };
         for (key, ask) in asks {
-            let request = self
-                .inner
-                .asks
-                .server_request(&ask.to_value())
-                .ok_or_else(|| {
-                    Error::internal(format!(
-                        "ask {:?} does not fit rmcp's server request types",
-                        crate::wire::truncate(key, 64)
-                    ))
-                })?;
+            let request = self.inner.asks.server_request(ask).ok_or_else(|| {
+                Error::internal(format!(
+                    "ask {:?} does not fit rmcp's server request types",
+                    crate::wire::truncate(key, 64)
+                ))
+            })?;
             let sent =
                 tokio::time::timeout(self.inner.ask_timeout, legacy.peer.send_request(request))
                     .await;

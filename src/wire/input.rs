@@ -194,6 +194,48 @@ impl InputRequest {
         }
     }
 
+    /// Feeds what tells asks apart cheaply (kind, message, URL, field names in
+    /// order, sampling's size) to `h`: a key for a memo that then compares with
+    /// [`InputRequest::same_as`].
+    pub(crate) fn fingerprint(&self, h: &mut impl std::hash::Hasher) {
+        h.write(self.kind().method().as_bytes());
+        match self {
+            Self::Elicit(ElicitParams::Form(f)) => {
+                h.write(f.message.as_bytes());
+                h.write_u8(0xff);
+                for k in f.requested_schema.properties.keys() {
+                    h.write(k.as_bytes());
+                    h.write_u8(0xff);
+                }
+            }
+            Self::Elicit(ElicitParams::Url(u)) => {
+                h.write(u.message.as_bytes());
+                h.write_u8(0xff);
+                h.write(u.url.as_bytes());
+            }
+            Self::CreateMessage(p) => {
+                h.write_u64(p.max_tokens);
+                h.write_usize(p.messages.len());
+            }
+            Self::ListRoots { meta } => h.write_u8(u8::from(meta.is_some())),
+        }
+    }
+
+    /// Whether `other` has the same JSON form as this ask: equal, and a form's
+    /// fields in the same order (equality alone does not look at their order, the
+    /// order the client shows them in).
+    pub(crate) fn same_as(&self, other: &Self) -> bool {
+        self == other
+            && match (self, other) {
+                (Self::Elicit(ElicitParams::Form(a)), Self::Elicit(ElicitParams::Form(b))) => a
+                    .requested_schema
+                    .properties
+                    .keys()
+                    .eq(b.requested_schema.properties.keys()),
+                _ => true,
+            }
+    }
+
     /// The JSON form `{method, params}`.
     pub fn to_value(&self) -> Value {
         let mut o = Map::new();
