@@ -361,3 +361,18 @@ fn expiry_as_on_mrtr_serve() {
     assert_eq!(v["result"]["resultType"], "input_required", "{v}");
     let _ = all_caps();
 }
+
+#[test]
+fn an_async_handler_past_its_deadline_is_a_retryable_tool_error() {
+    let mrtr = Mrtr::new(engine(), Principals::anonymous()).handler_timeout(Duration::from_secs(2));
+    let s = rmcp_support::start(mrtr);
+    // Not ready on its first poll, done well before the deadline.
+    let v = call(s.addr, &tool(1, "slow", Some(json!({"ms": 20}))));
+    assert_eq!(complete(&v), "slept 20 ms");
+    // Past the deadline: abandoned (it would answer after a minute).
+    let started = Instant::now();
+    let v = call(s.addr, &tool(2, "slow", Some(json!({"ms": 60_000}))));
+    assert!(tool_error(&v).contains("did not finish in time"), "{v}");
+    // A hang detector with a wide margin, not a timing assertion.
+    assert!(started.elapsed() < Duration::from_secs(30));
+}

@@ -178,12 +178,15 @@ impl Form {
         }))
     }
 
-    pub(crate) fn necessity(&self) -> Necessity {
-        self.necessity
-    }
-
-    pub(crate) fn is_issued_only(&self) -> bool {
-        self.issued_only
+    /// The wire input request, its necessity and whether it is asked only once:
+    /// what a round takes of a form, moved rather than copied.
+    pub(crate) fn into_parts(self) -> (InputRequest, Necessity, bool) {
+        let request = InputRequest::Elicit(ElicitParams::Form(ElicitFormParams {
+            message: self.message,
+            requested_schema: self.schema,
+            explicit_mode: false,
+        }));
+        (request, self.necessity, self.issued_only)
     }
 }
 

@@ -104,29 +104,34 @@ struct Live {
 /// takes `&self`, so helper functions take `&Round`. It is `Send`.
 #[derive(Debug)]
 pub struct Round {
-    fixed: Arc<Fixed>,
-    live: Arc<Mutex<Live>>,
+    shared: Arc<Shared>,
+}
+
+/// What a [`Round`] and its [`Finisher`] share: one allocation per round.
+#[derive(Debug)]
+struct Shared {
+    fixed: Fixed,
+    live: Mutex<Live>,
 }
 
 /// The engine's side of a round handed to a handler: it finishes the round once
 /// the handler has returned (or its future has completed).
 #[derive(Debug)]
 pub(crate) struct Finisher {
-    fixed: Arc<Fixed>,
-    live: Arc<Mutex<Live>>,
+    shared: Arc<Shared>,
 }
 
 impl Finisher {
     /// Ends the round with the handler's result.
     pub(crate) fn finish(self, result: Result<Value, Flow>) -> Outcome {
-        finish(&self.fixed, &self.live, result)
+        finish(&self.shared.fixed, &self.shared.live, result)
     }
 
     /// Ends the round without sealing anything (the handler was abandoned: overdue or
     /// panicked): later uses of its `Round` fail, and no `once` result it recorded
     /// is kept.
     pub(crate) fn abandon(self) {
-        lock(&self.live).finished = true;
+        lock(&self.shared.live).finished = true;
     }
 }
 
@@ -201,37 +206,38 @@ impl Round {
             ..FlowState::default()
         };
         Self {
-            fixed: Arc::new(Fixed {
-                engine: engine.clone(),
-                request,
-                binding,
-                now,
-                prior,
+            shared: Arc::new(Shared {
+                fixed: Fixed {
+                    engine: engine.clone(),
+                    request,
+                    binding,
+                    now,
+                    prior,
+                },
+                live: Mutex::new(Live {
+                    carry,
+                    ..Live::default()
+                }),
             }),
-            live: Arc::new(Mutex::new(Live {
-                carry,
-                ..Live::default()
-            })),
         }
     }
 
     /// Splits off the engine's handle, so the handler can own the `Round`.
     pub(crate) fn hand_over(self) -> (Round, Finisher) {
         let finisher = Finisher {
-            fixed: Arc::clone(&self.fixed),
-            live: Arc::clone(&self.live),
+            shared: Arc::clone(&self.shared),
         };
         (self, finisher)
     }
 
     /// The carrier method.
     pub fn method(&self) -> CarrierMethod {
-        self.fixed.request.method()
+        self.shared.fixed.request.method()
     }
 
     /// The tool or prompt name, or the resource URI.
     pub fn target(&self) -> &str {
-        self.fixed.request.target()
+        self.shared.fixed.request.target()
     }
 
     /// The request's arguments decoded into the handler's own type.
@@ -246,6 +252,7 @@ impl Round {
     pub fn arguments<T: DeserializeOwned>(&self) -> Result<T, Flow> {
         let empty = Value::Object(JsonObject::new());
         let value = self
+            .shared
             .fixed
             .request
             .arguments()
@@ -264,17 +271,18 @@ impl Round {
 
     /// One argument, as sent.
     pub fn argument(&self, name: &str) -> Option<&Value> {
-        self.fixed.request.arguments()?.get(name)
+        self.shared.fixed.request.arguments()?.get(name)
     }
 
     /// The capabilities the client declared in this request.
     pub fn client_capabilities(&self) -> &ClientCapabilities {
-        &self.fixed.request.meta().client_capabilities
+        &self.shared.fixed.request.meta().client_capabilities
     }
 
     /// Which round this is: 1 for a request without state, then 2, 3, ...
     pub fn number(&self) -> u32 {
-        self.fixed
+        self.shared
+            .fixed
             .prior
             .as_ref()
             .map_or(1, |p| p.round().saturating_add(1))
@@ -282,7 +290,7 @@ impl Round {
 
     /// The current time, as passed to [`Engine::begin`].
     pub fn now(&self) -> Timestamp {
-        self.fixed.now
+        self.shared.fixed.now
     }
 
     /// Asks a form elicitation (or returns its answer).
@@ -290,8 +298,8 @@ impl Round {
     /// # Errors
     /// `Flow::Suspend` when the answer is not there yet (the question is recorded).
     pub fn elicit(&self, key: &str, form: Form) -> Result<Elicited, Flow> {
-        let req = form.to_request();
-        self.elicitation(key, req, form.necessity(), form.is_issued_only())
+        let (req, necessity, issued_only) = form.into_parts();
+        self.elicitation(key, req, necessity, issued_only)
     }
 
     /// Asks a form elicitation whose accepted content decodes into the handler's
@@ -308,14 +316,13 @@ impl Round {
         key: &str,
         form: Form,
     ) -> Result<FormAnswer<T>, Flow> {
-        let req = form.to_request();
+        let (req, necessity, issued_only) = form.into_parts();
         let fits = |content: &Value| {
             crate::typed::decode::<T>(content)
                 .map(drop)
                 .map_err(|m| m.describe("Field"))
         };
-        let answer =
-            self.answer_checked(key, req, form.necessity(), form.is_issued_only(), &fits)?;
+        let answer = self.answer_checked(key, req, necessity, issued_only, &fits)?;
         match answer {
             None => Ok(FormAnswer::Unavailable),
             Some(InputResponse::Elicit(e)) => match e.action {
@@ -460,7 +467,7 @@ impl Round {
     /// -32603 when the carried data does not fit `T` (the handler changed the type
     /// it stores: a server fault, never silently `None`).
     pub fn data<T: DeserializeOwned>(&self) -> Result<Option<T>, Flow> {
-        let data = lock(&self.live).carry.data.clone();
+        let data = lock(&self.shared.live).carry.data.clone();
         data.map(|v| {
             serde_json::from_value(v).map_err(|_| {
                 Flow::Fail(Error::internal(format!(
@@ -479,7 +486,7 @@ impl Round {
     pub fn set_data<T: Serialize>(&self, value: &T) -> Result<(), Error> {
         let v = serde_json::to_value(value)
             .map_err(|e| Error::internal(format!("handler data: {e}")))?;
-        lock(&self.live).carry.data = Some(v);
+        lock(&self.shared.live).carry.data = Some(v);
         Ok(())
     }
 
@@ -546,10 +553,10 @@ impl Round {
     /// to make first, when the engine has a replay guard and this round resumes a
     /// flow (a first round presents no state, so there is nothing to replay).
     fn once_begin<T: DeserializeOwned>(&self, step: &str) -> Result<Begin<'_, T>, Flow> {
-        if lock(&self.live).finished {
+        if lock(&self.shared.live).finished {
             return Err(finished_error());
         }
-        let fixed = &self.fixed;
+        let fixed = &self.shared.fixed;
         if let Some(v) = fixed
             .prior
             .as_ref()
@@ -561,7 +568,10 @@ impl Round {
                     "sealed result of step {step:?} does not fit its type"
                 ))
             })?;
-            lock(&self.live).carry.once.insert(step.to_owned(), v);
+            lock(&self.shared.live)
+                .carry
+                .once
+                .insert(step.to_owned(), v);
             crate::metrics::once_result(OnceResult::Sealed);
             return Ok(Begin::Done(t));
         }
@@ -586,7 +596,7 @@ impl Round {
     fn once_end<T: Serialize>(&self, step: &str, t: &T) -> Result<(), Flow> {
         let v =
             serde_json::to_value(t).map_err(|e| Error::internal(format!("step result: {e}")))?;
-        let mut live = lock(&self.live);
+        let mut live = lock(&self.shared.live);
         if live.finished {
             return Err(finished_error());
         }
@@ -615,9 +625,9 @@ impl Round {
         issued_only: bool,
         fits: &dyn Fn(&Value) -> Result<(), String>,
     ) -> Result<Option<InputResponse>, Flow> {
-        let fixed = &self.fixed;
+        let fixed = &self.shared.fixed;
         let digest = fixed.engine.question_digest(&request);
-        let mut live = lock(&self.live);
+        let mut live = lock(&self.shared.live);
         if live.finished {
             return Err(finished_error());
         }
@@ -703,7 +713,7 @@ impl Round {
     /// Ends the round with the handler's result (for callers of [`Engine::begin`];
     /// [`Engine::run`] and the service call it for you).
     pub fn finish(self, result: Result<Value, Flow>) -> Outcome {
-        finish(&self.fixed, &self.live, result)
+        finish(&self.shared.fixed, &self.shared.live, result)
     }
 }
 

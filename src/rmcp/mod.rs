@@ -737,6 +737,9 @@ impl Mrtr {
             Ok(principal) => {
                 let mut ctx = RequestContext { principal, ..ctx };
                 let timeout = self.inner.handler_timeout;
+                // The timer is made only if the handler does not finish on its first
+                // poll (a synchronous handler never needs one); it runs from now.
+                let at = tokio::time::Instant::now() + timeout;
                 let outcome = service::run_carrier(
                     &self.inner.engine,
                     timeout,
@@ -744,7 +747,7 @@ impl Mrtr {
                     request,
                     &ctx,
                     &mut log,
-                    tokio::time::sleep(timeout),
+                    async move { tokio::time::sleep_until(at).await },
                     |_| handler_for(),
                 )
                 .await;

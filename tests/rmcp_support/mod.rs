@@ -33,6 +33,13 @@ pub struct Echo {
     pub value: String,
 }
 
+/// The arguments of `slow`.
+#[derive(Debug, Deserialize, rmcp::schemars::JsonSchema)]
+pub struct Pause {
+    /// How long it sleeps.
+    pub ms: u64,
+}
+
 /// The arguments of `deploy`.
 #[derive(Debug, Deserialize, rmcp::schemars::JsonSchema)]
 pub struct Deploy {
@@ -173,6 +180,21 @@ impl TestServer {
             let roots = r.roots("roots", RootsAsk::new())?.unwrap_or_default();
             let uris: Vec<&str> = roots.iter().map(|x| x.uri.as_str()).collect();
             Ok(tool_text(format!("roots={}", uris.join(","))))
+        })
+        .await
+    }
+
+    /// Sleeps `ms` milliseconds (an async handler that is not ready on its first
+    /// poll), then answers.
+    #[tool(description = "Sleeps, then answers.")]
+    async fn slow(
+        &self,
+        call: ToolCall,
+        Parameters(Pause { ms }): Parameters<Pause>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        call.run_async(move |_r| async move {
+            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+            Ok(tool_text(format!("slept {ms} ms")))
         })
         .await
     }
