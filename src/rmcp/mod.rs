@@ -13,7 +13,7 @@
 //!
 //! ```text
 //!  rmcp ServerHandler::call_tool ──► Mrtr::call_tool ──► rmcp ToolRouter ──► #[tool] fn(call: ToolCall)
-//!    (keeps the call's wire params                              call.run(|round| …)
+//!    (keeps the call's params, parsed,                          call.run(|round| …)
 //!     for ToolCall, whatever the                                       │
 //!     extractor order)                                                 ▼
 //!  rmcp ServerHandler::get_prompt ──► Mrtr::get_prompt(…, |round| …) ─► the engine (the same
@@ -45,8 +45,9 @@
 //! rmcp's extractors take fields out of the tool call in declaration order: a
 //! `Parameters<T>` before another extractor leaves it no arguments, a
 //! `RequestState` no state. A [`ToolCall`] does not read those leftovers: it
-//! reads the call's wire params that [`Mrtr::call_tool`] kept aside before
-//! routing, so it binds the arguments the client sent whatever the order. A
+//! reads the call's params that [`Mrtr::call_tool`] parsed and kept aside
+//! before routing, so it binds the arguments the client sent whatever the
+//! order. A
 //! [`ToolCall`] on a tool not routed through [`Mrtr::call_tool`] (the
 //! `call_tool` that `#[tool_handler]` generates) has nothing to bind to and
 //! fails closed: -32603, and the log says why.
@@ -73,6 +74,17 @@
 //!   `once` are the engine's, as for a 2026-07-28 client;
 //! - a client that answers an ask with an error, or not in time, ends the
 //!   flow: a retryable tool error on `tools/call`, -32603 elsewhere.
+//!
+//! # Cost
+//! A 2026-07-28 `tools/call` is parsed once, from rmcp's typed params
+//! ([`CarrierRequest::from_fields`], the rules of the JSON parser), and the
+//! result goes back as rmcp's types without an intermediate JSON value. rmcp's
+//! ask types deserialize through its untagged enums, so each [`Mrtr`] keeps
+//! the converted form of the asks it has seen (at most 256, each at most 4 KiB
+//! of text), and the engine the question digest of each: a handler asks the
+//! same question on every run, and a hit is returned only for an equal ask.
+//! `benches/peers` (`cargo bench --bench e2e`) measures the whole flow beside
+//! rmcp's own `RequestStateCodec`.
 //!
 //! # Versions
 //! rmcp 3.2 and newer: 3.2 is the first whose `#[tool]` functions may return a
@@ -389,8 +401,8 @@ impl Mrtr {
         }
     }
 
-    /// The body of `ServerHandler::call_tool`: keeps the call's wire params aside
-    /// for its [`ToolCall`], then routes the call on `router` as rmcp does.
+    /// The body of `ServerHandler::call_tool`: keeps the call's params aside
+    /// (parsed) for its [`ToolCall`], then routes the call on `router` as rmcp does.
     ///
     /// See [`ToolCall`] for a whole server; the method is
     /// `self.mrtr.call_tool(self, &self.tool_router, request, context).await` in

@@ -39,7 +39,7 @@ impl ServerHandler for Greeter {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
     }
 
-    // What mrtr adds to rmcp's own call_tool: the call's wire params, kept for its ToolCall.
+    // What mrtr adds to rmcp's own call_tool: the call's params, kept for its ToolCall.
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
