@@ -23,6 +23,7 @@ use rmcp::model::{
 };
 use rmcp::service::{RequestContext, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, ErrorData, ServiceError, ServiceExt};
 use rmcp_support::{NOTE, PROMPT};
 use serde_json::{Value, json};
@@ -117,9 +118,26 @@ fn all_caps() -> Value {
 }
 
 async fn connect(s: &rmcp_support::Running, user: User) -> RunningService<RoleClient, User> {
-    let transport = StreamableHttpClientTransport::from_unix_socket(
+    connect_as(s, user, None).await
+}
+
+/// [`connect`], sending the principal header on every request when `principal`
+/// is given (as an authenticating proxy in front of the server would).
+async fn connect_as(
+    s: &rmcp_support::Running,
+    user: User,
+    principal: Option<&str>,
+) -> RunningService<RoleClient, User> {
+    let mut config = StreamableHttpClientTransportConfig::with_uri("http://localhost/mcp");
+    if let Some(p) = principal {
+        config.custom_headers.insert(
+            http::HeaderName::from_static(rmcp_support::USER_HEADER),
+            http::HeaderValue::from_str(p).unwrap(),
+        );
+    }
+    let transport = StreamableHttpClientTransport::from_unix_socket_with_config(
         s.socket.to_str().unwrap(),
-        "http://localhost/mcp",
+        config,
     );
     let client = user.serve(transport).await.expect("initialize");
     let negotiated = client.peer_info().unwrap().protocol_version.clone();
@@ -221,6 +239,31 @@ async fn a_legacy_client_without_elicitation_gets_32021_or_the_optional_path() {
         json!({"elicitation": {}})
     );
     assert_eq!(asked.load(Ordering::SeqCst), 1);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_principal_is_resolved_from_each_request_of_a_legacy_session() {
+    let engine = Engine::new(Keyring::ephemeral(), "https://rmcp.test.example");
+    let s = rmcp_support::start(Mrtr::new(engine, rmcp_support::header_principals()));
+    // With the header on its requests, the flow runs, its asks included.
+    let client = connect_as(&s, User::new(all_caps()), Some("alice")).await;
+    assert_eq!(call(&client, "greet", None).await, "Hello, Ada!");
+    assert_eq!(call(&client, "two_rounds", None).await, "Ada likes red");
+    client.cancel().await.unwrap();
+    // Without it the resolver finds no principal: -32603, and nothing is asked.
+    let user = User::new(all_caps());
+    let asked = user.asked.clone();
+    let client = connect_as(&s, user, None).await;
+    let err = client
+        .call_tool(CallToolRequestParams::new("greet"))
+        .await
+        .expect_err("no principal");
+    let ServiceError::McpError(e) = err else {
+        panic!("expected a JSON-RPC error, got {err:?}");
+    };
+    assert_eq!(e.code.0, -32603, "{e:?}");
+    assert_eq!(asked.load(Ordering::SeqCst), 0);
     client.cancel().await.unwrap();
 }
 
