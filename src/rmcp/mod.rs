@@ -272,7 +272,7 @@ struct Caller {
 #[derive(Clone)]
 struct Kept {
     mrtr: Mrtr,
-    params: Arc<Params>,
+    params: Params,
 }
 
 /// A carrier request's params as a flow takes them.
@@ -423,7 +423,7 @@ impl Mrtr {
         let params = Params::of_tool(&request, &context);
         context.extensions.insert(Kept {
             mrtr: self.clone(),
-            params: Arc::new(params),
+            params,
         });
         router
             .call(ToolCallContext::new(server, request, context))
@@ -1092,11 +1092,16 @@ impl ToolCall {
         let Some((kept, caller)) = self.kept else {
             return Err(not_routed());
         };
-        // The one holder once taken from the extensions: moved, not copied.
-        let params = Arc::try_unwrap(kept.params).unwrap_or_else(|p| Params::clone(&p));
+        // Taken from the extensions: moved, not copied.
         let v = kept
             .mrtr
-            .execute(CarrierMethod::ToolsCall, params, caller, true, &handler)
+            .execute(
+                CarrierMethod::ToolsCall,
+                kept.params,
+                caller,
+                true,
+                &handler,
+            )
             .await?;
         tool_response(v, &kept.mrtr.inner.asks)
     }
