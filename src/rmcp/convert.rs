@@ -9,12 +9,12 @@
 //! ([`AskMemo`]: a hit only for an equal ask), so a repeated ask costs one clone.
 
 use ::rmcp::ErrorData;
-// rmcp deprecates sampling and roots (SEP-2577); mrtr still carries them.
 use ::rmcp::model::{
     CallToolResponse, CallToolResult, ElicitRequest, GetPromptResponse, GetPromptResult,
     InputRequest as RmcpInputRequest, InputRequiredResult as RmcpInputRequired,
     ReadResourceResponse, ReadResourceResult, ServerRequest,
 };
+// rmcp deprecates sampling and roots (SEP-2577); mrtr still carries them.
 #[allow(deprecated)]
 use ::rmcp::model::{CreateMessageRequest, ListRootsRequest};
 use serde::Deserialize;
