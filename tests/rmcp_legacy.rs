@@ -168,6 +168,19 @@ async fn call(
         .to_owned()
 }
 
+/// The JSON-RPC error a `tools/call` of `name` without arguments gets (`why` it
+/// should fail).
+async fn call_error(client: &RunningService<RoleClient, User>, name: &str, why: &str) -> ErrorData {
+    let err = client
+        .call_tool(CallToolRequestParams::new(name.to_owned()))
+        .await
+        .expect_err(why);
+    let ServiceError::McpError(e) = err else {
+        panic!("expected a JSON-RPC error, got {err:?}");
+    };
+    e
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn elicitation_sampling_roots_and_two_rounds_through_the_same_handlers() {
     let s = server();
@@ -225,13 +238,7 @@ async fn a_legacy_client_without_elicitation_gets_32021_or_the_optional_path() {
     assert_eq!(call(&client, "ask_model", None).await, "model=Paris name=");
     assert_eq!(asked.load(Ordering::SeqCst), 1);
     // A required form: -32021 naming elicitation, as for a 2026-07-28 client.
-    let err = client
-        .call_tool(CallToolRequestParams::new("greet"))
-        .await
-        .expect_err("no elicitation capability");
-    let ServiceError::McpError(e) = err else {
-        panic!("expected a JSON-RPC error, got {err:?}");
-    };
+    let e = call_error(&client, "greet", "no elicitation capability").await;
     assert_eq!(e.code.0, -32021, "{e:?}");
     assert!(e.message.contains("elicitation"), "{e:?}");
     assert_eq!(
@@ -255,13 +262,7 @@ async fn the_principal_is_resolved_from_each_request_of_a_legacy_session() {
     let user = User::new(all_caps());
     let asked = user.asked.clone();
     let client = connect_as(&s, user, None).await;
-    let err = client
-        .call_tool(CallToolRequestParams::new("greet"))
-        .await
-        .expect_err("no principal");
-    let ServiceError::McpError(e) = err else {
-        panic!("expected a JSON-RPC error, got {err:?}");
-    };
+    let e = call_error(&client, "greet", "no principal").await;
     assert_eq!(e.code.0, -32603, "{e:?}");
     assert_eq!(asked.load(Ordering::SeqCst), 0);
     client.cancel().await.unwrap();

@@ -279,15 +279,13 @@ struct Kept {
 #[derive(Clone)]
 #[allow(clippy::large_enum_variant)] // why: made once per request and moved, never copied
 enum Params {
-    /// A 2026-07-28 `tools/call`, parsed from rmcp's typed params (or why not),
-    /// and its tool's name for the log.
+    /// A 2026-07-28 request, parsed (or why not), and its target for the log: a
+    /// `tools/call` from rmcp's typed params, the others from their wire shape
+    /// as [`Service::handle`] parses a body's params.
     Parsed {
-        target: String,
+        target: Option<String>,
         request: Result<CarrierRequest, RequestError>,
     },
-    /// A 2026-07-28 request in its wire shape (prompts, resources, a [`Service`]'s
-    /// carriers): parsed as [`Service::handle`] parses a body's params.
-    Wire(Map<String, Value>),
     /// A 2025-11-25 caller's request in its wire shape, rewritten every round.
     Legacy(Map<String, Value>, Legacy),
 }
@@ -295,11 +293,18 @@ enum Params {
 impl Params {
     /// The params of `request`, a carrier request rmcp parsed, by the protocol
     /// the caller negotiated.
-    fn of<P: serde::Serialize>(request: &P, context: &RmcpContext<RoleServer>) -> Self {
+    fn of<P: serde::Serialize>(
+        method: CarrierMethod,
+        request: &P,
+        context: &RmcpContext<RoleServer>,
+    ) -> Self {
         let params = wire_params(request, context);
         match legacy_of(context) {
             Some(legacy) => Self::Legacy(params, legacy),
-            None => Self::Wire(params),
+            None => {
+                let (target, request) = parse_wire(method, &Value::Object(params));
+                Self::Parsed { target, request }
+            }
         }
     }
 
@@ -309,7 +314,7 @@ impl Params {
     /// tool's extractors).
     fn of_tool(request: &CallToolRequestParams, context: &RmcpContext<RoleServer>) -> Self {
         if legacy_of(context).is_some() || request.meta.is_some() {
-            return Self::of(request, context);
+            return Self::of(CarrierMethod::ToolsCall, request, context);
         }
         let meta = &context.meta.0.0;
         let target = request.name.to_string();
@@ -325,7 +330,7 @@ impl Params {
             request.request_state.clone(),
         );
         Self::Parsed {
-            target,
+            target: Some(target),
             request: parsed,
         }
     }
@@ -333,10 +338,8 @@ impl Params {
     /// The target named, for the log and a [`Service`]'s registry.
     fn target(&self, method: CarrierMethod) -> Option<&str> {
         match self {
-            Self::Parsed { target, .. } => Some(target),
-            Self::Wire(p) | Self::Legacy(p, _) => {
-                p.get(method.target_param()).and_then(Value::as_str)
-            }
+            Self::Parsed { target, .. } => target.as_deref(),
+            Self::Legacy(p, _) => p.get(method.target_param()).and_then(Value::as_str),
         }
     }
 }
@@ -521,9 +524,10 @@ impl Mrtr {
         request: CallToolRequestParams,
         context: RmcpContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let params = Params::of(&request, &context);
+        let method = CarrierMethod::ToolsCall;
+        let params = Params::of(method, &request, &context);
         let v = self
-            .execute_registered(service, CarrierMethod::ToolsCall, params, &context)
+            .execute_registered(service, method, params, &context)
             .await?;
         tool_response(v, &self.inner.asks)
     }
@@ -538,9 +542,10 @@ impl Mrtr {
         request: GetPromptRequestParams,
         context: RmcpContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let params = Params::of(&request, &context);
+        let method = CarrierMethod::PromptsGet;
+        let params = Params::of(method, &request, &context);
         let v = self
-            .execute_registered(service, CarrierMethod::PromptsGet, params, &context)
+            .execute_registered(service, method, params, &context)
             .await?;
         prompt_response(v, &self.inner.asks)
     }
@@ -555,9 +560,10 @@ impl Mrtr {
         request: ReadResourceRequestParams,
         context: RmcpContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let params = Params::of(&request, &context);
+        let method = CarrierMethod::ResourcesRead;
+        let params = Params::of(method, &request, &context);
         let v = self
-            .execute_registered(service, CarrierMethod::ResourcesRead, params, &context)
+            .execute_registered(service, method, params, &context)
             .await?;
         resource_response(v, &self.inner.asks)
     }
@@ -577,7 +583,7 @@ impl Mrtr {
         Fut: Future<Output = Result<R, Flow>> + Send,
         R: Into<Value>,
     {
-        let params = Params::of(request, context);
+        let params = Params::of(method, request, context);
         self.execute(method, params, self.caller(context), true, handler)
             .await
     }
@@ -646,24 +652,7 @@ impl Mrtr {
                 let outcome = self
                     .round(
                         method,
-                        Some(&target),
-                        request,
-                        &id,
-                        principal,
-                        registered,
-                        &handler_for,
-                    )
-                    .await;
-                return to_reply(outcome);
-            }
-            Params::Wire(params) => {
-                let params = Value::Object(params);
-                let request = CarrierRequest::from_params(method, Some(&params));
-                let target = params.get(method.target_param()).and_then(Value::as_str);
-                let outcome = self
-                    .round(
-                        method,
-                        target,
+                        target.as_deref(),
                         request,
                         &id,
                         principal,
@@ -682,12 +671,11 @@ impl Mrtr {
         // The engine ends a flow past its round limit; this bound is a backstop.
         let bound = self.inner.engine.max_rounds_value().saturating_add(2);
         for _ in 0..bound {
-            let request = CarrierRequest::from_params(method, Some(&params));
-            let target = params.get(method.target_param()).and_then(Value::as_str);
+            let (target, request) = parse_wire(method, &params);
             let outcome = self
                 .round(
                     method,
-                    target,
+                    target.as_deref(),
                     request,
                     &id,
                     principal.clone(),
@@ -910,6 +898,19 @@ fn legacy_params(params: &mut Map<String, Value>, capabilities: &Value) {
     params.insert("_meta".into(), Value::Object(meta));
     params.remove("requestState");
     params.remove("inputResponses");
+}
+
+/// Params in their wire shape, parsed as [`Service::handle`] parses them, and the
+/// target they name (for the log, even when they do not parse).
+fn parse_wire(
+    method: CarrierMethod,
+    params: &Value,
+) -> (Option<String>, Result<CarrierRequest, RequestError>) {
+    let target = params
+        .get(method.target_param())
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    (target, CarrierRequest::from_params(method, Some(params)))
 }
 
 /// The request's params in their wire shape (rmcp moved `_meta` into the
