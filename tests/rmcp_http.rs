@@ -311,6 +311,19 @@ fn both_extractor_orders_bind_the_arguments_the_client_sent() {
 }
 
 #[test]
+fn the_flow_takes_the_state_and_answers_out_of_the_call_it_routes() {
+    let s = start();
+    let first = tool(1, "leftovers", None);
+    let v = call(s.addr, &first);
+    let v = call(
+        s.addr,
+        &retry(&first, 2, Some(confirm(true)), &state_of(&v)),
+    );
+    // The retry carried both; rmcp's extractors beside the ToolCall see neither.
+    assert_eq!(complete(&v), "state=false answers=false");
+}
+
+#[test]
 fn a_tool_call_not_routed_through_mrtr_fails_closed() {
     rmcp_support::capture_log();
     let s = rmcp_support::start_unrouted(Mrtr::new(engine(), Principals::anonymous()));

@@ -47,7 +47,9 @@
 //! `RequestState` no state. A [`ToolCall`] does not read those leftovers: it
 //! reads the call's params that [`Mrtr::call_tool`] parsed and kept aside
 //! before routing, so it binds the arguments the client sent whatever the
-//! order. A
+//! order. ([`Mrtr::call_tool`] moves `requestState` and `inputResponses` out
+//! of the call, so rmcp's own `RequestState` and `InputResponses` extractors on
+//! such a tool see none.) A
 //! [`ToolCall`] on a tool not routed through [`Mrtr::call_tool`] (the
 //! `call_tool` that `#[tool_handler]` generates) has nothing to bind to and
 //! fails closed: -32603, and the log says why.
@@ -277,7 +279,6 @@ struct Kept {
 
 /// A carrier request's params as a flow takes them.
 #[derive(Clone)]
-#[allow(clippy::large_enum_variant)] // why: made once per request and moved, never copied
 enum Params {
     /// A 2026-07-28 request, parsed (or why not), and its target for the log: a
     /// `tools/call` from rmcp's typed params, the others from their wire shape
@@ -309,12 +310,15 @@ impl Params {
     }
 
     /// The params of a `tools/call`: for a 2026-07-28 caller, parsed straight
-    /// from rmcp's typed fields, its `_meta` from the context where rmcp moved it
-    /// (the fields are copied, since the router still hands `request` to the
-    /// tool's extractors).
-    fn of_tool(request: &CallToolRequestParams, context: &RmcpContext<RoleServer>) -> Self {
+    /// from rmcp's typed fields, its `_meta` from the context where rmcp moved it.
+    /// `requestState` and `inputResponses` are moved out of `request` (only the
+    /// flow reads them: rmcp's own `RequestState`/`InputResponses` extractors on
+    /// an mrtr tool then see none, which is right, as they must never be stacked
+    /// on one); the arguments are copied, since a `Parameters<T>` beside the
+    /// [`ToolCall`] still reads them from `request`.
+    fn of_tool(request: &mut CallToolRequestParams, context: &RmcpContext<RoleServer>) -> Self {
         if legacy_of(context).is_some() || request.meta.is_some() {
-            return Self::of(CarrierMethod::ToolsCall, request, context);
+            return Self::of(CarrierMethod::ToolsCall, &*request, context);
         }
         let meta = &context.meta.0.0;
         let target = request.name.to_string();
@@ -325,9 +329,9 @@ impl Params {
             request.arguments.clone(),
             request
                 .input_responses
-                .as_ref()
-                .map(|r| r.iter().map(|(k, v)| (k.clone(), v.clone())).collect()),
-            request.request_state.clone(),
+                .take()
+                .map(|r| r.into_iter().collect()),
+            request.request_state.take(),
         );
         Self::Parsed {
             target: Some(target),
@@ -417,13 +421,13 @@ impl Mrtr {
         &self,
         server: &S,
         router: &ToolRouter<S>,
-        request: CallToolRequestParams,
+        mut request: CallToolRequestParams,
         mut context: RmcpContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData>
     where
         S: Send + Sync + 'static,
     {
-        let params = Params::of_tool(&request, &context);
+        let params = Params::of_tool(&mut request, &context);
         context.extensions.insert(Kept {
             mrtr: self.clone(),
             params,
@@ -646,9 +650,9 @@ impl Mrtr {
         G: FnOnce(Round) -> Fut,
         Fut: Future<Output = Result<Value, Flow>>,
     {
-        let Caller { principal, id } = caller;
-        let (mut params, legacy) = match params {
+        let (params, legacy) = match params {
             Params::Parsed { target, request } => {
+                let Caller { principal, id } = caller;
                 let outcome = self
                     .round(
                         method,
@@ -664,8 +668,28 @@ impl Mrtr {
             }
             Params::Legacy(params, legacy) => (params, legacy),
         };
-        // A 2025-11-25 client: a fresh flow in this request, its capabilities from
-        // initialize, rounds re-run here until the handler completes.
+        // Boxed: its asks through rmcp's peer make this future kilobytes larger,
+        // which a 2026-07-28 request would otherwise carry (and move) too.
+        Box::pin(self.legacy_flow(method, params, legacy, caller, registered, &handler_for)).await
+    }
+
+    /// A 2025-11-25 client: a fresh flow in this request, its capabilities from
+    /// initialize, rounds re-run here until the handler completes.
+    async fn legacy_flow<H, G, Fut>(
+        &self,
+        method: CarrierMethod,
+        mut params: Map<String, Value>,
+        legacy: Legacy,
+        caller: Caller,
+        registered: bool,
+        handler_for: &H,
+    ) -> Result<Reply, ErrorData>
+    where
+        H: Fn() -> Option<G>,
+        G: FnOnce(Round) -> Fut,
+        Fut: Future<Output = Result<Value, Flow>>,
+    {
+        let Caller { principal, id } = caller;
         legacy_params(&mut params, &legacy.capabilities);
         let mut params = Value::Object(params);
         // The engine ends a flow past its round limit; this bound is a backstop.

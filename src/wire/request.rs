@@ -87,7 +87,9 @@ pub struct CarrierRequest {
     method: CarrierMethod,
     target: String,
     arguments: Option<JsonObject>,
-    meta: RequestMeta,
+    /// Boxed: the capabilities make it about 1 KiB, and a request is moved through
+    /// every layer of a round (and lives in the round's futures) by value.
+    meta: Box<RequestMeta>,
     input_responses: Option<JsonObject>,
     request_state: Option<UntrustedState>,
 }
@@ -244,7 +246,7 @@ impl CarrierRequest {
             method,
             target,
             arguments,
-            meta,
+            meta: Box::new(meta),
             input_responses,
             request_state: request_state.map(UntrustedState::new),
         })

@@ -12,7 +12,9 @@ use mrtr::engine::{Elicited, Form, RootsAsk, Sampling, prompt_text, resource_tex
 use mrtr::error::{Retry, ToolAdvice};
 use mrtr::rmcp::{Mrtr, Principals, ToolCall};
 use mrtr::{Flow, Principal};
+use rmcp::handler::server::common::FromContextPart;
 use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, GetPromptRequestParams, GetPromptResponse,
@@ -117,6 +119,21 @@ impl TestServer {
                     ))),
                 }
             }
+        })
+        .await
+    }
+
+    /// Reports what rmcp's own `RequestState`/`InputResponses` extractors would
+    /// find beside a `ToolCall` (they must find nothing: the flow took both).
+    #[tool(description = "Confirms, then reports the leftovers rmcp's extractors see.")]
+    async fn leftovers(
+        &self,
+        call: ToolCall,
+        Leftovers(state, answers): Leftovers,
+    ) -> Result<CallToolResponse, ErrorData> {
+        call.run(move |r| {
+            let _ = r.elicit("confirm", Form::confirm("Go?"))?;
+            Ok(tool_text(format!("state={state} answers={answers}")))
         })
         .await
     }
@@ -558,4 +575,17 @@ pub fn start_bridged(service: mrtr::Service) -> Running {
         let b = bridged.clone();
         axum::Router::new().nest_service("/mcp", http_service(move || b.clone()))
     })
+}
+
+/// Whether a tool call still carries `requestState` and `inputResponses` where
+/// rmcp's own extractors take them from (peeked, not taken).
+pub struct Leftovers(pub bool, pub bool);
+
+impl<S> FromContextPart<ToolCallContext<'_, S>> for Leftovers {
+    fn from_context_part(context: &mut ToolCallContext<'_, S>) -> Result<Self, ErrorData> {
+        Ok(Self(
+            context.request_state.is_some(),
+            context.input_responses.is_some(),
+        ))
+    }
 }
