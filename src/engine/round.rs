@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::ask::{Elicited, Fields, Form, RootsAsk, Sampling, UrlVisit};
 use super::state::{Asked, FlowState, SealedAnswer};
 use super::{AnswerPolicy, Engine, Outcome};
-use crate::answers::validate_content;
+use crate::answers::validate_owned_content;
 use crate::capability::{self, Decision, Necessity};
 use crate::error::{Error, Fallback, Retry, ToolAdvice};
 use crate::metrics::OnceResult;
@@ -814,8 +814,8 @@ fn suspend(fixed: &Fixed, live: &mut Live, method: CarrierMethod) -> Outcome {
         );
         return Outcome::from_error(Some(method), e);
     }
-    let mut requests = InputRequests::new();
     let pending = std::mem::take(&mut live.pending);
+    let mut requests = InputRequests::with_capacity(pending.len());
     for (key, ask) in pending {
         live.carry.asked.insert(
             key.clone(),
@@ -879,14 +879,19 @@ fn accept(
     let resp = match (resp, request) {
         (InputResponse::Elicit(mut e), InputRequest::Elicit(ElicitParams::Form(f))) => {
             if e.action == ElicitAction::Accept {
-                let content = e.content.clone().unwrap_or_default();
-                let kept = validate_content(&f.requested_schema, &content).map_err(|problems| {
-                    let list: Vec<String> = problems.iter().map(ToString::to_string).collect();
-                    format!("Please correct: {}.", list.join("; "))
-                })?;
-                let kept_value = Value::Object(kept.clone());
-                fits(&kept_value).map_err(|note| format!("Please correct: {note}"))?;
-                e.content = Some(kept);
+                let content = e.content.take().unwrap_or_default();
+                let kept =
+                    validate_owned_content(&f.requested_schema, content).map_err(|problems| {
+                        let list: Vec<String> = problems.iter().map(ToString::to_string).collect();
+                        format!("Please correct: {}.", list.join("; "))
+                    })?;
+                let kept = Value::Object(kept);
+                fits(&kept).map_err(|note| format!("Please correct: {note}"))?;
+                // Always an object: it was made one just above.
+                e.content = match kept {
+                    Value::Object(m) => Some(m),
+                    _ => None,
+                };
             } else {
                 e.content = None;
             }
