@@ -97,8 +97,7 @@ impl Binding {
             input.protocol_version.as_bytes(),
         ]);
         let p = input.principal;
-        let (s, i, c) = (opt(p.subject_id()), opt(p.issuer()), opt(p.client_id()));
-        let principal = digest(&[PRINCIPAL_LABEL, &s, &i, &c]);
+        let principal = principal_digest([p.subject_id(), p.issuer(), p.client_id()]);
         let audience = digest(&[AUDIENCE_LABEL, input.audience.as_bytes()]);
         Binding {
             request,
@@ -123,16 +122,27 @@ impl Binding {
     }
 }
 
-fn opt(v: Option<&str>) -> Vec<u8> {
-    match v {
-        None => vec![0],
-        Some(s) => {
-            let mut out = Vec::with_capacity(1 + s.len());
-            out.push(1);
-            out.extend_from_slice(s.as_bytes());
-            out
+/// SHA-256 of the PAE encoding of the principal label and `fields`, each
+/// `0x00` when absent and `0x01 ‖ value` when present (no buffer per field).
+fn principal_digest(fields: [Option<&str>; 3]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(pae_count(1 + fields.len()));
+    h.update(pae_len(PRINCIPAL_LABEL.len()));
+    h.update(PRINCIPAL_LABEL);
+    for field in fields {
+        match field {
+            None => {
+                h.update(pae_len(1));
+                h.update([0]);
+            }
+            Some(v) => {
+                h.update(pae_len(1 + v.len()));
+                h.update([1]);
+                h.update(v.as_bytes());
+            }
         }
     }
+    h.finalize().into()
 }
 
 fn pae_count(n: usize) -> [u8; 8] {
