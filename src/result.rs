@@ -246,6 +246,14 @@ enum Block {
     Resource(EmbeddedResource),
 }
 
+/// The JSON form of a text block: the one place its shape is written.
+fn text_block(text: String) -> Value {
+    let mut o = Map::new();
+    o.insert("type".into(), "text".into());
+    o.insert("text".into(), text.into());
+    Value::Object(o)
+}
+
 impl Content {
     /// `TextContent`.
     pub fn text(text: impl Into<String>) -> Self {
@@ -304,14 +312,19 @@ impl Content {
         Self(Block::Link(link))
     }
 
+    /// [`Content::to_value`], the block given up for it (a text is moved).
+    fn into_value(self) -> Value {
+        match self.0 {
+            Block::Text(t) => text_block(t),
+            block => Self(block).to_value(),
+        }
+    }
+
     /// The JSON form of the block.
     pub fn to_value(&self) -> Value {
         let mut o = Map::new();
         match &self.0 {
-            Block::Text(t) => {
-                o.insert("type".into(), "text".into());
-                o.insert("text".into(), t.clone().into());
-            }
+            Block::Text(t) => return text_block(t.clone()),
             Block::Media(kind, data, mime) => {
                 o.insert("type".into(), (*kind).into());
                 o.insert("data".into(), data.clone().into());
@@ -374,7 +387,10 @@ impl ToolResult {
 
     /// A result with one text block.
     pub fn text(text: impl Into<String>) -> Self {
-        Self::new().with_text(text)
+        Self {
+            content: vec![Content::text(text)],
+            structured: None,
+        }
     }
 
     /// A result with `structuredContent` set to `value` and, for clients that only
@@ -448,7 +464,7 @@ impl From<ToolResult> for Value {
         let mut o = Map::new();
         o.insert(
             "content".into(),
-            r.content.iter().map(Content::to_value).collect(),
+            r.content.into_iter().map(Content::into_value).collect(),
         );
         if let Some(s) = r.structured {
             o.insert("structuredContent".into(), s);

@@ -8,6 +8,8 @@
 //! round of a tool. [`AskCache`] keeps the converted form of the asks it has seen
 //! ([`AskMemo`]: a hit only for an equal ask), so a repeated ask costs one clone.
 
+use std::collections::BTreeMap;
+
 use ::rmcp::ErrorData;
 use ::rmcp::model::{
     CallToolResponse, CallToolResult, ElicitRequest, GetPromptResponse, GetPromptResult,
@@ -109,21 +111,26 @@ fn input_request(ask: &Value) -> Option<RmcpInputRequest> {
 /// with `_meta` or an ask the direct path does not take goes through rmcp's own
 /// deserialization, its errors included.
 fn input_required(
-    irr: &InputRequiredResult,
+    irr: InputRequiredResult,
     asks: &AskCache,
 ) -> Result<RmcpInputRequired, ErrorData> {
     if irr.meta().is_none() {
         let converted = match irr.input_requests() {
             None => Some(None),
-            Some(requests) => requests
-                .iter()
-                .map(|(key, ask)| Some((key.clone(), asks.request(ask)?)))
-                .collect::<Option<_>>()
-                .map(Some),
+            Some(requests) => {
+                // Inserted one by one: collecting would sort through a buffer.
+                let mut map = BTreeMap::new();
+                requests
+                    .iter()
+                    .try_for_each(|(key, ask)| {
+                        map.insert(key.clone(), asks.request(ask)?);
+                        Some(())
+                    })
+                    .map(|()| Some(map))
+            }
         };
         if let Some(requests) = converted {
-            let state = irr.request_state().map(str::to_owned);
-            return Ok(RmcpInputRequired::new(requests, state));
+            return Ok(RmcpInputRequired::new(requests, irr.into_request_state()));
         }
     }
     serde_json::from_value(irr.to_value()).map_err(|_| unfit("InputRequiredResult"))
@@ -144,7 +151,7 @@ fn response<C: DeserializeOwned, T>(
     complete: fn(C) -> T,
 ) -> Result<T, ErrorData> {
     match reply {
-        Reply::InputRequired(irr) => input_required(&irr, asks).map(input),
+        Reply::InputRequired(irr) => input_required(irr, asks).map(input),
         Reply::Value(v) if is_input_required(&v) => serde_json::from_value(v)
             .map(input)
             .map_err(|_| unfit("InputRequiredResult")),
@@ -264,7 +271,7 @@ mod tests {
         let slow: RmcpInputRequired = serde_json::from_value(irr.to_value()).unwrap();
         // Twice: the second time every ask comes from the cache.
         for round in 0..2 {
-            let fast = input_required(&irr, &cache).unwrap();
+            let fast = input_required(irr.clone(), &cache).unwrap();
             assert_eq!(
                 serde_json::to_value(&fast).unwrap(),
                 serde_json::to_value(&slow).unwrap(),
@@ -279,7 +286,7 @@ mod tests {
             Some("s".into()),
         )
         .unwrap();
-        let r = input_required(&only, &cache).unwrap();
+        let r = input_required(only, &cache).unwrap();
         assert_eq!(
             serde_json::to_value(&r).unwrap(),
             json!({"resultType": "input_required", "requestState": "s"})
@@ -339,7 +346,7 @@ mod tests {
             &json!({"resultType": "input_required", "requestState": "s", "_meta": {"k": 1}}),
         )
         .unwrap();
-        let r = input_required(&with_meta, &cache).unwrap();
+        let r = input_required(with_meta, &cache).unwrap();
         assert_eq!(serde_json::to_value(&r).unwrap()["_meta"], json!({"k": 1}));
         // What rmcp cannot take is -32603, not a panic.
         let bad = json!({"resultType": "complete", "messages": 3});

@@ -144,6 +144,12 @@ impl InputRequiredResult {
         self.meta.as_ref()
     }
 
+    /// The `requestState`, the result given up for it (moved, not copied).
+    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))] // why: only the rmcp adapter moves it out
+    pub(crate) fn into_request_state(self) -> Option<String> {
+        self.request_state
+    }
+
     /// The JSON form, with `resultType: "input_required"`.
     pub fn to_value(&self) -> Value {
         let mut o = Map::new();
