@@ -73,7 +73,7 @@ const NAME: &str = "load";
 const GREETING: &str = "Hello, load!";
 /// The state's lifetime (mrtr's default too).
 const TTL: Duration = Duration::from_secs(600);
-/// How long the driver waits for the rest of a reply before it counts the flow failed.
+/// How long one read of the driver waits for more of a reply before the flow counts as failed.
 const REPLY_WAIT: Duration = Duration::from_secs(10);
 /// Whether the driver polls its sockets instead of sleeping on them (`E2E_SPIN=1`).
 static SPIN: AtomicBool = AtomicBool::new(false);
