@@ -53,7 +53,7 @@ use crate::error::{self, Channel, Error, Fallback, Retry, ToolAdvice};
 use crate::memo::AskMemo;
 use crate::principal::Principal;
 use crate::replay::ReplayGuard;
-use crate::seal::{Binding, BindingInput, Keyring, SealConfig, Sealer};
+use crate::seal::{AudienceDigest, Binding, BindingInput, Keyring, SealConfig, Sealer};
 use crate::time::Timestamp;
 use crate::wire::InputRequiredResult;
 use crate::wire::jsonrpc::{self, RequestId};
@@ -84,6 +84,8 @@ pub struct Engine {
 struct EngineConfig {
     sealer: Sealer,
     audience: String,
+    /// The audience's binding component, digested once.
+    audience_digest: AudienceDigest,
     max_rounds: u32,
     max_asks: usize,
     policy: AnswerPolicy,
@@ -121,10 +123,12 @@ impl Engine {
     /// An engine sealing with `sealer` (its key ring, limits and randomness), for
     /// the service named `audience`. Other defaults as in [`Engine::new`].
     pub fn with_sealer(sealer: Sealer, audience: impl Into<String>) -> Self {
+        let audience = audience.into();
         Self {
             inner: Arc::new(EngineConfig {
                 sealer,
-                audience: audience.into(),
+                audience_digest: AudienceDigest::of(&audience),
+                audience,
                 max_rounds: defaults::MAX_ROUNDS,
                 max_asks: defaults::MAX_ASKS_PER_ROUND,
                 policy: AnswerPolicy::Lenient,
@@ -230,14 +234,17 @@ impl Engine {
         now: Timestamp,
     ) -> Result<Round, Error> {
         let arguments = request.arguments_value();
-        let binding = Binding::new(&BindingInput {
-            method: request.method().as_str(),
-            target: request.target(),
-            arguments: arguments.as_ref(),
-            principal,
-            audience: &self.inner.audience,
-            protocol_version: &request.meta().protocol_version,
-        });
+        let binding = Binding::with_audience(
+            &BindingInput {
+                method: request.method().as_str(),
+                target: request.target(),
+                arguments: arguments.as_ref(),
+                principal,
+                audience: &self.inner.audience,
+                protocol_version: &request.meta().protocol_version,
+            },
+            &self.inner.audience_digest,
+        );
         let prior = match request.request_state() {
             None => None,
             Some(token) => match self.inner.sealer.open::<FlowState>(token, &binding, now) {

@@ -75,6 +75,17 @@ impl Binding {
     ///   field is `0x00` when absent and `0x01 ‖ value` when present (subject, issuer, client id);
     /// - audience = SHA-256(enc("mrtr/binding/v1/audience", audience)).
     pub fn new(input: &BindingInput<'_>) -> Binding {
+        Self::with_audience(input, &AudienceDigest::of(input.audience))
+    }
+
+    /// [`Binding::new`] with the audience component already digested: an engine's
+    /// audience never changes, so it digests it once. `audience` must be the digest
+    /// of `input.audience`.
+    pub(crate) fn with_audience(input: &BindingInput<'_>, audience: &AudienceDigest) -> Binding {
+        debug_assert!(
+            AudienceDigest::of(input.audience) == *audience,
+            "the audience digest is of another audience"
+        );
         let empty = Value::Object(serde_json::Map::new());
         let args = input.arguments.unwrap_or(&empty);
         let mut h = Sha256::new();
@@ -98,11 +109,10 @@ impl Binding {
         ]);
         let p = input.principal;
         let principal = principal_digest([p.subject_id(), p.issuer(), p.client_id()]);
-        let audience = digest(&[AUDIENCE_LABEL, input.audience.as_bytes()]);
         Binding {
             request,
             principal,
-            audience,
+            audience: audience.0,
         }
     }
 
@@ -119,6 +129,18 @@ impl Binding {
     /// The audience component digest.
     pub fn audience_digest(&self) -> &[u8; 32] {
         &self.audience
+    }
+}
+
+/// The audience component of a [`Binding`], digested once for every request to
+/// the same audience.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AudienceDigest([u8; 32]);
+
+impl AudienceDigest {
+    /// SHA-256(enc("mrtr/binding/v1/audience", audience)), as in [`Binding::new`].
+    pub(crate) fn of(audience: &str) -> Self {
+        Self(digest(&[AUDIENCE_LABEL, audience.as_bytes()]))
     }
 }
 
@@ -456,6 +478,29 @@ mod tests {
         assert_eq!(x.request, y.request);
         assert_eq!(x.audience, y.audience);
         assert_ne!(x.principal, y.principal);
+    }
+
+    #[test]
+    fn a_digested_audience_binds_as_the_audience_itself() {
+        let p = Principal::subject("alice");
+        let args = json!({"env": "prod"});
+        let i = input(&p, Some(&args));
+        let once = AudienceDigest::of(i.audience);
+        assert_eq!(Binding::with_audience(&i, &once), Binding::new(&i));
+        assert_eq!(&once.0, Binding::new(&i).audience_digest());
+        // Another audience is another digest.
+        assert_ne!(AudienceDigest::of("https://other.example"), once);
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "the audience digest is of another audience")]
+    fn a_digest_of_another_audience_is_a_bug_caught_in_debug_builds() {
+        let p = Principal::anonymous();
+        let _ = Binding::with_audience(
+            &input(&p, None),
+            &AudienceDigest::of("https://other.example"),
+        );
     }
 
     #[test]

@@ -103,7 +103,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-pub(crate) use binding::hash_canonical;
+pub(crate) use binding::{AudienceDigest, hash_canonical};
 pub use binding::{Binding, BindingInput, canonical_json};
 pub use claims::Claims;
 pub use config::{ConfigError, SealConfig};
