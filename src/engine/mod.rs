@@ -93,7 +93,7 @@ struct EngineConfig {
     /// The question digests of asks seen before (a handler asks the same
     /// questions every round): shared by the engine's clones, as the digest of an
     /// ask never changes.
-    questions: Arc<AskMemo<String>>,
+    questions: Arc<AskMemo<state::QuestionDigest>>,
 }
 
 impl Engine {
@@ -193,10 +193,15 @@ impl Engine {
         &self.inner.sealer
     }
 
-    /// The digest of `request`'s question ([`state::question_digest`]), from the
+    /// The digest of `request`'s question ([`state::QuestionDigest::of`]), from the
     /// memo when the same ask was seen before.
-    pub(crate) fn question_digest(&self, request: &crate::wire::InputRequest) -> String {
-        self.inner.questions.get_or(request, state::question_digest)
+    pub(crate) fn question_digest(
+        &self,
+        request: &crate::wire::InputRequest,
+    ) -> state::QuestionDigest {
+        self.inner
+            .questions
+            .get_or(request, state::QuestionDigest::of)
     }
 
     /// The audience.

@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::ask::{Elicited, Fields, Form, RootsAsk, Sampling, UrlVisit};
-use super::state::{Asked, FlowState, SealedAnswer};
+use super::state::{Asked, FlowState, QuestionDigest, SealedAnswer};
 use super::{AnswerPolicy, Engine, Outcome};
 use crate::answers::validate_owned_content;
 use crate::capability::{self, Decision, Necessity};
@@ -66,7 +66,7 @@ impl Flow {
 struct PendingAsk {
     request: InputRequest,
     necessity: Necessity,
-    digest: String,
+    digest: QuestionDigest,
     note: Option<String>,
 }
 
@@ -85,7 +85,7 @@ struct Fixed {
 #[derive(Debug, Default)]
 struct Live {
     carry: FlowState,
-    seen: HashMap<String, String>,
+    seen: HashMap<String, QuestionDigest>,
     /// The questions to send, in the order asked; the capability gate runs over
     /// them when the round ends.
     pending: IndexMap<String, PendingAsk>,
@@ -638,7 +638,7 @@ impl Round {
                 ))));
             }
             _ => {
-                live.seen.insert(key.to_owned(), digest.clone());
+                live.seen.insert(key.to_owned(), digest);
             }
         }
         let kind = request.kind();
