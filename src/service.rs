@@ -21,7 +21,7 @@ use indexmap::IndexMap;
 use serde_json::{Map, Value, json};
 
 use crate::defaults;
-use crate::engine::{Engine, Flow, Outcome, Round};
+use crate::engine::{Engine, Finisher, Flow, Outcome, Round};
 use crate::error::{DiagContext, Error, Fallback, Retry, ToolAdvice};
 use crate::metrics::{self, RequestOutcome};
 use crate::principal::Principal;
@@ -795,11 +795,9 @@ impl Service {
     }
 }
 
-/// Runs one carrier request (`tools/call`, `prompts/get`, `resources/read`)
-/// from its parsed params (or why they did not parse), finds the handler with `handler_for` (none: the "unknown
-/// target" -32602), begins the round on `engine` (the state opens or the request
-/// is refused), runs the handler with panics caught and `deadline` enforced, and
-/// ends the round. The one path of [`Service::handle`] and of the `rmcp` adapter.
+/// Runs one carrier request (`tools/call`, `prompts/get`, `resources/read`):
+/// [`start_carrier`], then [`Started::run`]. The one path of [`Service::handle`]
+/// and of the `rmcp` adapter.
 #[allow(clippy::too_many_arguments)] // why: one internal entry point for two callers
 pub(crate) async fn run_carrier<D, H, G, Fut>(
     engine: &Engine,
@@ -817,9 +815,49 @@ where
     G: FnOnce(Round) -> Fut,
     Fut: Future<Output = Result<Value, Flow>>,
 {
+    match start_carrier(engine, method, request, ctx, log, handler_for) {
+        Start::Done(outcome) => outcome,
+        Start::Run(started) => started.run(handler_timeout, deadline).await,
+    }
+}
+
+/// How a carrier request starts: refused or answered before its handler runs,
+/// or a round begun for the handler.
+#[must_use = "a started round must be run or it is never finished"]
+pub(crate) enum Start<G> {
+    /// The outcome, without the handler.
+    Done(Outcome),
+    /// The round is open; [`Started::run`] runs the handler and ends it.
+    Run(Started<G>),
+}
+
+/// A round begun for its handler: what [`Started::run`] needs, and no more (a
+/// future that awaits it holds this, not the request it came from).
+pub(crate) struct Started<G> {
+    method: CarrierMethod,
+    handler: G,
+    round: Round,
+    finisher: Finisher,
+}
+
+/// The part of a carrier request before its handler, synchronous: takes its
+/// parsed params (or why they did not parse), finds the handler with
+/// `handler_for` (none: the "unknown target" -32602), and begins the round on
+/// `engine` (the state opens or the request is refused).
+pub(crate) fn start_carrier<H, G>(
+    engine: &Engine,
+    method: CarrierMethod,
+    request: Result<CarrierRequest, RequestError>,
+    ctx: &RequestContext,
+    log: &mut RequestLog,
+    handler_for: H,
+) -> Start<G>
+where
+    H: FnOnce(&CarrierRequest) -> Option<G>,
+{
     let request = match request {
         Ok(r) => r,
-        Err(e) => return Outcome::Protocol(e.into()),
+        Err(e) => return Start::Done(Outcome::Protocol(e.into())),
     };
     let Some(handler) = handler_for(&request) else {
         let what = match method {
@@ -827,26 +865,50 @@ where
             CarrierMethod::PromptsGet => "Unknown prompt",
             CarrierMethod::ResourcesRead => "Resource not found",
         };
-        return Outcome::Protocol(Error::invalid_params(what));
+        return Start::Done(Outcome::Protocol(Error::invalid_params(what)));
     };
     let round = match engine.begin(request, &ctx.principal, ctx.now) {
-        Err(e) => return Outcome::from_error(Some(method), e),
+        Err(e) => return Start::Done(Outcome::from_error(Some(method), e)),
         Ok(round) => round,
     };
     log.round = Some(round.number());
     let (round, finisher) = round.hand_over();
-    // The handler is called inside the future, so a panic in its synchronous part is
-    // caught like one in its future.
-    let run = AssertUnwindSafe(async move { handler(round).await }).catch_unwind();
-    match select(pin!(run), pin!(deadline)).await {
-        Either::Left((Ok(result), _)) => same_carrier(method, finisher.finish(result)),
-        Either::Left((Err(_panic), _)) => {
-            finisher.abandon();
-            Outcome::Protocol(Error::internal("handler panicked"))
-        }
-        Either::Right(((), _)) => {
-            finisher.abandon();
-            Outcome::from_error(Some(method), overdue(handler_timeout))
+    Start::Run(Started {
+        method,
+        handler,
+        round,
+        finisher,
+    })
+}
+
+impl<G> Started<G> {
+    /// Runs the handler with panics caught and `deadline` enforced, and ends the
+    /// round: sealed if it asks, abandoned if it panicked or overran.
+    pub(crate) async fn run<D, Fut>(self, handler_timeout: Duration, deadline: D) -> Outcome
+    where
+        D: Future<Output = ()>,
+        G: FnOnce(Round) -> Fut,
+        Fut: Future<Output = Result<Value, Flow>>,
+    {
+        let Self {
+            method,
+            handler,
+            round,
+            finisher,
+        } = self;
+        // The handler is called inside the future, so a panic in its synchronous
+        // part is caught like one in its future.
+        let run = AssertUnwindSafe(async move { handler(round).await }).catch_unwind();
+        match select(pin!(run), pin!(deadline)).await {
+            Either::Left((Ok(result), _)) => same_carrier(method, finisher.finish(result)),
+            Either::Left((Err(_panic), _)) => {
+                finisher.abandon();
+                Outcome::Protocol(Error::internal("handler panicked"))
+            }
+            Either::Right(((), _)) => {
+                finisher.abandon();
+                Outcome::from_error(Some(method), overdue(handler_timeout))
+            }
         }
     }
 }

@@ -46,6 +46,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 pub use ask::{Elicited, Fields, Form, Roots, RootsAsk, Sampling, UrlVisit};
+pub(crate) use round::Finisher;
 pub use round::{Confirmation, Flow, FormAnswer, Round};
 
 use crate::defaults;

@@ -126,7 +126,7 @@ use crate::engine::{Engine, Flow, Outcome, Round};
 mod convert;
 use crate::error::{Error, Fallback, Retry, ToolAdvice};
 use crate::principal::Principal;
-use crate::service::{self, RequestContext, RequestLog, Service};
+use crate::service::{self, RequestContext, RequestLog, Service, Start};
 use crate::time::Timestamp;
 use crate::wire::jsonrpc::RequestId;
 use crate::wire::{CarrierMethod, CarrierRequest, PROTOCOL_VERSION, RequestError};
@@ -452,7 +452,7 @@ impl Mrtr {
         F: Fn(Round) -> Result<R, Flow> + Send + Sync,
         R: Into<Value>,
     {
-        let handler = sync(&handler);
+        let handler = sync(handler);
         self.get_prompt_async(request, context, handler).await
     }
 
@@ -491,7 +491,7 @@ impl Mrtr {
         F: Fn(Round) -> Result<R, Flow> + Send + Sync,
         R: Into<Value>,
     {
-        let handler = sync(&handler);
+        let handler = sync(handler);
         self.read_resource_async(request, context, handler).await
     }
 
@@ -618,23 +618,26 @@ impl Mrtr {
 
     /// Runs a flow to the value rmcp deserializes: one round for a 2026-07-28
     /// client, every round in this request for a 2025-11-25 one.
-    async fn execute<F, Fut, R>(
-        &self,
+    ///
+    /// Not an `async fn`: it adds no state of its own, so it returns
+    /// [`Mrtr::execute_with`]'s future rather than one that holds a copy of the
+    /// params beside it.
+    fn execute<'a, F, Fut, R>(
+        &'a self,
         method: CarrierMethod,
         params: Params,
         caller: Caller,
         registered: bool,
-        handler: &F,
-    ) -> Result<Reply, ErrorData>
+        handler: &'a F,
+    ) -> impl Future<Output = Result<Reply, ErrorData>> + 'a
     where
         F: Fn(Round) -> Fut + Sync,
-        Fut: Future<Output = Result<R, Flow>> + Send,
+        Fut: Future<Output = Result<R, Flow>> + Send + 'a,
         R: Into<Value>,
     {
-        self.execute_with(method, params, caller, registered, || {
+        self.execute_with(method, params, caller, registered, move || {
             Some(move |round| async move { handler(round).await.map(Into::into) })
         })
-        .await
     }
 
     async fn execute_with<H, G, Fut>(
@@ -756,31 +759,36 @@ impl Mrtr {
         Fut: Future<Output = Result<Value, Flow>>,
     {
         let (mut ctx, mut log) = self.log_context(method, target);
-        let outcome = match principal {
-            Err(e) => Outcome::Protocol(e),
+        // The sync part first: what the future holds across the handler's await is
+        // the begun round, not the request it came from.
+        let (started, name) = match principal {
+            Err(e) => (Start::Done(Outcome::Protocol(e)), None),
             Ok(principal) => {
-                let mut ctx = RequestContext { principal, ..ctx };
-                let timeout = self.inner.handler_timeout;
-                // The timer is made only if the handler does not finish on its first
-                // poll (a synchronous handler never needs one); it runs from now.
-                let at = tokio::time::Instant::now() + timeout;
-                let outcome = service::run_carrier(
+                ctx.principal = principal;
+                let started = service::start_carrier(
                     &self.inner.engine,
-                    timeout,
                     method,
                     request,
                     &ctx,
                     &mut log,
-                    async move { tokio::time::sleep_until(at).await },
                     |_| handler_for(),
-                )
-                .await;
-                let name = log.target.clone().filter(|_| registered);
-                conclude(&outcome, &mut ctx, &mut log, name.as_deref(), id);
-                return outcome;
+                );
+                (started, log.target.clone().filter(|_| registered))
             }
         };
-        conclude(&outcome, &mut ctx, &mut log, None, id);
+        let outcome = match started {
+            Start::Done(outcome) => outcome,
+            Start::Run(started) => {
+                let timeout = self.inner.handler_timeout;
+                // The timer is made only if the handler does not finish on its first
+                // poll (a synchronous handler never needs one); it runs from now.
+                let at = tokio::time::Instant::now() + timeout;
+                started
+                    .run(timeout, async move { tokio::time::sleep_until(at).await })
+                    .await
+            }
+        };
+        conclude(&outcome, &mut ctx, &mut log, name.as_deref(), id);
         outcome
     }
 
@@ -963,9 +971,7 @@ fn wire_params<P: serde::Serialize>(
 
 /// A synchronous handler as an async one; it runs when the future is first
 /// polled, so a panic in it is caught like one in an async handler.
-fn sync<F, R>(
-    handler: &F,
-) -> impl Fn(Round) -> std::future::Ready<Result<Value, Flow>> + Send + Sync
+fn sync<F, R>(handler: F) -> impl Fn(Round) -> std::future::Ready<Result<Value, Flow>> + Send + Sync
 where
     F: Fn(Round) -> Result<R, Flow> + Send + Sync,
     R: Into<Value>,
@@ -1095,13 +1101,14 @@ impl ToolCall {
     /// # Errors
     /// The JSON-RPC errors of the flow; failures the model can act on are tool
     /// errors (`isError: true`) in the `Ok` value.
-    pub async fn run<F, R>(self, handler: F) -> Result<CallToolResponse, ErrorData>
+    // Not an `async fn`: it returns `run_async`'s future, so a tool's future
+    // holds the flow's state once, not twice.
+    pub fn run<F, R>(self, handler: F) -> impl Future<Output = Result<CallToolResponse, ErrorData>>
     where
         F: Fn(Round) -> Result<R, Flow> + Send + Sync,
         R: Into<Value>,
     {
-        let handler = sync(&handler);
-        self.run_async(handler).await
+        self.run_async(sync(handler))
     }
 
     /// Runs an async handler (re-run from the top on every round).
@@ -1114,21 +1121,14 @@ impl ToolCall {
         Fut: Future<Output = Result<R, Flow>> + Send,
         R: Into<Value>,
     {
-        let Some((kept, caller)) = self.kept else {
+        let Some((Kept { mrtr, params }, caller)) = self.kept else {
             return Err(not_routed());
         };
         // Taken from the extensions: moved, not copied.
-        let v = kept
-            .mrtr
-            .execute(
-                CarrierMethod::ToolsCall,
-                kept.params,
-                caller,
-                true,
-                &handler,
-            )
+        let v = mrtr
+            .execute(CarrierMethod::ToolsCall, params, caller, true, &handler)
             .await?;
-        tool_response(v, &kept.mrtr.inner.asks)
+        tool_response(v, &mrtr.inner.asks)
     }
 
     /// Runs a synchronous handler with the arguments decoded into `A`; arguments
