@@ -1,6 +1,6 @@
 //! End to end over loopback HTTP, in one run: the same rmcp server (rmcp's
 //! Streamable HTTP service, stateless 2026-07-28, JSON responses, served by axum)
-//! with one elicitation tool written two ways:
+//! with one elicitation tool written two ways (three with `E2E_FLOOR=1`):
 //!
 //! - **rmcp**: a `#[tool]` that does the flow by hand with rmcp's own
 //!   `RequestStateCodec` (rs2, HMAC-SHA256): round 1 returns an
@@ -10,10 +10,18 @@
 //! - **mrtr**: the same tool as an mrtr handler through `mrtr::rmcp` (`Mrtr`,
 //!   `ToolCall::run`): capability gate, XAES-256-GCM sealed and bound state,
 //!   answer validation against the form.
+//! - **floor** (only with `E2E_FLOOR=1`): the rmcp tool with the security work
+//!   mrtr does and nothing else, by hand: the form capability checked in
+//!   `_meta`, the state sealed with mrtr's `Sealer` (XAES-256-GCM) and bound with
+//!   its `Binding` (method, tool, arguments, principal, audience, protocol
+//!   version), the answer checked against the form. Not a way to write a tool (no
+//!   question digest, re-ask, limits, `once`, log or metrics): a lower bound for
+//!   what encrypting, gating and validating cost on this server, so the rest of
+//!   mrtr's cost is its engine's.
 //!
 //! A load driver on a runtime of its own (one thread) runs two-round flows on
 //! keep-alive HTTP/1.1 connections against one variant at a time, alternating
-//! rmcp, mrtr, rmcp, mrtr...; the servers share one runtime (one worker thread).
+//! rmcp, (floor,) mrtr, rmcp, ...; the servers share one runtime (one worker thread).
 //! A flow counts when its second round returns the greeting. Each run also reports
 //! the CPU time per flow of the servers' threads and of the driver's (from
 //! `/proc/self/task/*/schedstat`), which the load on a shared host disturbs less
@@ -25,8 +33,9 @@
 //!
 //! Settings (environment): `E2E_SECONDS` per run (default 10, 1 to 60),
 //! `E2E_PAIRS` of runs (default 3, 1 to 10), `E2E_CONNECTIONS` (default 8, 1 to 64);
-//! `E2E_ONLY=rmcp` or `E2E_ONLY=mrtr` runs one side alone (for a profiler, e.g.
-//! `perf record --call-graph dwarf` on the bench binary), without the comparison;
+//! `E2E_ONLY=rmcp`, `mrtr` or `floor` runs one variant alone (for a profiler,
+//! e.g. `perf record --call-graph dwarf` on the bench binary), without the
+//! comparison; `E2E_FLOOR=1` adds the floor variant to the comparison;
 //! `E2E_SPIN=1` makes the driver poll its sockets instead of sleeping on them.
 //!
 //! Why `E2E_SPIN`: over loopback, the server's `writev` delivers the reply in
@@ -46,15 +55,18 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use mrtr::engine::{Elicited, Form, tool_text};
+use mrtr::principal::Principal;
 use mrtr::rmcp::{Mrtr, Principals, ToolCall};
+use mrtr::seal::{Binding, BindingInput, Claims, Key, SealConfig, Sealer, UntrustedState};
+use mrtr::time::Timestamp;
 use mrtr::{Engine, Keyring};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::{InputResponses, RequestState};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest,
-    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, InputRequest,
-    InputRequiredResult, JsonObject, RequestStateCodec, SealOptions, ServerCapabilities,
-    ServerConfig,
+    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, ErrorCode,
+    InputRequest, InputRequiredResult, JsonObject, RequestMetaObject, RequestStateCodec,
+    SealOptions, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -234,6 +246,133 @@ impl ServerHandler for MrtrServer {
 }
 
 // ---------------------------------------------------------------------------
+// Variant floor (`E2E_FLOOR=1`): the flow by hand with the security work mrtr
+// does, and nothing else. Not a way to write a tool: a lower bound for what
+// encrypting, gating and validating cost on this server.
+
+/// The floor server: mrtr's sealer used directly, and its tool router.
+#[derive(Clone)]
+struct FloorServer {
+    sealer: Arc<Sealer>,
+    tool_router: ToolRouter<Self>,
+}
+
+/// The audience the floor binds its states to (as the mrtr variant's engine).
+const AUDIENCE: &str = "http://127.0.0.1";
+
+/// Whether the request's `_meta` declares form elicitation (an `elicitation`
+/// object with `form`, or an empty one, which means form).
+fn declares_forms(meta: &RequestMetaObject) -> bool {
+    meta.0
+        .get("io.modelcontextprotocol/clientCapabilities")
+        .and_then(|c| c.get("elicitation"))
+        .and_then(Value::as_object)
+        .is_some_and(|e| e.is_empty() || e.get("form").is_some_and(Value::is_object))
+}
+
+#[tool_router]
+impl FloorServer {
+    fn new() -> Self {
+        let ring = Keyring::new(Key::from_secret(&[7u8; 32]).expect("a 32-byte key"));
+        Self {
+            sealer: Arc::new(Sealer::new(ring, SealConfig::default())),
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    /// Asks the user's name, then greets them.
+    #[tool(description = "Asks your name, then greets you.")]
+    async fn greet(
+        &self,
+        RequestState(state): RequestState,
+        InputResponses(answers): InputResponses,
+        meta: RequestMetaObject,
+        arguments: JsonObject,
+    ) -> Result<CallToolResponse, ErrorData> {
+        // Gate: the client must take forms (-32021 otherwise, as mrtr answers).
+        if !declares_forms(&meta) {
+            return Err(ErrorData::new(
+                ErrorCode(-32021),
+                "Missing client capability: elicitation.form",
+                None,
+            ));
+        }
+        let version = meta
+            .0
+            .get("io.modelcontextprotocol/protocolVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let arguments = Value::Object(arguments);
+        // Bound to method, tool, arguments, principal, audience and protocol version.
+        let binding = Binding::new(&BindingInput {
+            method: "tools/call",
+            target: TOOL,
+            arguments: Some(&arguments),
+            principal: &Principal::anonymous(),
+            audience: AUDIENCE,
+            protocol_version: &version,
+        });
+        let now = Timestamp::now();
+        let Some(state) = state else {
+            // Round 1: ask, and seal what was asked.
+            let claims =
+                Claims::first_round(binding, now, self.sealer.config(), Step { ask: ASK.into() });
+            let sealed = self
+                .sealer
+                .seal(&claims)
+                .map_err(|_| ErrorData::internal_error("Internal error", None))?;
+            let schema = ElicitationSchema::builder()
+                .required_string_property("name", |s| s.title("Name"))
+                .build()
+                .map_err(|_| ErrorData::internal_error("Internal error", None))?;
+            let ask = ElicitRequest::new(ElicitRequestParams::FormElicitationParams {
+                meta: None,
+                message: "What is your name?".into(),
+                requested_schema: schema,
+            });
+            let asks = BTreeMap::from([(ASK.to_owned(), InputRequest::Elicitation(ask))]);
+            return Ok(InputRequiredResult::new(Some(asks), Some(sealed)).into());
+        };
+        // Round 2: open the state for this very request, then validate the answer
+        // against the form: an accepted form holds `name`, a string, and no more.
+        let step = self
+            .sealer
+            .open::<Step>(&UntrustedState::new(state), &binding, now)
+            .map_err(|_| bad_state())?
+            .into_inner()
+            .into_state();
+        let answer = answers
+            .as_ref()
+            .and_then(|a| a.get(&step.ask))
+            .ok_or_else(|| ErrorData::invalid_params("Missing answer", None))?;
+        let answer: ElicitResult = serde_json::from_value(answer.clone())
+            .map_err(|_| ErrorData::invalid_params("Invalid answer", None))?;
+        let text = match answer.action {
+            ElicitationAction::Accept => {
+                let content = answer.content.as_ref();
+                let name = content
+                    .and_then(Value::as_object)
+                    .filter(|c| c.len() == 1)
+                    .and_then(|c| c.get("name"))
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| ErrorData::invalid_params("Invalid answer", None))?;
+                format!("Hello, {name}!")
+            }
+            _ => "No name given.".to_owned(),
+        };
+        Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into())
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for FloorServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+}
+
+// ---------------------------------------------------------------------------
 // The servers: both on one runtime with one worker thread.
 
 /// rmcp's Streamable HTTP service for `server`, as axum serves it on `/mcp`.
@@ -249,8 +388,9 @@ where
     axum::Router::new().nest_service("/mcp", service)
 }
 
-/// Starts both servers on a thread of their own; returns (rmcp's, mrtr's) address.
-fn start_servers() -> (SocketAddr, SocketAddr) {
+/// Starts the servers on a thread of their own; returns (rmcp's, mrtr's, the
+/// floor's) address.
+fn start_servers() -> (SocketAddr, SocketAddr, SocketAddr) {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::Builder::new()
         .name("servers".into())
@@ -264,12 +404,18 @@ fn start_servers() -> (SocketAddr, SocketAddr) {
             rt.block_on(async move {
                 let plain = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
                 let with_mrtr = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-                tx.send((plain.local_addr().unwrap(), with_mrtr.local_addr().unwrap()))
-                    .unwrap();
+                let floor = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                tx.send((
+                    plain.local_addr().unwrap(),
+                    with_mrtr.local_addr().unwrap(),
+                    floor.local_addr().unwrap(),
+                ))
+                .unwrap();
                 let a = tokio::spawn(axum::serve(plain, router(PlainServer::new())).into_future());
                 let b =
                     tokio::spawn(axum::serve(with_mrtr, router(MrtrServer::new())).into_future());
-                let _ = tokio::join!(a, b);
+                let c = tokio::spawn(axum::serve(floor, router(FloorServer::new())).into_future());
+                let _ = tokio::join!(a, b, c);
             });
         })
         .expect("the server thread");
@@ -557,44 +703,51 @@ fn main() {
     let seconds = setting("E2E_SECONDS", 10, 1..=60);
     let pairs = setting("E2E_PAIRS", 3, 1..=10) as usize;
     let connections = setting("E2E_CONNECTIONS", 8, 1..=64) as usize;
-    // For profiling one side: E2E_ONLY=rmcp or E2E_ONLY=mrtr (no comparison then).
+    // For profiling one side: E2E_ONLY=rmcp, mrtr or floor (no comparison then).
     let only = std::env::var("E2E_ONLY").ok();
     let spin = std::env::var("E2E_SPIN").is_ok_and(|v| v == "1");
+    let floor =
+        std::env::var("E2E_FLOOR").is_ok_and(|v| v == "1") || only.as_deref() == Some("floor");
     SPIN.store(spin, Ordering::Relaxed);
-    let (plain, with_mrtr) = start_servers();
+    let (plain, with_mrtr, floor_addr) = start_servers();
     let client = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("the client runtime");
-    let variants = [("rmcp", plain), ("mrtr", with_mrtr)];
+    let mut variants = vec![("rmcp", plain), ("mrtr", with_mrtr)];
+    if floor {
+        variants.insert(1, ("floor", floor_addr));
+    }
+    let names: Vec<&str> = variants.iter().map(|(n, _)| *n).collect();
     println!(
-        "e2e: {pairs} x (rmcp, mrtr), {seconds} s each, {connections} connections; \
+        "e2e: {pairs} x ({}), {seconds} s each, {connections} connections; \
          servers: 1 worker thread, driver: 1 thread ({}); {} CPUs",
+        names.join(", "),
         if spin { "spinning" } else { "sleeping" },
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
     let wanted = |name: &str| only.as_deref().is_none_or(|o| o == name);
     client.block_on(async {
-        for (name, addr) in variants {
+        for &(name, addr) in &variants {
             if wanted(name) {
                 check(addr, name).await;
             }
         }
         // Warm-up: 1 s each, not counted.
-        for (name, addr) in variants {
+        for &(name, addr) in &variants {
             if wanted(name) {
                 let (done, _, _) = drive(addr, connections, Duration::from_secs(1)).await;
                 println!("{name}: warm-up {done} flows");
             }
         }
     });
-    let mut rates: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
-    let mut costs: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+    let mut rates: Vec<Vec<f64>> = vec![Vec::new(); variants.len()];
+    let mut costs: Vec<Vec<f64>> = vec![Vec::new(); variants.len()];
     println!(
         "run  variant  flows/s   flows  failed  server µs/flow  driver µs/flow  loadavg (before)"
     );
-    for run in 0..pairs * 2 {
-        let v = run % 2;
+    for run in 0..pairs * variants.len() {
+        let v = run % variants.len();
         let (name, addr) = variants[v];
         if !wanted(name) {
             continue;
@@ -618,24 +771,36 @@ fn main() {
     if only.is_some() {
         return;
     }
-    let (a, b) = (median(&rates[0]), median(&rates[1]));
     let fmt = |v: &[f64]| {
         v.iter()
             .map(|r| format!("{r:.0}"))
             .collect::<Vec<_>>()
             .join(", ")
     };
-    println!("rmcp: {} flows/s, median {a:.0}", fmt(&rates[0]));
-    println!("mrtr: {} flows/s, median {b:.0}", fmt(&rates[1]));
-    let (ca, cb) = (median(&costs[0]), median(&costs[1]));
-    println!(
-        "server CPU per flow, median: rmcp {ca:.1} µs, mrtr {cb:.1} µs (+{:.1} µs, +{:.0}%)",
-        cb - ca,
-        (cb - ca) / ca * 100.0
-    );
-    println!(
-        "mrtr's cost vs rmcp: {:.1}% fewer flows/s (target: at most 10%); loadavg after: {}",
-        (a - b) / a * 100.0,
-        loadavg()
-    );
+    for (v, name) in names.iter().enumerate() {
+        println!(
+            "{name}: {} flows/s, median {:.0}",
+            fmt(&rates[v]),
+            median(&rates[v])
+        );
+    }
+    let (a, ca) = (median(&rates[0]), median(&costs[0]));
+    for (v, name) in names.iter().enumerate().skip(1) {
+        let (b, cb) = (median(&rates[v]), median(&costs[v]));
+        println!(
+            "server CPU per flow, median: rmcp {ca:.1} µs, {name} {cb:.1} µs (+{:.1} µs, +{:.0}%)",
+            cb - ca,
+            (cb - ca) / ca * 100.0
+        );
+        let target = if *name == "mrtr" {
+            " (target: at most 10%)"
+        } else {
+            ""
+        };
+        println!(
+            "{name}'s cost vs rmcp: {:.1}% fewer flows/s{target}",
+            (a - b) / a * 100.0,
+        );
+    }
+    println!("loadavg after: {}", loadavg());
 }
