@@ -180,7 +180,22 @@ impl RequestMeta {
         let Some(o) = meta else {
             return Err(invalid("params._meta is required".into()));
         };
-        let protocol_version = match o.get(META_PROTOCOL_VERSION) {
+        // One walk over the object picks the four known keys and keeps the rest:
+        // a lookup per key would hash each of these long keys once more.
+        let (mut version, mut capabilities, mut info, mut progress) = (None, None, None, None);
+        let mut other = JsonObject::new();
+        for (k, v) in o {
+            match k.as_str() {
+                META_PROTOCOL_VERSION => version = Some(v),
+                META_CLIENT_CAPABILITIES => capabilities = Some(v),
+                META_CLIENT_INFO => info = Some(v),
+                "progressToken" => progress = Some(v),
+                _ => {
+                    other.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        let protocol_version = match version {
             Some(Value::String(s)) => s.clone(),
             Some(_) => {
                 return Err(invalid(format!(
@@ -202,7 +217,7 @@ impl RequestMeta {
                 requested: protocol_version,
             });
         }
-        let client_capabilities = match o.get(META_CLIENT_CAPABILITIES) {
+        let client_capabilities = match capabilities {
             // Deserialized from the borrowed value: no copy of it first.
             Some(v @ Value::Object(_)) => ClientCapabilities::deserialize(v).map_err(|_| {
                 invalid(format!(
@@ -220,7 +235,7 @@ impl RequestMeta {
                 )));
             }
         };
-        let client_info = match o.get(META_CLIENT_INFO) {
+        let client_info = match info {
             None => None,
             Some(v) => Some(Implementation::deserialize(v).map_err(|_| {
                 invalid(format!(
@@ -228,7 +243,7 @@ impl RequestMeta {
                 ))
             })?),
         };
-        let progress_token = match o.get("progressToken") {
+        let progress_token = match progress {
             None => None,
             Some(v @ (Value::String(_) | Value::Number(_))) => Some(v.clone()),
             Some(_) => {
@@ -237,19 +252,6 @@ impl RequestMeta {
                 ));
             }
         };
-        let other = o
-            .iter()
-            .filter(|(k, _)| {
-                ![
-                    META_PROTOCOL_VERSION,
-                    META_CLIENT_CAPABILITIES,
-                    META_CLIENT_INFO,
-                    "progressToken",
-                ]
-                .contains(&k.as_str())
-            })
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
         Ok(Self {
             protocol_version,
             client_info,
