@@ -70,6 +70,20 @@ struct PendingAsk {
     note: Option<String>,
 }
 
+/// An answer a round took, to seal into the next state if there is one.
+#[derive(Debug)]
+enum Answered {
+    /// As the previous round's state sealed it under this key.
+    Sealed(String),
+    /// From this retry's `inputResponses`, accepted for this question.
+    Fresh {
+        key: String,
+        kind: InputKind,
+        digest: QuestionDigest,
+        request: Box<InputRequest>,
+    },
+}
+
 /// What a round knows from the start and never changes: the engine, the request,
 /// its binding, the time, and the verified state of the previous round.
 #[derive(Debug)]
@@ -85,6 +99,9 @@ struct Fixed {
 #[derive(Debug, Default)]
 struct Live {
     carry: FlowState,
+    /// The answers this round took, in `carry.answers` only if the round suspends
+    /// (a round that completes seals nothing, so they are not converted for it).
+    answered: Vec<Answered>,
     seen: HashMap<String, QuestionDigest>,
     /// The questions to send, in the order asked; the capability gate runs over
     /// them when the round ends.
@@ -653,7 +670,7 @@ impl Round {
                 && a.digest == digest
                 && let Ok(resp) = InputResponse::parse_as(kind, &a.value)
             {
-                live.carry.answers.insert(key.to_owned(), a.clone());
+                live.answered.push(Answered::Sealed(key.to_owned()));
                 return Ok(Some(resp));
             }
             note =
@@ -673,15 +690,13 @@ impl Round {
             }
             if eligible {
                 match accept(kind, &request, v, fits) {
-                    Ok((resp, value)) => {
-                        live.carry.answers.insert(
-                            key.to_owned(),
-                            SealedAnswer {
-                                kind,
-                                digest,
-                                value,
-                            },
-                        );
+                    Ok(resp) => {
+                        live.answered.push(Answered::Fresh {
+                            key: key.to_owned(),
+                            kind,
+                            digest,
+                            request: Box::new(request),
+                        });
                         return Ok(Some(resp));
                     }
                     Err(n) => note = Some(n),
@@ -697,6 +712,11 @@ impl Round {
         if let Ok([Decision::Drop]) = capability::gate(declared, [(&request, necessity)]).as_deref()
         {
             return Ok(None);
+        }
+        // Room for the first question alone: a first insert makes room for four, and
+        // a question is large (an `InputRequest` is over 400 bytes).
+        if live.pending.capacity() == 0 {
+            live.pending.reserve_exact(1);
         }
         live.pending.insert(
             key.to_owned(),
@@ -835,6 +855,7 @@ fn suspend(fixed: &Fixed, live: &mut Live, method: CarrierMethod) -> Outcome {
         }
         requests.insert(key, req);
     }
+    carry_answers(fixed, live);
     let config = engine.sealer().config();
     let state = std::mem::take(&mut live.carry);
     let claims = match &fixed.prior {
@@ -864,15 +885,55 @@ fn suspend(fixed: &Fixed, live: &mut Live, method: CarrierMethod) -> Outcome {
     }
 }
 
+/// Puts the answers the round took into the state it seals: a sealed one as it
+/// came, a fresh one in the form [`accept`] gives it (the same checks, which it
+/// passed when the handler took it, so it passes again: the handler's own `fits`
+/// only refuses, it never changes the answer).
+fn carry_answers(fixed: &Fixed, live: &mut Live) {
+    for answered in std::mem::take(&mut live.answered) {
+        match answered {
+            Answered::Sealed(key) => {
+                let sealed = fixed
+                    .prior
+                    .as_ref()
+                    .and_then(|p| p.state().answers.get(&key));
+                if let Some(a) = sealed {
+                    live.carry.answers.insert(key, a.clone());
+                }
+            }
+            Answered::Fresh {
+                key,
+                kind,
+                digest,
+                request,
+            } => {
+                let given = fixed.request.input_responses().and_then(|r| r.get(&key));
+                if let Some(Ok(resp)) = given.map(|v| accept(kind, &request, v, &|_| Ok(()))) {
+                    let value = resp.to_value();
+                    live.carry.answers.insert(
+                        key,
+                        SealedAnswer {
+                            kind,
+                            digest,
+                            value,
+                        },
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// Checks a fresh answer against the question: the kind must match and an
-/// accepted form's content must validate. Returns the parsed answer and the
-/// value to seal (content reduced to the declared fields), or a note for the re-ask.
+/// accepted form's content must validate. Returns the parsed answer, content
+/// reduced to the declared fields (its `to_value` is what a suspending round
+/// seals), or a note for the re-ask.
 fn accept(
     kind: InputKind,
     request: &InputRequest,
     v: &Value,
     fits: &dyn Fn(&Value) -> Result<(), String>,
-) -> Result<(InputResponse, Value), String> {
+) -> Result<InputResponse, String> {
     let resp = InputResponse::parse_as(kind, v).map_err(|_| {
         "The previous answer was not in the expected format; please answer again.".to_owned()
     })?;
@@ -903,6 +964,92 @@ fn accept(
         }
         (r, _) => r,
     };
-    let value = resp.to_value();
-    Ok((resp, value))
+    Ok(resp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::tool_text;
+    use crate::principal::Principal;
+    use crate::seal::{Key, Keyring};
+    use serde_json::json;
+
+    fn request(state: Option<&str>, answers: Value) -> CarrierRequest {
+        let mut p = json!({"name": "t", "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}});
+        if let Some(s) = state {
+            p["requestState"] = json!(s);
+            p["inputResponses"] = answers;
+        }
+        CarrierRequest::from_params(CarrierMethod::ToolsCall, Some(&p)).unwrap()
+    }
+
+    /// The state a token seals, as the next round opens it.
+    fn sealed(engine: &Engine, token: &str, now: Timestamp) -> FlowState {
+        let round = engine
+            .begin(
+                request(Some(token), json!({})),
+                &Principal::anonymous(),
+                now,
+            )
+            .unwrap();
+        let prior = round.shared.fixed.prior.as_ref().unwrap();
+        prior.state().clone()
+    }
+
+    fn token(outcome: Outcome) -> String {
+        match outcome {
+            Outcome::InputRequired(irr) => irr.request_state().unwrap().to_owned(),
+            other => panic!("not input_required: {other:?}"),
+        }
+    }
+
+    fn accept(content: Value) -> Value {
+        json!({"action": "accept", "content": content})
+    }
+
+    #[test]
+    fn answers_are_sealed_only_by_a_round_that_suspends_and_as_checked() {
+        let engine = Engine::new(
+            Keyring::new(Key::from_secret(&[7; 32]).unwrap()),
+            "https://mcp.example",
+        );
+        let handler = |r: Round| -> Result<Value, Flow> {
+            for key in ["a", "b", "c"] {
+                let _ = r.elicit(key, Form::new("Who?").string("name", "Name"))?;
+            }
+            Ok(tool_text("done"))
+        };
+        let (who, now) = (Principal::anonymous(), Timestamp::now());
+        let run = |state: Option<&str>, answers: Value| {
+            engine.run(request(state, answers), &who, now, handler)
+        };
+        let t1 = token(run(None, json!({})));
+        assert!(sealed(&engine, &t1, now).answers.is_empty());
+        // Round 2 takes `a` (its undeclared field dropped) and suspends on `b`: `a`
+        // is sealed as the handler took it, under the digest it was asked with.
+        let asked_a = sealed(&engine, &t1, now).asked["a"].clone();
+        let t2 = token(run(
+            Some(&t1),
+            json!({"a": accept(json!({"name": "x", "extra": 1}))}),
+        ));
+        let s2 = sealed(&engine, &t2, now);
+        assert_eq!(s2.answers.len(), 1);
+        let a = &s2.answers["a"];
+        assert_eq!((a.kind, a.digest), (asked_a.kind, asked_a.digest));
+        assert_eq!(a.value, accept(json!({"name": "x"})));
+        // Round 3 answers only `b`: `a` is carried from the state as it was sealed.
+        let t3 = token(run(Some(&t2), json!({"b": accept(json!({"name": "y"}))})));
+        let s3 = sealed(&engine, &t3, now);
+        assert_eq!(s3.answers["a"], s2.answers["a"]);
+        assert_eq!(s3.answers["b"].value, accept(json!({"name": "y"})));
+        assert_eq!(s3.answers.len(), 2);
+        // Round 4 completes from the two sealed answers and the fresh third.
+        match run(Some(&t3), json!({"c": accept(json!({"name": "z"}))})) {
+            Outcome::Complete(v) => assert_eq!(v["content"][0]["text"], "done"),
+            other => panic!("not complete: {other:?}"),
+        }
+    }
 }
