@@ -608,7 +608,7 @@ impl Mrtr {
                     .await
             }
             None => {
-                // The same refusal as `Service::handle` (run_carrier finds no handler).
+                // The same refusal as `Service::handle` (start_carrier finds no handler).
                 let none: Option<NoHandler> = None;
                 self.execute_with(method, params, caller, false, || none)
                     .await
