@@ -83,6 +83,8 @@ const ASK: &str = "user_name";
 /// The answer the driver gives, and the result it expects.
 const NAME: &str = "load";
 const GREETING: &str = "Hello, load!";
+/// The audience mrtr's engine and the floor bind their states to.
+const AUDIENCE: &str = "http://127.0.0.1";
 /// The state's lifetime (mrtr's default too).
 const TTL: Duration = Duration::from_secs(600);
 /// How long one read of the driver waits for more of a reply before the flow counts as failed.
@@ -205,7 +207,7 @@ struct MrtrServer {
 #[tool_router]
 impl MrtrServer {
     fn new() -> Self {
-        let engine = Engine::new(Keyring::ephemeral(), "http://127.0.0.1");
+        let engine = Engine::new(Keyring::ephemeral(), AUDIENCE);
         Self {
             mrtr: Mrtr::new(engine, Principals::anonymous()),
             tool_router: Self::tool_router(),
@@ -256,9 +258,6 @@ struct FloorServer {
     sealer: Arc<Sealer>,
     tool_router: ToolRouter<Self>,
 }
-
-/// The audience the floor binds its states to (as the mrtr variant's engine).
-const AUDIENCE: &str = "http://127.0.0.1";
 
 /// Whether the request's `_meta` declares form elicitation (an `elicitation`
 /// object with `form`, or an empty one, which means form).
