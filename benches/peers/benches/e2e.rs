@@ -120,6 +120,35 @@ fn bad_state() -> ErrorData {
     ErrorData::invalid_params("Invalid requestState", None)
 }
 
+/// Round 1 of the hand-written variants: the form asking the user's name, with
+/// the state `sealed` for it.
+fn asking_name(sealed: String) -> Result<CallToolResponse, ErrorData> {
+    let schema = ElicitationSchema::builder()
+        .required_string_property("name", |s| s.title("Name"))
+        .build()
+        .map_err(|_| ErrorData::internal_error("Internal error", None))?;
+    let ask = ElicitRequest::new(ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: "What is your name?".into(),
+        requested_schema: schema,
+    });
+    let asks = BTreeMap::from([(ASK.to_owned(), InputRequest::Elicitation(ask))]);
+    Ok(InputRequiredResult::new(Some(asks), Some(sealed)).into())
+}
+
+/// Round 2 of the hand-written variants: the answer under `ask`, as an
+/// elicitation result.
+fn answer_to(
+    answers: Option<&rmcp::model::InputResponses>,
+    ask: &str,
+) -> Result<ElicitResult, ErrorData> {
+    let answer = answers
+        .and_then(|a| a.get(ask))
+        .ok_or_else(|| ErrorData::invalid_params("Missing answer", None))?;
+    serde_json::from_value(answer.clone())
+        .map_err(|_| ErrorData::invalid_params("Invalid answer", None))
+}
+
 #[tool_router]
 impl PlainServer {
     fn new() -> Self {
@@ -148,29 +177,14 @@ impl PlainServer {
                 .codec
                 .seal_json_with(&step, &opts)
                 .map_err(|_| ErrorData::internal_error("Internal error", None))?;
-            let schema = ElicitationSchema::builder()
-                .required_string_property("name", |s| s.title("Name"))
-                .build()
-                .map_err(|_| ErrorData::internal_error("Internal error", None))?;
-            let ask = ElicitRequest::new(ElicitRequestParams::FormElicitationParams {
-                meta: None,
-                message: "What is your name?".into(),
-                requested_schema: schema,
-            });
-            let asks = BTreeMap::from([(ASK.to_owned(), InputRequest::Elicitation(ask))]);
-            return Ok(InputRequiredResult::new(Some(asks), Some(sealed)).into());
+            return asking_name(sealed);
         };
         // Round 2: verify the state, then read the answer to what it says was asked.
         let step: Step = self
             .codec
             .open_json_with(&state, &aad)
             .map_err(|_| bad_state())?;
-        let answer = answers
-            .as_ref()
-            .and_then(|a| a.get(&step.ask))
-            .ok_or_else(|| ErrorData::invalid_params("Missing answer", None))?;
-        let answer: ElicitResult = serde_json::from_value(answer.clone())
-            .map_err(|_| ErrorData::invalid_params("Invalid answer", None))?;
+        let answer = answer_to(answers.as_ref(), &step.ask)?;
         let name = match answer.action {
             ElicitationAction::Accept => answer
                 .content
@@ -321,17 +335,7 @@ impl FloorServer {
                 .sealer
                 .seal(&claims)
                 .map_err(|_| ErrorData::internal_error("Internal error", None))?;
-            let schema = ElicitationSchema::builder()
-                .required_string_property("name", |s| s.title("Name"))
-                .build()
-                .map_err(|_| ErrorData::internal_error("Internal error", None))?;
-            let ask = ElicitRequest::new(ElicitRequestParams::FormElicitationParams {
-                meta: None,
-                message: "What is your name?".into(),
-                requested_schema: schema,
-            });
-            let asks = BTreeMap::from([(ASK.to_owned(), InputRequest::Elicitation(ask))]);
-            return Ok(InputRequiredResult::new(Some(asks), Some(sealed)).into());
+            return asking_name(sealed);
         };
         // Round 2: open the state for this very request, then validate the answer
         // against the form: an accepted form holds `name`, a string, and no more.
@@ -341,12 +345,7 @@ impl FloorServer {
             .map_err(|_| bad_state())?
             .into_inner()
             .into_state();
-        let answer = answers
-            .as_ref()
-            .and_then(|a| a.get(&step.ask))
-            .ok_or_else(|| ErrorData::invalid_params("Missing answer", None))?;
-        let answer: ElicitResult = serde_json::from_value(answer.clone())
-            .map_err(|_| ErrorData::invalid_params("Invalid answer", None))?;
+        let answer = answer_to(answers.as_ref(), &step.ask)?;
         let text = match answer.action {
             ElicitationAction::Accept => {
                 let content = answer.content.as_ref();
