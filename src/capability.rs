@@ -145,20 +145,37 @@ where
     I: IntoIterator<Item = (&'a InputRequest, Necessity)>,
 {
     let mut decisions = Vec::new();
+    verdict(declared, asks, |d| decisions.push(d))?;
+    Ok(decisions)
+}
+
+/// The gate without its list: each ask's decision goes to `each`, in order, and
+/// nothing is allocated when every required ask is served.
+///
+/// # Errors
+/// As [`gate`].
+pub(crate) fn verdict<'a, I>(
+    declared: &ClientCapabilities,
+    asks: I,
+    mut each: impl FnMut(Decision),
+) -> Result<(), Error>
+where
+    I: IntoIterator<Item = (&'a InputRequest, Necessity)>,
+{
     let mut required_missing: Option<ClientCapabilities> = None;
     for (request, necessity) in asks {
         match (missing(declared, request), necessity) {
-            (None, _) => decisions.push(Decision::Send),
-            (Some(_), Necessity::Optional) => decisions.push(Decision::Drop),
+            (None, _) => each(Decision::Send),
+            (Some(_), Necessity::Optional) => each(Decision::Drop),
             (Some(m), Necessity::Required) => {
                 merge(required_missing.get_or_insert_with(Default::default), m);
-                decisions.push(Decision::Drop);
+                each(Decision::Drop);
             }
         }
     }
     match required_missing {
         Some(m) => Err(missing_error(&m)),
-        None => Ok(decisions),
+        None => Ok(()),
     }
 }
 

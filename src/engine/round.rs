@@ -1,10 +1,8 @@
 //! One run of a handler: answers in, questions out.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use indexmap::IndexMap;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -70,14 +68,15 @@ struct PendingAsk {
     note: Option<String>,
 }
 
-/// An answer a round took, to seal into the next state if there is one.
+/// An answer a round took, to seal into the next state if there is one. Its key
+/// is the round's `seen` entry at `at`.
 #[derive(Debug)]
 enum Answered {
     /// As the previous round's state sealed it under this key.
-    Sealed(String),
+    Sealed { at: usize },
     /// From this retry's `inputResponses`, accepted for this question.
     Fresh {
-        key: String,
+        at: usize,
         kind: InputKind,
         digest: QuestionDigest,
         request: Box<InputRequest>,
@@ -102,10 +101,15 @@ struct Live {
     /// The answers this round took, in `carry.answers` only if the round suspends
     /// (a round that completes seals nothing, so they are not converted for it).
     answered: Vec<Answered>,
-    seen: HashMap<String, QuestionDigest>,
-    /// The questions to send, in the order asked; the capability gate runs over
-    /// them when the round ends.
-    pending: IndexMap<String, PendingAsk>,
+    /// Every key the handler asked this round, first ask first, with its
+    /// question's digest: one question per key. A round asks a handful of keys,
+    /// so a list searched in order beats a map, and the other lists below name a
+    /// key by its place here rather than by a copy of it.
+    seen: Vec<(String, QuestionDigest)>,
+    /// The questions to send, in the order first asked (a key asked again keeps its
+    /// place), by their key's place in `seen`; the capability gate runs over them
+    /// when the round ends.
+    pending: Vec<(usize, PendingAsk)>,
     /// Set when the round was finished: a `Round` kept past its handler (moved into a
     /// spawned task, say) can no longer record questions or results.
     finished: bool,
@@ -648,16 +652,18 @@ impl Round {
         if live.finished {
             return Err(finished_error());
         }
-        match live.seen.get(key) {
-            Some(d) if *d != digest => {
+        let at = match live.seen.iter().position(|(k, _)| k == key) {
+            Some(at) if live.seen[at].1 != digest => {
                 return Err(Flow::Fail(Error::internal(format!(
                     "handler asked key {key:?} twice with different questions in one round"
                 ))));
             }
-            _ => {
-                live.seen.insert(key.to_owned(), digest);
+            Some(at) => at,
+            None => {
+                live.seen.push((key.to_owned(), digest));
+                live.seen.len() - 1
             }
-        }
+        };
         let kind = request.kind();
         let mut note = None;
         // 1. an answer sealed by an earlier round, for this very question
@@ -670,7 +676,7 @@ impl Round {
                 && a.digest == digest
                 && let Ok(resp) = InputResponse::parse_as(kind, &a.value)
             {
-                live.answered.push(Answered::Sealed(key.to_owned()));
+                live.answered.push(Answered::Sealed { at });
                 return Ok(Some(resp));
             }
             note =
@@ -692,7 +698,7 @@ impl Round {
                 match accept(kind, &request, v, fits) {
                     Ok(resp) => {
                         live.answered.push(Answered::Fresh {
-                            key: key.to_owned(),
+                            at,
                             kind,
                             digest,
                             request: Box::new(request),
@@ -709,8 +715,11 @@ impl Round {
         // as unavailable; a required one the client cannot serve is recorded like any
         // other, and the gate fails the round with -32021 when it ends.
         let declared = &fixed.request.meta().client_capabilities;
-        if let Ok([Decision::Drop]) = capability::gate(declared, [(&request, necessity)]).as_deref()
-        {
+        let mut dropped = false;
+        let verdict = capability::verdict(declared, [(&request, necessity)], |d| {
+            dropped = d == Decision::Drop;
+        });
+        if verdict.is_ok() && dropped {
             return Ok(None);
         }
         // Room for the first question alone: a first insert makes room for four, and
@@ -718,15 +727,16 @@ impl Round {
         if live.pending.capacity() == 0 {
             live.pending.reserve_exact(1);
         }
-        live.pending.insert(
-            key.to_owned(),
-            PendingAsk {
-                request,
-                necessity,
-                digest,
-                note,
-            },
-        );
+        let ask = PendingAsk {
+            request,
+            necessity,
+            digest,
+            note,
+        };
+        match live.pending.iter_mut().find(|(k, _)| *k == at) {
+            Some((_, asked)) => *asked = ask,
+            None => live.pending.push((at, ask)),
+        }
         Err(Flow::Suspend)
     }
 
@@ -793,8 +803,8 @@ fn finish(fixed: &Fixed, live: &Mutex<Live>, result: Result<Value, Flow>) -> Out
     // The capability gate over every question of the round: a required one the
     // client did not declare fails the request, whatever the handler returned.
     let declared = &fixed.request.meta().client_capabilities;
-    let asks = live.pending.values().map(|a| (&a.request, a.necessity));
-    if let Err(e) = capability::gate(declared, asks) {
+    let asks = live.pending.iter().map(|(_, a)| (&a.request, a.necessity));
+    if let Err(e) = capability::verdict(declared, asks, |_| {}) {
         return Outcome::Protocol(e);
     }
     match result {
@@ -834,9 +844,13 @@ fn suspend(fixed: &Fixed, live: &mut Live, method: CarrierMethod) -> Outcome {
         );
         return Outcome::from_error(Some(method), e);
     }
+    // The answers first: they copy their keys, and the questions then take theirs
+    // (the round is over, so `seen` is not read again; a key is pending once).
+    carry_answers(fixed, live);
     let pending = std::mem::take(&mut live.pending);
     let mut requests = InputRequests::with_capacity(pending.len());
-    for (key, ask) in pending {
+    for (at, ask) in pending {
+        let key = std::mem::take(&mut live.seen[at].0);
         live.carry.asked.insert(
             key.clone(),
             Asked {
@@ -855,7 +869,6 @@ fn suspend(fixed: &Fixed, live: &mut Live, method: CarrierMethod) -> Outcome {
         }
         requests.insert(key, req);
     }
-    carry_answers(fixed, live);
     let config = engine.sealer().config();
     let state = std::mem::take(&mut live.carry);
     let claims = match &fixed.prior {
@@ -892,7 +905,8 @@ fn suspend(fixed: &Fixed, live: &mut Live, method: CarrierMethod) -> Outcome {
 fn carry_answers(fixed: &Fixed, live: &mut Live) {
     for answered in std::mem::take(&mut live.answered) {
         match answered {
-            Answered::Sealed(key) => {
+            Answered::Sealed { at } => {
+                let key = live.seen[at].0.clone();
                 let sealed = fixed
                     .prior
                     .as_ref()
@@ -902,11 +916,12 @@ fn carry_answers(fixed: &Fixed, live: &mut Live) {
                 }
             }
             Answered::Fresh {
-                key,
+                at,
                 kind,
                 digest,
                 request,
             } => {
+                let key = live.seen[at].0.clone();
                 let given = fixed.request.input_responses().and_then(|r| r.get(&key));
                 if let Some(Ok(resp)) = given.map(|v| accept(kind, &request, v, &|_| Ok(()))) {
                     let value = resp.to_value();
@@ -1050,6 +1065,66 @@ mod tests {
         match run(Some(&t3), json!({"c": accept(json!({"name": "z"}))})) {
             Outcome::Complete(v) => assert_eq!(v["content"][0]["text"], "done"),
             other => panic!("not complete: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_key_asked_again_is_one_question_in_its_first_place_and_never_another() {
+        let engine = Engine::new(
+            Keyring::new(Key::from_secret(&[7; 32]).unwrap()),
+            "https://mcp.example",
+        );
+        let (who, now) = (Principal::anonymous(), Timestamp::now());
+        let who_form = || Form::new("Who?").string("name", "Name");
+        // a, b, then a again with the same question: two asks, a in its first place.
+        let outcome = engine.run(request(None, json!({})), &who, now, |r: Round| {
+            let _ = r.elicit("a", who_form());
+            let _ = r.elicit("b", Form::new("Where?").string("city", "City"));
+            let _ = r.elicit("a", who_form())?;
+            Ok(tool_text("done"))
+        });
+        let Outcome::InputRequired(irr) = outcome else {
+            panic!("not input_required: {outcome:?}")
+        };
+        let keys: Vec<&str> = irr
+            .input_requests()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(keys, ["a", "b"]);
+        let t1 = irr.request_state().unwrap().to_owned();
+        assert_eq!(sealed(&engine, &t1, now).asked.len(), 2);
+        // Round 2: a taken twice and b, complete. Asking a again with another
+        // question is refused: one key, one question, within a round too.
+        let answers = json!({"a": accept(json!({"name": "x"})), "b": accept(json!({"city": "y"}))});
+        let outcome = engine.run(
+            request(Some(&t1), answers.clone()),
+            &who,
+            now,
+            |r: Round| {
+                let _ = r.elicit("a", who_form())?;
+                let _ = r.elicit("a", who_form())?;
+                let _ = r.elicit("b", Form::new("Where?").string("city", "City"))?;
+                Ok(tool_text("done"))
+            },
+        );
+        assert!(matches!(outcome, Outcome::Complete(_)), "{outcome:?}");
+        let outcome = engine.run(request(Some(&t1), answers), &who, now, |r: Round| {
+            let _ = r.elicit("a", who_form())?;
+            let _ = r.elicit("a", Form::new("Where?").string("city", "City"))?;
+            Ok(tool_text("done"))
+        });
+        match outcome {
+            Outcome::Protocol(e) => {
+                assert_eq!(e.code(), -32603);
+                assert!(
+                    e.diagnostic()
+                        .detail
+                        .contains("twice with different questions")
+                );
+            }
+            other => panic!("not refused: {other:?}"),
         }
     }
 }
