@@ -280,9 +280,10 @@ struct Kept {
 /// A carrier request's params as a flow takes them.
 #[derive(Clone)]
 enum Params {
-    /// A 2026-07-28 request, parsed (or why not), and its target for the log: a
-    /// `tools/call` from rmcp's typed params, the others from their wire shape
-    /// as [`Service::handle`] parses a body's params.
+    /// A 2026-07-28 request, parsed (or why not), and its target for the log if
+    /// the request does not name it (it did not parse): a `tools/call` from rmcp's
+    /// typed params, the others from their wire shape as [`Service::handle`]
+    /// parses a body's params.
     Parsed {
         target: Option<String>,
         request: Result<CarrierRequest, RequestError>,
@@ -321,11 +322,10 @@ impl Params {
             return Self::of(CarrierMethod::ToolsCall, &*request, context);
         }
         let meta = &context.meta.0.0;
-        let target = request.name.to_string();
         let parsed = CarrierRequest::from_fields(
             CarrierMethod::ToolsCall,
             (!meta.is_empty()).then_some(meta),
-            target.clone(),
+            request.name.to_string(),
             request.arguments.clone(),
             request
                 .input_responses
@@ -333,8 +333,10 @@ impl Params {
                 .map(|r| r.into_iter().collect()),
             request.request_state.take(),
         );
+        // A parsed request names its target; only a refused one needs a copy.
+        let target = parsed.is_err().then(|| request.name.to_string());
         Self::Parsed {
-            target: Some(target),
+            target,
             request: parsed,
         }
     }
@@ -342,7 +344,9 @@ impl Params {
     /// The target named, for the log and a [`Service`]'s registry.
     fn target(&self, method: CarrierMethod) -> Option<&str> {
         match self {
-            Self::Parsed { target, .. } => target.as_deref(),
+            Self::Parsed { target, request } => target
+                .as_deref()
+                .or_else(|| request.as_ref().ok().map(CarrierRequest::target)),
             Self::Legacy(p, _) => p.get(method.target_param()).and_then(Value::as_str),
         }
     }
@@ -741,7 +745,8 @@ impl Mrtr {
     }
 
     /// One round on the engine, the same path as [`Service::handle`]'s, logged and
-    /// counted there too.
+    /// counted there too. `target` names the target for the log when `request`
+    /// does not (it did not parse).
     #[allow(clippy::too_many_arguments)] // why: the private core of every carrier path
     async fn round<H, G, Fut>(
         &self,
@@ -758,6 +763,7 @@ impl Mrtr {
         G: FnOnce(Round) -> Fut,
         Fut: Future<Output = Result<Value, Flow>>,
     {
+        let target = target.or_else(|| request.as_ref().ok().map(CarrierRequest::target));
         let (mut ctx, mut log) = self.log_context(method, target);
         // The sync part first: what the future holds across the handler's await is
         // the begun round, not the request it came from.
@@ -895,8 +901,21 @@ fn ask_failed(detail: String) -> Error {
 
 /// The caller when it negotiated a protocol without MRTR (before 2026-07-28).
 fn legacy_of(context: &RmcpContext<RoleServer>) -> Option<Legacy> {
-    let version = context.protocol_version()?;
-    if version >= ProtocolVersion::V_2026_07_28 {
+    // As `RequestContext::protocol_version` decides (the request's `_meta`, else
+    // what initialize negotiated; versions order as strings), with the request's
+    // version read in place rather than decoded into a copy.
+    let current = ProtocolVersion::V_2026_07_28;
+    let meta_version = context
+        .meta
+        .0
+        .0
+        .get(crate::wire::meta::META_PROTOCOL_VERSION)
+        .and_then(Value::as_str);
+    let legacy = match meta_version {
+        Some(v) => v < current.as_str(),
+        None => context.peer.peer_info()?.protocol_version < current,
+    };
+    if !legacy {
         return None;
     }
     let capabilities = context
