@@ -459,6 +459,29 @@ impl ToolResult {
     }
 }
 
+impl ToolResult {
+    /// The text of each block and the structured content, when every block is
+    /// text and the structured content is not `null` (the shape the `rmcp`
+    /// adapter builds rmcp's result from directly); else the result, unchanged.
+    #[cfg(feature = "rmcp")]
+    pub(crate) fn into_texts(self) -> Result<(Vec<String>, Option<Value>), Self> {
+        let plain = self.content.iter().all(|c| matches!(c.0, Block::Text(_)))
+            && !matches!(self.structured, Some(Value::Null));
+        if !plain {
+            return Err(self);
+        }
+        let texts = self
+            .content
+            .into_iter()
+            .filter_map(|c| match c.0 {
+                Block::Text(t) => Some(t),
+                _ => None,
+            })
+            .collect();
+        Ok((texts, self.structured))
+    }
+}
+
 impl From<ToolResult> for Value {
     fn from(r: ToolResult) -> Self {
         let mut o = Map::new();

@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 
 use ::rmcp::ErrorData;
 use ::rmcp::model::{
-    CallToolResponse, CallToolResult, ElicitRequest, GetPromptResponse, GetPromptResult,
-    InputRequest as RmcpInputRequest, InputRequiredResult as RmcpInputRequired,
+    CallToolResponse, CallToolResult, ContentBlock, ElicitRequest, GetPromptResponse,
+    GetPromptResult, InputRequest as RmcpInputRequest, InputRequiredResult as RmcpInputRequired,
     ReadResourceResponse, ReadResourceResult, ServerRequest,
 };
 // rmcp deprecates sampling and roots (SEP-2577); mrtr still carries them.
@@ -26,19 +26,22 @@ use serde_json::Value;
 use crate::engine::Outcome;
 use crate::error::Error;
 use crate::memo::AskMemo;
+use crate::result::ToolResult;
 use crate::wire::{InputRequest, InputRequiredResult};
 
-/// What a round gives the adapter: a result body (complete, or a tool error), or
-/// an `input_required` result still in mrtr's typed form.
+/// What a round gives the adapter: the handler's complete result, a tool error's
+/// body, or an `input_required` result still in mrtr's typed form.
 pub(super) enum Reply {
-    Value(Value),
+    Complete(Value),
+    ToolError(Value),
     InputRequired(InputRequiredResult),
 }
 
 /// The reply for an outcome, or its JSON-RPC error as rmcp's `ErrorData`.
 pub(super) fn to_reply(outcome: Outcome) -> Result<Reply, ErrorData> {
     match outcome {
-        Outcome::Complete(v) | Outcome::ToolError { result: v, .. } => Ok(Reply::Value(v)),
+        Outcome::Complete(v) => Ok(Reply::Complete(v)),
+        Outcome::ToolError { result: v, .. } => Ok(Reply::ToolError(v)),
         Outcome::InputRequired(irr) => Ok(Reply::InputRequired(irr)),
         Outcome::Protocol(e) => Err(error_data(&e)),
     }
@@ -152,16 +155,39 @@ fn response<C: DeserializeOwned, T>(
 ) -> Result<T, ErrorData> {
     match reply {
         Reply::InputRequired(irr) => input_required(irr, asks).map(input),
-        Reply::Value(v) if is_input_required(&v) => serde_json::from_value(v)
-            .map(input)
-            .map_err(|_| unfit("InputRequiredResult")),
-        Reply::Value(v) => serde_json::from_value(v)
+        Reply::Complete(v) | Reply::ToolError(v) if is_input_required(&v) => {
+            serde_json::from_value(v)
+                .map(input)
+                .map_err(|_| unfit("InputRequiredResult"))
+        }
+        Reply::Complete(v) | Reply::ToolError(v) => serde_json::from_value(v)
             .map(complete)
             .map_err(|_| unfit(what)),
     }
 }
 
-pub(super) fn tool_response(reply: Reply, asks: &AskCache) -> Result<CallToolResponse, ErrorData> {
+/// A tool's complete [`ToolResult`] as rmcp's `CallToolResult`, built straight
+/// from its text blocks: what rmcp's deserialization of the result's JSON form
+/// gives (`resultType: complete`, no `isError`), without that detour. Any other
+/// result comes back, for the JSON path.
+pub(super) fn tool_result(result: ToolResult) -> Result<CallToolResult, ToolResult> {
+    let (texts, structured) = result.into_texts()?;
+    let mut typed = CallToolResult::success(texts.into_iter().map(ContentBlock::text).collect());
+    typed.is_error = None;
+    typed.structured_content = structured;
+    Ok(typed)
+}
+
+/// The response to a `tools/call`: `typed` is the handler's result already in
+/// rmcp's type ([`tool_result`]), used when the round completed with it.
+pub(super) fn tool_response(
+    reply: Reply,
+    typed: Option<CallToolResult>,
+    asks: &AskCache,
+) -> Result<CallToolResponse, ErrorData> {
+    if let (Reply::Complete(_), Some(typed)) = (&reply, typed) {
+        return Ok(CallToolResponse::Complete(typed));
+    }
     response::<CallToolResult, _>(
         reply,
         asks,
@@ -200,6 +226,7 @@ pub(super) fn resource_response(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::result::{Content, ResourceLink};
     use crate::wire::{CarrierMethod, InputRequests};
     use serde_json::json;
 
@@ -332,12 +359,12 @@ mod tests {
         let cache = AskCache::default();
         let irr = json!({"resultType": "input_required", "requestState": "s"});
         assert!(matches!(
-            tool_response(Reply::Value(irr), &cache),
+            tool_response(Reply::Complete(irr), None, &cache),
             Ok(CallToolResponse::InputRequired(_))
         ));
         let done = json!({"resultType": "complete", "content": [{"type": "text", "text": "x"}]});
         assert!(matches!(
-            tool_response(Reply::Value(done), &cache),
+            tool_response(Reply::Complete(done), None, &cache),
             Ok(CallToolResponse::Complete(_))
         ));
         // A result with _meta takes rmcp's path, and keeps its _meta.
@@ -351,11 +378,74 @@ mod tests {
         // What rmcp cannot take is -32603, not a panic.
         let bad = json!({"resultType": "complete", "messages": 3});
         assert_eq!(
-            prompt_response(Reply::Value(bad), &cache)
+            prompt_response(Reply::Complete(bad), &cache)
                 .unwrap_err()
                 .code
                 .0,
             -32603
+        );
+    }
+
+    /// rmcp's deserialization of a complete tool result's JSON form, as the
+    /// engine ends the round with it.
+    fn by_json(result: ToolResult) -> CallToolResult {
+        let mut v = Value::from(result);
+        v["resultType"] = json!("complete");
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn a_text_tool_result_is_built_as_rmcp_deserializes_its_json() {
+        let structured = |v: Value| ToolResult::structured(&v).unwrap();
+        let direct = [
+            ToolResult::new(),
+            ToolResult::text("Hello, load!"),
+            ToolResult::text("a").with(Content::text("b \"quoted\"\n")),
+            structured(json!({"city": "Paris", "celsius": 21})),
+            structured(json!([1, "two"])),
+            structured(json!("text")),
+        ];
+        for result in direct {
+            let typed = tool_result(result.clone()).unwrap();
+            assert_eq!(typed, by_json(result.clone()), "{result:?}");
+            assert_eq!(
+                serde_json::to_value(&typed).unwrap(),
+                serde_json::to_value(by_json(result)).unwrap()
+            );
+            assert_eq!(typed.is_error, None);
+        }
+        // Other blocks, and a null structuredContent (which rmcp versions read
+        // differently), take the JSON path.
+        for result in [
+            ToolResult::new().with_audio_bytes(b"x", "audio/wav"),
+            ToolResult::text("a").with(Content::link(ResourceLink::new("file:///a", "a"))),
+            structured(Value::Null),
+        ] {
+            assert_eq!(tool_result(result.clone()), Err(result));
+        }
+    }
+
+    #[test]
+    fn the_typed_result_answers_only_a_round_that_completed() {
+        let cache = AskCache::default();
+        let typed = || Some(tool_result(ToolResult::text("kept")).unwrap());
+        let text = |r: Result<CallToolResponse, ErrorData>| match r {
+            Ok(CallToolResponse::Complete(c)) => {
+                serde_json::to_value(&c).unwrap()["content"][0]["text"].clone()
+            }
+            other => panic!("not complete: {other:?}"),
+        };
+        let done = json!({"resultType": "complete"});
+        assert_eq!(
+            text(tool_response(Reply::Complete(done), typed(), &cache)),
+            "kept"
+        );
+        // A tool error is the error, whatever was kept.
+        let failed = json!({"resultType": "complete", "isError": true,
+            "content": [{"type": "text", "text": "failed"}]});
+        assert_eq!(
+            text(tool_response(Reply::ToolError(failed), typed(), &cache)),
+            "failed"
         );
     }
 }

@@ -102,19 +102,21 @@
 //! authentication layer should have refused it first). Nothing of a token, key,
 //! plaintext state or argument value is in an error message or log line.
 
+use std::any::Any;
+use std::convert::identity;
 use std::fmt;
 use std::future::Future;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use ::rmcp::handler::server::common::{AsRequestContext, FromContextPart};
 use ::rmcp::handler::server::tool::{ToolCallContext, ToolRouter};
 use ::rmcp::model::{
-    CallToolRequestParams, CallToolResponse, GetPromptRequestParams, GetPromptResponse,
-    JsonObject as RmcpObject, Prompt, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResponse, Resource, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, GetPromptRequestParams,
+    GetPromptResponse, JsonObject as RmcpObject, Prompt, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResponse, Resource, Tool,
 };
 use ::rmcp::service::RequestContext as RmcpContext;
 use ::rmcp::{ErrorData, Peer, RoleServer};
@@ -126,6 +128,7 @@ use crate::engine::{Engine, Flow, Outcome, Round};
 mod convert;
 use crate::error::{Error, Fallback, Retry, ToolAdvice};
 use crate::principal::Principal;
+use crate::result::ToolResult;
 use crate::service::{self, RequestContext, RequestLog, Service, Start};
 use crate::time::Timestamp;
 use crate::wire::jsonrpc::RequestId;
@@ -537,7 +540,7 @@ impl Mrtr {
         let v = self
             .execute_registered(service, method, params, &context)
             .await?;
-        tool_response(v, &self.inner.asks)
+        tool_response(v, None, &self.inner.asks)
     }
 
     /// `prompts/get` of a prompt registered on `service`.
@@ -592,7 +595,8 @@ impl Mrtr {
         R: Into<Value>,
     {
         let params = Params::of(method, request, context);
-        self.execute(method, params, self.caller(context), true, handler)
+        let caller = self.caller(context);
+        self.execute(method, params, caller, true, handler, &R::into)
             .await
     }
 
@@ -608,7 +612,7 @@ impl Mrtr {
         let caller = self.caller(context);
         match registered {
             Some(h) => {
-                self.execute(method, params, caller, true, &move |r| h(r))
+                self.execute(method, params, caller, true, &move |r| h(r), &identity)
                     .await
             }
             None => {
@@ -621,26 +625,28 @@ impl Mrtr {
     }
 
     /// Runs a flow to the value rmcp deserializes: one round for a 2026-07-28
-    /// client, every round in this request for a 2025-11-25 one.
+    /// client, every round in this request for a 2025-11-25 one. `complete`
+    /// turns the handler's result into what the engine takes.
     ///
     /// Not an `async fn`: it adds no state of its own, so it returns
     /// [`Mrtr::execute_with`]'s future rather than one that holds a copy of the
     /// params beside it.
-    fn execute<'a, F, Fut, R>(
+    fn execute<'a, F, Fut, R, C>(
         &'a self,
         method: CarrierMethod,
         params: Params,
         caller: Caller,
         registered: bool,
         handler: &'a F,
+        complete: &'a C,
     ) -> impl Future<Output = Result<Reply, ErrorData>> + 'a
     where
         F: Fn(Round) -> Fut + Sync,
         Fut: Future<Output = Result<R, Flow>> + Send + 'a,
-        R: Into<Value>,
+        C: Fn(R) -> Value + Sync,
     {
         self.execute_with(method, params, caller, registered, move || {
-            Some(move |round| async move { handler(round).await.map(Into::into) })
+            Some(move |round| async move { handler(round).await.map(complete) })
         })
     }
 
@@ -998,6 +1004,32 @@ where
     move |round| std::future::ready(handler(round).map(Into::into))
 }
 
+/// A tool handler's result as the engine takes it. A [`ToolResult`] that
+/// [`convert::tool_result`] takes is kept aside in `kept`, already in rmcp's
+/// type, and the engine gets an empty object in its place: the round ends as it
+/// would with the result (complete, or refused for an ask the client cannot
+/// serve), and [`tool_response`] answers with the kept one when it completed.
+/// Anything else goes to the engine as its JSON form.
+fn keep_tool_result<R: Into<Value> + 'static>(
+    result: R,
+    kept: &Mutex<Option<CallToolResult>>,
+) -> Value {
+    let mut result = Some(result);
+    if let Some(tool) = (&mut result as &mut dyn Any)
+        .downcast_mut::<Option<ToolResult>>()
+        .and_then(Option::take)
+    {
+        return match convert::tool_result(tool) {
+            Ok(typed) => {
+                *kept.lock().unwrap_or_else(PoisonError::into_inner) = Some(typed);
+                Value::Object(Map::new())
+            }
+            Err(tool) => tool.into(),
+        };
+    }
+    result.map_or(Value::Null, Into::into)
+}
+
 /// Logs and counts one outcome ([`service::conclude`]). The correlation id and
 /// the JSON-RPC id go only into a refusal's diagnostic, so they are made only for
 /// one.
@@ -1038,9 +1070,8 @@ fn correlation_id() -> String {
 /// why).
 ///
 /// ```
-/// use mrtr::engine::tool_text;
 /// use mrtr::rmcp::{Mrtr, Principals, ToolCall};
-/// use mrtr::{Confirmation, Engine, Keyring};
+/// use mrtr::{Confirmation, Engine, Keyring, ToolResult};
 /// use rmcp::handler::server::router::tool::ToolRouter;
 /// use rmcp::model::{CallToolRequestParams, CallToolResponse};
 /// use rmcp::service::RequestContext;
@@ -1063,10 +1094,10 @@ fn correlation_id() -> String {
 ///     async fn deploy(&self, call: ToolCall) -> Result<CallToolResponse, ErrorData> {
 ///         call.run_typed_async(|round, args: Deploy| async move {
 ///             if round.confirm("confirm", format!("Deploy {}?", args.service))? != Confirmation::Accepted {
-///                 return Ok(tool_text("Nothing was deployed."));
+///                 return Ok(ToolResult::text("Nothing was deployed."));
 ///             }
 ///             round.once_async("deploy", || async { Ok(()) }).await?;
-///             Ok(tool_text(format!("Deployed {}.", args.service)))
+///             Ok(ToolResult::text(format!("Deployed {}.", args.service)))
 ///         })
 ///         .await
 ///     }
@@ -1117,6 +1148,11 @@ impl<S> FromContextPart<ToolCallContext<'_, S>> for ToolCall {
 impl ToolCall {
     /// Runs a synchronous handler (re-run from the top on every round).
     ///
+    /// The handler's result is anything that turns into a result's JSON. A
+    /// [`ToolResult`] of text blocks (structured content or not) is handed to
+    /// rmcp as its `CallToolResult` directly, without going through JSON: the
+    /// cheapest result to return.
+    ///
     /// # Errors
     /// The JSON-RPC errors of the flow; failures the model can act on are tool
     /// errors (`isError: true`) in the `Ok` value.
@@ -1125,9 +1161,10 @@ impl ToolCall {
     pub fn run<F, R>(self, handler: F) -> impl Future<Output = Result<CallToolResponse, ErrorData>>
     where
         F: Fn(Round) -> Result<R, Flow> + Send + Sync,
-        R: Into<Value>,
+        R: Into<Value> + Send + 'static,
     {
-        self.run_async(sync(handler))
+        // Not `sync`: the result stays typed, for `keep_tool_result`.
+        self.run_async(move |round| std::future::ready(handler(round)))
     }
 
     /// Runs an async handler (re-run from the top on every round).
@@ -1138,16 +1175,26 @@ impl ToolCall {
     where
         F: Fn(Round) -> Fut + Send + Sync,
         Fut: Future<Output = Result<R, Flow>> + Send,
-        R: Into<Value>,
+        R: Into<Value> + 'static,
     {
         let Some((Kept { mrtr, params }, caller)) = self.kept else {
             return Err(not_routed());
         };
+        let kept = Mutex::new(None);
+        let keep = |result: R| keep_tool_result(result, &kept);
         // Taken from the extensions: moved, not copied.
         let v = mrtr
-            .execute(CarrierMethod::ToolsCall, params, caller, true, &handler)
+            .execute(
+                CarrierMethod::ToolsCall,
+                params,
+                caller,
+                true,
+                &handler,
+                &keep,
+            )
             .await?;
-        tool_response(v, &mrtr.inner.asks)
+        let typed = kept.into_inner().unwrap_or_else(PoisonError::into_inner);
+        tool_response(v, typed, &mrtr.inner.asks)
     }
 
     /// Runs a synchronous handler with the arguments decoded into `A`; arguments
@@ -1159,7 +1206,7 @@ impl ToolCall {
     where
         A: DeserializeOwned,
         F: Fn(Round, A) -> Result<R, Flow> + Send + Sync,
-        R: Into<Value>,
+        R: Into<Value> + Send + 'static,
     {
         self.run(move |round| {
             let args = round.arguments::<A>()?;
@@ -1180,7 +1227,7 @@ impl ToolCall {
         A: DeserializeOwned + Send,
         F: Fn(Round, A) -> Fut + Send + Sync,
         Fut: Future<Output = Result<R, Flow>> + Send,
-        R: Into<Value>,
+        R: Into<Value> + 'static,
     {
         let handler = &handler;
         self.run_async(move |round: Round| async move {

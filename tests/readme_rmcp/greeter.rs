@@ -1,8 +1,8 @@
 use std::sync::Arc;
 
-use mrtr::engine::{Elicited, Form, tool_text};
+use mrtr::engine::{Elicited, Form};
 use mrtr::rmcp::{Mrtr, Principals, ToolCall};
-use mrtr::{Engine, Keyring};
+use mrtr::{Engine, Keyring, ToolResult};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, ServerCapabilities, ServerConfig};
 use rmcp::service::RequestContext;
@@ -22,11 +22,11 @@ impl Greeter {
     async fn greet(&self, call: ToolCall) -> Result<CallToolResponse, ErrorData> {
         call.run(|round| {
             match round.elicit("name", Form::new("Your name?").string("name", "Name"))? {
-                Elicited::Accepted(f) => Ok(tool_text(format!(
+                Elicited::Accepted(f) => Ok(ToolResult::text(format!(
                     "Hello, {}!",
                     f.str("name").unwrap_or("you")
                 ))),
-                _ => Ok(tool_text("Hello, whoever you are!")),
+                _ => Ok(ToolResult::text("Hello, whoever you are!")),
             }
         })
         .await

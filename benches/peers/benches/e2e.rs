@@ -54,8 +54,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use mrtr::engine::{Elicited, Form, tool_text};
+use mrtr::engine::{Elicited, Form};
 use mrtr::principal::Principal;
+use mrtr::result::ToolResult;
 use mrtr::rmcp::{Mrtr, Principals, ToolCall};
 use mrtr::seal::{Binding, BindingInput, Claims, Key, SealConfig, Sealer, UntrustedState};
 use mrtr::time::Timestamp;
@@ -233,11 +234,11 @@ impl MrtrServer {
     async fn greet(&self, call: ToolCall) -> Result<CallToolResponse, ErrorData> {
         call.run(|r| {
             match r.elicit(ASK, Form::new("What is your name?").string("name", "Name"))? {
-                Elicited::Accepted(f) => Ok(tool_text(format!(
+                Elicited::Accepted(f) => Ok(ToolResult::text(format!(
                     "Hello, {}!",
                     f.str("name").unwrap_or_default()
                 ))),
-                _ => Ok(tool_text("No name given.")),
+                _ => Ok(ToolResult::text("No name given.")),
             }
         })
         .await
