@@ -1323,4 +1323,21 @@ mod tests {
             json!({"sampling": {}})
         );
     }
+
+    #[test]
+    fn only_a_text_tool_result_is_kept_aside() {
+        let kept = Mutex::new(None);
+        let taken = |kept: &Mutex<Option<CallToolResult>>| kept.lock().unwrap().take();
+        // A ToolResult of text: an empty object for the engine, rmcp's type kept.
+        assert_eq!(keep_tool_result(ToolResult::text("hi"), &kept), json!({}));
+        let typed = serde_json::to_value(taken(&kept).unwrap()).unwrap();
+        assert_eq!(typed["content"][0]["text"], "hi");
+        // A JSON value, and a ToolResult the direct path does not take: their JSON.
+        let value = crate::engine::tool_text("hi");
+        assert_eq!(keep_tool_result(value.clone(), &kept), value);
+        let link =
+            ToolResult::text("a").with_link(crate::result::ResourceLink::new("file:///a", "a"));
+        assert_eq!(keep_tool_result(link.clone(), &kept), Value::from(link));
+        assert!(taken(&kept).is_none());
+    }
 }

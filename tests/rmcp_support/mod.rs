@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use mrtr::engine::{Elicited, Form, RootsAsk, Sampling, prompt_text, resource_text, tool_text};
 use mrtr::error::{Retry, ToolAdvice};
 use mrtr::rmcp::{Mrtr, Principals, ToolCall};
-use mrtr::{Flow, Principal};
+use mrtr::{Flow, Principal, ToolResult};
 use rmcp::handler::server::common::FromContextPart;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
@@ -74,7 +74,9 @@ impl TestServer {
         }
     }
 
-    /// Asks the user's name (sync handler).
+    /// Asks the user's name (sync handler). It and `deploy` return a
+    /// `ToolResult`, which reaches rmcp in its own type; the other tools return
+    /// `tool_text`'s JSON value, which takes the JSON path.
     #[tool(description = "Asks your name, then greets you.")]
     async fn greet(&self, call: ToolCall) -> Result<CallToolResponse, ErrorData> {
         call.run(|r| {
@@ -82,7 +84,10 @@ impl TestServer {
                 "user_name",
                 Form::new("What is your name?").string("name", "Name"),
             )?;
-            Ok(tool_text(format!("Hello, {}!", name_of(&name, "name"))))
+            Ok(ToolResult::text(format!(
+                "Hello, {}!",
+                name_of(&name, "name")
+            )))
         })
         .await
     }
@@ -108,7 +113,7 @@ impl TestServer {
                                 Ok(deployments.fetch_add(1, Ordering::SeqCst) + 1)
                             })
                             .await?;
-                        Ok(tool_text(format!(
+                        Ok(ToolResult::text(format!(
                             "Deployed {} (deployment #{n}).",
                             args.service
                         )))
