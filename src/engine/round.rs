@@ -10,14 +10,14 @@ use serde_json::Value;
 use super::ask::{Elicited, Fields, Form, RootsAsk, Sampling, UrlVisit};
 use super::state::{Asked, FlowState, QuestionDigest, SealedAnswer};
 use super::{AnswerPolicy, Engine, Outcome};
-use crate::answers::validate_owned_content;
+use crate::answers::validate_content;
 use crate::capability::{self, Decision, Necessity};
 use crate::error::{Error, Fallback, Retry, ToolAdvice};
 use crate::metrics::OnceResult;
 use crate::replay::{self, Claim, ClaimOutcome, PrincipalKey, ReplayGuard};
 use crate::seal::{Binding, Claims, SealError, Verified};
 use crate::time::Timestamp;
-use crate::wire::input::{ElicitAction, ElicitParams, InputResponse};
+use crate::wire::input::{ElicitAction, ElicitParams, ElicitResult, InputResponse};
 use crate::wire::{CarrierMethod, CarrierRequest};
 use crate::wire::{
     ClientCapabilities, CreateMessageResult, InputKind, InputRequest, InputRequests,
@@ -949,37 +949,34 @@ fn accept(
     v: &Value,
     fits: &dyn Fn(&Value) -> Result<(), String>,
 ) -> Result<InputResponse, String> {
-    let resp = InputResponse::parse_as(kind, v).map_err(|_| {
-        "The previous answer was not in the expected format; please answer again.".to_owned()
-    })?;
-    let resp = match (resp, request) {
-        (InputResponse::Elicit(mut e), InputRequest::Elicit(ElicitParams::Form(f))) => {
-            if e.action == ElicitAction::Accept {
-                let content = e.content.take().unwrap_or_default();
-                let kept =
-                    validate_owned_content(&f.requested_schema, content).map_err(|problems| {
-                        let list: Vec<String> = problems.iter().map(ToString::to_string).collect();
-                        format!("Please correct: {}.", list.join("; "))
-                    })?;
-                let kept = Value::Object(kept);
-                fits(&kept).map_err(|note| format!("Please correct: {note}"))?;
-                // Always an object: it was made one just above.
-                e.content = match kept {
-                    Value::Object(m) => Some(m),
-                    _ => None,
-                };
-            } else {
-                e.content = None;
-            }
-            InputResponse::Elicit(e)
-        }
-        (InputResponse::Elicit(mut e), InputRequest::Elicit(ElicitParams::Url(_))) => {
-            e.content = None;
-            InputResponse::Elicit(e)
-        }
-        (r, _) => r,
+    let unreadable =
+        || "The previous answer was not in the expected format; please answer again.".to_owned();
+    // An elicitation's answer is read with its content borrowed: what is kept of
+    // it (an accepted form's declared fields, and nothing for a URL) is copied once.
+    let InputRequest::Elicit(params) = request else {
+        return InputResponse::parse_as(kind, v).map_err(|_| unreadable());
     };
-    Ok(resp)
+    let (action, content) = ElicitResult::parts(v).map_err(|_| unreadable())?;
+    let content = match (params, action) {
+        (ElicitParams::Form(f), ElicitAction::Accept) => {
+            let empty = JsonObject::new();
+            let kept = validate_content(&f.requested_schema, content.unwrap_or(&empty)).map_err(
+                |problems| {
+                    let list: Vec<String> = problems.iter().map(ToString::to_string).collect();
+                    format!("Please correct: {}.", list.join("; "))
+                },
+            )?;
+            let kept = Value::Object(kept);
+            fits(&kept).map_err(|note| format!("Please correct: {note}"))?;
+            // Always an object: it was made one just above.
+            match kept {
+                Value::Object(m) => Some(m),
+                _ => None,
+            }
+        }
+        _ => None,
+    };
+    Ok(InputResponse::Elicit(ElicitResult { action, content }))
 }
 
 #[cfg(test)]

@@ -408,6 +408,16 @@ impl ElicitResult {
     /// # Errors
     /// When the shape does not match.
     pub fn from_value(v: &Value) -> Result<Self, WireError> {
+        let (action, content) = Self::parts(v)?;
+        Ok(Self {
+            action,
+            content: content.cloned(),
+        })
+    }
+
+    /// [`ElicitResult::from_value`]'s checks, with the content borrowed: for a
+    /// reader that keeps only part of it (a form's declared fields).
+    pub(crate) fn parts(v: &Value) -> Result<(ElicitAction, Option<&JsonObject>), WireError> {
         let o = v
             .as_object()
             .ok_or_else(|| WireError::new("an elicitation answer must be an object"))?;
@@ -437,11 +447,11 @@ impl ElicitResult {
                         )));
                     }
                 }
-                Some(c.clone())
+                Some(c)
             }
             Some(_) => return Err(WireError::new("elicitation content must be an object")),
         };
-        Ok(Self { action, content })
+        Ok((action, content))
     }
 
     /// The JSON form.
