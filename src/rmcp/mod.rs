@@ -909,14 +909,16 @@ fn ask_failed(detail: String) -> Error {
 fn legacy_of(context: &RmcpContext<RoleServer>) -> Option<Legacy> {
     // As `RequestContext::protocol_version` decides (the request's `_meta`, else
     // what initialize negotiated; versions order as strings), with the request's
-    // version read in place rather than decoded into a copy.
+    // version read in place rather than decoded into a copy, and found by a walk
+    // over `_meta`'s few keys rather than by hashing the long one.
     let current = ProtocolVersion::V_2026_07_28;
     let meta_version = context
         .meta
         .0
         .0
-        .get(crate::wire::meta::META_PROTOCOL_VERSION)
-        .and_then(Value::as_str);
+        .iter()
+        .find(|(k, _)| k.as_str() == crate::wire::meta::META_PROTOCOL_VERSION)
+        .and_then(|(_, v)| v.as_str());
     let legacy = match meta_version {
         Some(v) => v < current.as_str(),
         None => context.peer.peer_info()?.protocol_version < current,
