@@ -53,29 +53,32 @@ pub fn missing(
     declared: &ClientCapabilities,
     request: &InputRequest,
 ) -> Option<ClientCapabilities> {
-    let mut need = ClientCapabilities::default();
+    // Built only when something lacks: a served ask (the common case) allocates
+    // and compares nothing.
+    let elicitation = |e| ClientCapabilities {
+        elicitation: Some(e),
+        ..Default::default()
+    };
     match request {
         InputRequest::Elicit(ElicitParams::Form(_)) => match &declared.elicitation {
-            None => need.elicitation = Some(ElicitationCapability::default()),
-            Some(e) if !e.supports_form() => {
-                need.elicitation = Some(ElicitationCapability {
-                    form: Some(JsonObject::new()),
-                    ..Default::default()
-                });
-            }
-            Some(_) => {}
+            None => Some(elicitation(ElicitationCapability::default())),
+            Some(e) if !e.supports_form() => Some(elicitation(ElicitationCapability {
+                form: Some(JsonObject::new()),
+                ..Default::default()
+            })),
+            Some(_) => None,
         },
         InputRequest::Elicit(ElicitParams::Url(_)) => {
-            if !declared
+            let served = declared
                 .elicitation
                 .as_ref()
-                .is_some_and(ElicitationCapability::supports_url)
-            {
-                need.elicitation = Some(ElicitationCapability {
+                .is_some_and(ElicitationCapability::supports_url);
+            (!served).then(|| {
+                elicitation(ElicitationCapability {
                     url: Some(JsonObject::new()),
                     ..Default::default()
-                });
-            }
+                })
+            })
         }
         InputRequest::CreateMessage(p) => {
             let wants_tools = p.tools.is_some() || p.tool_choice.is_some();
@@ -83,21 +86,20 @@ pub fn missing(
             let has = declared.sampling.as_ref();
             let lacks_tools = wants_tools && has.is_none_or(|s| s.tools.is_none());
             let lacks_context = wants_context && has.is_none_or(|s| s.context.is_none());
-            if has.is_none() || lacks_tools || lacks_context {
-                need.sampling = Some(SamplingCapability {
+            (has.is_none() || lacks_tools || lacks_context).then(|| ClientCapabilities {
+                sampling: Some(SamplingCapability {
                     tools: lacks_tools.then(JsonObject::new),
                     context: lacks_context.then(JsonObject::new),
                     ..Default::default()
-                });
-            }
+                }),
+                ..Default::default()
+            })
         }
-        InputRequest::ListRoots { .. } => {
-            if declared.roots.is_none() {
-                need.roots = Some(JsonObject::new());
-            }
-        }
+        InputRequest::ListRoots { .. } => declared.roots.is_none().then(|| ClientCapabilities {
+            roots: Some(JsonObject::new()),
+            ..Default::default()
+        }),
     }
-    (!need.is_empty()).then_some(need)
 }
 
 /// Merges `more` into `acc` (union of capability trees).
