@@ -429,8 +429,10 @@ impl Sealer {
             self.inner.size_hint.store(buf.len(), Ordering::Relaxed);
         }
         // Encode straight into an exact-size buffer: `encode_string` would stage chunks
-        // and copy them again. Zeroed by `resize`, not allocated zeroed: the
-        // allocator's zeroing path costs more than writing these few hundred bytes.
+        // and copy them again (measured slower).
+        #[allow(clippy::slow_vector_initialization)]
+        // why: zeroed by `resize`, not allocated zeroed as `vec![0; n]` is: the
+        // allocator's zeroing path costs more than writing a token's few hundred bytes.
         let mut out = Vec::with_capacity(token_len);
         out.resize(token_len, 0u8);
         let written = URL_SAFE_NO_PAD
