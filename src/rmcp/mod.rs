@@ -347,9 +347,7 @@ impl Params {
     /// The target named, for the log and a [`Service`]'s registry.
     fn target(&self, method: CarrierMethod) -> Option<&str> {
         match self {
-            Self::Parsed { target, request } => target
-                .as_deref()
-                .or_else(|| request.as_ref().ok().map(CarrierRequest::target)),
+            Self::Parsed { target, request } => log_target(target.as_deref(), request),
             Self::Legacy(p, _) => p.get(method.target_param()).and_then(Value::as_str),
         }
     }
@@ -769,7 +767,7 @@ impl Mrtr {
         G: FnOnce(Round) -> Fut,
         Fut: Future<Output = Result<Value, Flow>>,
     {
-        let target = target.or_else(|| request.as_ref().ok().map(CarrierRequest::target));
+        let target = log_target(target, &request);
         let (mut ctx, mut log) = self.log_context(method, target);
         // The sync part first: what the future holds across the handler's await is
         // the begun round, not the request it came from.
@@ -903,6 +901,16 @@ fn ask_failed(detail: String) -> Error {
         "legacy_ask",
         detail,
     )
+}
+
+/// The target a request names for the log: `target` when it was read beside the
+/// request, else the parsed request's own (a `tools/call` from rmcp's params
+/// keeps a copy only for a request that did not parse).
+fn log_target<'a>(
+    target: Option<&'a str>,
+    request: &'a Result<CarrierRequest, RequestError>,
+) -> Option<&'a str> {
+    target.or_else(|| request.as_ref().ok().map(CarrierRequest::target))
 }
 
 /// The caller when it negotiated a protocol without MRTR (before 2026-07-28).
