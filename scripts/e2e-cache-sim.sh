@@ -6,17 +6,18 @@
 #
 # Why: on the 2-vCPU host of the README's figures, mrtr's extra time per flow in the
 # e2e bench is about three times what its extra instructions would take at the rate
-# the rest of the server runs them; the rest goes to cache misses, mostly on code
-# (README, "Performance"). Wall-clock runs cannot resolve a change of one or two
+# the rest of the server runs them, and cache misses, mostly on code, are the likely
+# rest (README, "Performance"). Wall-clock runs cannot resolve a change of one or two
 # percent on that host; these counts can, and they say where the misses are.
 #
 # Simulated: first-level caches of 32 KiB for instructions and for data (8-way,
 # 64-byte lines, as on that host), and the last level as that host's 1 MiB 8-way
 # second-level cache (callgrind simulates two levels). Valgrind runs every thread on
 # one simulated core, so the load driver's own work passes through the same
-# simulated caches between the server's requests: the absolute miss counts are
-# pessimistic, and the differences between variants (or between two builds) are
-# what to read. Instruction counts repeat to within about 0.2% from run to run; the
+# simulated caches between the server's requests, as on a host whose two CPUs are
+# hyperthreads of one core; where they have caches of their own the absolute miss
+# counts are pessimistic. The differences between variants (or between two builds)
+# are what to read. Instruction counts repeat to within about 0.2% from run to run; the
 # miss counts by up to a tenth, with how the driver's work interleaves. SHA-256 runs
 # without the CPU's SHA instructions under valgrind, so its instructions count
 # several times too high.
