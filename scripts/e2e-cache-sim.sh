@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # The servers of benches/peers' e2e bench under callgrind: instructions, simulated
-# cache misses and `malloc` calls per two-round flow on the servers' thread.
+# cache misses and branch mispredictions, and `malloc` calls, per two-round flow on
+# the servers' thread.
 #
 #   scripts/e2e-cache-sim.sh [VARIANT ...]      (rmcp, floor, mrtr; default all three)
 #
 # Why: on the 2-vCPU host of the README's figures, mrtr's extra time per flow in the
-# e2e bench is about three times what its extra instructions would take at the rate
-# the rest of the server runs them, and cache misses, mostly on code, are the likely
-# rest (README, "Performance"). Wall-clock runs cannot resolve a change of one or two
-# percent on that host; these counts can, and they say where the misses are.
+# e2e bench is two to three times what its extra instructions would take at the rate
+# the rest of the server runs; about 2 µs of it is code fetched again every flow, and
+# the rest is instructions that run slower than the server's average, with more
+# mispredicted branches and data misses (README, "Performance"). Wall-clock runs
+# cannot resolve a change of one or two percent on that host; these counts can, and
+# they say where it goes.
 #
 # Simulated: first-level caches of 32 KiB for instructions and for data (8-way,
 # 64-byte lines, as on that host), and the last level as that host's 1 MiB 8-way
@@ -17,12 +20,13 @@
 # simulated caches between the server's requests, as on a host whose two CPUs are
 # hyperthreads of one core; where they have caches of their own the absolute miss
 # counts are pessimistic. The differences between variants (or between two builds)
-# are what to read. Instruction counts repeat to within about 0.2% from run to run; the
-# miss counts by up to a tenth, with how the driver's work interleaves. SHA-256 runs
-# without the CPU's SHA instructions under valgrind, so its instructions count
-# several times too high.
+# are what to read. Branches go through valgrind's simple predictor model, which
+# mispredicts more than a modern CPU; again, read the differences. Instruction counts
+# repeat to within about 0.2% from run to run, the other counts to within a tenth.
+# SHA-256 runs without the CPU's SHA instructions under valgrind, so its
+# instructions count several times too high.
 #
-# Takes under a minute for the three (3 s of load each, under valgrind). Needs
+# Takes a minute or two for the three (3 s of load each, under valgrind). Needs
 # valgrind; installs it with apt-get when missing and running as root.
 set -euo pipefail
 
@@ -51,10 +55,10 @@ bin=benches/peers/$bin
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
-echo "variant     flows  instructions  I1 misses  L2 code misses  D1 misses  L2 data misses  malloc"
+echo "variant     flows  instructions  I1 misses  L2 code misses  D1 misses  L2 data misses  mispredicted: cond  indirect  malloc"
 for v in "${variants[@]}"; do
     E2E_ONLY=$v E2E_SECONDS=3 E2E_PAIRS=1 E2E_CONNECTIONS=4 \
-        valgrind --tool=callgrind --cache-sim=yes \
+        valgrind --tool=callgrind --cache-sim=yes --branch-sim=yes \
         --I1=32768,8,64 --D1=32768,8,64 --LL=1048576,8,64 \
         --separate-threads=yes --callgrind-out-file="$out/$v.out" "$bin" >"$out/$v.log" 2>&1 ||
         { cat "$out/$v.log" >&2; die "$v: the bench failed under valgrind"; }
@@ -96,6 +100,7 @@ for line in text.splitlines():
 
 per = lambda k: totals.get(k, 0) / flows
 print(f"{v:<8} {flows:8.0f}  {per('Ir'):12.0f}  {per('I1mr'):9.0f}  {per('ILmr'):14.0f}"
-      f"  {per('D1mr') + per('D1mw'):9.0f}  {per('DLmr') + per('DLmw'):14.0f}  {mallocs / flows:6.1f}")
+      f"  {per('D1mr') + per('D1mw'):9.0f}  {per('DLmr') + per('DLmw'):14.0f}"
+      f"  {per('Bcm'):18.0f}  {per('Bim'):8.0f}  {mallocs / flows:6.1f}")
 PY
 done
