@@ -303,8 +303,19 @@ impl Params {
         request: &P,
         context: &RmcpContext<RoleServer>,
     ) -> Self {
+        Self::of_wire(method, request, context, legacy_of(context))
+    }
+
+    /// [`Params::of`] with the caller's protocol already decided: `legacy` is
+    /// [`legacy_of`] the context.
+    fn of_wire<P: serde::Serialize>(
+        method: CarrierMethod,
+        request: &P,
+        context: &RmcpContext<RoleServer>,
+        legacy: Option<Legacy>,
+    ) -> Self {
         let params = wire_params(request, context);
-        match legacy_of(context) {
+        match legacy {
             Some(legacy) => Self::Legacy(params, legacy),
             None => {
                 let (target, request) = parse_wire(method, &Value::Object(params));
@@ -321,8 +332,9 @@ impl Params {
     /// on one); the arguments are copied, since a `Parameters<T>` beside the
     /// [`ToolCall`] still reads them from `request`.
     fn of_tool(request: &mut CallToolRequestParams, context: &RmcpContext<RoleServer>) -> Self {
-        if legacy_of(context).is_some() || request.meta.is_some() {
-            return Self::of(CarrierMethod::ToolsCall, &*request, context);
+        let legacy = legacy_of(context);
+        if legacy.is_some() || request.meta.is_some() {
+            return Self::of_wire(CarrierMethod::ToolsCall, &*request, context, legacy);
         }
         let meta = &context.meta.0.0;
         let parsed = CarrierRequest::from_fields(
