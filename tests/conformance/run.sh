@@ -22,9 +22,10 @@
 #   MRTR_SERVE_ARGS         extra arguments for `mrtr serve` (word-split)
 #
 # It installs @modelcontextprotocol/conformance and a Node 22 runtime from npm
-# into the cache dir (once), builds `mrtr` and the rmcp example (debug profile:
-# CI has just built the debug artifacts for `cargo test`, so this is nearly free;
-# the suite's requests are tiny), starts each server on a free loopback port,
+# into the cache dir (once), builds `mrtr` and the rmcp example (debug profile, as
+# the suite's requests are tiny; each with the features a user builds it with, so
+# cargo compiles the crate again rather than reuse `cargo test`'s all-features
+# build), starts each server on a free loopback port,
 # runs each scenario with -o, stops the server, and fails on any check whose
 # status is FAILURE or WARNING (stricter than the harness, whose server leg
 # ignores warnings). Results go to $OUT/mrtr/ and $OUT/rmcp/.
