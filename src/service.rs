@@ -815,9 +815,12 @@ where
     G: FnOnce(Round) -> Fut,
     Fut: Future<Output = Result<Value, Flow>>,
 {
-    match start_carrier(engine, method, request, ctx, log, handler_for) {
+    match start_carrier(engine, method, request, ctx, handler_for) {
         Start::Done(outcome) => outcome,
-        Start::Run(started) => started.run(handler_timeout, deadline).await,
+        Start::Run(started) => {
+            log.round = Some(started.round_number());
+            started.run(handler_timeout, deadline).await
+        }
     }
 }
 
@@ -829,6 +832,16 @@ pub(crate) enum Start<G> {
     Done(Outcome),
     /// The round is open; [`Started::run`] runs the handler and ends it.
     Run(Started<G>),
+}
+
+impl<G> Start<G> {
+    /// The number of the round begun, if one was.
+    pub(crate) fn round_number(&self) -> Option<u32> {
+        match self {
+            Self::Done(_) => None,
+            Self::Run(started) => Some(started.round_number()),
+        }
+    }
 }
 
 /// A round begun for its handler: what [`Started::run`] needs, and no more (a
@@ -849,7 +862,6 @@ pub(crate) fn start_carrier<H, G>(
     method: CarrierMethod,
     request: Result<CarrierRequest, RequestError>,
     ctx: &RequestContext,
-    log: &mut RequestLog,
     handler_for: H,
 ) -> Start<G>
 where
@@ -871,7 +883,6 @@ where
         Err(e) => return Start::Done(Outcome::from_error(Some(method), e)),
         Ok(round) => round,
     };
-    log.round = Some(round.number());
     let (round, finisher) = round.hand_over();
     Start::Run(Started {
         method,
@@ -882,6 +893,11 @@ where
 }
 
 impl<G> Started<G> {
+    /// The round's number in its flow (1 = first round).
+    pub(crate) fn round_number(&self) -> u32 {
+        self.round.number()
+    }
+
     /// Runs the handler with panics caught and `deadline` enforced, and ends the
     /// round: sealed if it asks, abandoned if it panicked or overran.
     pub(crate) async fn run<D, Fut>(self, handler_timeout: Duration, deadline: D) -> Outcome
@@ -900,24 +916,53 @@ impl<G> Started<G> {
         // part is caught like one in its future.
         let run = AssertUnwindSafe(async move { handler(round).await }).catch_unwind();
         match select(pin!(run), pin!(deadline)).await {
-            Either::Left((Ok(result), _)) => same_carrier(method, finisher.finish(result)),
-            Either::Left((Err(_panic), _)) => {
-                finisher.abandon();
-                Outcome::Protocol(Error::internal("handler panicked"))
-            }
+            Either::Left((ran, _)) => ended(method, finisher, ran),
             Either::Right(((), _)) => {
                 finisher.abandon();
                 Outcome::from_error(Some(method), overdue(handler_timeout))
             }
         }
     }
+
+    /// Runs a synchronous handler here and now, with panics caught, and ends the
+    /// round: what [`Started::run`] gives for a handler whose future is ready on
+    /// its first poll (there, too, the deadline is never reached first), without
+    /// a future around it.
+    pub(crate) fn run_sync(self) -> Outcome
+    where
+        G: FnOnce(Round) -> Result<Value, Flow>,
+    {
+        let Self {
+            method,
+            handler,
+            round,
+            finisher,
+        } = self;
+        let ran = std::panic::catch_unwind(AssertUnwindSafe(move || handler(round)));
+        ended(method, finisher, ran)
+    }
 }
 
-/// Ends a request in the log and the metrics: the outcome label, the private
-/// diagnostic of a refusal (through `tracing`, target `mrtr::diag`), the counters.
+/// Ends a round with what its handler's run gave: sealed if it asks, abandoned
+/// if the handler panicked.
+fn ended(
+    method: CarrierMethod,
+    finisher: Finisher,
+    ran: std::thread::Result<Result<Value, Flow>>,
+) -> Outcome {
+    match ran {
+        Ok(result) => same_carrier(method, finisher.finish(result)),
+        Err(_panic) => {
+            finisher.abandon();
+            Outcome::Protocol(Error::internal("handler panicked"))
+        }
+    }
+}
+
+/// Ends a request in the log and the metrics ([`report`]), and fills in its
+/// access-log line: the outcome label, and a refusal's private reason and detail.
 /// `outcome` is `None` for a notification; `name` is the registered name of the
-/// tool or prompt, if it is one. The one place both [`Service`] and the `rmcp`
-/// adapter record a request.
+/// tool or prompt, if it is one.
 pub(crate) fn conclude(
     outcome: Option<&Outcome>,
     id: Option<&RequestId>,
@@ -925,7 +970,12 @@ pub(crate) fn conclude(
     log: &mut RequestLog,
     name: Option<&str>,
 ) {
-    record(log, outcome, name);
+    let named = Named {
+        method: log.method.as_deref(),
+        target: log.target.as_deref(),
+        round: log.round,
+    };
+    report(outcome, id, &ctx.correlation_id, named, name);
     let Some(outcome) = outcome else {
         log.outcome = "notification".into();
         return;
@@ -934,13 +984,39 @@ pub(crate) fn conclude(
     if let Some(e) = outcome.error() {
         log.reject_reason = e.diagnostic().reject_reason;
         log.detail = Some(e.diagnostic().detail.clone());
+    }
+}
+
+/// What a request's diagnostic and metrics name it by: its method, its target
+/// (the tool or prompt name, or the resource URI) and its round, when known.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Named<'a> {
+    pub(crate) method: Option<&'a str>,
+    pub(crate) target: Option<&'a str>,
+    pub(crate) round: Option<u32>,
+}
+
+/// Ends a request in the metrics and, for a refusal, its private diagnostic
+/// (through `tracing`, target `mrtr::diag`, with `correlation_id` and the
+/// JSON-RPC `id`). `outcome` is `None` for a notification; `name` is the
+/// registered name of the tool or prompt, if it is one. The one place both
+/// [`Service`] (through [`conclude`]) and the `rmcp` adapter record a request.
+pub(crate) fn report(
+    outcome: Option<&Outcome>,
+    id: Option<&RequestId>,
+    correlation_id: &str,
+    named: Named<'_>,
+    name: Option<&str>,
+) {
+    record(named, outcome, name);
+    if let Some(e) = outcome.and_then(Outcome::error) {
         let logged_id = id.map(log_id);
         e.log(&DiagContext {
-            correlation_id: &ctx.correlation_id,
+            correlation_id,
             jsonrpc_id: logged_id.as_ref(),
-            method: log.method.as_deref(),
-            target: log.target.as_deref(),
-            round: log.round,
+            method: named.method,
+            target: named.target,
+            round: named.round,
         });
     }
 }
@@ -949,8 +1025,8 @@ pub(crate) fn conclude(
 /// reason, and the round it was. Every label value comes from a closed set:
 /// the methods routed here, the outcomes, the error codes, and the names
 /// registered on the server (`name`; never the client's string for an unknown one).
-fn record(log: &RequestLog, outcome: Option<&Outcome>, name: Option<&str>) {
-    let method = metrics::method_label(log.method.as_deref());
+fn record(named: Named<'_>, outcome: Option<&Outcome>, name: Option<&str>) {
+    let method = metrics::method_label(named.method);
     let result = match outcome {
         None => RequestOutcome::Notification,
         Some(Outcome::Complete(_)) => RequestOutcome::Complete,
@@ -966,7 +1042,7 @@ fn record(log: &RequestLog, outcome: Option<&Outcome>, name: Option<&str>) {
     {
         metrics::state_rejected(reason);
     }
-    if let Some(n) = log.round {
+    if let Some(n) = named.round {
         metrics::round(n);
     }
 }

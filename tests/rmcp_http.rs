@@ -389,3 +389,22 @@ fn an_async_handler_past_its_deadline_is_a_retryable_tool_error() {
     // A hang detector with a wide margin, not a timing assertion.
     assert!(started.elapsed() < Duration::from_secs(30));
 }
+
+#[test]
+fn a_panicking_handler_is_32603_and_the_server_serves_on() {
+    rmcp_support::capture_log();
+    let s = start();
+    // A synchronous handler runs with no future around it: its panic is caught
+    // there, as an async handler's is in its future.
+    for (id, name) in [(1, "panics_sync"), (2, "panics_async")] {
+        let v = call(s.addr, &tool(id, name, None));
+        let e = rpc_error(&v, -32603);
+        assert!(!e.to_string().contains("bug"), "{v}");
+    }
+    let log = rmcp_support::captured_log();
+    assert_eq!(log.matches("handler panicked").count(), 2, "{log}");
+    // The server still answers, and the same tool's next call is caught again.
+    let v = call(s.addr, &tool(3, "greet", None));
+    assert_eq!(v["result"]["resultType"], "input_required", "{v}");
+    rpc_error(&call(s.addr, &tool(4, "panics_sync", None)), -32603);
+}

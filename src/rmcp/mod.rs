@@ -129,7 +129,7 @@ mod convert;
 use crate::error::{Error, Fallback, Retry, ToolAdvice};
 use crate::principal::Principal;
 use crate::result::ToolResult;
-use crate::service::{self, RequestContext, RequestLog, Service, Start};
+use crate::service::{self, RequestContext, Service, Start};
 use crate::time::Timestamp;
 use crate::wire::jsonrpc::RequestId;
 use crate::wire::{CarrierMethod, CarrierRequest, PROTOCOL_VERSION, RequestError};
@@ -401,6 +401,8 @@ impl Mrtr {
     /// [`defaults::HANDLER_TIMEOUT`](crate::defaults::HANDLER_TIMEOUT)): a handler
     /// still running then is abandoned, nothing it did in that run is sealed, and
     /// the request gets a retryable tool error on `tools/call`, -32603 elsewhere.
+    /// Only an async handler can be abandoned, at an `.await`: a synchronous one
+    /// runs to its end, so give work that may take long an async handler.
     #[must_use]
     pub fn handler_timeout(self, timeout: Duration) -> Self {
         self.with(|i| i.handler_timeout = timeout)
@@ -469,8 +471,12 @@ impl Mrtr {
         F: Fn(Round) -> Result<R, Flow> + Send + Sync,
         R: Into<Value>,
     {
-        let handler = sync(handler);
-        self.get_prompt_async(request, context, handler).await
+        let method = CarrierMethod::PromptsGet;
+        let params = Params::of(method, &request, &context);
+        let v = self
+            .execute_sync(method, params, self.caller(&context), &handler, &R::into)
+            .await?;
+        prompt_response(v, &self.inner.asks)
     }
 
     /// The body of `ServerHandler::get_prompt`, with an async handler.
@@ -508,8 +514,12 @@ impl Mrtr {
         F: Fn(Round) -> Result<R, Flow> + Send + Sync,
         R: Into<Value>,
     {
-        let handler = sync(handler);
-        self.read_resource_async(request, context, handler).await
+        let method = CarrierMethod::ResourcesRead;
+        let params = Params::of(method, &request, &context);
+        let v = self
+            .execute_sync(method, params, self.caller(&context), &handler, &R::into)
+            .await?;
+        resource_response(v, &self.inner.asks)
     }
 
     /// The body of `ServerHandler::read_resource`, with an async handler.
@@ -660,6 +670,36 @@ impl Mrtr {
         })
     }
 
+    /// [`Mrtr::execute`] for a synchronous handler. A 2026-07-28 round runs on
+    /// this future's first poll with no future around the handler: its future
+    /// would be ready on its first poll, so the deadline could never be reached
+    /// first, and a future would only add its state to the tool's. A 2025-11-25
+    /// flow, which awaits its client between rounds, runs boxed.
+    async fn execute_sync<F, R, C>(
+        &self,
+        method: CarrierMethod,
+        params: Params,
+        caller: Caller,
+        handler: &F,
+        complete: &C,
+    ) -> Result<Reply, ErrorData>
+    where
+        F: Fn(Round) -> Result<R, Flow> + Sync,
+        C: Fn(R) -> Value + Sync,
+    {
+        match params {
+            Params::Parsed { target, request } => {
+                let Caller { principal, id } = caller;
+                let run = |round| handler(round).map(complete);
+                to_reply(self.round_sync(method, target.as_deref(), request, &id, principal, run))
+            }
+            Params::Legacy(params, legacy) => {
+                let handler_for = || Some(|round| std::future::ready(handler(round).map(complete)));
+                Box::pin(self.legacy_flow(method, params, legacy, caller, true, &handler_for)).await
+            }
+        }
+    }
+
     async fn execute_with<H, G, Fut>(
         &self,
         method: CarrierMethod,
@@ -779,26 +819,11 @@ impl Mrtr {
         G: FnOnce(Round) -> Fut,
         Fut: Future<Output = Result<Value, Flow>>,
     {
-        let target = log_target(target, &request);
-        let (mut ctx, mut log) = self.log_context(method, target);
         // The sync part first: what the future holds across the handler's await is
         // the begun round, not the request it came from.
-        let (started, name) = match principal {
-            Err(e) => (Start::Done(Outcome::Protocol(e)), None),
-            Ok(principal) => {
-                ctx.principal = principal;
-                let started = service::start_carrier(
-                    &self.inner.engine,
-                    method,
-                    request,
-                    &ctx,
-                    &mut log,
-                    |_| handler_for(),
-                );
-                (started, log.target.clone().filter(|_| registered))
-            }
-        };
-        let outcome = match started {
+        let (start, target) = self.begin(method, target, request, principal, handler_for);
+        let round = start.round_number();
+        let outcome = match start {
             Start::Done(outcome) => outcome,
             Start::Run(started) => {
                 let timeout = self.inner.handler_timeout;
@@ -810,8 +835,61 @@ impl Mrtr {
                     .await
             }
         };
-        conclude(&outcome, &mut ctx, &mut log, name.as_deref(), id);
+        let name = target.as_deref().filter(|_| registered);
+        conclude(&outcome, method, target.as_deref(), round, name, id);
         outcome
+    }
+
+    /// [`Mrtr::round`] with a synchronous handler of a registered target, run here
+    /// ([`Mrtr::execute_sync`]).
+    fn round_sync<G>(
+        &self,
+        method: CarrierMethod,
+        target: Option<&str>,
+        request: Result<CarrierRequest, RequestError>,
+        id: &::rmcp::model::RequestId,
+        principal: Result<Principal, Error>,
+        handler: G,
+    ) -> Outcome
+    where
+        G: FnOnce(Round) -> Result<Value, Flow>,
+    {
+        let (start, target) = self.begin(method, target, request, principal, || Some(handler));
+        let round = start.round_number();
+        let outcome = match start {
+            Start::Done(outcome) => outcome,
+            Start::Run(started) => started.run_sync(),
+        };
+        let target = target.as_deref();
+        conclude(&outcome, method, target, round, target, id);
+        outcome
+    }
+
+    /// A round up to its handler: the principal, and the round begun on the
+    /// engine (or refused before it); with the target for [`conclude`] (`target`
+    /// names it when `request` does not: it did not parse).
+    fn begin<G>(
+        &self,
+        method: CarrierMethod,
+        target: Option<&str>,
+        request: Result<CarrierRequest, RequestError>,
+        principal: Result<Principal, Error>,
+        handler_for: impl FnOnce() -> Option<G>,
+    ) -> (Start<G>, Option<String>) {
+        let target = log_target(target, &request).map(log_target_owned);
+        let start = match principal {
+            Err(e) => Start::Done(Outcome::Protocol(e)),
+            Ok(principal) => {
+                let ctx = RequestContext {
+                    principal,
+                    now: Timestamp::now(),
+                    correlation_id: String::new(),
+                    http_headers: None,
+                };
+                service::start_carrier(&self.inner.engine, method, request, &ctx, |_| handler_for())
+            }
+        };
+        (start, target)
     }
 
     /// Logs and counts an outcome that did not come from a round.
@@ -823,31 +901,7 @@ impl Mrtr {
         outcome: &Outcome,
     ) {
         let target = params.get(method.target_param()).and_then(Value::as_str);
-        let (mut ctx, mut log) = self.log_context(method, target);
-        conclude(outcome, &mut ctx, &mut log, None, id);
-    }
-
-    /// What [`conclude`] reads of a round: the method and target (the metrics'
-    /// labels, the diagnostic's fields) and the time. No access log reads this
-    /// `RequestLog`, so it has no JSON-RPC id; the correlation id is made by
-    /// [`conclude`] when a diagnostic needs it.
-    fn log_context(
-        &self,
-        method: CarrierMethod,
-        target: Option<&str>,
-    ) -> (RequestContext, RequestLog) {
-        let log = RequestLog {
-            method: Some(method.as_str().to_owned()),
-            target: target.map(|t| crate::wire::truncate(t, 128).to_owned()),
-            ..RequestLog::default()
-        };
-        let ctx = RequestContext {
-            principal: Principal::anonymous(),
-            now: Timestamp::now(),
-            correlation_id: String::new(),
-            http_headers: None,
-        };
-        (ctx, log)
+        conclude(outcome, method, target.map(log_target_str), None, None, id);
     }
 
     /// Sends one round's asks to a 2025-11-25 client, one at a time, and returns
@@ -1016,61 +1070,80 @@ fn wire_params<P: serde::Serialize>(
     params
 }
 
-/// A synchronous handler as an async one; it runs when the future is first
-/// polled, so a panic in it is caught like one in an async handler.
-fn sync<F, R>(handler: F) -> impl Fn(Round) -> std::future::Ready<Result<Value, Flow>> + Send + Sync
-where
-    F: Fn(Round) -> Result<R, Flow> + Send + Sync,
-    R: Into<Value>,
-{
-    move |round| std::future::ready(handler(round).map(Into::into))
-}
+/// A tool handler's result, kept aside in rmcp's type while its round ends.
+#[derive(Default)]
+struct KeptResult(Mutex<Option<CallToolResult>>);
 
-/// A tool handler's result as the engine takes it. A [`ToolResult`] that
-/// [`convert::tool_result`] takes is kept aside in `kept`, already in rmcp's
-/// type, and the engine gets an empty object in its place: the round ends as it
-/// would with the result (complete, or refused for an ask the client cannot
-/// serve), and [`tool_response`] answers with the kept one when it completed.
-/// Anything else goes to the engine as its JSON form.
-fn keep_tool_result<R: Into<Value> + 'static>(
-    result: R,
-    kept: &Mutex<Option<CallToolResult>>,
-) -> Value {
-    let mut result = Some(result);
-    if let Some(tool) = (&mut result as &mut dyn Any)
-        .downcast_mut::<Option<ToolResult>>()
-        .and_then(Option::take)
-    {
-        return match convert::tool_result(tool) {
-            Ok(typed) => {
-                *kept.lock().unwrap_or_else(PoisonError::into_inner) = Some(typed);
-                Value::Object(Map::new())
-            }
-            Err(tool) => tool.into(),
-        };
+impl KeptResult {
+    /// A tool handler's result as the engine takes it. A [`ToolResult`] that
+    /// [`convert::tool_result`] takes is kept aside, already in rmcp's type, and
+    /// the engine gets an empty object in its place: the round ends as it would
+    /// with the result (complete, or refused for an ask the client cannot serve),
+    /// and [`KeptResult::respond`] answers with the kept one when it completed.
+    /// Anything else goes to the engine as its JSON form.
+    fn keep<R: Into<Value> + 'static>(&self, result: R) -> Value {
+        let mut result = Some(result);
+        if let Some(tool) = (&mut result as &mut dyn Any)
+            .downcast_mut::<Option<ToolResult>>()
+            .and_then(Option::take)
+        {
+            return match convert::tool_result(tool) {
+                Ok(typed) => {
+                    *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(typed);
+                    Value::Object(Map::new())
+                }
+                Err(tool) => tool.into(),
+            };
+        }
+        result.map_or(Value::Null, Into::into)
     }
-    result.map_or(Value::Null, Into::into)
+
+    /// The response to the `tools/call` whose round gave `reply`.
+    fn respond(self, reply: Reply, asks: &AskCache) -> Result<CallToolResponse, ErrorData> {
+        let typed = self.0.into_inner().unwrap_or_else(PoisonError::into_inner);
+        tool_response(reply, typed, asks)
+    }
 }
 
-/// Logs and counts one outcome ([`service::conclude`]). The correlation id and
-/// the JSON-RPC id go only into a refusal's diagnostic, so they are made only for
-/// one.
+/// Logs and counts one outcome ([`service::report`]): `target` as the log
+/// names it (at most [`LOG_TARGET_MAX`] bytes), `round` when one began, `name`
+/// when the handler is a registered one. No access log reads a round on rmcp,
+/// so nothing else is kept of it; the correlation id and the JSON-RPC id go only
+/// into a refusal's diagnostic, so they are made only for one.
 fn conclude(
     outcome: &Outcome,
-    ctx: &mut RequestContext,
-    log: &mut RequestLog,
+    method: CarrierMethod,
+    target: Option<&str>,
+    round: Option<u32>,
     name: Option<&str>,
     id: &::rmcp::model::RequestId,
 ) {
-    let id = if outcome.error().is_some() {
-        ctx.correlation_id = correlation_id();
-        serde_json::to_value(id)
-            .ok()
-            .and_then(|v| RequestId::from_value(&v))
-    } else {
-        None
+    let named = service::Named {
+        method: Some(method.as_str()),
+        target,
+        round,
     };
-    service::conclude(Some(outcome), id.as_ref(), ctx, log, name);
+    if outcome.error().is_none() {
+        service::report(Some(outcome), None, "", named, name);
+        return;
+    }
+    let id = serde_json::to_value(id)
+        .ok()
+        .and_then(|v| RequestId::from_value(&v));
+    service::report(Some(outcome), id.as_ref(), &correlation_id(), named, name);
+}
+
+/// The longest target a log line or metric label carries, in bytes.
+const LOG_TARGET_MAX: usize = 128;
+
+/// `target` cut to [`LOG_TARGET_MAX`] bytes.
+fn log_target_str(target: &str) -> &str {
+    crate::wire::truncate(target, LOG_TARGET_MAX)
+}
+
+/// [`log_target_str`], owned: kept past the request it came from.
+fn log_target_owned(target: &str) -> String {
+    log_target_str(target).to_owned()
 }
 
 /// A correlation id for the log lines of one round (16 hex digits).
@@ -1178,15 +1251,20 @@ impl ToolCall {
     /// # Errors
     /// The JSON-RPC errors of the flow; failures the model can act on are tool
     /// errors (`isError: true`) in the `Ok` value.
-    // Not an `async fn`: it returns `run_async`'s future, so a tool's future
-    // holds the flow's state once, not twice.
-    pub fn run<F, R>(self, handler: F) -> impl Future<Output = Result<CallToolResponse, ErrorData>>
+    pub async fn run<F, R>(self, handler: F) -> Result<CallToolResponse, ErrorData>
     where
         F: Fn(Round) -> Result<R, Flow> + Send + Sync,
         R: Into<Value> + Send + 'static,
     {
-        // Not `sync`: the result stays typed, for `keep_tool_result`.
-        self.run_async(move |round| std::future::ready(handler(round)))
+        let Some((Kept { mrtr, params }, caller)) = self.kept else {
+            return Err(not_routed());
+        };
+        let kept = KeptResult::default();
+        let keep = |result: R| kept.keep(result);
+        let v = mrtr
+            .execute_sync(CarrierMethod::ToolsCall, params, caller, &handler, &keep)
+            .await?;
+        kept.respond(v, &mrtr.inner.asks)
     }
 
     /// Runs an async handler (re-run from the top on every round).
@@ -1202,8 +1280,8 @@ impl ToolCall {
         let Some((Kept { mrtr, params }, caller)) = self.kept else {
             return Err(not_routed());
         };
-        let kept = Mutex::new(None);
-        let keep = |result: R| keep_tool_result(result, &kept);
+        let kept = KeptResult::default();
+        let keep = |result: R| kept.keep(result);
         // Taken from the extensions: moved, not copied.
         let v = mrtr
             .execute(
@@ -1215,8 +1293,7 @@ impl ToolCall {
                 &keep,
             )
             .await?;
-        let typed = kept.into_inner().unwrap_or_else(PoisonError::into_inner);
-        tool_response(v, typed, &mrtr.inner.asks)
+        kept.respond(v, &mrtr.inner.asks)
     }
 
     /// Runs a synchronous handler with the arguments decoded into `A`; arguments
@@ -1348,18 +1425,18 @@ mod tests {
 
     #[test]
     fn only_a_text_tool_result_is_kept_aside() {
-        let kept = Mutex::new(None);
-        let taken = |kept: &Mutex<Option<CallToolResult>>| kept.lock().unwrap().take();
+        let kept = KeptResult::default();
+        let taken = |kept: &KeptResult| kept.0.lock().unwrap().take();
         // A ToolResult of text: an empty object for the engine, rmcp's type kept.
-        assert_eq!(keep_tool_result(ToolResult::text("hi"), &kept), json!({}));
+        assert_eq!(kept.keep(ToolResult::text("hi")), json!({}));
         let typed = serde_json::to_value(taken(&kept).unwrap()).unwrap();
         assert_eq!(typed["content"][0]["text"], "hi");
         // A JSON value, and a ToolResult the direct path does not take: their JSON.
         let value = crate::engine::tool_text("hi");
-        assert_eq!(keep_tool_result(value.clone(), &kept), value);
+        assert_eq!(kept.keep(value.clone()), value);
         let link =
             ToolResult::text("a").with_link(crate::result::ResourceLink::new("file:///a", "a"));
-        assert_eq!(keep_tool_result(link.clone(), &kept), Value::from(link));
+        assert_eq!(kept.keep(link.clone()), Value::from(link));
         assert!(taken(&kept).is_none());
     }
 }

@@ -221,6 +221,25 @@ impl TestServer {
         .await
     }
 
+    /// Panics in its synchronous handler (which runs with no future around it).
+    #[tool(description = "Panics (sync handler).")]
+    async fn panics_sync(&self, call: ToolCall) -> Result<CallToolResponse, ErrorData> {
+        call.run(|_r| -> Result<ToolResult, Flow> { panic!("a sync handler's bug") })
+            .await
+    }
+
+    /// Panics in its async handler, after its first poll.
+    #[tool(description = "Panics (async handler).")]
+    async fn panics_async(&self, call: ToolCall) -> Result<CallToolResponse, ErrorData> {
+        call.run_async(|_r| async move {
+            tokio::task::yield_now().await;
+            panic!("an async handler's bug");
+            #[allow(unreachable_code)]
+            Ok(tool_text("unreachable"))
+        })
+        .await
+    }
+
     /// Two rounds: the second question is asked after the first is answered.
     #[tool(description = "Two rounds of questions.")]
     async fn two_rounds(&self, call: ToolCall) -> Result<CallToolResponse, ErrorData> {
