@@ -757,7 +757,7 @@ impl Service {
             &self.engine,
             self.handler_timeout,
             method,
-            CarrierRequest::from_params(method, params),
+            CarrierRequest::from_params_memo(method, params, self.engine.metas()),
             ctx,
             log,
             deadline,
@@ -836,6 +836,7 @@ pub(crate) enum Start<G> {
 
 impl<G> Start<G> {
     /// The number of the round begun, if one was.
+    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))] // why: the rmcp adapter's
     pub(crate) fn round_number(&self) -> Option<u32> {
         match self {
             Self::Done(_) => None,
@@ -928,6 +929,7 @@ impl<G> Started<G> {
     /// round: what [`Started::run`] gives for a handler whose future is ready on
     /// its first poll (there, too, the deadline is never reached first), without
     /// a future around it.
+    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))] // why: the rmcp adapter's
     pub(crate) fn run_sync(self) -> Outcome
     where
         G: FnOnce(Round) -> Result<Value, Flow>,

@@ -51,7 +51,7 @@ pub use round::{Confirmation, Flow, FormAnswer, Round};
 
 use crate::defaults;
 use crate::error::{self, Channel, Error, Fallback, Retry, ToolAdvice};
-use crate::memo::AskMemo;
+use crate::memo::{AskMemo, MetaMemo};
 use crate::principal::Principal;
 use crate::replay::ReplayGuard;
 use crate::seal::{AudienceDigest, Binding, BindingInput, Keyring, SealConfig, Sealer};
@@ -95,6 +95,8 @@ struct EngineConfig {
     /// questions every round): shared by the engine's clones, as the digest of an
     /// ask never changes.
     questions: Arc<AskMemo<state::QuestionDigest>>,
+    /// The typed `_meta` of the objects parsed last: shared likewise.
+    metas: Arc<MetaMemo>,
 }
 
 impl Engine {
@@ -135,6 +137,7 @@ impl Engine {
                 policy: AnswerPolicy::Lenient,
                 replay: None,
                 questions: Arc::default(),
+                metas: Arc::default(),
             }),
         }
     }
@@ -203,6 +206,12 @@ impl Engine {
         self.inner
             .questions
             .get_or(request, state::QuestionDigest::of)
+    }
+
+    /// The memo a carrier request's `_meta` is parsed through
+    /// ([`CarrierRequest::from_params_memo`](crate::wire::CarrierRequest)).
+    pub(crate) fn metas(&self) -> &MetaMemo {
+        &self.inner.metas
     }
 
     /// The audience.

@@ -127,6 +127,7 @@ use crate::engine::{Engine, Flow, Outcome, Round};
 
 mod convert;
 use crate::error::{Error, Fallback, Retry, ToolAdvice};
+use crate::memo::MetaMemo;
 use crate::principal::Principal;
 use crate::result::ToolResult;
 use crate::service::{self, RequestContext, Service, Start};
@@ -302,8 +303,9 @@ impl Params {
         method: CarrierMethod,
         request: &P,
         context: &RmcpContext<RoleServer>,
+        metas: &MetaMemo,
     ) -> Self {
-        Self::of_wire(method, request, context, legacy_of(context))
+        Self::of_wire(method, request, context, legacy_of(context), metas)
     }
 
     /// [`Params::of`] with the caller's protocol already decided: `legacy` is
@@ -313,12 +315,13 @@ impl Params {
         request: &P,
         context: &RmcpContext<RoleServer>,
         legacy: Option<Legacy>,
+        metas: &MetaMemo,
     ) -> Self {
         let params = wire_params(request, context);
         match legacy {
             Some(legacy) => Self::Legacy(params, legacy),
             None => {
-                let (target, request) = parse_wire(method, &Value::Object(params));
+                let (target, request) = parse_wire(method, &Value::Object(params), metas);
                 Self::Parsed { target, request }
             }
         }
@@ -331,15 +334,20 @@ impl Params {
     /// an mrtr tool then see none, which is right, as they must never be stacked
     /// on one); the arguments are copied, since a `Parameters<T>` beside the
     /// [`ToolCall`] still reads them from `request`.
-    fn of_tool(request: &mut CallToolRequestParams, context: &RmcpContext<RoleServer>) -> Self {
+    fn of_tool(
+        request: &mut CallToolRequestParams,
+        context: &RmcpContext<RoleServer>,
+        metas: &MetaMemo,
+    ) -> Self {
         let legacy = legacy_of(context);
         if legacy.is_some() || request.meta.is_some() {
-            return Self::of_wire(CarrierMethod::ToolsCall, &*request, context, legacy);
+            return Self::of_wire(CarrierMethod::ToolsCall, &*request, context, legacy, metas);
         }
         let meta = &context.meta.0.0;
-        let parsed = CarrierRequest::from_fields(
+        let parsed = CarrierRequest::from_fields_memo(
             CarrierMethod::ToolsCall,
             (!meta.is_empty()).then_some(meta),
+            metas,
             request.name.to_string(),
             request.arguments.clone(),
             request
@@ -446,7 +454,7 @@ impl Mrtr {
     where
         S: Send + Sync + 'static,
     {
-        let params = Params::of_tool(&mut request, &context);
+        let params = Params::of_tool(&mut request, &context, self.inner.engine.metas());
         context.extensions.insert(Kept {
             mrtr: self.clone(),
             params,
@@ -472,7 +480,7 @@ impl Mrtr {
         R: Into<Value>,
     {
         let method = CarrierMethod::PromptsGet;
-        let params = Params::of(method, &request, &context);
+        let params = Params::of(method, &request, &context, self.inner.engine.metas());
         let v = self
             .execute_sync(method, params, self.caller(&context), &handler, &R::into)
             .await?;
@@ -515,7 +523,7 @@ impl Mrtr {
         R: Into<Value>,
     {
         let method = CarrierMethod::ResourcesRead;
-        let params = Params::of(method, &request, &context);
+        let params = Params::of(method, &request, &context, self.inner.engine.metas());
         let v = self
             .execute_sync(method, params, self.caller(&context), &handler, &R::into)
             .await?;
@@ -556,7 +564,7 @@ impl Mrtr {
         context: RmcpContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let method = CarrierMethod::ToolsCall;
-        let params = Params::of(method, &request, &context);
+        let params = Params::of(method, &request, &context, self.inner.engine.metas());
         let v = self
             .execute_registered(service, method, params, &context)
             .await?;
@@ -574,7 +582,7 @@ impl Mrtr {
         context: RmcpContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         let method = CarrierMethod::PromptsGet;
-        let params = Params::of(method, &request, &context);
+        let params = Params::of(method, &request, &context, self.inner.engine.metas());
         let v = self
             .execute_registered(service, method, params, &context)
             .await?;
@@ -592,7 +600,7 @@ impl Mrtr {
         context: RmcpContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let method = CarrierMethod::ResourcesRead;
-        let params = Params::of(method, &request, &context);
+        let params = Params::of(method, &request, &context, self.inner.engine.metas());
         let v = self
             .execute_registered(service, method, params, &context)
             .await?;
@@ -614,7 +622,7 @@ impl Mrtr {
         Fut: Future<Output = Result<R, Flow>> + Send,
         R: Into<Value>,
     {
-        let params = Params::of(method, request, context);
+        let params = Params::of(method, request, context, self.inner.engine.metas());
         let caller = self.caller(context);
         self.execute(method, params, caller, true, handler, &R::into)
             .await
@@ -758,7 +766,7 @@ impl Mrtr {
         // The engine ends a flow past its round limit; this bound is a backstop.
         let bound = self.inner.engine.max_rounds_value().saturating_add(2);
         for _ in 0..bound {
-            let (target, request) = parse_wire(method, &params);
+            let (target, request) = parse_wire(method, &params, self.inner.engine.metas());
             let outcome = self
                 .round(
                     method,
@@ -1038,12 +1046,16 @@ fn legacy_params(params: &mut Map<String, Value>, capabilities: &Value) {
 fn parse_wire(
     method: CarrierMethod,
     params: &Value,
+    metas: &MetaMemo,
 ) -> (Option<String>, Result<CarrierRequest, RequestError>) {
     let target = params
         .get(method.target_param())
         .and_then(Value::as_str)
         .map(str::to_owned);
-    (target, CarrierRequest::from_params(method, Some(params)))
+    (
+        target,
+        CarrierRequest::from_params_memo(method, Some(params), metas),
+    )
 }
 
 /// The request's params in their wire shape (rmcp moved `_meta` into the

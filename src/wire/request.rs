@@ -6,12 +6,14 @@
 //! version cannot reach the engine.
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
 use super::meta::{MetaError, RequestMeta};
 use super::method::CarrierMethod;
 use super::{JsonObject, WireError, truncate, type_name};
+use crate::memo::MetaMemo;
 
 /// A `requestState` string as received: nothing in it is readable or trusted
 /// until the seal module's `Sealer::open` turns it into a `Verified` value.
@@ -87,9 +89,10 @@ pub struct CarrierRequest {
     method: CarrierMethod,
     target: String,
     arguments: Option<JsonObject>,
-    /// Boxed: the capabilities make it about 1 KiB, and a request is moved through
-    /// every layer of a round (and lives in the round's futures) by value.
-    meta: Box<RequestMeta>,
+    /// Behind a pointer: the capabilities make it about 1 KiB, and a request is
+    /// moved through every layer of a round (and lives in the round's futures) by
+    /// value. Shared: a [`MetaMemo`] hands out the `_meta` it parsed before.
+    meta: Arc<RequestMeta>,
     input_responses: Option<JsonObject>,
     request_state: Option<UntrustedState>,
 }
@@ -116,6 +119,26 @@ impl CarrierRequest {
         method: CarrierMethod,
         params: Option<&Value>,
     ) -> Result<Self, RequestError> {
+        Self::from_params_with(method, params, |meta| {
+            RequestMeta::from_meta(meta).map(Arc::new)
+        })
+    }
+
+    /// [`CarrierRequest::from_params`] with `_meta` parsed through `metas`.
+    pub(crate) fn from_params_memo(
+        method: CarrierMethod,
+        params: Option<&Value>,
+        metas: &MetaMemo,
+    ) -> Result<Self, RequestError> {
+        Self::from_params_with(method, params, |meta| metas.parse_value(meta))
+    }
+
+    /// [`CarrierRequest::from_params`] with `_meta` parsed by `parse_meta`.
+    fn from_params_with(
+        method: CarrierMethod,
+        params: Option<&Value>,
+        parse_meta: impl FnOnce(Option<&Value>) -> Result<Arc<RequestMeta>, MetaError>,
+    ) -> Result<Self, RequestError> {
         let empty = Map::new();
         let p = match params {
             None => &empty,
@@ -127,7 +150,7 @@ impl CarrierRequest {
                 )));
             }
         };
-        let meta = RequestMeta::from_meta(p.get("_meta"))?;
+        let meta = parse_meta(p.get("_meta"))?;
         let key = method.target_param();
         let target = match p.get(key) {
             Some(Value::String(s)) => s.clone(),
@@ -204,7 +227,7 @@ impl CarrierRequest {
         input_responses: Option<JsonObject>,
         request_state: Option<String>,
     ) -> Result<Self, RequestError> {
-        let meta = RequestMeta::from_object(meta)?;
+        let meta = Arc::new(RequestMeta::from_object(meta)?);
         Self::checked(
             method,
             meta,
@@ -215,10 +238,31 @@ impl CarrierRequest {
         )
     }
 
+    /// [`CarrierRequest::from_fields`] with `_meta` parsed through `metas`.
+    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))] // why: the rmcp adapter's
+    pub(crate) fn from_fields_memo(
+        method: CarrierMethod,
+        meta: Option<&JsonObject>,
+        metas: &MetaMemo,
+        target: String,
+        arguments: Option<JsonObject>,
+        input_responses: Option<JsonObject>,
+        request_state: Option<String>,
+    ) -> Result<Self, RequestError> {
+        Self::checked(
+            method,
+            metas.parse(meta)?,
+            target,
+            arguments,
+            input_responses,
+            request_state,
+        )
+    }
+
     /// The rules both constructors share, on fields of the right types.
     fn checked(
         method: CarrierMethod,
-        meta: RequestMeta,
+        meta: Arc<RequestMeta>,
         target: String,
         arguments: Option<JsonObject>,
         input_responses: Option<JsonObject>,
@@ -246,7 +290,7 @@ impl CarrierRequest {
             method,
             target,
             arguments,
-            meta: Box::new(meta),
+            meta,
             input_responses,
             request_state: request_state.map(UntrustedState::new),
         })
