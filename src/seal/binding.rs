@@ -1,6 +1,7 @@
 //! What a sealed state is bound to: the request, the principal and the audience.
 
 use std::fmt;
+use std::sync::OnceLock;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
@@ -108,7 +109,11 @@ impl Binding {
             input.protocol_version.as_bytes(),
         ]);
         let p = input.principal;
-        let principal = principal_digest([p.subject_id(), p.issuer(), p.client_id()]);
+        let principal = match [p.subject_id(), p.issuer(), p.client_id()] {
+            // The anonymous principal's digest never changes: digested once.
+            [None, None, None] => *ANONYMOUS.get_or_init(|| principal_digest([None; 3])),
+            fields => principal_digest(fields),
+        };
         Binding {
             request,
             principal,
@@ -143,6 +148,10 @@ impl AudienceDigest {
         Self(digest(&[AUDIENCE_LABEL, audience.as_bytes()]))
     }
 }
+
+/// The principal component of the anonymous principal (no subject, issuer or
+/// client id), once computed.
+static ANONYMOUS: OnceLock<[u8; 32]> = OnceLock::new();
 
 /// SHA-256 of the PAE encoding of the principal label and `fields`, each
 /// `0x00` when absent and `0x01 ‖ value` when present (no buffer per field).
