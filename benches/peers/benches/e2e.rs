@@ -31,8 +31,16 @@
 //! cd benches/peers && cargo bench --bench e2e
 //! ```
 //!
-//! Settings (environment): `E2E_SECONDS` per run (default 10, 1 to 60),
-//! `E2E_PAIRS` of runs (default 3, 1 to 10), `E2E_CONNECTIONS` (default 8, 1 to 64);
+//! The verdict is the median of the paired costs: each run of mrtr against the
+//! rmcp runs just before and after it (their mean), so the host's drift over
+//! minutes (on the 2-vCPU host of the README's figures, the same build's rmcp
+//! runs range from 66 to 98 µs a flow within an hour) cancels out of each cost;
+//! the cost from the medians of all runs of each variant, which mixes periods,
+//! is printed beside it. Many short runs rather than a few long ones, for the
+//! same reason.
+//!
+//! Settings (environment): `E2E_SECONDS` per run (default 3, 1 to 60),
+//! `E2E_PAIRS` of runs (default 10, 1 to 60), `E2E_CONNECTIONS` (default 8, 1 to 64);
 //! `E2E_ONLY=rmcp`, `mrtr` or `floor` runs one variant alone (for a profiler,
 //! e.g. `perf record --call-graph dwarf` on the bench binary), without the
 //! comparison; `E2E_FLOOR=1` adds the floor variant to the comparison;
@@ -701,9 +709,37 @@ fn median(v: &[f64]) -> f64 {
     }
 }
 
+/// `q` of `v` (0 to 1), interpolated between the two nearest values.
+fn quantile(v: &[f64], q: f64) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    let at = q * (v.len() - 1) as f64;
+    let (lo, hi) = (at.floor() as usize, at.ceil() as usize);
+    v[lo] + (v[hi] - v[lo]) * (at - lo as f64)
+}
+
+/// The cost (% fewer flows/s) of each run of a variant against the rmcp runs
+/// beside it: the one just before and, when there is one, the one just after
+/// (their mean). This host's speed drifts over minutes; runs seconds apart see
+/// about the same host, so the drift cancels out of each cost, where the medians
+/// of all runs of each variant mix periods.
+fn paired_costs(rmcp: &[f64], other: &[f64]) -> Vec<f64> {
+    other
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            let a = match rmcp.get(i + 1) {
+                Some(next) => (rmcp[i] + next) / 2.0,
+                None => rmcp[i],
+            };
+            (a - b) / a * 100.0
+        })
+        .collect()
+}
+
 fn main() {
-    let seconds = setting("E2E_SECONDS", 10, 1..=60);
-    let pairs = setting("E2E_PAIRS", 3, 1..=10) as usize;
+    let seconds = setting("E2E_SECONDS", 3, 1..=60);
+    let pairs = setting("E2E_PAIRS", 10, 1..=60) as usize;
     let connections = setting("E2E_CONNECTIONS", 8, 1..=64) as usize;
     // For profiling one side: E2E_ONLY=rmcp, mrtr or floor (no comparison then).
     let only = std::env::var("E2E_ONLY").ok();
@@ -794,13 +830,19 @@ fn main() {
             cb - ca,
             (cb - ca) / ca * 100.0
         );
+        let paired = paired_costs(&rates[0], &rates[v]);
         let target = if *name == "mrtr" {
             " (target: at most 10%)"
         } else {
             ""
         };
         println!(
-            "{name}'s cost vs rmcp: {:.1}% fewer flows/s{target}",
+            "{name}'s cost vs rmcp: {:.1}% fewer flows/s{target}: the median of {} paired runs \
+             (quartiles {:.1}% and {:.1}%); from the medians of all runs, {:.1}%",
+            median(&paired),
+            paired.len(),
+            quantile(&paired, 0.25),
+            quantile(&paired, 0.75),
             (a - b) / a * 100.0,
         );
     }
