@@ -638,7 +638,7 @@ impl Service {
             log.target = params
                 .and_then(|p| p.get(c.target_param()))
                 .and_then(Value::as_str)
-                .map(|t| crate::wire::truncate(t, 128).to_owned());
+                .map(|t| crate::wire::truncate(t, LOG_TARGET_MAX).to_owned());
         }
         if let Some(h) = &ctx.http_headers
             && let Err(e) = streamable_http::check_headers(h, method, params, carrier)
@@ -1082,6 +1082,10 @@ fn overdue(timeout: Duration) -> Error {
 /// The longest JSON-RPC string id written to the log, in characters (like the
 /// method and target, a client-chosen id is shortened so it cannot bloat a line).
 const LOG_ID_MAX: usize = 128;
+
+/// The longest target (tool or prompt name, resource URI) a log line or metric
+/// label carries, in characters.
+pub(crate) const LOG_TARGET_MAX: usize = 128;
 
 /// The request id as the log shows it: a long string id is shortened.
 fn log_id(id: &RequestId) -> RequestId {

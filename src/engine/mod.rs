@@ -51,13 +51,14 @@ pub use round::{Confirmation, Flow, FormAnswer, Round};
 
 use crate::defaults;
 use crate::error::{self, Channel, Error, Fallback, Retry, ToolAdvice};
-use crate::memo::{AskMemo, MetaMemo};
+use crate::memo::AskMemo;
 use crate::principal::Principal;
 use crate::replay::ReplayGuard;
 use crate::seal::{AudienceDigest, Binding, BindingInput, Keyring, SealConfig, Sealer};
 use crate::time::Timestamp;
 use crate::wire::InputRequiredResult;
 use crate::wire::jsonrpc::{self, RequestId};
+use crate::wire::meta::MetaMemo;
 use crate::wire::{CarrierMethod, CarrierRequest};
 use state::FlowState;
 

@@ -127,12 +127,12 @@ use crate::engine::{Engine, Flow, Outcome, Round};
 
 mod convert;
 use crate::error::{Error, Fallback, Retry, ToolAdvice};
-use crate::memo::MetaMemo;
 use crate::principal::Principal;
 use crate::result::ToolResult;
 use crate::service::{self, RequestContext, Service, Start};
 use crate::time::Timestamp;
 use crate::wire::jsonrpc::RequestId;
+use crate::wire::meta::MetaMemo;
 use crate::wire::{CarrierMethod, CarrierRequest, PROTOCOL_VERSION, RequestError};
 use convert::{
     AskCache, Reply, error_data, prompt_response, resource_response, to_reply, tool_response,
@@ -1118,7 +1118,7 @@ impl KeptResult {
 }
 
 /// Logs and counts one outcome ([`service::report`]): `target` as the log
-/// names it (at most [`LOG_TARGET_MAX`] bytes), `round` when one began, `name`
+/// names it (at most [`service::LOG_TARGET_MAX`] characters), `round` when one began, `name`
 /// when the handler is a registered one. No access log reads a round on rmcp,
 /// so nothing else is kept of it; the correlation id and the JSON-RPC id go only
 /// into a refusal's diagnostic, so they are made only for one.
@@ -1145,12 +1145,9 @@ fn conclude(
     service::report(Some(outcome), id.as_ref(), &correlation_id(), named, name);
 }
 
-/// The longest target a log line or metric label carries, in bytes.
-const LOG_TARGET_MAX: usize = 128;
-
-/// `target` cut to [`LOG_TARGET_MAX`] bytes.
+/// `target` cut to [`service::LOG_TARGET_MAX`] characters.
 fn log_target_str(target: &str) -> &str {
-    crate::wire::truncate(target, LOG_TARGET_MAX)
+    crate::wire::truncate(target, service::LOG_TARGET_MAX)
 }
 
 /// [`log_target_str`], owned: kept past the request it came from.

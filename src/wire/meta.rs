@@ -4,10 +4,14 @@
 //! capabilities in `params._meta`; a server must not infer capabilities from
 //! earlier requests (MCP 2026-07-28, Base Protocol §_meta, Per-request protocol fields).
 
+use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{JsonObject, SUPPORTED_PROTOCOL_VERSIONS, WireError, type_name};
+use super::{JsonObject, SUPPORTED_PROTOCOL_VERSIONS, WireError, string_bytes, type_name};
 
 /// `_meta` key of the protocol version.
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -285,6 +289,130 @@ impl RequestMeta {
     }
 }
 
+/// How many `_meta` objects a [`MetaMemo`] keeps.
+const METAS: usize = 8;
+
+/// The most string bytes (keys included) of a `_meta` a [`MetaMemo`] keeps.
+const META_BYTES: usize = 4096;
+
+/// The typed `_meta` of the last few distinct `_meta` objects parsed.
+///
+/// A client sends the same `_meta` (protocol version, capabilities, client info)
+/// with every request, and each must be parsed again (MCP 2026-07-28: a server
+/// never carries capabilities over from an earlier request). The memo returns
+/// the typed form of an object exactly equal to one it parsed, its keys in the
+/// same order at every depth, so a hit is what parsing would give; it never
+/// carries anything over between objects that differ. Only an object of those
+/// three keys and at most [`META_BYTES`] of strings is kept (one with a
+/// `progressToken` or trace context differs per request: it is parsed, not kept);
+/// a new one replaces the oldest. Never printed: `_meta` is the client's.
+pub(crate) struct MetaMemo {
+    slots: RwLock<Vec<(JsonObject, Arc<RequestMeta>)>>,
+    next: AtomicUsize,
+}
+
+impl fmt::Debug for MetaMemo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MetaMemo")
+            .field("entries", &self.len())
+            .finish()
+    }
+}
+
+impl Default for MetaMemo {
+    fn default() -> Self {
+        Self {
+            slots: RwLock::new(Vec::with_capacity(METAS)),
+            next: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl MetaMemo {
+    fn len(&self) -> usize {
+        self.slots
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
+    /// [`RequestMeta::from_meta`] of `meta`, through [`MetaMemo::parse`] when
+    /// it is an object.
+    ///
+    /// # Errors
+    /// As [`RequestMeta::from_meta`].
+    pub(crate) fn parse_value(&self, meta: Option<&Value>) -> Result<Arc<RequestMeta>, MetaError> {
+        match meta {
+            Some(Value::Object(object)) => self.parse(Some(object)),
+            other => RequestMeta::from_meta(other).map(Arc::new),
+        }
+    }
+
+    /// [`RequestMeta::from_object`] of `meta`, from the memo when it parsed an
+    /// equal object before.
+    ///
+    /// # Errors
+    /// As [`RequestMeta::from_object`] (a refused `_meta` is never kept).
+    pub(crate) fn parse(&self, meta: Option<&JsonObject>) -> Result<Arc<RequestMeta>, MetaError> {
+        let Some(object) = meta.filter(|o| o.keys().all(|k| REPEATED.contains(&k.as_str()))) else {
+            return RequestMeta::from_object(meta).map(Arc::new);
+        };
+        // A comparison stops at the first difference, and a kept object is small:
+        // a large `_meta` costs no more to look up than a small one.
+        {
+            let slots = self.slots.read().unwrap_or_else(PoisonError::into_inner);
+            if let Some((_, parsed)) = slots.iter().find(|(seen, _)| same_object(seen, object)) {
+                return Ok(Arc::clone(parsed));
+            }
+        }
+        let parsed = Arc::new(RequestMeta::from_object(meta)?);
+        if object
+            .iter()
+            .map(|(k, v)| k.len() + string_bytes(v))
+            .sum::<usize>()
+            > META_BYTES
+        {
+            return Ok(parsed);
+        }
+        let mut slots = self.slots.write().unwrap_or_else(PoisonError::into_inner);
+        let entry = (object.clone(), Arc::clone(&parsed));
+        if slots.len() < METAS {
+            slots.push(entry);
+        } else {
+            slots[self.next.fetch_add(1, Ordering::Relaxed) % METAS] = entry;
+        }
+        Ok(parsed)
+    }
+}
+
+/// The `_meta` keys every request repeats: the only ones a [`MetaMemo`] keeps.
+const REPEATED: [&str; 3] = [
+    META_PROTOCOL_VERSION,
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+];
+
+/// Equal JSON objects with their keys in the same order, at every depth (a
+/// `serde_json::Map` with `preserve_order` compares as a map, ignoring order).
+fn same_object(a: &JsonObject, b: &JsonObject) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|((ka, va), (kb, vb))| ka == kb && same_value(va, vb))
+}
+
+fn same_value(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Object(a), Value::Object(b)) => same_object(a, b),
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(a, b)| same_value(a, b))
+        }
+        // Numbers compare by representation (1 and 1.0 differ): a miss, never
+        // a wrong hit.
+        _ => a == b,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -329,5 +457,100 @@ mod tests {
         assert_eq!(ClientCapabilities::none().to_value(), json!({}));
         let c: ClientCapabilities = serde_json::from_value(json!({"roots": {}})).unwrap();
         assert!(!c.is_empty());
+    }
+
+    fn meta(v: Value) -> JsonObject {
+        match v {
+            Value::Object(o) => o,
+            _ => unreachable!("a JSON object"),
+        }
+    }
+
+    fn client(caps: Value) -> JsonObject {
+        meta(json!({
+            META_PROTOCOL_VERSION: "2026-07-28",
+            META_CLIENT_INFO: {"name": "c", "version": "1"},
+            META_CLIENT_CAPABILITIES: caps,
+        }))
+    }
+
+    #[test]
+    fn a_repeated_meta_is_parsed_once_and_gives_what_parsing_gives() {
+        let memo = MetaMemo::default();
+        let a = client(json!({"elicitation": {"form": {}}, "x-ext": {"b": 1, "a": 2}}));
+        let first = memo.parse(Some(&a)).unwrap();
+        let again = memo.parse(Some(&a.clone())).unwrap();
+        assert!(Arc::ptr_eq(&first, &again), "a hit");
+        assert_eq!(*again, RequestMeta::from_object(Some(&a)).unwrap());
+        // The same members in another order, at any depth: another object, whose
+        // parse keeps its own order (a map's equality would not tell them apart).
+        let b = client(json!({"elicitation": {"form": {}}, "x-ext": {"a": 2, "b": 1}}));
+        let other = memo.parse(Some(&b)).unwrap();
+        assert!(!Arc::ptr_eq(&first, &other));
+        let keys = |m: &RequestMeta| {
+            let ext = &m.client_capabilities.extra["x-ext"];
+            ext.as_object().unwrap().keys().cloned().collect::<Vec<_>>()
+        };
+        assert_eq!(keys(&first), ["b", "a"]);
+        assert_eq!(keys(&other), ["a", "b"]);
+        // Another capability, another answer: nothing carries over.
+        let c = client(json!({}));
+        let none = memo.parse(Some(&c)).unwrap();
+        assert!(none.client_capabilities.elicitation.is_none());
+        assert!(first.client_capabilities.elicitation.is_some());
+        // Numbers by representation: 1 and 1.0 are two objects.
+        let one = memo.parse(Some(&client(json!({"x": {"n": 1}})))).unwrap();
+        let one_f = memo.parse(Some(&client(json!({"x": {"n": 1.0}})))).unwrap();
+        assert!(!Arc::ptr_eq(&one, &one_f));
+        assert_eq!(one_f.client_capabilities.extra["x"]["n"], json!(1.0));
+        assert_eq!(memo.len(), 5);
+        assert_eq!(format!("{memo:?}"), "MetaMemo { entries: 5 }");
+    }
+
+    #[test]
+    fn only_a_small_valid_meta_of_the_repeated_keys_is_kept() {
+        let memo = MetaMemo::default();
+        // Refused: the error parsing gives, nothing kept.
+        for bad in [
+            json!({META_PROTOCOL_VERSION: "2024-01-01", META_CLIENT_CAPABILITIES: {}}),
+            json!({META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: []}),
+            json!({META_PROTOCOL_VERSION: "2026-07-28"}),
+        ] {
+            let o = meta(bad);
+            let want = RequestMeta::from_object(Some(&o)).unwrap_err().to_string();
+            for _ in 0..2 {
+                assert_eq!(memo.parse(Some(&o)).unwrap_err().to_string(), want);
+            }
+        }
+        assert!(memo.parse(None).is_err());
+        assert!(memo.parse_value(Some(&json!([]))).is_err());
+        assert_eq!(memo.len(), 0);
+        // A per-request key (progress token, trace context): parsed, not kept.
+        let mut traced = client(json!({}));
+        traced.insert("traceparent".into(), json!("00-1-2-01"));
+        traced.insert("progressToken".into(), json!(7));
+        let parsed = memo.parse(Some(&traced)).unwrap();
+        assert_eq!(*parsed, RequestMeta::from_object(Some(&traced)).unwrap());
+        assert_eq!(parsed.progress_token, Some(json!(7)));
+        assert_eq!(memo.len(), 0);
+        // Too large to keep.
+        let big = client(json!({"x": {"s": "x".repeat(META_BYTES)}}));
+        memo.parse(Some(&big)).unwrap();
+        assert_eq!(memo.len(), 0);
+        // Bounded in entries: the newest replace the oldest, and each still parses
+        // to what parsing gives.
+        for round in 0..2 {
+            for i in 0..METAS + 3 {
+                let o = client(json!({ "x": {"i": i} }));
+                let m = memo.parse_value(Some(&Value::Object(o.clone()))).unwrap();
+                assert_eq!(
+                    *m,
+                    RequestMeta::from_object(Some(&o)).unwrap(),
+                    "{round} {i}"
+                );
+                assert!(memo.len() <= METAS);
+            }
+        }
+        assert_eq!(memo.len(), METAS);
     }
 }

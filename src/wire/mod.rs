@@ -83,6 +83,17 @@ pub(crate) fn truncate(s: &str, max: usize) -> &str {
     }
 }
 
+/// The bytes of the strings and keys in `v`: how much client text a value holds.
+pub(crate) fn string_bytes(v: &serde_json::Value) -> usize {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => s.len(),
+        Value::Array(items) => items.iter().map(string_bytes).sum(),
+        Value::Object(map) => map.iter().map(|(k, v)| k.len() + string_bytes(v)).sum(),
+        _ => 0,
+    }
+}
+
 pub(crate) fn type_name(v: &serde_json::Value) -> &'static str {
     match v {
         serde_json::Value::Null => "null",

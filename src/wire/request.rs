@@ -10,10 +10,9 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::meta::{MetaError, RequestMeta};
+use super::meta::{MetaError, MetaMemo, RequestMeta};
 use super::method::CarrierMethod;
 use super::{JsonObject, WireError, truncate, type_name};
-use crate::memo::MetaMemo;
 
 /// A `requestState` string as received: nothing in it is readable or trusted
 /// until the seal module's `Sealer::open` turns it into a `Verified` value.
