@@ -479,10 +479,8 @@ impl Mrtr {
         F: Fn(Round) -> Result<R, Flow> + Send + Sync,
         R: Into<Value>,
     {
-        let method = CarrierMethod::PromptsGet;
-        let params = Params::of(method, &request, &context, self.inner.engine.metas());
         let v = self
-            .execute_sync(method, params, self.caller(&context), &handler, &R::into)
+            .carrier_sync(CarrierMethod::PromptsGet, &request, &context, &handler)
             .await?;
         prompt_response(v, &self.inner.asks)
     }
@@ -522,10 +520,8 @@ impl Mrtr {
         F: Fn(Round) -> Result<R, Flow> + Send + Sync,
         R: Into<Value>,
     {
-        let method = CarrierMethod::ResourcesRead;
-        let params = Params::of(method, &request, &context, self.inner.engine.metas());
         let v = self
-            .execute_sync(method, params, self.caller(&context), &handler, &R::into)
+            .carrier_sync(CarrierMethod::ResourcesRead, &request, &context, &handler)
             .await?;
         resource_response(v, &self.inner.asks)
     }
@@ -625,6 +621,25 @@ impl Mrtr {
         let params = Params::of(method, request, context, self.inner.engine.metas());
         let caller = self.caller(context);
         self.execute(method, params, caller, true, handler, &R::into)
+            .await
+    }
+
+    /// [`Mrtr::carrier`] with a synchronous handler ([`Mrtr::execute_sync`]).
+    async fn carrier_sync<P, F, R>(
+        &self,
+        method: CarrierMethod,
+        request: &P,
+        context: &RmcpContext<RoleServer>,
+        handler: &F,
+    ) -> Result<Reply, ErrorData>
+    where
+        P: serde::Serialize,
+        F: Fn(Round) -> Result<R, Flow> + Sync,
+        R: Into<Value>,
+    {
+        let params = Params::of(method, request, context, self.inner.engine.metas());
+        let caller = self.caller(context);
+        self.execute_sync(method, params, caller, handler, &R::into)
             .await
     }
 
