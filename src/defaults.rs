@@ -20,9 +20,11 @@
 //! | | [`BACKOFF_INITIAL`] → [`BACKOFF_MAX`] | 50 ms → 250 ms |
 //! | server | [`LISTEN`], [`MAX_BODY`], [`AUDIENCE`] | `127.0.0.1:8808`, 256 KiB, `mrtr-reference` |
 //! | | [`MAX_CLOCK_SKEW`] (flag bound), [`STDIO_MAX_IN_FLIGHT`] | 1 h, 64 |
-//! | | [`BODY_READ_TIMEOUT`], [`SHUTDOWN_GRACE`] | 30 s, 10 s |
+//! | | [`SHUTDOWN_GRACE`] | 10 s |
 //! | HTTP connections | [`HEADER_READ_TIMEOUT`], [`IDLE_TIMEOUT`], [`MAX_CONNECTIONS`] | 10 s, 30 s, 512 |
+//! | | [`MAX_CONNECTIONS_PER_PEER`], [`METRICS_MAX_CONNECTIONS`] | 128, 16 |
 //! | HTTP requests | [`MAX_IN_FLIGHT`], [`BODY_BUDGET`], [`BODY_ALLOWANCE`] | 256, 4 MiB, 16 KiB |
+//! | | [`BODY_READ_TIMEOUT`] + size ÷ [`BODY_MIN_RATE`] | 5 s + size ÷ 16 KiB/s |
 //! | | [`ADMISSION_TIMEOUT`], [`BLOCKING_PARSE_THRESHOLD`] | 10 s, 64 KiB |
 //!
 //! # Sizing the HTTP limits: a 2-core, 1 GiB instance stays up
@@ -32,8 +34,11 @@
 //! [`MAX_CONNECTIONS`] × 40 KiB ≈ 20 MiB at most. A parsed body costs more than
 //! its bytes: a `serde_json::Value` is 72 bytes (with `preserve_order`), so the
 //! worst body, `[0,0,0,...]`, takes about 36× its size once parsed. What is
-//! buffered at once is at most [`MAX_IN_FLIGHT`] × [`BODY_ALLOWANCE`] (4 MiB) plus
-//! [`BODY_BUDGET`] (4 MiB): 8 MiB of bodies, at worst about 300 MiB parsed, on top
+//! buffered at once is at most [`MAX_CONNECTIONS`] × [`BODY_ALLOWANCE`] (8 MiB) plus
+//! [`BODY_BUDGET`] (4 MiB): 12 MiB of bodies. Only a request holding one of the
+//! [`MAX_IN_FLIGHT`] slots is parsed, so at most [`MAX_IN_FLIGHT`] ×
+//! [`BODY_ALLOWANCE`] plus [`BODY_BUDGET`] (8 MiB) is parsed at once: at worst
+//! about 300 MiB, on top
 //! of a resident set of about 10 MiB. That
 //! leaves room in 1 GiB for the handlers' own memory. The allocator keeps much of
 //! what a burst freed, so bounding the peak is what keeps the resident set down
@@ -211,8 +216,22 @@ pub const MAX_BODY: usize = 256 * 1024;
 /// different addresses (or on port 0), yet must open each other's state.
 pub const AUDIENCE: &str = "mrtr-reference";
 
-/// How long a client may take to send its request body: 30 seconds.
-pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a request body may take beyond what its size needs at
+/// [`BODY_MIN_RATE`]: 5 seconds. A body of `n` bytes must be in within
+/// `BODY_READ_TIMEOUT + n / BODY_MIN_RATE` of its head, measured as it arrives, so
+/// a body that stalls is cut after 5 s and one trickled slower than the minimum
+/// rate soon after, whatever it declared; a 256 KiB body ([`MAX_BODY`]) has 21 s.
+/// Waiting for a share of [`BODY_BUDGET`] does not count.
+/// [`HttpOptions::body_timeout`](crate::server::http::HttpOptions::body_timeout),
+/// `mrtr serve --body-timeout`.
+pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The slowest a request body may arrive, on average, past [`BODY_READ_TIMEOUT`]:
+/// 16 KiB per second (128 kbit/s, a poor mobile link). A trickle below it cannot
+/// stretch its read: its deadline grows only with the bytes that arrived.
+/// [`HttpOptions::body_min_rate`](crate::server::http::HttpOptions::body_min_rate),
+/// `mrtr serve --body-min-rate`.
+pub const BODY_MIN_RATE: u64 = 16 * 1024;
 
 /// How long in-flight requests may take to finish after SIGINT/SIGTERM: 10 seconds.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
@@ -250,6 +269,19 @@ pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// `mrtr serve --max-connections`.
 pub const MAX_CONNECTIONS: usize = 512;
 
+/// The most connections one peer may hold open at once: 128, a quarter of
+/// [`MAX_CONNECTIONS`]. A peer is an IPv4 address, or an IPv6 /64 (what one host
+/// is usually given). A peer at its cap that opens another connection has its own
+/// longest-waiting idle connection closed to make room; when all of its
+/// connections have a request in progress (bodies that stall, say), the new one
+/// is closed at once. So one address cannot take every connection slot, while
+/// load generators and pooled clients (a few dozen connections) never notice.
+/// Behind a reverse proxy every connection comes from the proxy: raise it to
+/// [`MAX_CONNECTIONS`] there, and let the proxy limit its clients.
+/// [`ServeOptions::max_connections_per_peer`](crate::server::http::ServeOptions::max_connections_per_peer),
+/// `mrtr serve --max-connections-per-peer`.
+pub const MAX_CONNECTIONS_PER_PEER: usize = 128;
+
 /// File descriptors kept free for everything but client connections (the
 /// listeners, standard streams, the runtime's own, a key file being re-read): 64.
 pub const FD_RESERVE: u64 = 64;
@@ -259,14 +291,26 @@ pub const FD_RESERVE: u64 = 64;
 /// lines by default); bodies stream through it.
 pub const HTTP1_MAX_BUF: usize = 32 * 1024;
 
+/// The most connections the metrics listener (`mrtr serve --metrics-listen`)
+/// holds open at once: 16. A scraper needs one; the listener runs the same
+/// accept loop as the MCP one, with [`METRICS_TIMEOUT`] for heads and idleness,
+/// and its connections are counted in the MCP listener's share of the open-file
+/// limit.
+pub const METRICS_MAX_CONNECTIONS: usize = 16;
+
+/// The header-read and idle timeout of the metrics listener: 5 seconds.
+pub const METRICS_TIMEOUT: Duration = Duration::from_secs(5);
+
 // ---------------------------------------------------------------------------
 // HTTP requests (`HttpOptions`, per router)
 // ---------------------------------------------------------------------------
 
-/// The most requests one router handles at once: 256. Beyond it a request waits
-/// (at most [`ADMISSION_TIMEOUT`]) before its body is read, then gets 503.
-/// Handlers that await (a database, an API) hold their slot while they wait, so
-/// the cap is generous; what it bounds is memory: [`BODY_ALLOWANCE`] each.
+/// The most requests one router handles at once: 256. A request takes its slot
+/// once its body is in; beyond the cap it waits (at most [`ADMISSION_TIMEOUT`]),
+/// then gets 503. A body still arriving holds no slot, so clients that send their
+/// bodies slowly (or never) cannot keep anyone else's request out. Handlers that
+/// await (a database, an API) hold their slot while they wait, so the cap is
+/// generous.
 /// [`HttpOptions::max_in_flight`](crate::server::http::HttpOptions::max_in_flight),
 /// `mrtr serve --max-in-flight`.
 pub const MAX_IN_FLIGHT: usize = 256;
@@ -284,7 +328,7 @@ pub const BODY_BUDGET: usize = 4 * 1024 * 1024;
 /// The bytes of every body that do not count against [`BODY_BUDGET`]: 16 KiB, the
 /// size of the largest `requestState`. Ordinary requests (a `ping`, a round with
 /// its state and a few answers) never wait behind large bodies; together they are
-/// bounded by [`MAX_IN_FLIGHT`] × 16 KiB = 4 MiB.
+/// bounded by one per connection, [`MAX_CONNECTIONS`] × 16 KiB = 8 MiB.
 pub const BODY_ALLOWANCE: usize = 16 * 1024;
 
 /// How long a request may wait for a slot under [`MAX_IN_FLIGHT`] and for its

@@ -28,9 +28,12 @@
 //!
 //! Order of checks on `POST /mcp`: `Host` (421, only with an allow-list), `Origin`
 //! (403), the principal (401), `Content-Type` (415), the declared body size (413),
-//! a slot under the in-flight cap and the body's share of the body budget (503
-//! after [`defaults::ADMISSION_TIMEOUT`]), the body itself (413, 408), then
-//! [`Service::handle_parsed_until`]. `GET`/`DELETE` (and any other method) on
+//! the body's share of the body budget (503 after
+//! [`defaults::ADMISSION_TIMEOUT`]), the body itself (413; 408 when it does not
+//! arrive in time), a slot under the in-flight cap (503 after
+//! [`defaults::ADMISSION_TIMEOUT`]), then [`Service::handle_parsed_until`]. A
+//! request takes its in-flight slot only once its body is in, so bodies that
+//! arrive slowly, or never, hold no slot that another request needs. `GET`/`DELETE` (and any other method) on
 //! `/mcp` answer 405 with `Allow: POST`. The router has no fallback of its own, so
 //! it merges into an application that has one; `mrtr serve` answers 404 on other
 //! paths.
@@ -47,12 +50,15 @@
 //! `localhost`, `127.0.0.1` and `[::1]` on any port.
 //!
 //! # Limits
-//! Per router ([`HttpOptions`]): the body size, the requests in flight, and a
-//! budget of body bytes buffered at once. Per listener ([`ServeOptions`], for
-//! [`serve_with`], which runs its own accept loop since `axum::serve` has none of
-//! these): the header-read and keep-alive idle timeouts and the connection cap. If
-//! you serve the router with `axum::serve` or your own server, put the
-//! connection-level limits there (or in front of it).
+//! Per router ([`HttpOptions`]): the body size, the time a body may take (a
+//! short allowance plus its size at a minimum rate, so neither a stalled nor a
+//! trickled body can stretch it), the requests in flight, and a budget of body
+//! bytes buffered at once. Per listener ([`ServeOptions`], for [`serve_with`],
+//! which runs its own accept loop since `axum::serve` has none of these): the
+//! header-read and keep-alive idle timeouts, the connection cap, and the share of
+//! it one peer may hold. If you serve the router with `axum::serve` or your own
+//! server, put the connection-level limits there (or in front of it): without a
+//! per-peer cap, one client can hold every connection with bodies it never sends.
 //!
 //! [`Service::handle_parsed_until`] is awaited on the request's own task: the core
 //! does no I/O itself, and a handler that awaits (a database, an API) yields the
@@ -76,7 +82,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -256,6 +262,8 @@ pub(crate) fn is_principal_name(name: &str) -> bool {
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
     max_body: usize,
+    body_timeout: Duration,
+    body_min_rate: u64,
     max_in_flight: usize,
     body_budget: usize,
     allowed_origins: Vec<String>,
@@ -266,6 +274,8 @@ impl Default for HttpOptions {
     fn default() -> Self {
         Self {
             max_body: defaults::MAX_BODY,
+            body_timeout: defaults::BODY_READ_TIMEOUT,
+            body_min_rate: defaults::BODY_MIN_RATE,
             max_in_flight: defaults::MAX_IN_FLIGHT,
             body_budget: defaults::BODY_BUDGET,
             allowed_origins: Vec::new(),
@@ -288,8 +298,29 @@ impl HttpOptions {
         self
     }
 
+    /// How long a body may take beyond what its size needs at
+    /// [`HttpOptions::body_min_rate`]: a body must be in within this plus
+    /// (bytes arrived so far) ÷ (minimum rate) of the start of its read, or the
+    /// request gets 408. A body that stalls is cut after this long; one trickled
+    /// below the minimum rate soon after. Waiting for a share of the body budget
+    /// does not count. Default: [`defaults::BODY_READ_TIMEOUT`] (5 s).
+    #[must_use]
+    pub fn body_timeout(mut self, timeout: Duration) -> Self {
+        self.body_timeout = timeout;
+        self
+    }
+
+    /// The slowest average rate a body may arrive at past
+    /// [`HttpOptions::body_timeout`], in bytes per second (at least 1). Default:
+    /// [`defaults::BODY_MIN_RATE`] (16 KiB/s).
+    #[must_use]
+    pub fn body_min_rate(mut self, bytes_per_sec: u64) -> Self {
+        self.body_min_rate = bytes_per_sec.max(1);
+        self
+    }
+
     /// The most requests this router handles at once (at least 1). A request
-    /// beyond it waits, before its body is read, for at most
+    /// takes its slot once its body is in; beyond the cap it waits for at most
     /// [`defaults::ADMISSION_TIMEOUT`], then gets 503 with `Retry-After: 1`.
     /// Default: [`defaults::MAX_IN_FLIGHT`] (256).
     #[must_use]
@@ -631,18 +662,13 @@ async fn post_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
     if declared.is_some_and(|n| n > max_body as u64) {
         return too_large();
     }
-    let admission = tokio::time::Instant::now() + defaults::ADMISSION_TIMEOUT;
-    let Ok(Ok(_in_flight)) =
-        tokio::time::timeout_at(admission, Arc::clone(&app.in_flight).acquire_owned()).await
-    else {
-        return busy("no request slot free in time");
-    };
     let limits = BodyLimits {
         max: max_body,
         // Bounded by max_body (≤ u32::MAX), so the casts below are exact.
         declared: declared.map(|n| n as usize),
         budget: &app.body_budget,
-        admission,
+        timeout: app.options.body_timeout,
+        min_rate: app.options.body_min_rate,
     };
     let (bytes, _reservation) = match read_body(body, limits).await {
         Ok(b) => b,
@@ -664,6 +690,15 @@ async fn post_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
                 "body read failed",
             );
         }
+    };
+    // Only now, with the body in, does the request take a slot.
+    let Ok(Ok(_in_flight)) = tokio::time::timeout(
+        defaults::ADMISSION_TIMEOUT,
+        Arc::clone(&app.in_flight).acquire_owned(),
+    )
+    .await
+    else {
+        return busy("no request slot free in time");
     };
 
     let ctx = RequestContext {
@@ -758,31 +793,52 @@ fn declared_length(headers: &HeaderMap) -> Option<u64> {
         .and_then(|v| v.trim().parse::<u64>().ok())
 }
 
-/// What [`read_body`] may buffer, and where it reserves the bytes beyond the allowance.
+/// What [`read_body`] may buffer, where it reserves the bytes beyond the
+/// allowance, and how long the body may take.
 struct BodyLimits<'a> {
     /// The body limit; the declared length is already checked against it.
     max: usize,
     declared: Option<usize>,
     budget: &'a Arc<Semaphore>,
-    /// When waiting for the budget gives up.
-    admission: tokio::time::Instant,
+    /// [`HttpOptions::body_timeout`].
+    timeout: Duration,
+    /// [`HttpOptions::body_min_rate`], at least 1.
+    min_rate: u64,
 }
 
-/// Reads the body, stopping as soon as it exceeds the limit.
+/// When a body read that started at `start` must have ended, given the bytes
+/// that arrived: the allowance plus what they needed at the minimum rate. It
+/// grows only with the bytes that arrive, so a stalled body is cut at `start +
+/// timeout` and a trickle below `min_rate` soon after; no body can take longer
+/// than `timeout + max / min_rate`.
+fn body_deadline(
+    start: tokio::time::Instant,
+    arrived: usize,
+    timeout: Duration,
+    min_rate: u64,
+) -> tokio::time::Instant {
+    let earned = Duration::from_secs_f64(arrived as f64 / min_rate.max(1) as f64);
+    start + timeout + earned
+}
+
+/// Reads the body, stopping as soon as it exceeds the limit or misses its
+/// deadline ([`body_deadline`]).
 ///
 /// The first [`defaults::BODY_ALLOWANCE`] bytes are free; a body that is larger
 /// (declared so, or found so while reading a chunked one) first reserves its
 /// declared size, or the whole limit when none was declared, from the budget, and
 /// returns the reservation with the bytes so it lasts as long as they (and what is
-/// parsed from them) do. Nothing is allocated ahead of the bytes that arrive.
+/// parsed from them) do; a wait for the budget (at most
+/// [`defaults::ADMISSION_TIMEOUT`]) does not count against the body's time.
+/// Nothing is allocated ahead of the bytes that arrive.
 async fn read_body(
     mut body: Body,
     limits: BodyLimits<'_>,
 ) -> Result<(Vec<u8>, Option<OwnedSemaphorePermit>), BodyError> {
     let reserve = |bytes: usize| async move {
         let n = u32::try_from(bytes.saturating_sub(defaults::BODY_ALLOWANCE)).unwrap_or(u32::MAX);
-        match tokio::time::timeout_at(
-            limits.admission,
+        match tokio::time::timeout(
+            defaults::ADMISSION_TIMEOUT,
             Arc::clone(limits.budget).acquire_many_owned(n),
         )
         .await
@@ -795,27 +851,30 @@ async fn read_body(
         Some(n) if n > defaults::BODY_ALLOWANCE => Some(reserve(n).await?),
         _ => None,
     };
-    let read = async {
-        let mut buf = Vec::new();
-        while let Some(frame) = body.frame().await {
-            let frame = frame.map_err(|_| BodyError::Read)?;
-            if let Ok(data) = frame.into_data() {
-                let len = buf.len() + data.len();
-                if len > limits.max {
-                    return Err(BodyError::TooLarge);
-                }
-                if len > defaults::BODY_ALLOWANCE && reservation.is_none() {
-                    // A chunked body past the allowance: reserve the worst case.
-                    reservation = Some(reserve(limits.max).await?);
-                }
-                buf.extend_from_slice(&data);
+    let mut start = tokio::time::Instant::now();
+    let mut buf = Vec::new();
+    loop {
+        let deadline = body_deadline(start, buf.len(), limits.timeout, limits.min_rate);
+        let Ok(frame) = tokio::time::timeout_at(deadline, body.frame()).await else {
+            return Err(BodyError::Timeout);
+        };
+        let Some(frame) = frame else { break };
+        let frame = frame.map_err(|_| BodyError::Read)?;
+        if let Ok(data) = frame.into_data() {
+            let len = buf.len() + data.len();
+            if len > limits.max {
+                return Err(BodyError::TooLarge);
             }
+            if len > defaults::BODY_ALLOWANCE && reservation.is_none() {
+                // A chunked body past the allowance: reserve the worst case,
+                // without charging the wait to the body.
+                let waiting = tokio::time::Instant::now();
+                reservation = Some(reserve(limits.max).await?);
+                start += waiting.elapsed();
+            }
+            buf.extend_from_slice(&data);
         }
-        Ok(buf)
-    };
-    let buf = tokio::time::timeout(defaults::BODY_READ_TIMEOUT, read)
-        .await
-        .unwrap_or(Err(BodyError::Timeout))?;
+    }
     Ok((buf, reservation))
 }
 
@@ -1030,6 +1089,32 @@ mod tests {
         )));
         assert!(!wants_sse(&accept("text/event-stream;q=0")));
         assert!(!wants_sse(&accept("text/html")));
+    }
+
+    #[test]
+    fn a_body_earns_time_only_with_the_bytes_that_arrive() {
+        let start = tokio::time::Instant::now();
+        let five = Duration::from_secs(5);
+        // Nothing arrived: the allowance alone, whatever was declared.
+        assert_eq!(body_deadline(start, 0, five, 16 * 1024), start + five);
+        // 32 KiB at 16 KiB/s earned two seconds.
+        assert_eq!(
+            body_deadline(start, 32 * 1024, five, 16 * 1024),
+            start + Duration::from_secs(7)
+        );
+        // A trickle of 1 byte a second earns almost nothing: cut near the allowance.
+        let trickled = body_deadline(start, 60, five, 16 * 1024) - start;
+        assert!(trickled < Duration::from_millis(5_010), "{trickled:?}");
+        // The largest body's time is bounded.
+        assert_eq!(
+            body_deadline(start, 256 * 1024, five, 16 * 1024),
+            start + Duration::from_secs(21)
+        );
+        // A zero rate is taken as 1 byte a second, never a division by zero.
+        assert_eq!(
+            body_deadline(start, 3, five, 0),
+            start + Duration::from_secs(8)
+        );
     }
 
     #[test]

@@ -262,6 +262,14 @@ pub struct ServeConfig {
     pub idle_timeout_secs: u64,
     /// `--max-connections`: connections open at once.
     pub max_connections: usize,
+    /// `--max-connections-per-peer`: connections one peer (an IPv4 address or
+    /// an IPv6 /64) holds open at once.
+    pub max_connections_per_peer: usize,
+    /// `--body-timeout`: seconds a request body may take beyond what its size
+    /// needs at `--body-min-rate`.
+    pub body_timeout_secs: u64,
+    /// `--body-min-rate`: the slowest a body may arrive, in bytes per second.
+    pub body_min_rate: u64,
     /// `--max-in-flight`: requests handled at once.
     pub max_in_flight: usize,
     /// `--body-budget`: bytes of large bodies buffered at once.
@@ -293,6 +301,9 @@ impl Default for ServeConfig {
             header_timeout_secs: defaults::HEADER_READ_TIMEOUT.as_secs(),
             idle_timeout_secs: defaults::IDLE_TIMEOUT.as_secs(),
             max_connections: defaults::MAX_CONNECTIONS,
+            max_connections_per_peer: defaults::MAX_CONNECTIONS_PER_PEER,
+            body_timeout_secs: defaults::BODY_READ_TIMEOUT.as_secs(),
+            body_min_rate: defaults::BODY_MIN_RATE,
             max_in_flight: defaults::MAX_IN_FLIGHT,
             body_budget: defaults::BODY_BUDGET,
             log_format: LogFormat::Human,
@@ -343,6 +354,7 @@ impl ServeConfig {
         for (flag, secs) in [
             ("--header-timeout", self.header_timeout_secs),
             ("--idle-timeout", self.idle_timeout_secs),
+            ("--body-timeout", self.body_timeout_secs),
         ] {
             if secs == 0 || secs > MAX_CONNECTION_TIMEOUT_SECS {
                 return Err(ConfigError(format!(
@@ -352,6 +364,16 @@ impl ServeConfig {
         }
         if self.max_connections == 0 {
             return Err(ConfigError("--max-connections must be at least 1".into()));
+        }
+        if self.max_connections_per_peer == 0 {
+            return Err(ConfigError(
+                "--max-connections-per-peer must be at least 1".into(),
+            ));
+        }
+        if self.body_min_rate == 0 {
+            return Err(ConfigError(
+                "--body-min-rate must be at least 1 byte per second".into(),
+            ));
         }
         if self.max_in_flight == 0 {
             return Err(ConfigError("--max-in-flight must be at least 1".into()));
@@ -413,6 +435,8 @@ impl ServeConfig {
     fn http_options(&self, local: SocketAddr) -> Result<http::HttpOptions, ConfigError> {
         let options = http::HttpOptions::default()
             .max_body(self.max_body)
+            .body_timeout(Duration::from_secs(self.body_timeout_secs))
+            .body_min_rate(self.body_min_rate)
             .max_in_flight(self.max_in_flight)
             .body_budget(self.body_budget);
         let options = self
@@ -428,12 +452,20 @@ impl ServeConfig {
         hosts.into_iter().try_fold(options, |o, h| o.allow_host(h))
     }
 
-    /// The connection-level options of the HTTP listener.
+    /// The connection-level options of the HTTP listener: with a metrics
+    /// listener, that one's descriptors are left out of this one's share.
     fn serve_options(&self) -> http::ServeOptions {
+        let reserve = if self.metrics.is_some() {
+            scrape::RESERVED_DESCRIPTORS
+        } else {
+            0
+        };
         http::ServeOptions::default()
             .header_read_timeout(Duration::from_secs(self.header_timeout_secs))
             .idle_timeout(Duration::from_secs(self.idle_timeout_secs))
             .max_connections(self.max_connections)
+            .max_connections_per_peer(self.max_connections_per_peer)
+            .reserve_descriptors(reserve)
     }
 }
 

@@ -6,6 +6,13 @@
 //! renders and nothing else: `GET /metrics` (and `HEAD`), 405 for other methods
 //! there, 404 on every other path. The application installs the recorder; the
 //! library only serves what it renders.
+//!
+//! It runs the MCP listener's hardened accept loop ([`http::serve_with`]) with
+//! limits of its own: at most [`defaults::METRICS_MAX_CONNECTIONS`] connections
+//! (a scraper needs one), and [`defaults::METRICS_TIMEOUT`] for a head and for
+//! idleness. [`RESERVED_DESCRIPTORS`] is what the MCP listener leaves out of its
+//! share of the open-file limit for it, so idle connections here can never use
+//! up the descriptors the MCP listener counts on.
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -16,7 +23,8 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
 
-use super::ServeError;
+use super::{ServeError, http};
+use crate::defaults;
 
 /// The path of the scrape endpoint.
 pub const METRICS_PATH: &str = "/metrics";
@@ -85,6 +93,19 @@ fn router(render: Render) -> Router {
         .fallback(|| async { StatusCode::NOT_FOUND })
 }
 
+/// The descriptors the metrics listener may hold: its connection cap and its
+/// listening socket. The MCP listener reserves them ([`http::ServeOptions::reserve_descriptors`]).
+pub(super) const RESERVED_DESCRIPTORS: u64 = defaults::METRICS_MAX_CONNECTIONS as u64 + 1;
+
+/// The accept loop's limits for the metrics listener.
+fn serve_options() -> http::ServeOptions {
+    http::ServeOptions::default()
+        .max_connections(defaults::METRICS_MAX_CONNECTIONS)
+        .max_connections_per_peer(defaults::METRICS_MAX_CONNECTIONS)
+        .header_read_timeout(defaults::METRICS_TIMEOUT)
+        .idle_timeout(defaults::METRICS_TIMEOUT)
+}
+
 /// The running scrape listener: stopped when dropped.
 #[derive(Debug)]
 pub(super) struct Running(tokio::task::JoinHandle<()>);
@@ -122,7 +143,8 @@ pub(super) async fn start(endpoint: &MetricsEndpoint) -> Result<(SocketAddr, Run
     tracing::info!(metrics_addr = %local, "metrics on http://{local}{METRICS_PATH}");
     let app = router(Arc::clone(&endpoint.render));
     let task = tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, app).await {
+        let forever = std::future::pending::<()>();
+        if let Err(e) = http::serve_with(listener, app, serve_options(), forever).await {
             tracing::error!(error = %e, "metrics listener stopped");
         }
     });
@@ -166,6 +188,30 @@ mod tests {
         }
         let r = raw(addr, "POST", "/metrics").await;
         assert!(r.starts_with("HTTP/1.1 405"), "{r}");
+        drop(running);
+    }
+
+    #[tokio::test]
+    async fn idle_connections_are_capped_and_closed_after_the_short_timeout() {
+        let endpoint = MetricsEndpoint::new("127.0.0.1:0".parse().unwrap(), String::new);
+        let (addr, running) = start(&endpoint).await.unwrap();
+        let mut idle = Vec::new();
+        for _ in 0..defaults::METRICS_MAX_CONNECTIONS {
+            idle.push(tokio::net::TcpStream::connect(addr).await.unwrap());
+        }
+        // At the cap, a scrape still gets in: the longest-waiting idle one goes.
+        let ok = raw(addr, "GET", "/metrics").await;
+        assert!(ok.starts_with("HTTP/1.1 200"), "{ok}");
+        // Past the timeout every idle connection has been closed by the server.
+        tokio::time::sleep(defaults::METRICS_TIMEOUT).await;
+        for mut c in idle {
+            let mut buf = [0u8; 1];
+            let n = tokio::time::timeout(std::time::Duration::from_secs(3), c.read(&mut buf))
+                .await
+                .expect("closed, not left open")
+                .unwrap_or(0);
+            assert_eq!(n, 0, "an idle metrics connection stayed open");
+        }
         drop(running);
     }
 

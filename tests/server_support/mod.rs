@@ -56,6 +56,22 @@ impl Server {
     pub fn launch(args: &[&str], env: &[(&str, &str)]) -> Self {
         let mut cmd = Command::new(bin());
         cmd.args(["serve", "--listen", "127.0.0.1:0"]).args(args);
+        Self::spawn(cmd, env)
+    }
+
+    /// Starts `mrtr serve --listen 127.0.0.1:0 --anonymous ARGS...` with a soft
+    /// and hard open-file limit of `nofile` (through `sh -c 'ulimit -n'`).
+    pub fn start_with_open_files_limit(nofile: u32, args: &[&str]) -> Self {
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
+            .arg(format!("ulimit -n {nofile} && exec \"$0\" \"$@\""))
+            .arg(bin())
+            .args(["serve", "--listen", "127.0.0.1:0", "--anonymous"])
+            .args(args);
+        Self::spawn(cmd, &[])
+    }
+
+    fn spawn(mut cmd: Command, env: &[(&str, &str)]) -> Self {
         cmd.env_remove("MRTR_KEYS")
             .env_remove("MRTR_PRINCIPAL")
             .env("RUST_LOG", "info")

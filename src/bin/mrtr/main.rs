@@ -113,7 +113,22 @@ struct ServeArgs {
     /// wait. Lowered to the open-file limit (ulimit -n) less 64.
     #[arg(long, value_name = "N", default_value_t = defaults::MAX_CONNECTIONS)]
     max_connections: usize,
-    /// Requests handled at once; more wait up to 10 s, then get 503.
+    /// Connections one peer (an IPv4 address, or an IPv6 /64) holds open at once.
+    /// At its cap, its longest-waiting idle connection is closed to make room; if
+    /// all of its connections are busy, the new one is closed. Behind a reverse
+    /// proxy every connection is the proxy's: set it to --max-connections there.
+    #[arg(long, value_name = "N", default_value_t = defaults::MAX_CONNECTIONS_PER_PEER)]
+    max_connections_per_peer: usize,
+    /// Seconds a request body may take beyond what its size needs at
+    /// --body-min-rate (1..=3600); a body that stalls is answered 408 after this.
+    #[arg(long, value_name = "SECONDS", default_value_t = defaults::BODY_READ_TIMEOUT.as_secs())]
+    body_timeout: u64,
+    /// The slowest a request body may arrive past --body-timeout, in bytes per
+    /// second (at least 1); a slower trickle is answered 408.
+    #[arg(long, value_name = "BYTES", default_value_t = defaults::BODY_MIN_RATE)]
+    body_min_rate: u64,
+    /// Requests handled at once, counted from when a request's body is in; more
+    /// wait up to 10 s, then get 503.
     #[arg(long, value_name = "N", default_value_t = defaults::MAX_IN_FLIGHT)]
     max_in_flight: usize,
     /// Bytes of request bodies buffered at once beyond the first 16 KiB of each
@@ -189,6 +204,9 @@ impl ServeArgs {
         cfg.header_timeout_secs = self.header_timeout;
         cfg.idle_timeout_secs = self.idle_timeout;
         cfg.max_connections = self.max_connections;
+        cfg.max_connections_per_peer = self.max_connections_per_peer;
+        cfg.body_timeout_secs = self.body_timeout;
+        cfg.body_min_rate = self.body_min_rate;
         cfg.max_in_flight = self.max_in_flight;
         cfg.body_budget = self.body_budget;
         cfg.log_format = match self.log_format {

@@ -3,7 +3,10 @@
 //!
 //! `axum::serve` accepts every connection and keeps it as long as the client
 //! likes; on the open internet that runs the process out of file descriptors and
-//! memory. Here every connection has a tracker that knows whether a request is in
+//! memory. Here one peer (an IPv4 address, or an IPv6 /64) may hold at most
+//! [`ServeOptions::max_connections_per_peer`] of the connections, so one client
+//! cannot take every slot with requests that never finish, and each request
+//! carries its peer's address as axum's [`ConnectInfo`] in its extensions. Here every connection has a tracker that knows whether a request is in
 //! progress and, if not, since when it has waited: for the first byte of its next
 //! request (the idle timeout), or for the rest of a head it started to send (the
 //! header-read timeout). hyper's own `header_read_timeout` is not used: it starts
@@ -11,7 +14,10 @@
 //! the two apart.
 //!
 //! ```text
-//!  accept ─► slot free? ──yes──────────────────────────────► spawn connection
+//!  accept ─► peer under its cap? ──no──► evict one of its idle connections,
+//!               │ yes                     or close the new one if it has none
+//!               ▼
+//!           slot free? ──yes──────────────────────────────────► spawn connection
 //!               │ no                                              │
 //!               ▼                                                 ▼
 //!   close the connection that has waited      ┌─ no request in progress: close at
@@ -24,6 +30,7 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::{Pin, pin};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -32,6 +39,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
+use axum::extract::ConnectInfo;
 use axum::http::{Request, Response};
 use hyper::body::{Frame, Incoming, SizeHint};
 use hyper_util::rt::TokioIo;
@@ -62,6 +70,8 @@ pub struct ServeOptions {
     header_read_timeout: Duration,
     idle_timeout: Duration,
     max_connections: usize,
+    max_connections_per_peer: usize,
+    reserve_descriptors: u64,
     shutdown_grace: Duration,
 }
 
@@ -71,6 +81,8 @@ impl Default for ServeOptions {
             header_read_timeout: defaults::HEADER_READ_TIMEOUT,
             idle_timeout: defaults::IDLE_TIMEOUT,
             max_connections: defaults::MAX_CONNECTIONS,
+            max_connections_per_peer: defaults::MAX_CONNECTIONS_PER_PEER,
+            reserve_descriptors: 0,
             shutdown_grace: defaults::SHUTDOWN_GRACE,
         }
     }
@@ -107,6 +119,31 @@ impl ServeOptions {
         self
     }
 
+    /// The most connections one peer may hold open at once (at least 1): a peer
+    /// is an IPv4 address, or an IPv6 /64 (an IPv4-mapped IPv6 address counts as
+    /// its IPv4 address). A peer at its cap that connects again has its own
+    /// longest-waiting idle connection closed to make room; if none of its
+    /// connections is idle (each has a request in progress, such as a body that
+    /// never arrives), the new connection is closed at once. Behind a reverse
+    /// proxy every connection comes from the proxy: set this to the connection
+    /// cap there. Default: [`defaults::MAX_CONNECTIONS_PER_PEER`] (128).
+    #[must_use]
+    pub fn max_connections_per_peer(mut self, n: usize) -> Self {
+        self.max_connections_per_peer = n.max(1);
+        self
+    }
+
+    /// File descriptors other listeners of this process may hold, left out of
+    /// this one's share of the open-file limit (on top of
+    /// [`defaults::FD_RESERVE`]): `mrtr serve` reserves the metrics listener's
+    /// connection cap here, so that listener's connections cannot starve this
+    /// one of descriptors. Default: 0.
+    #[must_use]
+    pub fn reserve_descriptors(mut self, n: u64) -> Self {
+        self.reserve_descriptors = n;
+        self
+    }
+
     /// How long in-flight requests may take to finish once shutdown begins; then
     /// the remaining connections are closed. Default: [`defaults::SHUTDOWN_GRACE`] (10 s).
     #[must_use]
@@ -129,7 +166,11 @@ pub async fn serve_with(
     options: ServeOptions,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
-    let cap = connection_cap(options.max_connections, open_files_limit());
+    let cap = connection_cap(
+        options.max_connections,
+        open_files_limit().map(|n| n.saturating_sub(options.reserve_descriptors)),
+    );
+    let per_peer = options.max_connections_per_peer.max(1);
     let slots = Arc::new(Semaphore::new(cap));
     let registry = Arc::new(Registry::default());
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -147,8 +188,8 @@ pub async fn serve_with(
             () = &mut shutdown => break,
             r = listener.accept() => r,
         };
-        let stream = match accepted {
-            Ok((stream, _peer)) => stream,
+        let (stream, peer) = match accepted {
+            Ok(accepted) => accepted,
             Err(e) if is_per_connection(&e) => continue,
             Err(e) => {
                 // EMFILE/ENFILE (another part of the process, or the system, is out
@@ -161,14 +202,23 @@ pub async fn serve_with(
                 }
             }
         };
+        let peer_key = PeerKey::of(peer.ip());
+        if !registry.admit(peer_key, per_peer) {
+            // Every connection of this peer has a request in progress: refused
+            // before it takes a slot (closing the socket is the answer).
+            tracing::debug!("connection refused: its peer holds its share of the connections");
+            drop(stream);
+            continue;
+        }
         let permit = tokio::select! {
             biased;
             () = &mut shutdown => break,
             p = make_room(&slots, &registry) => p,
         };
-        let tracker = registry.register();
+        let tracker = registry.register(peer_key);
         connections.spawn(connection(
             stream,
+            peer,
             permit,
             tracker,
             Arc::clone(&registry),
@@ -274,37 +324,94 @@ struct Limits {
     idle: Duration,
 }
 
-/// The open connections' trackers, for eviction.
+/// Whose connection it is, for [`ServeOptions::max_connections_per_peer`]: an
+/// IPv4 address, or the /64 prefix of an IPv6 one (a host is usually given a
+/// whole /64, so its addresses count as one peer). An IPv4-mapped IPv6 address is
+/// its IPv4 address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum PeerKey {
+    V4([u8; 4]),
+    V6Prefix([u8; 8]),
+}
+
+impl PeerKey {
+    fn of(ip: IpAddr) -> Self {
+        match ip.to_canonical() {
+            IpAddr::V4(v4) => Self::V4(v4.octets()),
+            IpAddr::V6(v6) => {
+                let mut prefix = [0u8; 8];
+                prefix.copy_from_slice(&v6.octets()[..8]);
+                Self::V6Prefix(prefix)
+            }
+        }
+    }
+}
+
+/// The open connections' trackers, for eviction, and how many each peer holds.
 #[derive(Debug, Default)]
 struct Registry {
     next_id: AtomicU64,
-    live: Mutex<HashMap<u64, Arc<Tracker>>>,
+    live: Mutex<Live>,
+}
+
+#[derive(Debug, Default)]
+struct Live {
+    trackers: HashMap<u64, Arc<Tracker>>,
+    per_peer: HashMap<PeerKey, usize>,
 }
 
 impl Registry {
-    fn register(&self) -> Arc<Tracker> {
+    fn register(&self, peer: PeerKey) -> Arc<Tracker> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let tracker = Arc::new(Tracker::new(id, Instant::now()));
-        lock(&self.live).insert(id, Arc::clone(&tracker));
+        let tracker = Arc::new(Tracker::new(id, peer, Instant::now()));
+        let mut live = lock(&self.live);
+        live.trackers.insert(id, Arc::clone(&tracker));
+        *live.per_peer.entry(peer).or_default() += 1;
         tracker
     }
 
     fn remove(&self, id: u64) {
-        lock(&self.live).remove(&id);
+        let mut live = lock(&self.live);
+        if let Some(tracker) = live.trackers.remove(&id)
+            && let Some(n) = live.per_peer.get_mut(&tracker.peer)
+        {
+            *n -= 1;
+            if *n == 0 {
+                live.per_peer.remove(&tracker.peer);
+            }
+        }
+    }
+
+    /// Whether `peer` may open one more connection under `cap`: yes below it;
+    /// at it, yes if one of its own idle connections could be asked to close
+    /// (that one goes, so the peer stays at its cap once it has), else no.
+    fn admit(&self, peer: PeerKey, cap: usize) -> bool {
+        let live = lock(&self.live);
+        if live.per_peer.get(&peer).copied().unwrap_or(0) < cap {
+            return true;
+        }
+        longest_waiting(live.trackers.values().filter(|t| t.peer == peer))
+            .map(|t| t.evict())
+            .is_some()
     }
 
     /// Asks the connection that has waited longest without a request in
     /// progress (and is not already asked) to close.
     fn evict_longest_waiting(&self) {
         let live = lock(&self.live);
-        let oldest = live
-            .values()
-            .filter_map(|t| t.waiting_since().map(|since| (since, t)))
-            .min_by_key(|(since, _)| *since);
-        if let Some((_, tracker)) = oldest {
+        if let Some(tracker) = longest_waiting(live.trackers.values()) {
             tracker.evict();
         }
     }
+}
+
+/// Of `trackers`, the one that has waited longest without a request in progress
+/// and is not already asked to close.
+fn longest_waiting<'a>(trackers: impl Iterator<Item = &'a Arc<Tracker>>) -> Option<&'a Tracker> {
+    trackers
+        .filter_map(|t| t.waiting_since().map(|since| (since, t)))
+        .min_by_key(|(since, _)| *since)
+        .map(|(_, t)| &**t)
 }
 
 /// Locks a mutex whose data stays consistent even if a holder panicked (every
@@ -317,6 +424,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 #[derive(Debug)]
 struct Tracker {
     id: u64,
+    peer: PeerKey,
     state: Mutex<ConnState>,
     /// Woken when a request starts or ends, a head starts, or eviction is asked.
     changed: Notify,
@@ -340,9 +448,10 @@ struct ConnState {
 /// The tracker reads no clock: its callers pass `now`, so the timing rules are
 /// tested without waiting.
 impl Tracker {
-    fn new(id: u64, now: Instant) -> Self {
+    fn new(id: u64, peer: PeerKey, now: Instant) -> Self {
         Self {
             id,
+            peer,
             state: Mutex::new(ConnState {
                 in_progress: 0,
                 waiting_since: now,
@@ -423,6 +532,7 @@ impl Tracker {
 /// Runs one connection until it ends, times out, is evicted, or shutdown closes it.
 async fn connection(
     stream: TcpStream,
+    peer: SocketAddr,
     _slot: OwnedSemaphorePermit,
     tracker: Arc<Tracker>,
     registry: Arc<Registry>,
@@ -446,6 +556,7 @@ async fn connection(
     let service = TrackedService {
         inner: TowerToHyperService::new(app),
         tracker: Arc::clone(&tracker),
+        peer,
     };
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
@@ -550,6 +661,8 @@ impl AsyncWrite for TrackedIo {
 struct TrackedService {
     inner: TowerToHyperService<Router>,
     tracker: Arc<Tracker>,
+    /// Put into every request's extensions as [`ConnectInfo`].
+    peer: SocketAddr,
 }
 
 /// Ends the tracker's request when dropped, however the request ends.
@@ -577,8 +690,9 @@ impl hyper::service::Service<Request<Incoming>> for TrackedService {
     type Error = Infallible;
     type Future = ServiceFuture;
 
-    fn call(&self, req: Request<Incoming>) -> Self::Future {
+    fn call(&self, mut req: Request<Incoming>) -> Self::Future {
         let in_progress = InProgress::begin(&self.tracker);
+        req.extensions_mut().insert(ConnectInfo(self.peer));
         let response = self.inner.call(req);
         Box::pin(async move {
             let response = response.await?;
@@ -644,6 +758,46 @@ mod tests {
     }
 
     #[test]
+    fn a_peer_is_an_ipv4_address_or_an_ipv6_64() {
+        let ip = |s: &str| PeerKey::of(s.parse().unwrap());
+        assert_eq!(ip("192.0.2.1"), ip("::ffff:192.0.2.1"));
+        assert_ne!(ip("192.0.2.1"), ip("192.0.2.2"));
+        assert_eq!(ip("2001:db8:1:2::1"), ip("2001:db8:1:2:ffff::9"));
+        assert_ne!(ip("2001:db8:1:2::1"), ip("2001:db8:1:3::1"));
+    }
+
+    #[test]
+    fn a_peer_at_its_cap_gets_in_only_by_closing_one_of_its_idle_connections() {
+        let registry = Registry::default();
+        let (a, b) = (
+            PeerKey::of(IpAddr::from([192, 0, 2, 1])),
+            PeerKey::of(IpAddr::from([192, 0, 2, 2])),
+        );
+        let busy: Vec<_> = (0..2)
+            .map(|_| {
+                assert!(registry.admit(a, 2));
+                let t = registry.register(a);
+                t.request_started();
+                t
+            })
+            .collect();
+        // At its cap with every connection busy: refused; another peer is not.
+        assert!(!registry.admit(a, 2));
+        assert!(registry.admit(b, 2));
+        // One of a's requests ends: that idle connection is asked to close.
+        busy[0].request_ended(Instant::now());
+        assert!(registry.admit(a, 2));
+        assert!(busy[0].evicted_while_idle());
+        assert!(!busy[1].evicted_while_idle());
+        // Asked once only: a's next connection is refused until it has closed.
+        assert!(!registry.admit(a, 2));
+        registry.remove(busy[0].id);
+        assert!(registry.admit(a, 2));
+        registry.remove(busy[1].id);
+        assert!(lock(&registry.live).per_peer.is_empty());
+    }
+
+    #[test]
     fn a_tracker_times_heads_and_idleness_apart() {
         let limits = Limits {
             header: Duration::from_secs(10),
@@ -651,7 +805,7 @@ mod tests {
         };
         let start = Instant::now();
         let at = |secs: u64| start + Duration::from_secs(secs);
-        let t = Tracker::new(0, start);
+        let t = Tracker::new(0, PeerKey::of(IpAddr::from([127, 0, 0, 1])), start);
         // A new connection owes its first head within the header timeout.
         assert_eq!(t.deadline(limits), Some(start + limits.header));
         t.request_started();
