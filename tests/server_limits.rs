@@ -398,6 +398,13 @@ fn limit_flags_out_of_range_exit_2() {
         (&["--idle-timeout", "3601"][..], "--idle-timeout"),
         (&["--max-connections", "0"][..], "--max-connections"),
         (&["--max-in-flight", "0"][..], "--max-in-flight"),
+        (
+            &["--max-connections-per-peer", "0"][..],
+            "--max-connections-per-peer",
+        ),
+        (&["--body-timeout", "0"][..], "--body-timeout"),
+        (&["--body-timeout", "3601"][..], "--body-timeout"),
+        (&["--body-min-rate", "0"][..], "--body-min-rate"),
         (&["--body-budget", "1000"][..], "--body-budget"),
         (&["--allow-host", "evil example"][..], "--allow-host"),
         (&["--allow-host", "example.com:99999"][..], "--allow-host"),

@@ -119,16 +119,31 @@
 //! |---|---|---|
 //! | `--header-timeout` | 10 s | a connection that has not sent a whole request head this long after its first byte (or after the accept) is closed |
 //! | `--idle-timeout` | 30 s | a kept-alive connection without a new request is closed |
-//! | `--max-connections` | 512 | the connection that has waited longest without a request in progress is closed to make room; if all are busy, new ones wait in the listen backlog. Lowered at start-up (with a warning) to `ulimit -n` less 64 |
-//! | `--max-in-flight` | 256 | a request waits up to 10 s for a slot, then gets 503 with `Retry-After: 1` |
+//! | `--max-connections` | 512 | the connection that has waited longest without a request in progress is closed to make room; if all are busy, new ones wait in the listen backlog. Lowered at start-up (with a warning) to `ulimit -n` less 64 (and less the metrics listener's 17 with `--metrics-listen`) |
+//! | `--max-connections-per-peer` | 128 | one peer (an IPv4 address, or an IPv6 /64) at its cap that connects again has its longest-waiting idle connection closed; if all of its connections are busy, the new one is closed at once. Behind a reverse proxy every connection is the proxy's: set it to `--max-connections` there |
+//! | `--body-timeout`, `--body-min-rate` | 5 s, 16 KiB/s | a body must be in within 5 s plus (bytes arrived) ÷ 16 KiB/s of the start of its read, else 408: a stalled body is cut after 5 s, a trickle below the rate soon after; a 256 KiB body has 21 s |
+//! | `--max-in-flight` | 256 | a request takes its slot once its body is in; beyond the cap it waits up to 10 s, then gets 503 with `Retry-After: 1` |
 //! | `--body-budget` | 4 MiB | a body over 16 KiB reserves its size before it is read; it waits up to 10 s while the budget is spent, then gets 503 |
 //! | `--max-body` | 256 KiB | 413 (also the stdio line limit) |
 //! | `--allow-host` | loopback names on a loopback address, else any | 421 |
 //!
+//! A request takes an in-flight slot only once its body is in, so clients that
+//! send their bodies slowly, or never, hold connections, not slots: one peer can
+//! hold at most its share of the connections, each for at most the body's
+//! deadline. Measured against the default limits: 1 000 connections from one
+//! address, half sending a head that declares a 100-byte body and then nothing,
+//! half trickling it at a byte a second and reconnecting whenever cut, while
+//! another address sent a `ping` every 300 ms for 12 s: every ping was answered
+//! 200, and the server's resident set rose by about 7 MiB (a debug build; 128
+//! connections' buffers). Before this rule, 256 such connections took every slot
+//! and everyone else got 503. Many addresses together can still hold every
+//! connection for the body deadline at a time; a buffering reverse proxy in
+//! front (nginx buffers request bodies by default) absorbs that.
+//!
 //! Requests of up to 16 KiB (a `ping`, a round carrying its state and answers)
 //! never wait on the body budget, so they keep being answered while large bodies
 //! queue; a client that declares a large body and sends it slowly holds its share
-//! of the budget for at most the body read timeout (30 s). Bodies over 64 KiB are
+//! of the budget for at most its body deadline. Bodies over 64 KiB are
 //! parsed on the blocking pool, at most half the cores at a time. On a public
 //! address, list the names clients use with `--allow-host`: the default there is
 //! every `Host`. The allocator keeps much of what a burst freed, so the resident
@@ -136,6 +151,13 @@
 //! burst of 1 000 bodies just under the limit, all sent at once, peaked at about
 //! 30 MiB over the idle process (the same burst of 1 MiB bodies against the old
 //! unbounded transport: 1.5 GiB).
+//!
+//! The metrics listener (`--metrics-listen`) runs the same accept loop with
+//! limits of its own: at most 16 connections, 5 s to send a head, 5 s idle. Its
+//! descriptors are left out of the MCP listener's share of `ulimit -n`, so idle
+//! connections to it cannot stop the MCP port from accepting (measured: under
+//! `ulimit -n 256`, 374 idle metrics connections, and the MCP port kept
+//! answering).
 //!
 //! # Memory over a long run
 //!
