@@ -28,7 +28,11 @@
 //! codes of [`crate::error::code`], else `other`; `name` is a tool or prompt name
 //! the service registered, and absent for anything else (an unknown tool, a
 //! resource URI, a list method). A client that sends a million different method or
-//! tool names adds no series.
+//! tool names adds no series. The `rmcp` adapter keeps the same set: `name` is a
+//! route of the tool router `mrtr::rmcp::Mrtr::call_tool`
+//! routed to, or a tool or prompt of the [`Service`] its `*_service_*` methods
+//! serve; a prompt name or resource URI handed to its handler-closure forms
+//! (`Mrtr::get_prompt`, `Mrtr::read_resource`, ...) is never a label.
 //!
 //! # Security
 //! The per-reason rejection counts are what the wire hides on purpose: a client
@@ -346,6 +350,7 @@ mod tests {
             now: Timestamp::from_unix_secs(now),
             correlation_id: "c".into(),
             http_headers: None,
+            peer: None,
         }
     }
 

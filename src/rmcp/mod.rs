@@ -279,6 +279,41 @@ struct Caller {
 struct Kept {
     mrtr: Mrtr,
     params: Params,
+    /// Whether the tool is a route of the router the call went to.
+    label: Label,
+}
+
+/// Whether a round's metrics name its target (the `name` label of
+/// `mrtr_requests_total`). Labels are a closed set ([`crate::metrics`]): only a
+/// name the application registered may become one, never a string a client
+/// chose, so a client sending a million prompt names or resource URIs adds no
+/// series.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Label {
+    /// A name the application registered: a route of the rmcp tool router
+    /// [`Mrtr::call_tool`] routed the call to, or a tool or prompt of the
+    /// [`Service`] a `*_service_*` method serves.
+    Registered,
+    /// Anything else: a prompt name or resource URI handed to a handler closure
+    /// ([`Mrtr::get_prompt`], [`Mrtr::read_resource`] and their `_async` forms:
+    /// the adapter cannot tell whether the application knows it), an unknown
+    /// target, and every resource URI (as on [`Service`]).
+    Unlisted,
+}
+
+impl Label {
+    /// The label of a request for `method` whose target `service` has a handler for.
+    fn of_service(method: CarrierMethod, registered: bool) -> Self {
+        match method {
+            CarrierMethod::ToolsCall | CarrierMethod::PromptsGet if registered => Self::Registered,
+            _ => Self::Unlisted,
+        }
+    }
+
+    /// `target` as the `name` label, if this label allows one.
+    fn name(self, target: Option<&str>) -> Option<&str> {
+        target.filter(|_| self == Self::Registered)
+    }
 }
 
 /// A carrier request's params as a flow takes them.
@@ -455,9 +490,17 @@ impl Mrtr {
         S: Send + Sync + 'static,
     {
         let params = Params::of_tool(&mut request, &context, self.inner.engine.metas());
+        // The router runs a tool function (and so its ToolCall) only for one of
+        // its routes; checked here all the same, so the label never rests on it.
+        let label = if router.has_route(&request.name) {
+            Label::Registered
+        } else {
+            Label::Unlisted
+        };
         context.extensions.insert(Kept {
             mrtr: self.clone(),
             params,
+            label,
         });
         router
             .call(ToolCallContext::new(server, request, context))
@@ -465,6 +508,13 @@ impl Mrtr {
     }
 
     /// The body of `ServerHandler::get_prompt`, with a synchronous handler.
+    ///
+    /// The request is counted in [`crate::metrics`] without a `name` label: the
+    /// prompt name is the client's string, and this method cannot tell a prompt
+    /// the application knows from any other (the `*_service_*` methods label the
+    /// names a [`Service`] registered). The same holds for
+    /// [`Mrtr::get_prompt_async`], [`Mrtr::read_resource`] and
+    /// [`Mrtr::read_resource_async`].
     ///
     /// # Errors
     /// The JSON-RPC errors of the flow (-32602 for a state that does not open,
@@ -620,7 +670,8 @@ impl Mrtr {
     {
         let params = Params::of(method, request, context, self.inner.engine.metas());
         let caller = self.caller(context);
-        self.execute(method, params, caller, true, handler, &R::into)
+        // The prompt name or URI is the client's: no label (see `Label::Unlisted`).
+        self.execute(method, params, caller, Label::Unlisted, handler, &R::into)
             .await
     }
 
@@ -639,7 +690,7 @@ impl Mrtr {
     {
         let params = Params::of(method, request, context, self.inner.engine.metas());
         let caller = self.caller(context);
-        self.execute_sync(method, params, caller, handler, &R::into)
+        self.execute_sync(method, params, caller, Label::Unlisted, handler, &R::into)
             .await
     }
 
@@ -652,16 +703,17 @@ impl Mrtr {
     ) -> Result<Reply, ErrorData> {
         let target = params.target(method).unwrap_or_default();
         let registered = service.registered(method, target);
+        let label = Label::of_service(method, registered.is_some());
         let caller = self.caller(context);
         match registered {
             Some(h) => {
-                self.execute(method, params, caller, true, &move |r| h(r), &identity)
+                self.execute(method, params, caller, label, &move |r| h(r), &identity)
                     .await
             }
             None => {
                 // The same refusal as `Service::handle` (start_carrier finds no handler).
                 let none: Option<NoHandler> = None;
-                self.execute_with(method, params, caller, false, || none)
+                self.execute_with(method, params, caller, label, || none)
                     .await
             }
         }
@@ -679,7 +731,7 @@ impl Mrtr {
         method: CarrierMethod,
         params: Params,
         caller: Caller,
-        registered: bool,
+        label: Label,
         handler: &'a F,
         complete: &'a C,
     ) -> impl Future<Output = Result<Reply, ErrorData>> + 'a
@@ -688,7 +740,7 @@ impl Mrtr {
         Fut: Future<Output = Result<R, Flow>> + Send + 'a,
         C: Fn(R) -> Value + Sync,
     {
-        self.execute_with(method, params, caller, registered, move || {
+        self.execute_with(method, params, caller, label, move || {
             Some(move |round| async move { handler(round).await.map(complete) })
         })
     }
@@ -703,6 +755,7 @@ impl Mrtr {
         method: CarrierMethod,
         params: Params,
         caller: Caller,
+        label: Label,
         handler: &F,
         complete: &C,
     ) -> Result<Reply, ErrorData>
@@ -714,11 +767,21 @@ impl Mrtr {
             Params::Parsed { target, request } => {
                 let Caller { principal, id } = caller;
                 let run = |round| handler(round).map(complete);
-                to_reply(self.round_sync(method, target.as_deref(), request, &id, principal, run))
+                let outcome = self.round_sync(
+                    method,
+                    target.as_deref(),
+                    request,
+                    &id,
+                    principal,
+                    label,
+                    run,
+                );
+                to_reply(outcome)
             }
             Params::Legacy(params, legacy) => {
                 let handler_for = || Some(|round| std::future::ready(handler(round).map(complete)));
-                Box::pin(self.legacy_flow(method, params, legacy, caller, true, &handler_for)).await
+                Box::pin(self.legacy_flow(method, params, legacy, caller, label, &handler_for))
+                    .await
             }
         }
     }
@@ -728,7 +791,7 @@ impl Mrtr {
         method: CarrierMethod,
         params: Params,
         caller: Caller,
-        registered: bool,
+        label: Label,
         handler_for: H,
     ) -> Result<Reply, ErrorData>
     where
@@ -746,7 +809,7 @@ impl Mrtr {
                         request,
                         &id,
                         principal,
-                        registered,
+                        label,
                         &handler_for,
                     )
                     .await;
@@ -756,7 +819,7 @@ impl Mrtr {
         };
         // Boxed: its asks through rmcp's peer make this future kilobytes larger,
         // which a 2026-07-28 request would otherwise carry (and move) too.
-        Box::pin(self.legacy_flow(method, params, legacy, caller, registered, &handler_for)).await
+        Box::pin(self.legacy_flow(method, params, legacy, caller, label, &handler_for)).await
     }
 
     /// A 2025-11-25 client: a fresh flow in this request, its capabilities from
@@ -767,7 +830,7 @@ impl Mrtr {
         mut params: Map<String, Value>,
         legacy: Legacy,
         caller: Caller,
-        registered: bool,
+        label: Label,
         handler_for: &H,
     ) -> Result<Reply, ErrorData>
     where
@@ -789,7 +852,7 @@ impl Mrtr {
                     request,
                     &id,
                     principal.clone(),
-                    registered,
+                    label,
                     &handler_for,
                 )
                 .await;
@@ -834,7 +897,7 @@ impl Mrtr {
         request: Result<CarrierRequest, RequestError>,
         id: &::rmcp::model::RequestId,
         principal: Result<Principal, Error>,
-        registered: bool,
+        label: Label,
         handler_for: &H,
     ) -> Outcome
     where
@@ -858,13 +921,13 @@ impl Mrtr {
                     .await
             }
         };
-        let name = target.as_deref().filter(|_| registered);
+        let name = label.name(target.as_deref());
         conclude(&outcome, method, target.as_deref(), round, name, id);
         outcome
     }
 
-    /// [`Mrtr::round`] with a synchronous handler of a registered target, run here
-    /// ([`Mrtr::execute_sync`]).
+    /// [`Mrtr::round`] with a synchronous handler, run here ([`Mrtr::execute_sync`]).
+    #[allow(clippy::too_many_arguments)] // why: the private core of the synchronous paths
     fn round_sync<G>(
         &self,
         method: CarrierMethod,
@@ -872,6 +935,7 @@ impl Mrtr {
         request: Result<CarrierRequest, RequestError>,
         id: &::rmcp::model::RequestId,
         principal: Result<Principal, Error>,
+        label: Label,
         handler: G,
     ) -> Outcome
     where
@@ -884,7 +948,7 @@ impl Mrtr {
             Start::Run(started) => started.run_sync(),
         };
         let target = target.as_deref();
-        conclude(&outcome, method, target, round, target, id);
+        conclude(&outcome, method, target, round, label.name(target), id);
         outcome
     }
 
@@ -908,6 +972,7 @@ impl Mrtr {
                     now: Timestamp::now(),
                     correlation_id: String::new(),
                     http_headers: None,
+                    peer: None,
                 };
                 service::start_carrier(&self.inner.engine, method, request, &ctx, |_| handler_for())
             }
@@ -1280,13 +1345,28 @@ impl ToolCall {
         F: Fn(Round) -> Result<R, Flow> + Send + Sync,
         R: Into<Value> + Send + 'static,
     {
-        let Some((Kept { mrtr, params }, caller)) = self.kept else {
+        let Some((
+            Kept {
+                mrtr,
+                params,
+                label,
+            },
+            caller,
+        )) = self.kept
+        else {
             return Err(not_routed());
         };
         let kept = KeptResult::default();
         let keep = |result: R| kept.keep(result);
         let v = mrtr
-            .execute_sync(CarrierMethod::ToolsCall, params, caller, &handler, &keep)
+            .execute_sync(
+                CarrierMethod::ToolsCall,
+                params,
+                caller,
+                label,
+                &handler,
+                &keep,
+            )
             .await?;
         kept.respond(v, &mrtr.inner.asks)
     }
@@ -1301,7 +1381,15 @@ impl ToolCall {
         Fut: Future<Output = Result<R, Flow>> + Send,
         R: Into<Value> + 'static,
     {
-        let Some((Kept { mrtr, params }, caller)) = self.kept else {
+        let Some((
+            Kept {
+                mrtr,
+                params,
+                label,
+            },
+            caller,
+        )) = self.kept
+        else {
             return Err(not_routed());
         };
         let kept = KeptResult::default();
@@ -1312,7 +1400,7 @@ impl ToolCall {
                 CarrierMethod::ToolsCall,
                 params,
                 caller,
-                true,
+                label,
                 &handler,
                 &keep,
             )

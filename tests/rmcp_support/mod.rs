@@ -436,6 +436,83 @@ pub fn start(mrtr: Mrtr) -> Running {
     })
 }
 
+/// A server whose `get_prompt` and `read_resource` run an mrtr handler for any
+/// name or URI a client sends, as an application that routes them itself: the
+/// synchronous forms for a name or URI ending in an odd digit, the async forms
+/// otherwise. Every handler completes at once.
+#[derive(Clone)]
+pub struct AnyTarget {
+    mrtr: Mrtr,
+}
+
+/// Whether `target` ends in an odd digit (it then takes the synchronous form).
+fn odd(target: &str) -> bool {
+    target
+        .bytes()
+        .last()
+        .is_some_and(|b| b.is_ascii_digit() && (b - b'0') % 2 == 1)
+}
+
+impl ServerHandler for AnyTarget {
+    fn get_info(&self) -> InitializeResult {
+        InitializeResult::new(
+            ServerCapabilities::builder()
+                .enable_prompts()
+                .enable_resources()
+                .build(),
+        )
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        if odd(&request.name) {
+            self.mrtr
+                .get_prompt(request, context, |_r| Ok(prompt_text("any", "any prompt")))
+                .await
+        } else {
+            self.mrtr
+                .get_prompt_async(request, context, |_r| async {
+                    Ok(prompt_text("any", "any prompt"))
+                })
+                .await
+        }
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let uri = request.uri.clone();
+        if odd(&uri) {
+            self.mrtr
+                .read_resource(request, context, move |_r| {
+                    Ok(resource_text(&uri, "text/plain", "any"))
+                })
+                .await
+        } else {
+            self.mrtr
+                .read_resource_async(request, context, move |_r| {
+                    let uri = uri.clone();
+                    async move { Ok(resource_text(&uri, "text/plain", "any")) }
+                })
+                .await
+        }
+    }
+}
+
+/// Starts [`AnyTarget`] on `mrtr`.
+pub fn start_any_target(mrtr: Mrtr) -> Running {
+    let any = AnyTarget { mrtr: mrtr.clone() };
+    start_router(TestServer::new(mrtr), move || {
+        let any = any.clone();
+        axum::Router::new().nest_service("/mcp", http_service(move || any.clone()))
+    })
+}
+
 /// Starts [`Unrouted`].
 pub fn start_unrouted(mrtr: Mrtr) -> Running {
     start_router(TestServer::new(mrtr), || {
