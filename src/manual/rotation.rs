@@ -67,7 +67,9 @@
 //! 3. **Remove the old key** once the last instance has sealed with `OLD` for
 //!    the last time, plus the longest flow lifetime configured on any instance,
 //!    plus the clock skew: with the defaults, 1 hour and 60 seconds after phase 2
-//!    finished. `MRTR_KEYS=NEW`.
+//!    finished. `MRTR_KEYS=NEW`. An instance reloading its key file checks this
+//!    for what it sealed itself, and refuses the new ring if it is too early
+//!    ([below](#a-ring-that-would-break-flows-in-flight)).
 //!
 //! Why that wait is enough: every token carries its flow's absolute deadline,
 //! fixed when the flow began and never extended, and no token opens after that
@@ -89,9 +91,27 @@
 //! without a failed flow: for each phase, on every instance,
 //!
 //! ```text
-//! $EDITOR /etc/mrtr/keys        # phase 1: OLD then NEW; phase 2: NEW then OLD; phase 3: NEW
+//! # phase 1: OLD then NEW; phase 2: NEW then OLD; phase 3: NEW
+//! (umask 077; printf '%s\n' NEWKEY OLDKEY > /etc/mrtr/keys.tmp)   # next to the file
+//! mv /etc/mrtr/keys.tmp /etc/mrtr/keys   # a rename: the old file or the new one, never a part
 //! kill -HUP "$(pidof mrtr)"     # or systemctl reload, with ExecReload=/bin/kill -HUP $MAINPID
 //! ```
+//!
+//! ## Writing the key file
+//!
+//! Write the new file under a temporary name **in the same directory**, then
+//! `rename` it over the old one (`mv` within one file system does). A rename
+//! replaces the name in one step,
+//! so a reload, yours or one a `systemctl reload` or a configuration tool sends at
+//! any moment, reads the whole old file or the whole new one. Writing the file in
+//! place (`>` in a shell, an editor that saves over the file, a configuration
+//! tool's plain write) truncates it first, and a reload in between reads what was
+//! written so far. Most such reads do not parse, and keep the ring; but a rotation
+//! file `NEW` then `OLD` read after its first line is a valid ring of `NEW` alone,
+//! which would drop the key of every flow in flight. That one is caught (next
+//! section); write atomically all the same. Keep the temporary file out of reach
+//! of other users (`umask 077`) and on the same file system (a `mv` across file
+//! systems copies, which is not atomic).
 //!
 //! and check the log of each instance (stderr, target `mrtr::keys`) before moving
 //! to the next phase:
@@ -109,8 +129,10 @@
 //!   a wrong path) **keeps the ring in force** and logs `key ring not reloaded`
 //!   at ERROR with the path and the reason (a bad entry by its position, never its
 //!   value). Fix the file and send SIGHUP again. Write the file atomically
-//!   (write a temporary file, then rename it over the old one) so that a SIGHUP
-//!   from elsewhere never reads it half-written.
+//!   ([above](#writing-the-key-file)) so that a SIGHUP from elsewhere never reads
+//!   it half-written.
+//! - A ring that would break this instance's flows in flight is refused too
+//!   ([next section](#a-ring-that-would-break-flows-in-flight)).
 //! - A reload whose sealing key was not in the previous ring logs a WARN: on a
 //!   fleet, phase 1 was skipped, and instances that do not hold the key yet
 //!   refuse its states as `unknown_key`. (For a single instance, or a compromised
@@ -119,10 +141,40 @@
 //!   `nothing to reload` at WARN and changes nothing. It never stops the server.
 //!   Rotate such instances with restarts.
 //!
-//! Embedding the engine, swap the ring yourself: [`Sealer::replace_keyring`]
-//! (every clone of the sealer, the engine's and the service's, sees the new ring),
-//! or, with the `server` feature, `mrtr::server::reload_keys` with a `KeySource`
-//! from your own trigger.
+//! ## A ring that would break flows in flight
+//!
+//! A reload is refused, and the ring in force kept, when the new ring lacks
+//!
+//! - the key this instance seals with now, or
+//! - a key it sealed with whose states may still open: until the latest flow
+//!   deadline it sealed under that key plus the clock skew (at most the flow
+//!   lifetime plus the skew after its last seal, 1 h and 60 s by default),
+//!
+//! unless the new ring still opens those states: it holds a key with the same kid
+//! **and the same secret** (as sealing or open-only key; a kid is 4 bytes, so a
+//! different key with the same kid does not count). The log says which:
+//!
+//! ```text
+//! ERROR mrtr::keys: key ring not reloaded: keeping the previous ring (...) path=/etc/mrtr/keys in_use=OLDKID error=the new key ring drops key OLDKID (it seals now): ...
+//! ```
+//!
+//! That is what a rotation file `NEW` then `OLD` caught after its first line
+//! looks like (it parses, as a ring of `NEW` alone), and what phase 3 looks like
+//! when it comes too early for this instance. Finish the file, or wait, and send
+//! SIGHUP again. Keys the instance holds only to open what other instances
+//! sealed are not checked: the fleet-wide wait of phase 3 covers them.
+//!
+//! What an instance sealed with, and until when, is recorded in memory as it
+//! seals. A restarted process starts afresh: it protects only the sealing key
+//! of the ring it started with, and takes at start-up whatever ring it is given.
+//! So a restart is the way to drop a key at once (a [compromised
+//! key](#a-compromised-key)).
+//!
+//! Embedding the engine, swap the ring yourself: [`Sealer::try_replace_keyring`]
+//! makes the check above (every clone of the sealer, the engine's and the
+//! service's, sees the new ring; [`Sealer::replace_keyring`] swaps without
+//! checking), or, with the `server` feature, `mrtr::server::reload_keys` with a
+//! `KeySource` from your own trigger.
 //!
 //! # Checking a rotation
 //!
@@ -143,8 +195,11 @@
 //!
 //! A leaked key lets its holder read every state sealed under it and forge
 //! states for any request and principal. Do not wait out the rotation window:
-//! deploy a ring without it (`MRTR_KEYS=NEW`, or a key file holding only `NEW`
-//! and SIGHUP) at once. Flows in progress under
+//! deploy a ring without it (`MRTR_KEYS=NEW`, or a key file holding only `NEW`)
+//! at once, by **restarting** every instance: a SIGHUP refuses a ring that drops
+//! a key the instance sealed with within the flow lifetime (see
+//! [above](#a-ring-that-would-break-flows-in-flight)), while a new process takes
+//! the ring it is started with. Flows in progress under
 //! the leaked key then fail with the uniform `-32602`, and their clients must
 //! start over; that is the price of closing the hole.
 //!
@@ -152,6 +207,7 @@
 //! [`Keyring::parse_keys`]: crate::seal::Keyring::parse_keys
 //! [`Keyring::parse_key_file`]: crate::seal::Keyring::parse_key_file
 //! [`Sealer::replace_keyring`]: crate::seal::Sealer::replace_keyring
+//! [`Sealer::try_replace_keyring`]: crate::seal::Sealer::try_replace_keyring
 //! [`Keyring::new`]: crate::seal::Keyring::new
 //! [`Keyring::with_open_only`]: crate::seal::Keyring::with_open_only
 //! [`Key::from_secret`]: crate::seal::Key::from_secret

@@ -117,6 +117,10 @@ pub enum KeyError {
 #[derive(Clone)]
 pub struct Key {
     kid: Kid,
+    /// The whole HMAC whose first 4 bytes are the kid: tells two keys with one kid
+    /// apart ([`Key::same_secret`]) without keeping the secret. Reveals nothing
+    /// about the key, as the kid does not.
+    check: [u8; 32],
     cipher: Xaes256Gcm,
 }
 
@@ -189,14 +193,28 @@ impl Key {
         &self.cipher
     }
 
+    /// Whether `other` is this very key (the same secret), not merely one with the
+    /// same kid: a 4-byte kid can collide. Compares the whole 32-byte HMAC the kid
+    /// is cut from, in constant time.
+    pub(super) fn same_secret(&self, other: &Key) -> bool {
+        let diff = self
+            .check
+            .iter()
+            .zip(other.check.iter())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b));
+        std::hint::black_box(diff) == 0
+    }
+
     fn from_exact(secret: &[u8; KEY_LEN]) -> Key {
         let mut mac =
             <Hmac<Sha256> as KeyInit>::new_from_slice(secret).expect("HMAC accepts any key length");
         mac.update(KID_LABEL);
         let tag = mac.finalize().into_bytes();
         let kid = Kid::from_be_bytes([tag[0], tag[1], tag[2], tag[3]]);
+        let mut check = [0u8; 32];
+        check.copy_from_slice(&tag);
         let cipher = <Xaes256Gcm as KeyInit>::new(secret.into());
-        Key { kid, cipher }
+        Key { kid, check, cipher }
     }
 }
 

@@ -1,14 +1,17 @@
 //! Reloading the key ring of a running server: SIGHUP re-reads `--keys-file`.
 //!
 //! The file is read and parsed first, and the ring swapped in only if that
-//! worked ([`Sealer::replace_keyring`]), so a half-written or mistyped file never
-//! leaves the server without keys: it keeps the ring it has and says why. Log
-//! lines name kids (public: every token carries its kid in clear) and the file's
-//! path, never key bytes or the file's contents.
+//! worked and the new ring still opens every state this instance may have in
+//! flight ([`Sealer::try_replace_keyring`]), so a mistyped file, or one caught
+//! half written, never leaves the server without keys nor breaks its flows: it
+//! keeps the ring it has and says why. Log lines name kids (public: every token
+//! carries its kid in clear) and the file's path, never key bytes or the file's
+//! contents.
 
 use std::future::Future;
 
-use crate::seal::{Kid, Sealer};
+use crate::seal::{KeysInUse, Kid, Sealer};
+use crate::time::Timestamp;
 
 use super::{ConfigError, KEYS_ENV, KeySource};
 
@@ -29,6 +32,13 @@ pub enum KeyReload {
         /// Why (the path and the reason, never the file's contents).
         error: ConfigError,
     },
+    /// The key file parsed, but its ring drops keys whose states this instance
+    /// may still have in flight (a file caught half written, or a key removed
+    /// too early): the ring in force is kept.
+    Refused {
+        /// Which keys, by kid.
+        error: KeysInUse,
+    },
     /// The keys come from `MRTR_KEYS` or are ephemeral: there is no file to re-read.
     NothingToReload,
 }
@@ -38,12 +48,22 @@ pub enum KeyReload {
 /// result either way.
 ///
 /// With [`KeySource::File`], the file is read and parsed as at start-up
-/// ([`KeySource::keyring`]): on success the new ring replaces the old one
-/// atomically and `key ring reloaded` is logged (INFO, target `mrtr::keys`) with
-/// the kids and the number of keys; on failure the old ring stays and the reason is
-/// logged at ERROR. Other sources have nothing to re-read: that is logged at WARN
-/// and the ring is left alone. This is what `mrtr serve` runs on SIGHUP; call it
-/// from your own trigger when embedding.
+/// ([`KeySource::keyring`]), then checked against what this instance sealed
+/// ([`Sealer::try_replace_keyring`], at the system clock's `now`): the new ring
+/// must still hold the key sealing now and every key that sealed a state which
+/// may still open (within its flow deadline plus the clock skew), each with the
+/// same secret. Then the new ring replaces the old one atomically and `key ring
+/// reloaded` is logged (INFO, target `mrtr::keys`) with the kids and the number
+/// of keys. Otherwise the old ring stays and the reason is logged at ERROR:
+/// `key ring not reloaded`, with the path and the error (for a ring that drops
+/// keys in use, their kids in `in_use`). Other sources have nothing to re-read:
+/// that is logged at WARN and the ring is left alone. This is what `mrtr serve`
+/// runs on SIGHUP; call it from your own trigger when embedding.
+///
+/// Write the file to a temporary name in the same directory and `rename` it over
+/// the old one: a reader then sees the old file or the new one, never a part.
+/// The check above catches a half-written rotation file that parses (its first
+/// line only), not every one: see [`crate::manual::rotation`].
 ///
 /// ```
 /// use mrtr::seal::{Keyring, SealConfig, Sealer};
@@ -87,13 +107,23 @@ pub fn reload_keys(source: &KeySource, sealer: &Sealer) -> KeyReload {
     let kids = ring.kids();
     let previous = sealer.keyring().kids();
     let sealing = ring.sealing_kid();
-    sealer.replace_keyring(ring);
     let list = |kids: &[Kid]| {
         kids.iter()
             .map(ToString::to_string)
             .collect::<Vec<_>>()
             .join(",")
     };
+    if let Err(error) = sealer.try_replace_keyring(ring, Timestamp::now()) {
+        tracing::error!(
+            target: TARGET,
+            path = %path.display(),
+            in_use = %list(&error.kids()),
+            error = %error,
+            "key ring not reloaded: keeping the previous ring (if the file was being \
+             written, write it to a temporary name and rename it, then send SIGHUP again)"
+        );
+        return KeyReload::Refused { error };
+    }
     let removed: Vec<Kid> = previous
         .iter()
         .copied()

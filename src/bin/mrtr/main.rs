@@ -71,8 +71,11 @@ struct ServeArgs {
     stdio: bool,
     /// File holding the sealing keys (MRTR_KEYS format; the first seals). Re-read on
     /// SIGHUP (`kill -HUP PID`), logged as `key ring reloaded`; a file that cannot be
-    /// read or parsed keeps the keys in force. Default: $MRTR_KEYS (not reloadable),
-    /// else an ephemeral per-process key.
+    /// read or parsed keeps the keys in force, and so does one that drops the key
+    /// this process seals with or one it sealed with within the flow lifetime (1 h;
+    /// a restart takes any ring). Write it to a temporary name in the same directory,
+    /// then rename it over the old file, so a reload never reads it half written.
+    /// Default: $MRTR_KEYS (not reloadable), else an ephemeral per-process key.
     #[arg(long, value_name = "PATH")]
     keys_file: Option<PathBuf>,
     /// Lifetime of one round's requestState, in seconds (1..=86400).
