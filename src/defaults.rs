@@ -17,6 +17,7 @@
 //! | | [`CLIENT_REQUEST_TIMEOUT`] | 30 s |
 //! | | [`CLIENT_MAX_QUESTIONS_PER_ROUND`] (= [`MAX_ASKS_PER_ROUND`]), [`CLIENT_MAX_CONCURRENT_ANSWERS`] | 16, 4 |
 //! | | [`CLIENT_MAX_SAMPLING_PER_FLOW`], [`CLIENT_MAX_ANSWER_BYTES`] (= [`MAX_BODY`]) | 16, 256 KiB |
+//! | | [`CLIENT_MAX_STATE_BYTES`] (= 4 × [`MAX_TOKEN_LEN`]), [`CLIENT_MAX_UPLOAD_BYTES`] (= [`CLIENT_MAX_ROUNDS`] × [`MAX_BODY`]) | 64 KiB, 4.25 MiB |
 //! | | [`BACKOFF_INITIAL`] → [`BACKOFF_MAX`] | 50 ms → 250 ms |
 //! | server | [`LISTEN`], [`MAX_BODY`], [`AUDIENCE`] | `127.0.0.1:8808`, 256 KiB, `mrtr-reference` |
 //! | | [`MAX_CLOCK_SKEW`] (flag bound), [`STDIO_MAX_IN_FLIGHT`] | 1 h, 64 |
@@ -184,6 +185,24 @@ pub const CLIENT_MAX_SAMPLING_PER_FLOW: u32 = 16;
 /// [`ClientBuilder::max_answer_bytes`](crate::client::ClientBuilder::max_answer_bytes),
 /// `mrtr call --max-answer-bytes`.
 pub const CLIENT_MAX_ANSWER_BYTES: u64 = MAX_BODY as u64;
+
+/// The longest `requestState` the client echoes: 64 KiB, four times the longest
+/// one a default server seals or opens ([`MAX_TOKEN_LEN`], 16 KiB), so a server
+/// that raised its own limit still works. A longer one ends the flow before it is
+/// sent back: a hostile server cannot make the client upload a state of megabytes
+/// on every round.
+/// [`ClientBuilder::max_state_bytes`](crate::client::ClientBuilder::max_state_bytes),
+/// `mrtr call --max-state-bytes`.
+pub const CLIENT_MAX_STATE_BYTES: usize = 4 * MAX_TOKEN_LEN;
+
+/// The most bytes of requests (JSON-RPC, as serialized JSON) one client flow
+/// sends, over all its rounds: 4.25 MiB, [`CLIENT_MAX_ROUNDS`] requests of the
+/// largest body a default server reads ([`MAX_BODY`]), so a default client can
+/// send every flow a default server accepts. A request that would go over it is
+/// not sent.
+/// [`ClientBuilder::max_upload_bytes`](crate::client::ClientBuilder::max_upload_bytes),
+/// `mrtr call --max-upload-bytes`.
+pub const CLIENT_MAX_UPLOAD_BYTES: u64 = CLIENT_MAX_ROUNDS as u64 * MAX_BODY as u64;
 
 /// The client's first wait before retrying after a state-only round: 50 ms.
 pub const BACKOFF_INITIAL: Duration = Duration::from_millis(50);
@@ -356,6 +375,9 @@ mod tests {
         const { assert!(CLIENT_MAX_QUESTIONS_PER_ROUND >= MAX_ASKS_PER_ROUND) };
         const { assert!(CLIENT_MAX_CONCURRENT_ANSWERS >= 1) };
         const { assert!(CLIENT_REQUEST_TIMEOUT.as_secs() <= CLIENT_TOTAL_TIMEOUT.as_secs()) };
+        // Every state a default server seals is echoed, and every flow it reads is sent.
+        const { assert!(CLIENT_MAX_STATE_BYTES >= MAX_TOKEN_LEN) };
+        const { assert!(CLIENT_MAX_UPLOAD_BYTES >= CLIENT_MAX_ROUNDS as u64 * MAX_BODY as u64) };
     }
 
     #[test]

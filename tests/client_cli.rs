@@ -65,7 +65,8 @@ fn every_kind_form() -> Value {
 /// round, then completes with what it got; `fail` is a tool error; `boom` a
 /// JSON-RPC error; `hostile` puts control characters and fake prompts in every
 /// text of a form, a link and a sampling request; `kinds` asks a form of every
-/// field kind; `hang` never answers.
+/// field kind; `hang` never answers; `bigstate` sends 1 MiB of `requestState`
+/// and completes once it is echoed.
 async fn server() -> (String, Arc<Mutex<Vec<Value>>>) {
     let log: Arc<Mutex<Vec<Value>>> = Arc::default();
     let seen = log.clone();
@@ -118,6 +119,10 @@ async fn server() -> (String, Arc<Mutex<Vec<Value>>>) {
                     "kinds" => json!({"resultType": "complete", "content": [{"type": "text",
                         "text": format!("kinds {}", p["inputResponses"]["k"]["content"])}]}),
                     "hang" => std::future::pending().await,
+                    "bigstate" if p.get("requestState").is_none() => json!({
+                        "resultType": "input_required", "requestState": big_state()}),
+                    "bigstate" => json!({"resultType": "complete", "content": [{"type": "text",
+                        "text": format!("echoed {} bytes", p["requestState"].as_str().map_or(0, str::len))}]}),
                     "boom" => {
                         return Json(json!({"jsonrpc": "2.0", "id": req["id"], "error": {"code": -32602, "message": "bad"}}));
                     }
@@ -131,6 +136,11 @@ async fn server() -> (String, Arc<Mutex<Vec<Value>>>) {
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     (url, log)
+}
+
+/// The `requestState` of `bigstate`: 1 MiB that must never reach the terminal.
+fn big_state() -> String {
+    "SEALED".repeat((1 << 20) / 6 + 1)[..1 << 20].to_owned()
 }
 
 async fn call(argv: &[&str]) -> (i32, String, String) {
@@ -377,16 +387,87 @@ async fn the_caps_are_flags() {
             defaults.max_questions_per_round,
             defaults.max_concurrent_answers,
             defaults.max_sampling_per_flow,
-            defaults.max_answer_bytes
+            defaults.max_answer_bytes,
+            defaults.max_state_bytes,
+            defaults.max_upload_bytes
         ),
         (
             mrtr::defaults::CLIENT_REQUEST_TIMEOUT.as_secs(),
             mrtr::defaults::CLIENT_MAX_QUESTIONS_PER_ROUND,
             mrtr::defaults::CLIENT_MAX_CONCURRENT_ANSWERS,
             mrtr::defaults::CLIENT_MAX_SAMPLING_PER_FLOW,
-            mrtr::defaults::CLIENT_MAX_ANSWER_BYTES
+            mrtr::defaults::CLIENT_MAX_ANSWER_BYTES,
+            mrtr::defaults::CLIENT_MAX_STATE_BYTES,
+            mrtr::defaults::CLIENT_MAX_UPLOAD_BYTES
         )
     );
+}
+
+#[tokio::test]
+async fn the_echoed_state_and_the_upload_are_capped_by_flags() {
+    let (url, log) = server().await;
+    let run = |extra: &'static [&'static str]| {
+        let url = url.clone();
+        async move {
+            let mut argv = vec![url.as_str(), "tool", "bigstate", "--no-input"];
+            argv.extend(extra);
+            call(&argv).await
+        }
+    };
+    let echoed = |log: &Mutex<Vec<Value>>| {
+        log.lock()
+            .unwrap()
+            .iter()
+            .filter(|r| r["params"].get("requestState").is_some())
+            .count()
+    };
+    // By default, 1 MiB of state is refused before it is sent back.
+    let (code, out, err) = run(&[]).await;
+    assert_eq!(code, 3, "{err}");
+    assert!(out.is_empty());
+    assert!(
+        err.contains("requestState bytes echoed (limit 65536)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("--max-state-bytes"),
+        "the hint names the flag: {err}"
+    );
+    assert!(!err.contains("SEALED"), "the state is never printed");
+    assert_eq!(log.lock().unwrap().len(), 1);
+    assert_eq!(echoed(&log), 0, "never echoed");
+
+    // --max-state-bytes lets it through; the upload cap then still holds.
+    log.lock().unwrap().clear();
+    let (code, _, err) = run(&[
+        "--max-state-bytes",
+        "2000000",
+        "--max-upload-bytes",
+        "500000",
+    ])
+    .await;
+    assert_eq!(code, 3, "{err}");
+    assert!(
+        err.contains("bytes uploaded per flow (limit 500000)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("--max-upload-bytes"),
+        "the hint names the flag: {err}"
+    );
+    assert!(!err.contains("SEALED"));
+    assert_eq!(echoed(&log), 0, "the request over the cap is not sent");
+    log.lock().unwrap().clear();
+    let (code, out, err) = run(&[
+        "--max-state-bytes",
+        "2000000",
+        "--max-upload-bytes",
+        "2000000",
+    ])
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.trim(), format!("echoed {} bytes", 1 << 20));
+    assert_eq!(echoed(&log), 1);
 }
 
 // ---------------------------------------------------------------- on a pseudo-terminal

@@ -364,6 +364,154 @@ async fn answers_over_the_byte_cap_are_not_sent() {
     assert_eq!(server.sent().len(), before, "nothing sent");
 }
 
+// ---------------------------------------------------------------- the echoed state
+
+/// A `requestState` of `len` bytes that must never show up in an error.
+fn state_of_len(len: usize) -> String {
+    "SEALED".repeat(len / 6 + 1)[..len].to_owned()
+}
+
+#[tokio::test]
+async fn a_state_over_the_cap_is_refused_before_it_is_echoed() {
+    // 15 MiB of state on every round, with a question, or state only.
+    let huge = state_of_len(15 << 20);
+    for asks in [Some(json!({"q": form_ask()})), None] {
+        let (state, asks2) = (huge.clone(), asks.clone());
+        let server = Hostile::results(move |_| {
+            let mut r = json!({"resultType": "input_required", "requestState": state});
+            if let Some(a) = &asks2 {
+                r["inputRequests"] = a.clone();
+            }
+            r
+        });
+        let answered = Arc::new(AtomicUsize::new(0));
+        let a = answered.clone();
+        let h = Handlers::new().on_elicit(move |_ctx, _p| {
+            a.fetch_add(1, Ordering::SeqCst);
+            async {
+                Ok(ElicitResult {
+                    action: ElicitAction::Decline,
+                    content: None,
+                })
+            }
+        });
+        let c = client(&server, h).build();
+        let err = c.call_tool("t", json!({})).await.unwrap_err();
+        let text = err.to_string();
+        assert_eq!(
+            cap(err),
+            (Cap::StateBytes, defaults::CLIENT_MAX_STATE_BYTES as u64)
+        );
+        assert!(
+            text.contains("requestState bytes echoed (limit 65536)"),
+            "{text}"
+        );
+        assert!(!text.contains("SEALED"), "the state is never shown");
+        let sent = server.sent();
+        assert_eq!(sent.len(), 1, "{asks:?}: never echoed");
+        assert!(sent[0]["params"].get("requestState").is_none());
+        assert_eq!(answered.load(Ordering::SeqCst), 0, "no handler ran");
+
+        // Nor is a manual caller shown the round.
+        let err = c
+            .start(CarrierCall::tool("t", json!({})))
+            .await
+            .unwrap_err();
+        assert_eq!(cap(err).0, Cap::StateBytes);
+    }
+}
+
+#[tokio::test]
+async fn the_state_cap_is_a_library_option() {
+    // One question with a state of 1000 bytes, then complete once it is echoed.
+    let state = state_of_len(1000);
+    let echoed = state.clone();
+    let server = Hostile::results(move |req| match req["params"].get("requestState") {
+        Some(s) if *s == json!(echoed) => json!({"resultType": "complete"}),
+        _ => json!({"resultType": "input_required", "requestState": echoed,
+            "inputRequests": {"q": form_ask()}}),
+    });
+    let c = client(&server, noting(1)).max_state_bytes(999).build();
+    assert_eq!(
+        cap(c.call_tool("t", json!({})).await.unwrap_err()),
+        (Cap::StateBytes, 999)
+    );
+    assert_eq!(server.sent().len(), 1);
+    let c = client(&server, noting(1)).max_state_bytes(1000).build();
+    let done = c.call_tool("t", json!({})).await.unwrap();
+    assert_eq!(done.rounds, 2);
+    assert_eq!(server.sent()[2]["params"]["requestState"], json!(state));
+}
+
+// ---------------------------------------------------------------- bytes uploaded per flow
+
+/// The size of a request as the cap counts it: serialized JSON.
+fn size(request: &Value) -> u64 {
+    serde_json::to_vec(request).unwrap().len() as u64
+}
+
+#[tokio::test]
+async fn the_upload_cap_ends_a_flow_whose_state_keeps_growing() {
+    // Each round's state is 10 000 bytes longer than the last, all under the state cap.
+    let server = Hostile::results(|req| {
+        let len = req["params"]["requestState"].as_str().map_or(0, str::len) + 10_000;
+        json!({"resultType": "input_required", "requestState": state_of_len(len),
+            "inputRequests": {"q": form_ask()}})
+    });
+    let c = client(&server, noting(1)).max_upload_bytes(100_000).build();
+    let err = c.call_tool("t", json!({})).await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("bytes uploaded per flow (limit 100000)"),
+        "{err}"
+    );
+    assert_eq!(cap(err), (Cap::UploadBytes, 100_000));
+    let sent = server.sent();
+    // 0 + 10 000 + 20 000 + 30 000 bytes of state, and the requests around them; the
+    // fifth request (40 000 more) would go over.
+    assert_eq!(sent.len(), 4, "the request over the cap is not sent");
+    let total: u64 = sent.iter().map(size).sum();
+    assert!(total <= 100_000 && total + 40_000 > 100_000, "{total}");
+
+    // A pending flow carries the count, and `resume` counts on from it.
+    let c = client(&server, noting(1)).max_upload_bytes(25_000).build();
+    let Step::NeedsInput(p) = c.start(CarrierCall::tool("t", json!({}))).await.unwrap() else {
+        panic!("expected input")
+    };
+    let first = size(&server.sent().last().unwrap().clone());
+    assert_eq!(p.bytes_uploaded, first);
+    let saved = serde_json::to_value(&p).unwrap();
+    assert_eq!(saved["bytesUploaded"], first);
+    let p: PendingFlow = serde_json::from_value(saved).unwrap();
+    let answers = c.fulfil(&p).await.unwrap();
+    let Step::NeedsInput(p) = c.resume(p, answers).await.unwrap() else {
+        panic!("expected input")
+    };
+    assert!(p.bytes_uploaded > 10_000 + first, "{}", p.bytes_uploaded);
+    let before = server.sent().len();
+    let answers = c.fulfil(&p).await.unwrap();
+    assert_eq!(
+        cap(c.resume(p, answers).await.unwrap_err()),
+        (Cap::UploadBytes, 25_000)
+    );
+    assert_eq!(server.sent().len(), before, "nothing sent");
+}
+
+#[tokio::test]
+async fn the_default_upload_cap_counts_the_callers_arguments_too() {
+    // A state-only server, forever; each request carries 1 MiB of arguments.
+    let server = Hostile::results(|_| json!({"resultType": "input_required", "requestState": "s"}));
+    let c = client(&server, Handlers::new()).build();
+    let args = json!({"blob": "b".repeat(1 << 20)});
+    let err = c.call_tool("t", args).await.unwrap_err();
+    assert_eq!(
+        cap(err),
+        (Cap::UploadBytes, defaults::CLIENT_MAX_UPLOAD_BYTES)
+    );
+    // Four requests fit under 4.25 MiB; the fifth is not sent.
+    assert_eq!(server.sent().len(), 4);
+}
+
 // ---------------------------------------------------------------- ids
 
 #[tokio::test]

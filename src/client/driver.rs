@@ -43,6 +43,8 @@ struct Limits {
     concurrent_answers: usize,
     sampling_per_flow: u32,
     answer_bytes: u64,
+    state_bytes: usize,
+    upload_bytes: u64,
 }
 
 /// What a flow has used so far, carried from round to round (and in a [`PendingFlow`]).
@@ -54,6 +56,8 @@ struct Tally {
     sampling: u32,
     /// Bytes of answers sent.
     bytes: u64,
+    /// Bytes of requests sent.
+    uploaded: u64,
 }
 
 impl Tally {
@@ -62,6 +66,7 @@ impl Tally {
             round: p.round,
             sampling: p.sampling_asked,
             bytes: p.bytes_answered,
+            uploaded: p.bytes_uploaded,
         }
     }
 }
@@ -154,6 +159,27 @@ impl ClientBuilder {
     /// [`ClientError::CapExceeded`] ([`Cap::AnswerBytes`]).
     pub fn max_answer_bytes(mut self, n: u64) -> Self {
         self.limits.answer_bytes = n;
+        self
+    }
+
+    /// The longest `requestState` (in bytes) the client echoes. Default: 64 KiB
+    /// ([`defaults::CLIENT_MAX_STATE_BYTES`], four times the longest state a default
+    /// server seals). A round whose state is longer ends the flow with
+    /// [`ClientError::CapExceeded`] ([`Cap::StateBytes`]) before any handler runs
+    /// and before the state is sent back; the error never holds the state.
+    pub fn max_state_bytes(mut self, n: usize) -> Self {
+        self.limits.state_bytes = n;
+        self
+    }
+
+    /// The most bytes of requests (each JSON-RPC request as serialized JSON: the
+    /// original params, `_meta`, the answers and the echoed state) one flow may
+    /// send, over all its rounds. Default: 4.25 MiB
+    /// ([`defaults::CLIENT_MAX_UPLOAD_BYTES`], 17 requests of a default server's
+    /// largest body). A request that would go over it is not sent: the flow ends
+    /// with [`ClientError::CapExceeded`] ([`Cap::UploadBytes`]).
+    pub fn max_upload_bytes(mut self, n: u64) -> Self {
+        self.limits.upload_bytes = n;
         self
     }
 
@@ -253,6 +279,8 @@ impl Client {
                 concurrent_answers: defaults::CLIENT_MAX_CONCURRENT_ANSWERS,
                 sampling_per_flow: defaults::CLIENT_MAX_SAMPLING_PER_FLOW,
                 answer_bytes: defaults::CLIENT_MAX_ANSWER_BYTES,
+                state_bytes: defaults::CLIENT_MAX_STATE_BYTES,
+                upload_bytes: defaults::CLIENT_MAX_UPLOAD_BYTES,
             },
             timer: default_timer(),
         }
@@ -468,7 +496,9 @@ impl Client {
             };
             tally.round += 1;
             let round = tally.round;
-            let outcome = self.send_round(call, state.as_deref(), answers).await?;
+            let outcome = self
+                .send_round(call, state.as_deref(), answers, &mut tally)
+                .await?;
             let irr = match outcome {
                 Outcome::Complete(result) => {
                     return Ok(Step::Complete(Completion {
@@ -492,6 +522,9 @@ impl Client {
                 self.check_questions(asks)?;
                 self.count_sampling(asks, &mut tally)?;
             }
+            if let Some(s) = irr.request_state() {
+                self.check_state(s)?;
+            }
             // Echo exactly what came this round; nothing when nothing came.
             state = irr.request_state().map(str::to_owned);
             match irr.input_requests() {
@@ -513,6 +546,7 @@ impl Client {
                             round,
                             sampling_asked: tally.sampling,
                             bytes_answered: tally.bytes,
+                            bytes_uploaded: tally.uploaded,
                         }));
                     }
                     responses = Some(self.answer(call, round, asks).await?);
@@ -565,6 +599,37 @@ impl Client {
             None => Err(ClientError::CapExceeded {
                 cap: Cap::SamplingPerFlow,
                 limit: u64::from(limit),
+            }),
+        }
+    }
+
+    /// [`Cap::StateBytes`]: the longest `requestState` this client echoes.
+    fn check_state(&self, state: &str) -> Result<(), ClientError> {
+        let limit = self.inner.limits.state_bytes;
+        if state.len() > limit {
+            return Err(ClientError::CapExceeded {
+                cap: Cap::StateBytes,
+                limit: limit as u64,
+            });
+        }
+        Ok(())
+    }
+
+    /// [`Cap::UploadBytes`]: adds the size of `request` (serialized) to the tally
+    /// within the cap.
+    fn count_upload(&self, request: &Value, tally: &mut Tally) -> Result<(), ClientError> {
+        let limit = self.inner.limits.upload_bytes;
+        let mut size = ByteCount(0);
+        // Counted as serialized, without building the bytes (the transport does).
+        let size = serde_json::to_writer(&mut size, request).map_or(u64::MAX, |()| size.0);
+        match tally.uploaded.checked_add(size).filter(|&n| n <= limit) {
+            Some(n) => {
+                tally.uploaded = n;
+                Ok(())
+            }
+            None => Err(ClientError::CapExceeded {
+                cap: Cap::UploadBytes,
+                limit,
             }),
         }
     }
@@ -645,12 +710,14 @@ impl Client {
     }
 
     /// Sends one round: the original params, `_meta`, the answers (their wire
-    /// form, already counted against the byte cap) and the state.
+    /// form, already counted against the byte cap) and the state, unless the
+    /// request would take the flow over its upload cap.
     async fn send_round(
         &self,
         call: &CarrierCall,
         state: Option<&str>,
         answers: Option<Value>,
+        tally: &mut Tally,
     ) -> Result<Outcome, ClientError> {
         let mut params = call.params().clone();
         params.insert("_meta".into(), self.meta());
@@ -662,8 +729,23 @@ impl Client {
         }
         let id = self.next_id();
         let request = jsonrpc::request(&id, call.method().as_str(), Value::Object(params));
+        self.count_upload(&request, tally)?;
         let response = self.send(request).await?;
         classify(call.method(), result_of(response, &id)?)
+    }
+}
+
+/// An `io::Write` that only counts the bytes written to it.
+struct ByteCount(u64);
+
+impl std::io::Write for ByteCount {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 = self.0.saturating_add(buf.len() as u64);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 

@@ -60,8 +60,11 @@ pub enum ClientError {
     },
     /// The server asked for more than one of the client's caps allows. The check
     /// comes before anything is answered or sent for that round: no handler runs
-    /// for a round with too many questions or one sampling request too many, and
-    /// answers that would go over the byte cap are not sent.
+    /// for a round with too many questions, one sampling request too many or a
+    /// `requestState` over the state cap (which is never echoed), answers that
+    /// would go over the byte cap are not sent, and neither is a request that
+    /// would go over the upload cap. The message names the cap and its limit,
+    /// never what the server sent.
     #[error("the flow went over the client's cap on {cap} (limit {limit})")]
     CapExceeded {
         /// Which cap.
@@ -128,6 +131,12 @@ pub enum Cap {
     /// Bytes of `inputResponses` (serialized JSON) over the whole flow
     /// ([`max_answer_bytes`](super::ClientBuilder::max_answer_bytes)).
     AnswerBytes,
+    /// Bytes of one `requestState` the client would echo
+    /// ([`max_state_bytes`](super::ClientBuilder::max_state_bytes)).
+    StateBytes,
+    /// Bytes of requests (serialized JSON-RPC) over the whole flow
+    /// ([`max_upload_bytes`](super::ClientBuilder::max_upload_bytes)).
+    UploadBytes,
 }
 
 impl Cap {
@@ -137,6 +146,8 @@ impl Cap {
             Self::QuestionsPerRound => "questions per round",
             Self::SamplingPerFlow => "sampling requests per flow",
             Self::AnswerBytes => "bytes answered per flow",
+            Self::StateBytes => "requestState bytes echoed",
+            Self::UploadBytes => "bytes uploaded per flow",
         }
     }
 }

@@ -141,8 +141,8 @@ impl Completion {
 /// request must carry the current capabilities). `requestState` is the latest
 /// one the server sent, kept byte-exact, and absent when the server sent none.
 /// `round` counts the requests sent so far, so the round cap spans the whole flow
-/// even across processes; so do `samplingAsked` and `bytesAnswered` for the
-/// sampling and byte caps (absent while zero). The total time cap does not (each
+/// even across processes; so do `samplingAsked`, `bytesAnswered` and
+/// `bytesUploaded` for the sampling, answer and upload caps (absent while zero). The total time cap does not (each
 /// `start`/`resume` is bounded on its own), because no clock is shared between
 /// processes.
 ///
@@ -171,6 +171,10 @@ pub struct PendingFlow {
     /// How many bytes of answers (`inputResponses` as serialized JSON) the flow has sent so far.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub bytes_answered: u64,
+    /// How many bytes of requests (serialized JSON-RPC, answers and echoed state
+    /// included) the flow has sent so far.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub bytes_uploaded: u64,
 }
 
 fn is_zero<T: Default + PartialEq>(n: &T) -> bool {

@@ -12,12 +12,15 @@
 //!       │           input_required:
 //!       │             undeclared kind?          ──► ClientError::UndeclaredInput (no retry)
 //!       │             round cap reached?        ──► ClientError::MaxRounds
-//!       │             too many questions, or
-//!       │             sampling over the flow cap? ─► ClientError::CapExceeded (nothing answered)
+//!       │             too many questions, sampling
+//!       │             over the flow cap, or a
+//!       │             requestState over the cap? ──► ClientError::CapExceeded (nothing answered,
+//!       │                                             nothing echoed)
 //!       │             state only                ──► back off 50 ms → 250 ms, retry
 //!       └──────────── inputRequests             ──► InputHandler (a few at a time), retry
 //!                     (manual mode: stop here      unless the answers go over the
-//!                      with Step::NeedsInput)      byte cap: ClientError::CapExceeded
+//!                      with Step::NeedsInput)      byte cap, or the request over the
+//!                                                  upload cap: ClientError::CapExceeded
 //! ```
 //!
 //! # Security
@@ -25,7 +28,9 @@
 //! it do, each with a default in [`defaults`](crate::defaults) and a setter on
 //! [`ClientBuilder`]: requests per flow (`max_rounds`), questions per round,
 //! questions answered at once, sampling requests (model calls) per flow, bytes of
-//! answers per flow, time per request and time per flow. A cap that is reached
+//! answers per flow, the length of the `requestState` it echoes, bytes of requests
+//! per flow (so a server cannot make it upload a huge state round after round),
+//! time per request and time per flow. A cap that is reached
 //! ends the flow with a typed error, before anything is answered or sent for the
 //! round at fault. What is *declared* is the handler's choice: declare only the
 //! input kinds the user has agreed to serve.

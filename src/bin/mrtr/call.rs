@@ -12,6 +12,7 @@
 //!     [--json] [--max-rounds N] [--timeout SECS] [--request-timeout SECS]
 //!     [--max-questions-per-round N] [--max-concurrent-answers N]
 //!     [--max-sampling-per-flow N] [--max-answer-bytes N]
+//!     [--max-state-bytes N] [--max-upload-bytes N]
 //! ```
 //!
 //! Input requests are answered in this order: an entry of `--answers` with the
@@ -33,7 +34,8 @@
 //! # What a server can make it do
 //! Every cap of the client driver is a flag (defaults in `mrtr::defaults`): rounds,
 //! questions per round, questions answered at once, sampling requests per flow,
-//! bytes answered per flow, time per request and per flow. Everything a server
+//! bytes answered per flow, the longest `requestState` echoed, bytes uploaded per
+//! flow, time per request and per flow. Everything a server
 //! wrote goes to the terminal through [`Sanitized`] (no control characters, no
 //! bidirectional overrides), on one line where one line is meant, and with every
 //! line after the first behind a `|` where a message may have several, so a
@@ -68,7 +70,7 @@ use serde_json::{Map, Value, json};
 
 use mrtr::answers::validate_content;
 use mrtr::client::{
-    BoxFuture, CarrierCall, Client, ClientError, HandlerError, HttpTransport, InputContext,
+    BoxFuture, Cap, CarrierCall, Client, ClientError, HandlerError, HttpTransport, InputContext,
     InputHandler, ServerStderr, StdioTransport, Transport, TransportError,
 };
 use mrtr::defaults;
@@ -177,6 +179,15 @@ pub(crate) struct CallArgs {
     /// The most bytes of answers (JSON) the whole flow may send.
     #[arg(long, global = true, default_value_t = defaults::CLIENT_MAX_ANSWER_BYTES, value_name = "BYTES")]
     pub(crate) max_answer_bytes: u64,
+    /// The longest requestState the call echoes, in bytes; a server that sends a
+    /// longer one ends the call before it is sent back (a default server's are at
+    /// most 16 KiB).
+    #[arg(long, global = true, default_value_t = defaults::CLIENT_MAX_STATE_BYTES, value_name = "BYTES")]
+    pub(crate) max_state_bytes: usize,
+    /// The most bytes of requests (JSON-RPC, the echoed requestState and the answers
+    /// included) the whole flow may send; a request that would go over is not sent.
+    #[arg(long, global = true, default_value_t = defaults::CLIENT_MAX_UPLOAD_BYTES, value_name = "BYTES")]
+    pub(crate) max_upload_bytes: u64,
 }
 
 /// Where a stdio server's stderr goes.
@@ -413,6 +424,8 @@ pub(crate) async fn run_call_with_output(
         .max_concurrent_answers(args.max_concurrent_answers)
         .max_sampling_per_flow(args.max_sampling_per_flow)
         .max_answer_bytes(args.max_answer_bytes)
+        .max_state_bytes(args.max_state_bytes)
+        .max_upload_bytes(args.max_upload_bytes)
         .build();
     let outcome = client.call(call).await;
     drop(client);
@@ -467,6 +480,17 @@ fn hint(e: &ClientError) -> Option<&'static str> {
             kind: InputKind::Roots,
             ..
         } => Some("to share roots, pass --root PATH or run on a terminal"),
+        ClientError::CapExceeded {
+            cap: Cap::StateBytes,
+            ..
+        } => Some(
+            "--max-state-bytes BYTES raises this cap; raise it only for a server you trust \
+             (the state is sent back on every round)",
+        ),
+        ClientError::CapExceeded {
+            cap: Cap::UploadBytes,
+            ..
+        } => Some("--max-upload-bytes BYTES raises this cap; raise it only for a server you trust"),
         ClientError::CapExceeded { .. } => {
             Some("the caps are flags (see mrtr call --help); raise one only for a server you trust")
         }
