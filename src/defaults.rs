@@ -11,8 +11,10 @@
 //! | | [`MAX_TOKEN_LEN`], [`MAX_PLAINTEXT`] | 16 384 chars, 8 192 bytes |
 //! | engine | [`MAX_ROUNDS`], [`MAX_ASKS_PER_ROUND`] | 16, 16 |
 //! | service | [`HANDLER_TIMEOUT`], [`LIST_CACHE_TTL`] | 30 s, 60 s |
-//! | replay guard | [`REPLAY_MAX_CLAIMS`], [`REPLAY_MAX_CLAIMS_PER_PRINCIPAL`] (in memory) | 100 000, 10 000 |
+//! | replay guard | [`REPLAY_MAX_CLAIMS`], [`REPLAY_MAX_CLAIMS_PER_PRINCIPAL`] (in memory) | 1 000 000, 10 000 |
+//! | | [`REPLAY_MAX_CLAIMS_CEILING`] (flag bound) | 20 000 000 |
 //! | | [`REDIS_COMMAND_TIMEOUT`], [`REDIS_CONNECT_TIMEOUT`] (Redis) | 250 ms, 1 s |
+//! | | [`REDIS_POLICY_RECHECK`], [`REDIS_WAIT_TIMEOUT`] (Redis) | 60 s, 100 ms |
 //! | client | [`CLIENT_MAX_ROUNDS`] (= [`MAX_ROUNDS`] + 1), [`CLIENT_TOTAL_TIMEOUT`] | 17, 5 min |
 //! | | [`CLIENT_REQUEST_TIMEOUT`] | 30 s |
 //! | | [`CLIENT_MAX_QUESTIONS_PER_ROUND`] (= [`MAX_ASKS_PER_ROUND`]), [`CLIENT_MAX_CONCURRENT_ANSWERS`] | 16, 4 |
@@ -119,15 +121,30 @@ pub const LIST_CACHE_TTL: Duration = Duration::from_secs(60);
 // ---------------------------------------------------------------------------
 
 /// The most live claims a [`MemoryReplayGuard`](crate::replay::MemoryReplayGuard)
-/// holds: 100 000 (beyond it a claim is refused as unavailable: fail closed).
-/// [`MemoryReplayGuard::max_claims`](crate::replay::MemoryReplayGuard::max_claims).
-pub const REPLAY_MAX_CLAIMS: usize = 100_000;
+/// holds: 1 000 000 (beyond it a claim is refused as unavailable: fail closed).
+///
+/// A hundred times [`REPLAY_MAX_CLAIMS_PER_PRINCIPAL`], so it takes a hundred
+/// principals (or, for anonymous callers, a hundred peer addresses), each at its
+/// quota, to fill it for everyone. Full, it holds about 120 MiB (see
+/// [`MemoryReplayGuard`](crate::replay::MemoryReplayGuard) for the figure per claim).
+/// [`MemoryReplayGuard::max_claims`](crate::replay::MemoryReplayGuard::max_claims),
+/// `mrtr serve --replay-max-claims`.
+pub const REPLAY_MAX_CLAIMS: usize = 1_000_000;
 
-/// The most live claims one principal may hold in a
-/// [`MemoryReplayGuard`](crate::replay::MemoryReplayGuard): 10 000, a tenth of
-/// [`REPLAY_MAX_CLAIMS`], so one caller cannot fill it for everyone.
-/// [`MemoryReplayGuard::max_claims_per_principal`](crate::replay::MemoryReplayGuard::max_claims_per_principal).
+/// The most live claims one principal (an anonymous caller: one peer address, or
+/// IPv6 /64) may hold in a [`MemoryReplayGuard`](crate::replay::MemoryReplayGuard):
+/// 10 000, a hundredth of [`REPLAY_MAX_CLAIMS`], so a handful of callers cannot fill
+/// it for everyone. A claim lives until its flow's deadline plus twice the clock
+/// skew (about 62 min by default), so this lets one principal start about 2.7
+/// `once` steps a second, sustained.
+/// [`MemoryReplayGuard::max_claims_per_principal`](crate::replay::MemoryReplayGuard::max_claims_per_principal),
+/// `mrtr serve --replay-max-claims-per-principal`.
 pub const REPLAY_MAX_CLAIMS_PER_PRINCIPAL: usize = 10_000;
+
+/// The upper bound of `mrtr serve --replay-max-claims` (and so of
+/// `--replay-max-claims-per-principal`): 20 000 000, about 2.5 GiB of claims when
+/// full.
+pub const REPLAY_MAX_CLAIMS_CEILING: usize = 20_000_000;
 
 /// How long the Redis replay guard (feature `redis`) waits for the answer to one
 /// claim, reconnecting included, before it answers unavailable: 250 ms.
@@ -137,6 +154,15 @@ pub const REDIS_COMMAND_TIMEOUT: Duration = Duration::from_millis(250);
 /// How long one attempt of the Redis replay guard (feature `redis`) to connect
 /// may take: 1 second. `RedisReplayGuard::connect_timeout`.
 pub const REDIS_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// How often the Redis replay guard (feature `redis`) reads the store's
+/// `maxmemory-policy` again on a connection that stays up (it reads it on every
+/// connect too): 60 seconds. `RedisReplayGuard::policy_recheck`.
+pub const REDIS_POLICY_RECHECK: Duration = Duration::from_secs(60);
+
+/// How long a claim waits for replicas to acknowledge it (`WAIT`) when the Redis
+/// store URL asks for them with `?wait=N` and no `wait_timeout_ms`: 100 ms.
+pub const REDIS_WAIT_TIMEOUT: Duration = Duration::from_millis(100);
 
 // ---------------------------------------------------------------------------
 // Client

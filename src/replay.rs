@@ -12,7 +12,7 @@
 //!  once(step) ── sealed result in the state? ── yes ──► return it (no claim)
 //!                   │ no
 //!                   ▼
-//!  Claim { flow id, step, issued_at, until = round expiry + skew, now, principal key }
+//!  Claim { flow id, step, issued_at, until = flow deadline + 2 × skew, now, quota key }
 //!                   │ ReplayGuard::claim (async)
 //!                   ▼
 //!  Claimed ──────────► run the step, seal its result
@@ -44,6 +44,29 @@
 //! never running optimistically. The tool errors say what to do then: call the
 //! tool again, which starts a new request (a new flow, with a new flow id).
 //!
+//! # How long a claim is held
+//!
+//! Until [`Claim::until`]: the flow's deadline plus **twice** the clock skew, on
+//! the clock of the instance that claims. Two facts set that bound:
+//!
+//! - **Any state of the flow, not only the presented one.** A round that presents
+//!   a state but does not reach the step (an answer was missing, a question
+//!   changed) seals a *sibling*: a state of the same flow, expiring later, without
+//!   the step's result. The sibling can be presented after the state the claim
+//!   was made with has expired, so a claim held only until that state's expiry
+//!   would let the sibling run the step again. Every state of a flow opens only
+//!   until the flow's deadline (fixed in round 1) plus skew.
+//! - **Any instance within the skew.** A state opens while `now <= deadline +
+//!   skew` on the clock of the instance that opens it. Instances whose clocks
+//!   differ by up to the tolerated skew (what `SealConfig::clock_skew` is for)
+//!   see that moment up to one skew apart: an instance lagging the claimer by `d`
+//!   still opens the flow's states `d` seconds after the claimer's `deadline +
+//!   skew`. A shared store drops a claim by its own clock, a TTL counted from the
+//!   claimer's `now`, so the claimer adds the second skew.
+//!
+//! The price is memory: a claim lives for up to the flow lifetime plus two skews
+//! (1 h 2 min by default) rather than one round's. A guard must not shorten it.
+//!
 //! # Which guard
 //!
 //! - [`MemoryReplayGuard`] serves **one process**. It refuses every claim for a
@@ -51,19 +74,26 @@
 //!   restart never re-runs a step, at the cost of failing the flows that were in
 //!   flight across the restart (their users start over). It cannot see claims
 //!   made by other instances: behind a load balancer, a replay sent to another
-//!   instance runs the step again there.
+//!   instance runs the step again there. Its memory is bounded by quotas, so
+//!   callers who fill it deny `once` steps (fail closed), never repeat them: see
+//!   [`MemoryReplayGuard`] for what it can and cannot promise.
 //! - A fleet (several instances, or one that must keep in-flight flows across
 //!   restarts) needs a shared store: `RedisReplayGuard` (feature `redis`,
 //!   `mrtr serve --replay-store redis://HOST:PORT[/DB]`), or any implementation
 //!   of [`ReplayGuard`]. A shared store holds only as well as it keeps its data:
-//!   a Redis restarted without persistence forgets the claims of flows still
-//!   open.
+//!   a Redis restarted without persistence, one that evicts keys under memory
+//!   pressure (any `maxmemory-policy` but `noeviction`; the Redis guard refuses
+//!   claims on such a store unless told otherwise), or a failover to a replica
+//!   the claim had not reached yet forgets claims of flows still open, and their
+//!   replays run the step again. See `RedisReplayGuard` and
+//!   [`manual::operations`](crate::manual::operations).
 //!
 //! Keys: stores see [`Claim::store_key`], a SHA-256 digest of the flow id and the
 //! step name, never the token, the flow id or the step name themselves.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
+use std::net::IpAddr;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 
@@ -78,12 +108,14 @@ use crate::time::Timestamp;
 #[cfg(feature = "redis")]
 mod redis_store;
 #[cfg(feature = "redis")]
-pub use redis_store::{RedisReplayGuard, StoreUrlError};
+pub use redis_store::{RedisReplayGuard, StoreCheck, StoreUrlError};
 
 /// Domain label of [`Claim::store_key`].
 const CLAIM_LABEL: &[u8] = b"mrtr/replay/v1/claim";
 /// Domain label of [`PrincipalKey::of`].
 const PRINCIPAL_LABEL: &[u8] = b"mrtr/replay/v1/principal";
+/// Domain label of [`PrincipalKey::of_peer`].
+const PEER_LABEL: &[u8] = b"mrtr/replay/v1/principal-at-peer";
 
 /// A store of claimed `(flow, step)` pairs, consulted before a `once` step runs.
 ///
@@ -142,11 +174,13 @@ pub struct Claim {
 
 impl Claim {
     /// A claim of `step` in the flow `flow_id`, presented with a state sealed at
-    /// `issued_at`, to be held until `until`, made at `now` by `principal`.
+    /// `issued_at`, to be held until `until`, made at `now` by `principal` (the
+    /// quota key).
     ///
     /// The engine builds it from the verified state the request presented:
-    /// `until` is that state's round expiry plus the clock skew, the last moment
-    /// the same state can still open and be replayed.
+    /// `until` is the flow's deadline plus twice the clock skew, the last moment
+    /// (on this instance's clock) at which any instance within the tolerated skew
+    /// can still open any state of the flow (see the [module doc](crate::replay)).
     pub fn new(
         flow_id: [u8; 16],
         step: impl Into<String>,
@@ -180,8 +214,19 @@ impl Claim {
         self.issued_at
     }
 
-    /// Until when the claim must be held: the presented state's round expiry
-    /// plus the clock skew. After it, that state no longer opens.
+    /// Until when the claim must be held, on the clock [`Claim::now`] was read
+    /// from: the flow's deadline plus twice the clock skew.
+    ///
+    /// Not the presented state's own expiry: a sibling state of the same flow
+    /// (sealed by a round that did not reach the step) may open after it, until
+    /// the flow's deadline plus skew; and an instance whose clock lags this one's
+    /// by up to the skew opens it up to one more skew later in real time. After
+    /// `until`, no instance within the tolerated skew opens a state of the flow.
+    ///
+    /// Timestamps are whole seconds, and the claim must be held through the whole
+    /// second `until` names: a store that expires claims by its own clock holds a
+    /// claim for `until - now + 1` seconds from when it records it (`now` was
+    /// truncated to its second, so up to a second may already have passed).
     pub fn until(&self) -> Timestamp {
         self.until
     }
@@ -191,8 +236,10 @@ impl Claim {
         self.now
     }
 
-    /// A digest of the principal the flow is bound to (for per-caller quotas;
-    /// never the principal's text).
+    /// A digest of who is claiming, for per-caller quotas: the principal the flow
+    /// is bound to ([`PrincipalKey::of`]), or for an anonymous caller whose
+    /// address the transport knew, that principal at that address
+    /// ([`PrincipalKey::of_peer`]). Never the principal's text or the address.
     pub fn principal_key(&self) -> PrincipalKey {
         self.principal
     }
@@ -227,7 +274,9 @@ impl fmt::Debug for Claim {
 ///
 /// SHA-256 over a domain label and the binding's principal digest, truncated to
 /// 128 bits: it identifies a caller without holding their subject, issuer or
-/// client id.
+/// client id. For an anonymous caller whose network address the transport knew,
+/// the engine keys the quota on that address as well ([`PrincipalKey::of_peer`]),
+/// since every anonymous caller is the same principal.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PrincipalKey([u8; 16]);
 
@@ -237,6 +286,36 @@ impl PrincipalKey {
         let mut h = Sha256::new();
         h.update(PRINCIPAL_LABEL);
         h.update(binding.principal_digest());
+        let d = h.finalize();
+        let mut out = [0u8; 16];
+        out.copy_from_slice(&d[..16]);
+        Self(out)
+    }
+
+    /// The key of the principal `binding` is bound to, calling from the network
+    /// address `peer`: what the engine counts an anonymous caller's claims by
+    /// ([`Engine::begin_from`](crate::engine::Engine::begin_from)).
+    ///
+    /// Addresses are grouped as one party usually holds them: an IPv4 address is
+    /// taken whole (an IPv4-mapped IPv6 address counts as its IPv4 address), an
+    /// IPv6 address by its /64 prefix (one host, or one home or office network, is
+    /// typically given a whole /64, so its other addresses cost nothing to use).
+    /// The address is digested like the principal (another domain label), and
+    /// never held in clear.
+    pub fn of_peer(binding: &Binding, peer: IpAddr) -> Self {
+        let mut h = Sha256::new();
+        h.update(PEER_LABEL);
+        h.update(binding.principal_digest());
+        match peer.to_canonical() {
+            IpAddr::V4(v4) => {
+                h.update([4]);
+                h.update(v4.octets());
+            }
+            IpAddr::V6(v6) => {
+                h.update([6]);
+                h.update(&v6.octets()[..8]);
+            }
+        }
         let d = h.finalize();
         let mut out = [0u8; 16];
         out.copy_from_slice(&d[..16]);
@@ -284,16 +363,39 @@ pub(crate) fn claim_now(guard: &dyn ReplayGuard, claim: &Claim) -> ClaimOutcome 
 ///   ([`ClaimOutcome::AlreadyClaimed`]: the guard cannot rule out that the step ran
 ///   in the process before it), so a restart never re-runs a step. Flows in flight
 ///   across a restart fail at their next `once` step, and their users start over.
-/// - **Lifetime**: a claim is held until [`Claim::until`] (the presented state's
-///   round expiry plus skew, not the whole flow deadline), then dropped. Expiry is
-///   kept in order, so each claim drops what expired without scanning the rest.
-/// - **Bounds**: at most [`defaults::REPLAY_MAX_CLAIMS`] live claims in all and
-///   [`defaults::REPLAY_MAX_CLAIMS_PER_PRINCIPAL`] per principal, so one caller
-///   cannot fill it for everyone. Beyond a bound a claim is
-///   [`ClaimOutcome::Unavailable`] (fail closed; it may succeed once claims expire).
+/// - **Lifetime**: a claim is held until [`Claim::until`] (the flow's deadline
+///   plus twice the skew, read against the request's `now`), then dropped. Expiry
+///   is kept in order, so each claim drops what expired without scanning the rest.
+/// - **Bounds**: at most [`defaults::REPLAY_MAX_CLAIMS`] (1 000 000) live claims in
+///   all and [`defaults::REPLAY_MAX_CLAIMS_PER_PRINCIPAL`] (10 000) per quota key
+///   ([`Claim::principal_key`]: the principal, or for an anonymous caller the
+///   principal at its peer address, an IPv4 address or an IPv6 /64). Beyond a
+///   bound a claim is [`ClaimOutcome::Unavailable`] (fail closed; it may succeed
+///   once claims expire). A claim costs about 100 to 130 bytes, so the default
+///   global cap is about 120 MiB when full.
 ///
-/// Every instance behind a load balancer has its own memory: a replay sent to
-/// another instance is not caught there. Use a shared store for fleets.
+/// What it promises, in one process: a `once` step runs at most once per flow,
+/// whatever a client replays, for as long as any state of the flow opens; a full
+/// guard (or a caller's full quota) refuses steps, it never runs one twice; one
+/// principal, or one anonymous peer address, cannot take more than its quota, so
+/// it takes a hundred of them at the defaults to deny everyone else.
+///
+/// What it cannot promise:
+///
+/// - **Fleets.** Every instance behind a load balancer has its own memory: a
+///   replay sent to another instance is not caught there. Use a shared store.
+/// - **Availability under a distributed fill.** Enough principals (accounts you
+///   hand out), or anonymous callers with enough addresses (a botnet, a large
+///   IPv6 allocation: one /48 is 65 536 /64s), can together reach the global cap
+///   and deny every `once` step until their claims expire (up to the flow lifetime
+///   plus two skews). Authenticate callers, and size the caps
+///   ([`MemoryReplayGuard::max_claims`]).
+/// - **Peers behind a proxy.** The peer address is the TCP peer: behind a reverse
+///   proxy every anonymous caller has the proxy's address and shares one quota.
+///   Authenticate at the proxy (`--principal-header`) instead.
+/// - **A clock stepped back across a restart.** Restart refusal compares the
+///   state's `iat` with the guard's start: states sealed in the last seconds
+///   before a restart whose clock went back by as much pass it.
 ///
 /// ```
 /// use mrtr::replay::{Claim, ClaimOutcome, MemoryReplayGuard, PrincipalKey};
@@ -319,14 +421,32 @@ pub struct MemoryReplayGuard {
     store: Mutex<Store>,
 }
 
+/// A live claim's key in memory: the first 128 bits of [`Claim::store_key`].
+///
+/// Half the size of the whole digest, and as good at telling claims apart: flow
+/// ids are 128 random bits no client sees (they travel sealed), so nobody can aim
+/// at a collision, and a chance one among a million claims has odds of about
+/// 2^-89.
+type ClaimId = [u8; 16];
+
 /// The live claims, their expiry order and the count per principal.
+///
+/// About 100 to 130 bytes per claim in all (measured: 100 000 claims took 9.8 MiB
+/// of RSS, 1 000 000 took 126 MiB; the hash table's growth by powers of two
+/// makes the figure step).
 #[derive(Debug, Default)]
 struct Store {
-    /// Each live claim's key, with the principal that holds it.
-    live: HashMap<[u8; 32], PrincipalKey>,
-    /// `(until, key)` of every live claim: the first entries expire first.
-    by_expiry: BTreeSet<(Timestamp, [u8; 32])>,
+    /// Each live claim's id, with the principal (quota key) that holds it.
+    live: HashMap<ClaimId, PrincipalKey>,
+    /// `(until, id)` of every live claim: the first entries expire first.
+    by_expiry: BTreeSet<(Timestamp, ClaimId)>,
     per_principal: HashMap<PrincipalKey, usize>,
+}
+
+fn claim_id(claim: &Claim) -> ClaimId {
+    let mut id = [0u8; 16];
+    id.copy_from_slice(&claim.store_key()[..16]);
+    id
 }
 
 impl Store {
@@ -364,7 +484,7 @@ impl MemoryReplayGuard {
     /// start serving on a fresh second (as `mrtr serve` does) and pass that second.
     ///
     /// Bounds: [`defaults::REPLAY_MAX_CLAIMS`] live claims,
-    /// [`defaults::REPLAY_MAX_CLAIMS_PER_PRINCIPAL`] per principal.
+    /// [`defaults::REPLAY_MAX_CLAIMS_PER_PRINCIPAL`] per quota key.
     pub fn new(started_at: Timestamp) -> Self {
         Self {
             started_at,
@@ -374,18 +494,22 @@ impl MemoryReplayGuard {
         }
     }
 
-    /// The most live claims held at once (default 100 000,
-    /// [`defaults::REPLAY_MAX_CLAIMS`]); at least 1.
+    /// The most live claims held at once (default 1 000 000,
+    /// [`defaults::REPLAY_MAX_CLAIMS`]; about 120 MiB when full); at least 1.
+    /// Keep it a large multiple of [`MemoryReplayGuard::max_claims_per_principal`]:
+    /// the ratio is how many callers it takes to fill the guard for everyone.
     #[must_use]
     pub fn max_claims(mut self, n: usize) -> Self {
         self.max_claims = n.max(1);
         self
     }
 
-    /// The most live claims of one principal (default 10 000,
-    /// [`defaults::REPLAY_MAX_CLAIMS_PER_PRINCIPAL`]); at least 1. Every anonymous
-    /// caller is one principal, so on an `--anonymous` server this bounds everyone
-    /// together.
+    /// The most live claims of one quota key (default 10 000,
+    /// [`defaults::REPLAY_MAX_CLAIMS_PER_PRINCIPAL`]); at least 1. The key is the
+    /// principal; every anonymous caller is one principal, so for them the engine
+    /// keys the quota on the peer address too, when the transport passed one
+    /// ([`Engine::begin_from`](crate::engine::Engine::begin_from)). Without a peer
+    /// (stdio, in process) the anonymous callers share one quota.
     #[must_use]
     pub fn max_claims_per_principal(mut self, n: usize) -> Self {
         self.max_per_principal = n.max(1);
@@ -419,7 +543,7 @@ impl MemoryReplayGuard {
             );
             return ClaimOutcome::AlreadyClaimed;
         }
-        let key = claim.store_key();
+        let key = claim_id(claim);
         let now = claim.now;
         let mut store = self.lock();
         store.expire(now);
@@ -443,7 +567,8 @@ impl MemoryReplayGuard {
             tracing::warn!(
                 target: "mrtr::replay",
                 max_per_principal = self.max_per_principal,
-                "claim refused: this principal holds the most live claims allowed"
+                "claim refused: this caller (its principal, or for an anonymous caller its \
+                 peer address) holds the most live claims allowed"
             );
             return ClaimOutcome::Unavailable;
         }

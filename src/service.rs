@@ -44,6 +44,14 @@ pub struct RequestContext {
     pub correlation_id: String,
     /// The HTTP headers to validate ([`streamable_http::check_headers`]); `None` on stdio.
     pub http_headers: Option<McpHeaders>,
+    /// The network address the request came from (the TCP peer), when the
+    /// transport has one; `None` on stdio and in process.
+    ///
+    /// Never sealed, logged or answered. For an anonymous principal it keys the
+    /// replay guard's quota on the caller's address (an IPv4 address, an IPv6
+    /// /64: [`Engine::begin_from`]), so one anonymous caller cannot take every
+    /// anonymous caller's claims. Behind a reverse proxy it is the proxy's address.
+    pub peer: Option<std::net::IpAddr>,
 }
 
 /// The reply to one message.
@@ -195,7 +203,7 @@ impl ParsedMessage {
 ///         }
 ///     });
 /// let ctx = RequestContext { principal: Principal::anonymous(), now: Timestamp::from_unix_secs(1_800_000_000),
-///                            correlation_id: "c1".into(), http_headers: None };
+///                            correlation_id: "c1".into(), http_headers: None, peer: None };
 /// let body = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"greet","_meta":{
 ///     "io.modelcontextprotocol/protocolVersion":"2026-07-28",
 ///     "io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}}"#;
@@ -880,7 +888,7 @@ where
         };
         return Start::Done(Outcome::Protocol(Error::invalid_params(what)));
     };
-    let round = match engine.begin(request, &ctx.principal, ctx.now) {
+    let round = match engine.begin_from(request, &ctx.principal, ctx.peer, ctx.now) {
         Err(e) => return Start::Done(Outcome::from_error(Some(method), e)),
         Ok(round) => round,
     };
@@ -1116,6 +1124,7 @@ mod tests {
             now: Timestamp::from_unix_secs(1_800_000_000),
             correlation_id: "c".into(),
             http_headers: headers,
+            peer: None,
         }
     }
 

@@ -3,9 +3,13 @@
 //! A scripted guard answers each outcome (claimed, already claimed, unavailable),
 //! never answers, or answers only after yielding once; handlers use the
 //! synchronous `once` and `once_async`. Also: the claim the engine makes (flow
-//! id, step, the presented state's `iat`, `until` = that state's round expiry
-//! plus skew, a principal key), when no claim is made, and the in-memory guard
-//! refusing a flow sealed before it started (a restart, without a process).
+//! id, step, the presented state's `iat`, `until` = the flow's deadline plus
+//! twice the skew, a principal key), when no claim is made, and the in-memory
+//! guard refusing a flow sealed before it started (a restart, without a process).
+//! At-most-once across a sibling state of the flow, across two instances whose
+//! clocks differ by the tolerated skew (a guard double that expires claims by a
+//! shared real clock, as Redis does), and the in-memory guard's quotas against a
+//! fill (per principal, per anonymous peer address).
 
 mod common;
 
@@ -256,9 +260,10 @@ fn once_async_awaits_a_claim_that_is_not_ready_at_once() {
 }
 
 #[test]
-fn the_claim_holds_until_the_presented_round_expires_plus_skew() {
-    // A short round (30 s) in a long flow (1 h): the claim lasts as long as the
-    // presented state can open, not until the flow's deadline.
+fn the_claim_holds_until_the_flow_deadline_plus_twice_the_skew() {
+    // A short round (30 s) in a long flow (1 h): the claim lasts as long as any
+    // state of the flow can open on any instance within the skew (the flow's
+    // deadline plus two skews), not only as long as the presented state opens.
     let config = SealConfig::default()
         .ttl(Duration::from_secs(30))
         .unwrap()
@@ -279,9 +284,15 @@ fn the_claim_holds_until_the_presented_round_expires_plus_skew() {
     };
     assert_eq!(c.step(), "deploy");
     assert_eq!(c.issued_at().unix_secs(), sealed["iat"].as_u64().unwrap());
-    assert_eq!(c.until().unix_secs(), sealed["exp"].as_u64().unwrap() + 5);
-    assert_eq!(c.until(), T0.add_secs(35));
-    assert!(c.until() < T0.add_secs(3600), "not the flow deadline");
+    assert_eq!(
+        c.until().unix_secs(),
+        sealed["deadline"].as_u64().unwrap() + 2 * 5
+    );
+    assert_eq!(c.until(), T0.add_secs(3600 + 10));
+    assert!(
+        c.until().unix_secs() > sealed["exp"].as_u64().unwrap() + 5,
+        "longer than the presented state opens"
+    );
     assert_eq!(c.now(), T0.add_secs(7));
     let hex: String = c.flow_id().iter().map(|b| format!("{b:02x}")).collect();
     assert_eq!(sealed["flow_id"], hex.as_str());
@@ -378,4 +389,133 @@ fn a_memory_guard_refuses_a_flow_sealed_before_it_started() {
     let last = fresh.reply(&r1, json!({"confirm": accept(json!({"confirm": true}))}));
     complete(run(&restarted, &last, T0.add_secs(13), deploy_sync(&runs)));
     assert_eq!(runs.get(), 2);
+}
+
+#[test]
+fn a_sibling_state_of_the_flow_cannot_run_the_step_again() {
+    // Round 2 presents round 1's state without an answer: the engine asks again
+    // and seals a sibling state (same flow, later expiry, no step result). Round
+    // 2' confirms with round 1's state: the step runs. The sibling still opens
+    // after round 1's state has expired; confirming with it must not run it again.
+    let config = SealConfig::default()
+        .ttl(Duration::from_secs(30))
+        .unwrap()
+        .clock_skew(Duration::from_secs(5));
+    let e = with_guard(Arc::new(MemoryReplayGuard::new(T0))).with_seal_config(config);
+    let runs = Cell::new(0);
+    let r1 = irr(run(&e, &tool("deploy"), T0, deploy_sync(&runs)));
+    let sibling = irr(run(
+        &e,
+        &tool("deploy").resume(&r1),
+        T0.add_secs(20),
+        deploy_sync(&runs),
+    ));
+    let yes = json!({"confirm": accept(json!({"confirm": true}))});
+    let done = complete(run(
+        &e,
+        &tool("deploy").reply(&r1, yes.clone()),
+        T0.add_secs(21),
+        deploy_sync(&runs),
+    ));
+    assert_eq!(text(&done), "deployment #1");
+    // Round 1's state no longer opens at T0+36 (exp T0+30, skew 5); the sibling does.
+    let late = run(
+        &e,
+        &tool("deploy").reply(&sibling, yes),
+        T0.add_secs(45),
+        deploy_sync(&runs),
+    );
+    let (result, _) = tool_error(late);
+    assert!(text(&result).contains("already carried out"), "{result}");
+    assert_eq!(runs.get(), 1, "deployed once");
+}
+
+/// A shared store that expires claims by its own clock, as Redis does: a claim
+/// recorded at real second `r` is held through real second `r + (until - now)`,
+/// whatever clock the claiming instance read `now` from.
+#[derive(Debug, Default)]
+struct RealClockStore {
+    real: std::sync::atomic::AtomicU64,
+    held: Mutex<std::collections::HashMap<[u8; 32], u64>>,
+}
+
+impl RealClockStore {
+    fn set_real(&self, secs: u64) {
+        self.real.store(secs, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl ReplayGuard for RealClockStore {
+    fn claim<'a>(&'a self, claim: &'a Claim) -> BoxFuture<'a, ClaimOutcome> {
+        let real = self.real.load(std::sync::atomic::Ordering::SeqCst);
+        let mut held = self.held.lock().unwrap();
+        held.retain(|_, until| *until >= real);
+        let outcome = if held.contains_key(&claim.store_key()) {
+            ClaimOutcome::AlreadyClaimed
+        } else {
+            let ttl = claim
+                .until()
+                .unix_secs()
+                .saturating_sub(claim.now().unix_secs());
+            held.insert(claim.store_key(), real + ttl);
+            ClaimOutcome::Claimed
+        };
+        Box::pin(std::future::ready(outcome))
+    }
+}
+
+/// Two instances with the same keys and one shared store; B's clock is 3 s
+/// behind A's. TTL 2 s, skew 3 s. `flow_lifetime` sets the flow's deadline.
+fn two_clocks(flow_lifetime: u64) {
+    let config = SealConfig::default()
+        .ttl(Duration::from_secs(2))
+        .unwrap()
+        .flow_lifetime(Duration::from_secs(flow_lifetime))
+        .unwrap()
+        .clock_skew(Duration::from_secs(3));
+    let store = Arc::new(RealClockStore::default());
+    let a = with_guard(store.clone()).with_seal_config(config.clone());
+    let b = with_guard(store.clone()).with_seal_config(config);
+    // Real time r: A's clock reads T0 + r, B's T0 + r - 3.
+    let (at_a, at_b) = (|r: u64| T0.add_secs(r), |r: u64| T0.add_secs(r).sub_secs(3));
+    let runs = Cell::new(0);
+    store.set_real(0);
+    let r1 = irr(run(&a, &tool("deploy"), at_a(0), deploy_sync(&runs)));
+    let last = tool("deploy").reply(&r1, json!({"confirm": accept(json!({"confirm": true}))}));
+    assert_eq!(
+        text(&complete(run(&a, &last, at_a(0), deploy_sync(&runs)))),
+        "deployment #1"
+    );
+    let (refused, _) = tool_error(run(&b, &last, at_b(0), deploy_sync(&runs)));
+    assert!(text(&refused).contains("already carried out"), "{refused}");
+    // r = 6: A no longer opens the state (exp T0+2 + skew 3 < T0+6); B, at T0+3,
+    // still does, and does until r = 8 (B at T0+5): the claim must still be held.
+    for r in [6, 7, 8] {
+        store.set_real(r);
+        let (expired, _) = tool_error(run(&a, &last, at_a(r), deploy_sync(&runs)));
+        assert!(text(&expired).contains("lapsed"), "A at r={r}: {expired}");
+        let (refused, _) = tool_error(run(&b, &last, at_b(r), deploy_sync(&runs)));
+        assert!(
+            text(&refused).contains("already carried out"),
+            "B at r={r}: {refused}"
+        );
+    }
+    // r = 9: no instance within the skew opens the state any more.
+    store.set_real(9);
+    let (expired, _) = tool_error(run(&b, &last, at_b(9), deploy_sync(&runs)));
+    assert!(text(&expired).contains("lapsed"), "{expired}");
+    assert_eq!(runs.get(), 1, "deployed once, not twice");
+}
+
+#[test]
+fn an_instance_whose_clock_lags_by_the_skew_cannot_run_the_step_again() {
+    // The review's reproduction: the default flow lifetime, TTL 2 s, skew 3 s.
+    two_clocks(3600);
+}
+
+#[test]
+fn the_second_skew_covers_a_lagging_instance_at_the_flow_deadline() {
+    // A flow whose deadline is its first state's expiry: only the second skew in
+    // the claim's hold keeps B from running the step again.
+    two_clocks(2);
 }

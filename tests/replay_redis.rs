@@ -20,7 +20,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use mrtr::engine::{Elicited, Engine, Form, Outcome, Round, tool_text};
 use mrtr::principal::Principal;
-use mrtr::replay::{Claim, ClaimOutcome, PrincipalKey, RedisReplayGuard, ReplayGuard};
+use mrtr::replay::{Claim, ClaimOutcome, PrincipalKey, RedisReplayGuard, ReplayGuard, StoreCheck};
 use mrtr::time::Timestamp;
 use redis::aio::MultiplexedConnection;
 use serde_json::json;
@@ -183,14 +183,14 @@ fn keys_are_prefixed_hashed_and_expire() {
             .await
             .unwrap();
         assert_eq!(value, "1", "nothing but a marker is stored");
-        // PX set from `until`: 90 s, counting down.
+        // PX set from `until`: through its second, 91 s, counting down.
         let pttl: i64 = redis::cmd("PTTL")
             .arg(key)
             .query_async(&mut conn)
             .await
             .unwrap();
-        assert!(pttl > 0 && pttl <= 90_000, "PTTL {pttl}");
-        // A claim whose until has come is kept for one second, then Redis drops it.
+        assert!(pttl > 90_000 && pttl <= 91_000, "PTTL {pttl}");
+        // A claim whose until has come is kept through that second, then Redis drops it.
         let short = claim(flow_id("short"), "s", 0);
         assert_eq!(g.claim(&short).await, ClaimOutcome::Claimed);
         let pttl: i64 = redis::cmd("PTTL")
@@ -262,10 +262,25 @@ struct OwnRedis {
 
 impl OwnRedis {
     fn start_on(port: u16, dir: std::path::PathBuf) -> Self {
+        Self::start_with(port, dir, &[])
+    }
+
+    /// A `redis-server` with extra configuration directives (`--maxmemory-policy
+    /// allkeys-lru`, `--user …`, `--replicaof …`).
+    fn start_with(port: u16, dir: std::path::PathBuf, extra: &[&str]) -> Self {
+        let me = Self::spawn(port, dir, extra);
+        me.wait_ready();
+        me
+    }
+
+    /// [`OwnRedis::start_with`] without waiting for it (a server behind a password
+    /// is waited for with [`OwnRedis::wait_ready_at`]).
+    fn spawn(port: u16, dir: std::path::PathBuf, extra: &[&str]) -> Self {
         std::fs::create_dir_all(&dir).unwrap();
         let child = Command::new("redis-server")
             .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
             .args(["--save", "", "--appendonly", "no"])
+            .args(extra)
             .arg("--dir")
             .arg(&dir)
             .stdout(Stdio::null())
@@ -274,9 +289,7 @@ impl OwnRedis {
             .unwrap_or_else(|e| {
                 panic!("MRTR_TEST_REDIS_URL is set, but redis-server cannot be started ({e}): run scripts/redis.sh start, which installs it")
             });
-        let me = Self { child, port, dir };
-        me.wait_ready();
-        me
+        Self { child, port, dir }
     }
 
     fn url(&self) -> String {
@@ -284,10 +297,15 @@ impl OwnRedis {
     }
 
     fn wait_ready(&self) {
+        self.wait_ready_at(&self.url());
+    }
+
+    /// Waits until `url` (this server, perhaps as another user) answers PING.
+    fn wait_ready_at(&self, url: &str) {
         let limit = Instant::now() + Duration::from_secs(20);
         loop {
             let ok = runtime().block_on(async {
-                let Ok(client) = redis::Client::open(self.url()) else {
+                let Ok(client) = redis::Client::open(url) else {
                     return false;
                 };
                 match tokio::time::timeout(
@@ -447,4 +465,383 @@ fn a_fleet_of_mrtr_serve_sharing_redis_deploys_once() {
         server_support::complete_text(&done),
         "Deployed fleet (deployment #1)."
     );
+}
+
+/// A Redis of this test's own with `extra` directives, or `None` (with a line
+/// saying so) when `MRTR_TEST_REDIS_URL` is not set.
+fn own_redis(test: &str, extra: &[&str]) -> Option<OwnRedis> {
+    redis_url(test)?;
+    let dir = std::env::temp_dir().join(unique("mrtr-own-redis"));
+    Some(OwnRedis::start_with(free_port(), dir, extra))
+}
+
+/// Sends one command on a raw connection (CONFIG SET, INFO …) and returns its reply.
+fn redis_cmd(url: &str, args: &[&str]) -> redis::Value {
+    runtime().block_on(async {
+        let mut c = raw(url).await;
+        let mut cmd = redis::cmd(args[0]);
+        for a in &args[1..] {
+            cmd.arg(*a);
+        }
+        cmd.query_async(&mut c).await.unwrap()
+    })
+}
+
+/// Claims `claim` on `guard` on a runtime of its own.
+fn claim_on(rt: &tokio::runtime::Runtime, guard: &RedisReplayGuard, c: &Claim) -> ClaimOutcome {
+    rt.block_on(guard.claim(c))
+}
+
+/// Keys under the guard's prefix.
+fn keys_of(url: &str, guard: &RedisReplayGuard) -> Vec<String> {
+    let v = redis_cmd(url, &["KEYS", &format!("{}*", guard.key_prefix())]);
+    redis::from_redis_value(v).unwrap()
+}
+
+#[test]
+fn two_instances_clocks_apart_on_redis_run_the_step_once() {
+    // The review's reproduction on a real Redis: two engines with the same keys,
+    // one Redis; B's clock is 3 s behind A's; TTL 2 s, skew 3 s, and a flow whose
+    // deadline is its first state's expiry (so only the second skew in the
+    // claim's hold keeps B from running the step again). Redis expires the claim
+    // by its own clock.
+    let Some(url) = redis_url("two_instances_clocks_apart_on_redis_run_the_step_once") else {
+        return;
+    };
+    let config = mrtr::seal::SealConfig::default()
+        .ttl(Duration::from_secs(2))
+        .unwrap()
+        .flow_lifetime(Duration::from_secs(2))
+        .unwrap()
+        .clock_skew(Duration::from_secs(3));
+    let audience = unique("skew");
+    let guard =
+        || -> Arc<dyn ReplayGuard> { Arc::new(RedisReplayGuard::new(&url, &audience).unwrap()) };
+    let a = engine()
+        .with_seal_config(config.clone())
+        .replay_guard(guard());
+    let b = engine().with_seal_config(config).replay_guard(guard());
+    let rt = runtime();
+    let runs = Cell::new(0);
+    let at = |e: &Engine, req: &Req, now: Timestamp| {
+        rt.block_on(e.run_async(req.build(), &Principal::anonymous(), now, |r| {
+            deploy(r, &runs)
+        }))
+    };
+    // Start on a fresh second, so that real time and the whole-second clocks
+    // line up: real time n0 + x s reads n0 + x on A and n0 + x - 3 on B.
+    let start = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    let n0 = Timestamp::from_unix_secs(start.as_secs() + 1);
+    let wait_until = |offset_ms: u64| {
+        let target = Duration::from_millis(n0.unix_secs() * 1000 + offset_ms);
+        while SystemTime::now().duration_since(UNIX_EPOCH).unwrap() < target {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    wait_until(0);
+    let r1 = irr(at(&a, &tool("deploy"), n0));
+    let last = tool("deploy").reply(&r1, json!({"confirm": accept(json!({"confirm": true}))}));
+    assert_eq!(text(&complete(at(&a, &last, n0))), "deployment #1");
+    let (refused, _) = tool_error(at(&b, &last, n0.sub_secs(3)));
+    assert!(text(&refused).contains("already carried out"), "{refused}");
+    // Real n0+6.5 s and n0+8.5 s: A no longer opens the state (n0+6 > exp + skew =
+    // n0+5), B reads n0+3 and n0+5 (= deadline + skew) and still does: the claim
+    // must still be in Redis. The second probe is within the last second B opens
+    // the state in, which a TTL counted from A's truncated `now` without the
+    // extra second would miss.
+    for (real_ms, b_secs) in [(6_500, 3), (8_500, 5)] {
+        wait_until(real_ms);
+        let (expired, _) = tool_error(at(&a, &last, n0.add_secs(real_ms / 1000)));
+        assert!(text(&expired).contains("lapsed"), "{expired}");
+        let (refused, _) = tool_error(at(&b, &last, n0.add_secs(b_secs)));
+        assert!(
+            text(&refused).contains("already carried out"),
+            "B at n0+{b_secs}: {refused}"
+        );
+    }
+    assert_eq!(runs.get(), 1, "deployed once, not twice");
+}
+
+#[test]
+fn an_evicting_redis_is_refused_unless_allowed_and_noeviction_works() {
+    let Some(redis) = own_redis(
+        "an_evicting_redis_is_refused_unless_allowed_and_noeviction_works",
+        &["--maxmemory", "64mb", "--maxmemory-policy", "allkeys-lru"],
+    ) else {
+        return;
+    };
+    let url = redis.url();
+    let rt = runtime();
+    // Configured at start (allkeys-lru), then each other policy by CONFIG SET; a
+    // fresh guard reads the policy when it connects.
+    for policy in [
+        "allkeys-lru",
+        "volatile-lru",
+        "allkeys-lfu",
+        "volatile-ttl",
+        "allkeys-random",
+    ] {
+        redis_cmd(&url, &["CONFIG", "SET", "maxmemory-policy", policy]);
+        let g = RedisReplayGuard::new(&url, &unique("evict")).unwrap();
+        let found = rt.block_on(g.check_store());
+        assert_eq!(
+            found,
+            StoreCheck::Evicting {
+                policy: policy.into(),
+                allowed: false
+            }
+        );
+        let c = claim(flow_id(policy), "deploy", 60);
+        assert_eq!(
+            claim_on(&rt, &g, &c),
+            ClaimOutcome::Unavailable,
+            "{policy}: fail closed"
+        );
+        assert_eq!(claim_on(&rt, &g, &c), ClaimOutcome::Unavailable, "{policy}");
+        assert!(keys_of(&url, &g).is_empty(), "{policy}: nothing written");
+        // The operator's explicit opt-in: claims are made (with a WARN at connect).
+        let allowed = RedisReplayGuard::new(&url, &unique("evict-ok"))
+            .unwrap()
+            .allow_eviction(true);
+        assert_eq!(
+            rt.block_on(allowed.check_store()),
+            StoreCheck::Evicting {
+                policy: policy.into(),
+                allowed: true
+            }
+        );
+        assert_eq!(
+            claim_on(&rt, &allowed, &c),
+            ClaimOutcome::Claimed,
+            "{policy}"
+        );
+        assert_eq!(claim_on(&rt, &allowed, &c), ClaimOutcome::AlreadyClaimed);
+    }
+    redis_cmd(&url, &["CONFIG", "SET", "maxmemory-policy", "noeviction"]);
+    let g = RedisReplayGuard::new(&url, &unique("noevict")).unwrap();
+    assert_eq!(rt.block_on(g.check_store()), StoreCheck::NoEviction);
+    let c = claim(flow_id("noevict"), "deploy", 60);
+    assert_eq!(claim_on(&rt, &g, &c), ClaimOutcome::Claimed);
+    assert_eq!(claim_on(&rt, &g, &c), ClaimOutcome::AlreadyClaimed);
+}
+
+#[test]
+fn a_policy_changed_live_or_across_a_reconnect_is_noticed() {
+    let Some(mut redis) = own_redis(
+        "a_policy_changed_live_or_across_a_reconnect_is_noticed",
+        &[],
+    ) else {
+        return;
+    };
+    let url = redis.url();
+    let g = RedisReplayGuard::new(&url, &unique("recheck"))
+        .unwrap()
+        .policy_recheck(Duration::from_millis(100));
+    // One runtime for the whole test: the guard's connection task lives on it.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let fresh = |label: &str| claim(flow_id(label), "deploy", 60);
+    assert_eq!(claim_on(&rt, &g, &fresh("before")), ClaimOutcome::Claimed);
+    // Until the first claim refused: bounded attempts, not a timing check.
+    let until = |want: ClaimOutcome, label: &str| {
+        (0..100).find(|i| {
+            let got = claim_on(&rt, &g, &fresh(&format!("{label}-{i}")));
+            if got != want {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            got == want
+        })
+    };
+    redis_cmd(&url, &["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]);
+    until(ClaimOutcome::Unavailable, "live-evicting").expect("refused once the policy changed");
+    redis_cmd(&url, &["CONFIG", "SET", "maxmemory-policy", "noeviction"]);
+    until(ClaimOutcome::Claimed, "live-back").expect("claims resume with noeviction");
+
+    // The same port, a new Redis that evicts: the reconnect reads the policy
+    // before any claim goes over it.
+    let port = redis.port;
+    let dir = redis.dir.clone();
+    redis.stop();
+    let evicting = OwnRedis::start_with(port, dir, &["--maxmemory-policy", "volatile-lru"]);
+    for i in 0..30 {
+        let got = claim_on(&rt, &g, &fresh(&format!("reconnected-{i}")));
+        assert_eq!(got, ClaimOutcome::Unavailable, "attempt {i}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        rt.block_on(g.check_store()),
+        StoreCheck::Evicting {
+            policy: "volatile-lru".into(),
+            allowed: false
+        }
+    );
+    assert!(keys_of(&evicting.url(), &g).is_empty(), "nothing written");
+    redis_cmd(
+        &evicting.url(),
+        &["CONFIG", "SET", "maxmemory-policy", "noeviction"],
+    );
+    until(ClaimOutcome::Claimed, "reconnected-back").expect("claims resume with noeviction");
+}
+
+#[test]
+fn a_redis_that_forbids_config_is_refused_unless_allowed() {
+    // Two ways managed services keep CONFIG from their users: an ACL (NOPERM) and
+    // a renamed command (ERR unknown command).
+    let Some(acl) = own_redis(
+        "a_redis_that_forbids_config_is_refused_unless_allowed",
+        &[
+            "--user",
+            "mrtr",
+            "on",
+            ">s3cret-pw",
+            "~*",
+            "&*",
+            "+@all",
+            "-config",
+        ],
+    ) else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(unique("mrtr-own-redis"));
+    let renamed = OwnRedis::start_with(free_port(), dir, &["--rename-command", "CONFIG", ""]);
+    let acl_url = format!("redis://mrtr:s3cret-pw@127.0.0.1:{}", acl.port);
+    let rt = runtime();
+    for (url, why) in [
+        (acl_url.as_str(), "NOPERM"),
+        (&renamed.url(), "unknown command"),
+    ] {
+        let g = RedisReplayGuard::new(url, &unique("noconfig")).unwrap();
+        let found = rt.block_on(g.check_store());
+        let StoreCheck::Unverified {
+            reason,
+            allowed: false,
+        } = &found
+        else {
+            panic!("{why}: {found:?}")
+        };
+        assert!(reason.contains(why), "{reason}");
+        assert!(!reason.contains("s3cret"), "{reason}");
+        let c = claim(flow_id(why), "deploy", 60);
+        assert_eq!(claim_on(&rt, &g, &c), ClaimOutcome::Unavailable, "{why}");
+        let allowed = RedisReplayGuard::new(url, &unique("noconfig-ok"))
+            .unwrap()
+            .allow_eviction(true);
+        assert_eq!(claim_on(&rt, &allowed, &c), ClaimOutcome::Claimed, "{why}");
+        assert_eq!(claim_on(&rt, &allowed, &c), ClaimOutcome::AlreadyClaimed);
+    }
+}
+
+#[test]
+fn wait_counts_a_claim_only_once_replicas_acknowledge_it() {
+    let Some(primary) = own_redis("wait_counts_a_claim_only_once_replicas_acknowledge_it", &[])
+    else {
+        return;
+    };
+    let url = format!("{}?wait=1&wait_timeout_ms=50", primary.url());
+    let rt = runtime();
+    let g = RedisReplayGuard::new(&url, &unique("wait")).unwrap();
+    // No replica: the claim reaches the primary but is not acknowledged, so it is
+    // refused, and the step of that flow is refused from then on (zero times).
+    let c = claim(flow_id("no-replica"), "deploy", 60);
+    assert_eq!(claim_on(&rt, &g, &c), ClaimOutcome::Unavailable);
+    assert_eq!(claim_on(&rt, &g, &c), ClaimOutcome::AlreadyClaimed);
+    assert_eq!(keys_of(&primary.url(), &g).len(), 1, "on the primary");
+
+    let dir = std::env::temp_dir().join(unique("mrtr-own-redis"));
+    let port = primary.port.to_string();
+    let replica = OwnRedis::start_with(free_port(), dir, &["--replicaof", "127.0.0.1", &port]);
+    let linked = (0..200).any(|_| {
+        let info = redis_cmd(&replica.url(), &["INFO", "replication"]);
+        let info: String = redis::from_redis_value(info).unwrap();
+        let up = info.contains("master_link_status:up");
+        if !up {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        up
+    });
+    assert!(linked, "the replica synced with the primary");
+    let c = claim(flow_id("replica"), "deploy", 60);
+    assert_eq!(claim_on(&rt, &g, &c), ClaimOutcome::Claimed);
+    assert_eq!(claim_on(&rt, &g, &c), ClaimOutcome::AlreadyClaimed);
+    // The claim is on the replica too.
+    let on_replica: i64 =
+        redis::from_redis_value(redis_cmd(&replica.url(), &["EXISTS", &g.key(&c)])).unwrap();
+    assert_eq!(on_replica, 1);
+}
+
+/// Runs `mrtr serve --anonymous ARGS` to its exit (at most 20 s): (code, stderr).
+fn serve_exit(args: &[&str]) -> (Option<i32>, String) {
+    let mut child = Command::new(server_support::bin())
+        .args(["serve", "--listen", "127.0.0.1:0", "--anonymous"])
+        .args(args)
+        .env_remove("MRTR_KEYS")
+        .env_remove("MRTR_REPLAY_STORE")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = server_support::wait_timeout(&mut child, Duration::from_secs(20));
+    if status.is_none() {
+        let _ = child.kill();
+    }
+    let _ = child.wait();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    (status.and_then(|s| s.code()), err)
+}
+
+#[test]
+fn serve_refuses_to_start_on_an_evicting_redis_unless_allowed() {
+    let Some(redis) = own_redis(
+        "serve_refuses_to_start_on_an_evicting_redis_unless_allowed",
+        &[
+            "--maxmemory-policy",
+            "allkeys-lru",
+            "--user",
+            "mrtr",
+            "on",
+            ">hunter2-pw",
+            "~*",
+            "&*",
+            "+@all",
+        ],
+    ) else {
+        return;
+    };
+    let url = format!("redis://mrtr:hunter2-pw@127.0.0.1:{}/0", redis.port);
+    let (code, err) = serve_exit(&["--replay-store", &url]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("allkeys-lru"), "{err}");
+    assert!(err.contains("--replay-store-allow-eviction"), "{err}");
+    assert!(!err.contains("hunter2"), "no password: {err}");
+    assert!(!err.contains("listening on"), "{err}");
+
+    // Opted in: it starts, says so, and claims.
+    let s = Server::start(&["--replay-store", &url, "--replay-store-allow-eviction"]);
+    let warned = s.wait_for_lines("eviction was allowed explicitly", 1);
+    assert!(!warned.is_empty(), "{:?}", s.stderr_lines());
+    let first = tool_call(1, "deploy", Some(json!({"service": "web"})));
+    let state = state_of(&s.call(&first, 200));
+    let done = s.call(&retry(&first, 2, Some(confirm_answer(true)), &state), 200);
+    assert_eq!(
+        server_support::complete_text(&done),
+        "Deployed web (deployment #1)."
+    );
+    assert!(
+        s.stderr_lines().iter().all(|l| !l.contains("hunter2")),
+        "no password in the log"
+    );
+
+    // A Redis whose policy cannot be read: refused too, saying why.
+    let dir = std::env::temp_dir().join(unique("mrtr-own-redis"));
+    let renamed = OwnRedis::start_with(free_port(), dir, &["--rename-command", "CONFIG", ""]);
+    let (code, err) = serve_exit(&["--replay-store", &renamed.url()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("cannot be read"), "{err}");
+    assert!(err.contains("--replay-store-allow-eviction"), "{err}");
 }

@@ -622,6 +622,7 @@ fuzz_target!(|script: Script| {
             now,
             correlation_id: "fuzz".into(),
             http_headers: None,
+            peer: None,
         };
         let body = body.unwrap_or_else(|| {
             json!({"jsonrpc": "2.0", "id": i, "method": method, "params": params})

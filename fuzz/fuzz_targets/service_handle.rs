@@ -331,6 +331,7 @@ fn ctx(principal: bool, now: Timestamp, headers: Option<McpHeaders>) -> RequestC
         now,
         correlation_id: "fuzz".into(),
         http_headers: headers,
+        peer: None,
     }
 }
 

@@ -214,6 +214,7 @@ impl InProcess {
             now: self.clock.now(),
             correlation_id: format!("in-process-{n}"),
             http_headers,
+            peer: None,
         };
         match &self.deadline {
             Some(make) => self.service.handle_until(body, &ctx, make()).await,

@@ -41,6 +41,7 @@ mod round;
 mod state;
 
 use std::future::Future;
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -249,6 +250,30 @@ impl Engine {
         principal: &Principal,
         now: Timestamp,
     ) -> Result<Round, Error> {
+        self.begin_from(request, principal, None, now)
+    }
+
+    /// [`Engine::begin`] for a request that came from the network address `peer`
+    /// (the transport's TCP peer; `None` when it has none, as on stdio).
+    ///
+    /// The peer is never sealed, logged or answered. It serves one purpose: when
+    /// `principal` is [anonymous](Principal::is_anonymous), every caller shares one
+    /// principal, so the replay guard's per-principal quota would be one quota for
+    /// everyone; with a peer, the claims of a `once` step count against that
+    /// address's quota instead ([`PrincipalKey::of_peer`](crate::replay::PrincipalKey::of_peer):
+    /// an IPv4 address, or the /64 of an IPv6 one). For an authenticated principal
+    /// the peer is ignored.
+    ///
+    /// # Errors
+    /// As [`Engine::begin`].
+    pub fn begin_from(
+        &self,
+        request: CarrierRequest,
+        principal: &Principal,
+        peer: Option<IpAddr>,
+        now: Timestamp,
+    ) -> Result<Round, Error> {
+        let quota_peer = peer.filter(|_| principal.is_anonymous());
         let arguments = request.arguments_value();
         let binding = Binding::with_audience(
             &BindingInput {
@@ -271,7 +296,7 @@ impl Engine {
                 Err(e) => return Err(Error::invalid_request_state(e.reason().as_str())),
             },
         };
-        Ok(Round::new(self, request, binding, prior, now))
+        Ok(Round::new(self, request, binding, prior, now, quota_peer))
     }
 
     /// [`Engine::begin`], with the round split into the handler's part and the

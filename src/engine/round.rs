@@ -1,6 +1,7 @@
 //! One run of a handler: answers in, questions out.
 
 use std::future::Future;
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use serde::Serialize;
@@ -92,6 +93,10 @@ struct Fixed {
     binding: Binding,
     now: Timestamp,
     prior: Option<Verified<Claims<FlowState>>>,
+    /// The caller's network address, when the principal is anonymous and the
+    /// transport knew the peer: the replay guard's quota is keyed on it
+    /// ([`PrincipalKey::of_peer`]). `None` for an authenticated principal.
+    quota_peer: Option<IpAddr>,
 }
 
 /// What the handler's asks change as it runs.
@@ -221,6 +226,7 @@ impl Round {
         binding: Binding,
         prior: Option<Verified<Claims<FlowState>>>,
         now: Timestamp,
+        quota_peer: Option<IpAddr>,
     ) -> Self {
         let carry = FlowState {
             data: prior.as_ref().and_then(|p| p.state().data.clone()),
@@ -234,6 +240,7 @@ impl Round {
                     binding,
                     now,
                     prior,
+                    quota_peer,
                 },
                 live: Mutex::new(Live {
                     carry,
@@ -600,16 +607,26 @@ impl Round {
         else {
             return Ok(Begin::Run(None));
         };
-        // Held as long as the presented state can open: its round expiry plus skew
-        // (not the flow deadline: later rounds carry the step's sealed result).
+        // Held for as long as ANY state of this flow can open on ANY instance whose
+        // clock is within the tolerated skew of this one's, not only the presented
+        // state: a round that presented an earlier state without reaching this step
+        // sealed a sibling (same flow, later expiry, no result for the step), and the
+        // sibling may be presented after the presented state has expired. Every state
+        // of the flow opens only while `now <= deadline + skew` on the instance that
+        // opens it, and that instance's clock may lag this one's by up to the skew:
+        // hence the flow deadline plus twice the skew, on this instance's clock.
         let skew = fixed.engine.sealer().config().clock_skew_value().as_secs();
+        let quota = match fixed.quota_peer {
+            Some(peer) => PrincipalKey::of_peer(prior.binding(), peer),
+            None => PrincipalKey::of(prior.binding()),
+        };
         let claim = Claim::new(
             prior.flow_id(),
             step,
             prior.issued_at(),
-            prior.expires_at().add_secs(skew),
+            prior.deadline().add_secs(skew.saturating_mul(2)),
             fixed.now,
-            PrincipalKey::of(prior.binding()),
+            quota,
         );
         Ok(Begin::Run(Some((&**guard, claim))))
     }

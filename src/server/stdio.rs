@@ -133,6 +133,7 @@ async fn handle(
                 now: Timestamp::now(),
                 correlation_id: corr.clone(),
                 http_headers: None,
+                peer: None,
             };
             let deadline = tokio::time::sleep(service.handler_timeout_value());
             let reply = service.handle_until(&buf, &ctx, deadline).await;

@@ -293,6 +293,7 @@ pub fn ctx(now: Timestamp) -> RequestContext {
         now,
         correlation_id: "test".into(),
         http_headers: None,
+        peer: None,
     }
 }
 
