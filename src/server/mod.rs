@@ -283,6 +283,16 @@ pub struct ServeConfig {
     pub metrics: Option<MetricsEndpoint>,
     /// Where the claims of `once` steps are kept (default: in memory).
     pub replay_store: ReplayStore,
+    /// `--replay-max-claims`: the in-memory store's cap on live claims. `None`:
+    /// [`defaults::REPLAY_MAX_CLAIMS`].
+    pub replay_max_claims: Option<usize>,
+    /// `--replay-max-claims-per-principal`: the in-memory store's cap per principal
+    /// (per peer address for anonymous callers). `None`:
+    /// [`defaults::REPLAY_MAX_CLAIMS_PER_PRINCIPAL`].
+    pub replay_max_claims_per_principal: Option<usize>,
+    /// `--replay-store-allow-eviction`: make claims on a Redis store that may evict
+    /// them, or whose eviction policy cannot be read. Default `false` (refused).
+    pub replay_allow_eviction: bool,
 }
 
 impl Default for ServeConfig {
@@ -310,6 +320,9 @@ impl Default for ServeConfig {
             principal: PrincipalConfig::Unset,
             metrics: None,
             replay_store: ReplayStore::Memory,
+            replay_max_claims: None,
+            replay_max_claims_per_principal: None,
+            replay_allow_eviction: false,
         }
     }
 }
@@ -393,6 +406,7 @@ impl ServeConfig {
                     .into(),
             ));
         }
+        replay_store::validate(&self)?;
         let origins = std::mem::take(&mut self.allowed_origins);
         self.allowed_origins = origins
             .iter()
@@ -533,7 +547,7 @@ where
         .max_rounds(cfg.max_rounds)
         // A side effect behind `Round::once` must not repeat when a client replays
         // the final round.
-        .replay_guard(cfg.replay_store.guard(&cfg.audience, Timestamp::now())?);
+        .replay_guard(replay_store::guard(cfg, Timestamp::now())?);
     Ok(make(engine))
 }
 
@@ -563,6 +577,8 @@ where
         // No state of an earlier process can then carry this process's start second.
         replay_store::fresh_second().await;
     }
+    // A Redis store that may evict claims stops the start (exit 2).
+    replay_store::check_at_start(&cfg).await?;
     let service = Arc::new(build_service(&cfg, make)?);
     tracing::info!(replay_store = ?cfg.replay_store, "replay guard for once steps");
     // Handlers are installed here, before the server reports that it is up.

@@ -4,7 +4,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::ConfigError;
+use super::{ConfigError, ServeConfig};
+use crate::defaults;
 use crate::replay::{MemoryReplayGuard, ReplayGuard};
 use crate::time::Timestamp;
 
@@ -60,29 +61,104 @@ impl ReplayStore {
                 .into(),
         ))
     }
+}
 
-    /// The guard for the service named `audience`; an in-memory one refuses states
-    /// sealed before `started_at`.
-    pub(super) fn guard(
-        &self,
-        audience: &str,
-        started_at: Timestamp,
-    ) -> Result<Arc<dyn ReplayGuard>, ConfigError> {
-        match self {
-            Self::Memory => Ok(Arc::new(MemoryReplayGuard::new(started_at))),
-            #[cfg(feature = "redis")]
-            Self::Redis(url) => crate::replay::RedisReplayGuard::new(url, audience)
-                .map(|g| Arc::new(g) as Arc<dyn ReplayGuard>)
-                .map_err(|e| ConfigError(format!("--replay-store: {e}"))),
-            #[cfg(not(feature = "redis"))]
-            Self::Redis(_) => {
-                let _ = audience;
-                Err(ConfigError(
-                    "--replay-store: this mrtr was built without Redis support".into(),
-                ))
+/// Checks the replay settings of `cfg` together: the in-memory caps are in range
+/// and apply to the in-memory store, the eviction opt-in to a Redis one.
+pub(super) fn validate(cfg: &ServeConfig) -> Result<(), ConfigError> {
+    let ceiling = defaults::REPLAY_MAX_CLAIMS_CEILING;
+    let max = cfg.replay_max_claims.unwrap_or(defaults::REPLAY_MAX_CLAIMS);
+    if max == 0 || max > ceiling {
+        return Err(ConfigError(format!(
+            "--replay-max-claims must be between 1 and {ceiling}"
+        )));
+    }
+    let per = cfg
+        .replay_max_claims_per_principal
+        .unwrap_or(defaults::REPLAY_MAX_CLAIMS_PER_PRINCIPAL);
+    if per == 0 || per > max {
+        return Err(ConfigError(format!(
+            "--replay-max-claims-per-principal must be between 1 and --replay-max-claims \
+             (default {})",
+            defaults::REPLAY_MAX_CLAIMS
+        )));
+    }
+    let caps = cfg.replay_max_claims.is_some() || cfg.replay_max_claims_per_principal.is_some();
+    match cfg.replay_store {
+        ReplayStore::Redis(_) if caps => Err(ConfigError(
+            "--replay-max-claims and --replay-max-claims-per-principal bound the in-memory \
+             replay store; a Redis store is bounded by its own maxmemory"
+                .into(),
+        )),
+        ReplayStore::Memory if cfg.replay_allow_eviction => Err(ConfigError(
+            "--replay-store-allow-eviction is for a Redis replay store (--replay-store redis://…)"
+                .into(),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The guard `cfg` asks for; an in-memory one refuses states sealed before
+/// `started_at` and holds the configured caps.
+pub(super) fn guard(
+    cfg: &ServeConfig,
+    started_at: Timestamp,
+) -> Result<Arc<dyn ReplayGuard>, ConfigError> {
+    match &cfg.replay_store {
+        ReplayStore::Memory => Ok(Arc::new(
+            MemoryReplayGuard::new(started_at)
+                .max_claims(cfg.replay_max_claims.unwrap_or(defaults::REPLAY_MAX_CLAIMS))
+                .max_claims_per_principal(
+                    cfg.replay_max_claims_per_principal
+                        .unwrap_or(defaults::REPLAY_MAX_CLAIMS_PER_PRINCIPAL),
+                ),
+        )),
+        #[cfg(feature = "redis")]
+        ReplayStore::Redis(url) => crate::replay::RedisReplayGuard::new(url, &cfg.audience)
+            .map(|g| Arc::new(g.allow_eviction(cfg.replay_allow_eviction)) as Arc<dyn ReplayGuard>)
+            .map_err(|e| ConfigError(format!("--replay-store: {e}"))),
+        #[cfg(not(feature = "redis"))]
+        ReplayStore::Redis(_) => Err(ConfigError(
+            "--replay-store: this mrtr was built without Redis support".into(),
+        )),
+    }
+}
+
+/// Before serving with a Redis store: connects and reads its eviction policy.
+/// A store that may evict claims (or whose policy cannot be read) stops the
+/// start, unless `--replay-store-allow-eviction`; one that does not answer is
+/// served anyway (its claims fail closed until it answers, and the policy is read
+/// then).
+///
+/// # Errors
+/// [`ConfigError`] (exit 2) naming the policy found, never the URL.
+pub(super) async fn check_at_start(cfg: &ServeConfig) -> Result<(), ConfigError> {
+    #[cfg(feature = "redis")]
+    if let ReplayStore::Redis(url) = &cfg.replay_store {
+        use crate::replay::{RedisReplayGuard, StoreCheck};
+        let probe = RedisReplayGuard::new(url, &cfg.audience)
+            .map_err(|e| ConfigError(format!("--replay-store: {e}")))?
+            .allow_eviction(cfg.replay_allow_eviction);
+        match probe.check_store().await {
+            found if found.refuses_claims() => {
+                return Err(ConfigError(format!(
+                    "--replay-store: the Redis replay store's {found}. Not starting: use a Redis \
+                     (or Valkey) dedicated to mrtr with maxmemory-policy noeviction and \
+                     appendonly yes, or pass --replay-store-allow-eviction to accept the risk \
+                     (a replay after an eviction runs a once step again)"
+                )));
             }
+            StoreCheck::Unreachable => tracing::warn!(
+                target: "mrtr::replay",
+                "Redis replay store did not answer at start: serving anyway; once steps fail \
+                 closed until it answers, and its maxmemory-policy is checked then"
+            ),
+            _ => {}
         }
     }
+    #[cfg(not(feature = "redis"))]
+    let _ = cfg;
+    Ok(())
 }
 
 /// Waits for the start of the next whole second and returns it. A server that

@@ -166,7 +166,10 @@ struct ServeArgs {
     /// Where `once` steps are claimed, so a replayed request never repeats a side effect:
     /// `memory` (this process only; a restart refuses the flows in flight) or
     /// redis://HOST:PORT[/DB] (rediss:// for TLS), shared by a fleet; needs the `redis`
-    /// build feature. While Redis is unreachable, `once` steps fail closed.
+    /// build feature. While Redis is unreachable, `once` steps fail closed. A Redis
+    /// that may evict keys (maxmemory-policy other than noeviction) is refused at
+    /// start and by every claim; `?wait=N&wait_timeout_ms=T` makes each claim wait
+    /// for N replicas to acknowledge it (fewer: the step fails closed).
     #[arg(
         long,
         value_name = "STORE",
@@ -175,6 +178,21 @@ struct ServeArgs {
         default_value = "memory"
     )]
     replay_store: String,
+    /// Use a Redis replay store even though it may evict claims (maxmemory-policy other
+    /// than noeviction), or its policy cannot be read (CONFIG GET forbidden, as on many
+    /// managed services). Risk: an evicted claim is forgotten, and a replay of its flow
+    /// runs the once step again. Only for a store you know never evicts.
+    #[arg(long)]
+    replay_store_allow_eviction: bool,
+    /// The in-memory replay store's cap on live claims, about 130 bytes each; beyond it
+    /// once steps fail closed. 1 to 20000000. [default: 1000000]
+    #[arg(long, value_name = "N")]
+    replay_max_claims: Option<usize>,
+    /// The in-memory replay store's cap on one principal's live claims (one peer
+    /// address, or IPv6 /64, for anonymous callers). 1 to --replay-max-claims.
+    /// [default: 10000]
+    #[arg(long, value_name = "N")]
+    replay_max_claims_per_principal: Option<usize>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -219,6 +237,9 @@ impl ServeArgs {
         cfg.principal = principal;
         cfg.metrics = self.metrics_listen.map(prometheus).transpose()?;
         cfg.replay_store = server::ReplayStore::parse(&self.replay_store)?;
+        cfg.replay_allow_eviction = self.replay_store_allow_eviction;
+        cfg.replay_max_claims = self.replay_max_claims;
+        cfg.replay_max_claims_per_principal = self.replay_max_claims_per_principal;
         cfg.validate()
     }
 }
