@@ -25,10 +25,12 @@ use crate::time::Timestamp;
 ///    lifetime plus clock skew (1 h and 60 s by default), then remove the old key
 ///    (`MRTR_KEYS=new`): its tokens then fail with `unknown_key`.
 ///
-/// Each step can be a deploy or, without a restart, [`Sealer::replace_keyring`]
-/// (`mrtr serve --keys-file` does it on SIGHUP).
+/// Each step can be a deploy or, without a restart, [`Sealer::try_replace_keyring`]
+/// (`mrtr serve --keys-file` does it on SIGHUP), which refuses a ring that drops
+/// a key whose states this sealer may still have in flight; phase 3 passes it
+/// once the wait is over.
 ///
-/// [`Sealer::replace_keyring`]: super::Sealer::replace_keyring
+/// [`Sealer::try_replace_keyring`]: super::Sealer::try_replace_keyring
 ///
 /// Why this is enough, the key file format and how to check a rotation:
 /// [`crate::manual::rotation`].

@@ -276,7 +276,7 @@ impl Sealer {
     }
 
     /// Puts `keyring` in force, atomically, for this sealer and all its clones:
-    /// rotation without a restart (`mrtr serve` calls it on SIGHUP).
+    /// rotation without a restart.
     ///
     /// Seals and opens already under way finish with the ring they started with;
     /// every one that starts afterwards uses `keyring`. No operation ever sees a
