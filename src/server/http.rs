@@ -706,6 +706,12 @@ async fn post_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
         now: Timestamp::now(),
         correlation_id: corr.clone(),
         http_headers: Some(mcp_headers(headers)),
+        // Set by `serve_with`'s accept loop, or by `axum::serve` with
+        // `into_make_service_with_connect_info::<SocketAddr>()`.
+        peer: parts
+            .extensions
+            .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+            .map(|info| info.0.ip()),
     };
     let message = if bytes.len() > defaults::BLOCKING_PARSE_THRESHOLD {
         // Off the runtime's workers (see the module doc); the body is freed there too.

@@ -215,10 +215,9 @@ pub async fn serve_with(
             () = &mut shutdown => break,
             p = make_room(&slots, &registry) => p,
         };
-        let tracker = registry.register(peer_key);
+        let tracker = registry.register(peer);
         connections.spawn(connection(
             stream,
-            peer,
             permit,
             tracker,
             Arc::clone(&registry),
@@ -361,9 +360,10 @@ struct Live {
 }
 
 impl Registry {
-    fn register(&self, peer: PeerKey) -> Arc<Tracker> {
+    fn register(&self, addr: SocketAddr) -> Arc<Tracker> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let tracker = Arc::new(Tracker::new(id, peer, Instant::now()));
+        let tracker = Arc::new(Tracker::new(id, addr, Instant::now()));
+        let peer = tracker.peer;
         let mut live = lock(&self.live);
         live.trackers.insert(id, Arc::clone(&tracker));
         *live.per_peer.entry(peer).or_default() += 1;
@@ -424,6 +424,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 #[derive(Debug)]
 struct Tracker {
     id: u64,
+    /// The peer's address, put into every request's extensions as [`ConnectInfo`].
+    addr: SocketAddr,
     peer: PeerKey,
     state: Mutex<ConnState>,
     /// Woken when a request starts or ends, a head starts, or eviction is asked.
@@ -448,10 +450,11 @@ struct ConnState {
 /// The tracker reads no clock: its callers pass `now`, so the timing rules are
 /// tested without waiting.
 impl Tracker {
-    fn new(id: u64, peer: PeerKey, now: Instant) -> Self {
+    fn new(id: u64, addr: SocketAddr, now: Instant) -> Self {
         Self {
             id,
-            peer,
+            addr,
+            peer: PeerKey::of(addr.ip()),
             state: Mutex::new(ConnState {
                 in_progress: 0,
                 waiting_since: now,
@@ -532,7 +535,6 @@ impl Tracker {
 /// Runs one connection until it ends, times out, is evicted, or shutdown closes it.
 async fn connection(
     stream: TcpStream,
-    peer: SocketAddr,
     _slot: OwnedSemaphorePermit,
     tracker: Arc<Tracker>,
     registry: Arc<Registry>,
@@ -556,7 +558,6 @@ async fn connection(
     let service = TrackedService {
         inner: TowerToHyperService::new(app),
         tracker: Arc::clone(&tracker),
-        peer,
     };
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
@@ -661,8 +662,6 @@ impl AsyncWrite for TrackedIo {
 struct TrackedService {
     inner: TowerToHyperService<Router>,
     tracker: Arc<Tracker>,
-    /// Put into every request's extensions as [`ConnectInfo`].
-    peer: SocketAddr,
 }
 
 /// Ends the tracker's request when dropped, however the request ends.
@@ -692,7 +691,7 @@ impl hyper::service::Service<Request<Incoming>> for TrackedService {
 
     fn call(&self, mut req: Request<Incoming>) -> Self::Future {
         let in_progress = InProgress::begin(&self.tracker);
-        req.extensions_mut().insert(ConnectInfo(self.peer));
+        req.extensions_mut().insert(ConnectInfo(self.tracker.addr));
         let response = self.inner.call(req);
         Box::pin(async move {
             let response = response.await?;
@@ -776,7 +775,7 @@ mod tests {
         let busy: Vec<_> = (0..2)
             .map(|_| {
                 assert!(registry.admit(a, 2));
-                let t = registry.register(a);
+                let t = registry.register(SocketAddr::from(([192, 0, 2, 1], 1000)));
                 t.request_started();
                 t
             })
@@ -805,7 +804,7 @@ mod tests {
         };
         let start = Instant::now();
         let at = |secs: u64| start + Duration::from_secs(secs);
-        let t = Tracker::new(0, PeerKey::of(IpAddr::from([127, 0, 0, 1])), start);
+        let t = Tracker::new(0, SocketAddr::from(([127, 0, 0, 1], 1)), start);
         // A new connection owes its first head within the header timeout.
         assert_eq!(t.deadline(limits), Some(start + limits.header));
         t.request_started();
