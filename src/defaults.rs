@@ -125,7 +125,7 @@ pub const LIST_CACHE_TTL: Duration = Duration::from_secs(60);
 ///
 /// A hundred times [`REPLAY_MAX_CLAIMS_PER_PRINCIPAL`], so it takes a hundred
 /// principals (or, for anonymous callers, a hundred peer addresses), each at its
-/// quota, to fill it for everyone. Full, it holds about 120 MiB (see
+/// quota, to fill it for everyone. Full, it holds about 105 MiB (see
 /// [`MemoryReplayGuard`](crate::replay::MemoryReplayGuard) for the figure per claim).
 /// [`MemoryReplayGuard::max_claims`](crate::replay::MemoryReplayGuard::max_claims),
 /// `mrtr serve --replay-max-claims`.
@@ -142,7 +142,7 @@ pub const REPLAY_MAX_CLAIMS: usize = 1_000_000;
 pub const REPLAY_MAX_CLAIMS_PER_PRINCIPAL: usize = 10_000;
 
 /// The upper bound of `mrtr serve --replay-max-claims` (and so of
-/// `--replay-max-claims-per-principal`): 20 000 000, about 2.5 GiB of claims when
+/// `--replay-max-claims-per-principal`): 20 000 000, about 2 GiB of claims when
 /// full.
 pub const REPLAY_MAX_CLAIMS_CEILING: usize = 20_000_000;
 

@@ -371,8 +371,8 @@ pub(crate) fn claim_now(guard: &dyn ReplayGuard, claim: &Claim) -> ClaimOutcome 
 ///   ([`Claim::principal_key`]: the principal, or for an anonymous caller the
 ///   principal at its peer address, an IPv4 address or an IPv6 /64). Beyond a
 ///   bound a claim is [`ClaimOutcome::Unavailable`] (fail closed; it may succeed
-///   once claims expire). A claim costs about 100 to 130 bytes, so the default
-///   global cap is about 120 MiB when full.
+///   once claims expire). A claim costs about 80 to 110 bytes, so the default
+///   global cap is about 105 MiB when full.
 ///
 /// What it promises, in one process: a `once` step runs at most once per flow,
 /// whatever a client replays, for as long as any state of the flow opens; a full
@@ -431,9 +431,9 @@ type ClaimId = [u8; 16];
 
 /// The live claims, their expiry order and the count per principal.
 ///
-/// About 100 to 130 bytes per claim in all (measured: 100 000 claims took 9.8 MiB
-/// of RSS, 1 000 000 took 126 MiB; the hash table's growth by powers of two
-/// makes the figure step).
+/// About 80 to 110 bytes per claim in all (measured as RSS growth: 100 000 claims
+/// took 7.6 MiB, 1 000 000 took 101 MiB; the hash table's growth by powers of two
+/// makes the figure step). With the whole 32-byte digest it was 130 to 160.
 #[derive(Debug, Default)]
 struct Store {
     /// Each live claim's id, with the principal (quota key) that holds it.
@@ -495,7 +495,7 @@ impl MemoryReplayGuard {
     }
 
     /// The most live claims held at once (default 1 000 000,
-    /// [`defaults::REPLAY_MAX_CLAIMS`]; about 120 MiB when full); at least 1.
+    /// [`defaults::REPLAY_MAX_CLAIMS`]; about 105 MiB when full); at least 1.
     /// Keep it a large multiple of [`MemoryReplayGuard::max_claims_per_principal`]:
     /// the ratio is how many callers it takes to fill the guard for everyone.
     #[must_use]
@@ -715,6 +715,62 @@ mod tests {
         let store = g.lock();
         assert_eq!(store.per_principal.get(&ALICE), Some(&1));
         assert_eq!(store.per_principal.get(&BOB), None, "expired, forgotten");
+    }
+
+    #[test]
+    fn ten_principals_at_their_quota_leave_room_for_everyone_else() {
+        // The default caps: a handful of principals (ten here), each at its quota,
+        // must not reach the global cap.
+        let g = MemoryReplayGuard::new(T);
+        let per = defaults::REPLAY_MAX_CLAIMS_PER_PRINCIPAL;
+        let until = T.add_secs(3720);
+        for who in 0u8..10 {
+            let p = PrincipalKey::from_bytes([100 + who; 16]);
+            for n in 0..=per {
+                let mut flow = [who; 16];
+                flow[..8].copy_from_slice(&(n as u64).to_le_bytes());
+                let want = if n < per {
+                    ClaimOutcome::Claimed
+                } else {
+                    ClaimOutcome::Unavailable
+                };
+                assert_eq!(g.claim_sync(&claim_of(flow, until, p)), want, "{who} #{n}");
+            }
+        }
+        assert_eq!(g.claims_held(), 10 * per);
+        let victim = claim_of([0xee; 16], until, PrincipalKey::from_bytes([3; 16]));
+        assert_eq!(g.claim_sync(&victim), ClaimOutcome::Claimed);
+        // And it takes a hundred of them.
+        assert!(defaults::REPLAY_MAX_CLAIMS >= 100 * per);
+    }
+
+    fn claim_of(flow: [u8; 16], until: Timestamp, who: PrincipalKey) -> Claim {
+        Claim::new(flow, "deploy", T, until, T, who)
+    }
+
+    #[test]
+    fn peer_keys_group_ipv6_by_64_and_map_ipv4() {
+        let b = Binding::new(&BindingInput {
+            method: "tools/call",
+            target: "t",
+            arguments: None,
+            principal: &Principal::anonymous(),
+            audience: "aud",
+            protocol_version: "2026-07-28",
+        });
+        let k = |ip: &str| PrincipalKey::of_peer(&b, ip.parse().unwrap());
+        assert_eq!(k("2001:db8:1:2::1"), k("2001:db8:1:2:ffff:ffff:ffff:ffff"));
+        assert_ne!(k("2001:db8:1:2::1"), k("2001:db8:1:3::1"));
+        assert_eq!(k("192.0.2.7"), k("::ffff:192.0.2.7"));
+        assert_ne!(k("192.0.2.7"), k("192.0.2.8"));
+        assert_ne!(
+            k("192.0.2.7"),
+            PrincipalKey::of(&b),
+            "not the bare principal's"
+        );
+        // An IPv4 address never meets the IPv6 /64 its bytes would start.
+        assert_ne!(k("0.0.0.0"), k("::"));
+        assert!(!format!("{:?}", k("192.0.2.7")).contains("192"));
     }
 
     #[test]

@@ -15,6 +15,7 @@ mod common;
 
 use std::cell::Cell;
 use std::future::Future;
+use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
@@ -91,7 +92,12 @@ fn with_guard(guard: Arc<dyn ReplayGuard>) -> Engine {
 
 /// Confirm, then deploy inside a synchronous `once`; `runs` counts the deployments.
 fn deploy_sync(runs: &Cell<u32>) -> impl Fn(Round) -> Result<Value, Flow> + '_ {
-    move |r: Round| match r.elicit("confirm", Form::confirm("Deploy?"))? {
+    move |r: Round| deploy_on(&r, runs)
+}
+
+/// The body of [`deploy_sync`], on a borrowed round.
+fn deploy_on(r: &Round, runs: &Cell<u32>) -> Result<Value, Flow> {
+    match r.elicit("confirm", Form::confirm("Deploy?"))? {
         Elicited::Accepted(f) if f.bool("confirm") == Some(true) => {
             let n: u32 = r.once("deploy", || {
                 runs.set(runs.get() + 1);
@@ -518,4 +524,98 @@ fn the_second_skew_covers_a_lagging_instance_at_the_flow_deadline() {
     // A flow whose deadline is its first state's expiry: only the second skew in
     // the claim's hold keeps B from running the step again.
     two_clocks(2);
+}
+
+/// One round of the deploy flow as an anonymous caller at `peer`.
+fn run_from(e: &Engine, req: &Req, now: mrtr::Timestamp, peer: &str, runs: &Cell<u32>) -> Outcome {
+    let peer: IpAddr = peer.parse().unwrap();
+    match e.begin_from(req.build(), &Principal::anonymous(), Some(peer), now) {
+        Ok(round) => {
+            let result = deploy_on(&round, runs);
+            round.finish(result)
+        }
+        Err(err) => Outcome::from_error(Some(req.method), err),
+    }
+}
+
+/// A whole deploy flow from `peer`: true if it deployed, false if its `once`
+/// step was refused because the guard would not take the claim.
+fn deploy_from(e: &Engine, peer: &str, runs: &Cell<u32>) -> bool {
+    let r1 = irr(run_from(e, &tool("deploy"), T0, peer, runs));
+    let last = tool("deploy").reply(&r1, json!({"confirm": accept(json!({"confirm": true}))}));
+    match run_from(e, &last, T0.add_secs(1), peer, runs) {
+        Outcome::Complete(_) => true,
+        other => {
+            let (result, error) = tool_error(other);
+            assert!(text(&result).contains("could not record"), "{result}");
+            assert_eq!(error.diagnostic().category, "replay_unavailable");
+            false
+        }
+    }
+}
+
+#[test]
+fn one_anonymous_peer_fills_its_own_quota_not_everyone_elses() {
+    // Every anonymous caller is one principal; the quota is keyed on the peer
+    // address too (an IPv4 address, an IPv6 /64). The global cap is a hundred
+    // quotas, as by default.
+    let guard = MemoryReplayGuard::new(T0)
+        .max_claims(300)
+        .max_claims_per_principal(3);
+    let e = with_guard(Arc::new(guard));
+    let runs = Cell::new(0);
+    for _ in 0..3 {
+        assert!(deploy_from(&e, "203.0.113.7", &runs));
+    }
+    assert!(!deploy_from(&e, "203.0.113.7", &runs), "its quota is full");
+    assert!(
+        !deploy_from(&e, "::ffff:203.0.113.7", &runs),
+        "the same address, IPv4-mapped"
+    );
+    assert!(
+        deploy_from(&e, "198.51.100.2", &runs),
+        "another address claims"
+    );
+    // IPv6: one /64 is one quota, whatever its interface identifiers.
+    for host in ["2001:db8:1:2::1", "2001:db8:1:2::2", "2001:db8:1:2:abcd::9"] {
+        assert!(deploy_from(&e, host, &runs), "{host}");
+    }
+    assert!(
+        !deploy_from(&e, "2001:db8:1:2:ffff::1", &runs),
+        "that /64 is full"
+    );
+    assert!(
+        deploy_from(&e, "2001:db8:1:3::1", &runs),
+        "the next /64 is not"
+    );
+    assert_eq!(runs.get(), 8);
+}
+
+#[test]
+fn the_transport_peer_reaches_the_quota_through_the_service() {
+    // RequestContext::peer, as the HTTP transport sets it: two anonymous callers
+    // with a quota of one claim each.
+    let guard = MemoryReplayGuard::new(T0).max_claims_per_principal(1);
+    let (s, deployments) = reference(engine().replay_guard(Arc::new(guard)));
+    let from = |peer: &str, id: u64, body: &Value, now: mrtr::Timestamp| -> Value {
+        let c = mrtr::service::RequestContext {
+            peer: Some(peer.parse().unwrap()),
+            ..ctx(now)
+        };
+        let reply = s.handle_sync(body.to_string().as_bytes(), &c);
+        let v: Value = serde_json::from_str(reply.body.as_deref().unwrap()).unwrap();
+        assert_eq!(v["id"], id);
+        v
+    };
+    let deploy = |peer: &str, id: u64| -> Value {
+        let first = tool_call(id, "deploy", Some(json!({"service": "web"})));
+        let state = state_of(&from(peer, id, &first, T0));
+        let last = retry(&first, id + 1, Some(confirm_answer(true)), &state);
+        from(peer, id + 1, &last, T0.add_secs(1))
+    };
+    assert!(complete_text(&deploy("192.0.2.1", 1)).contains("deployment #1"));
+    let refused = tool_error_text(&deploy("192.0.2.1", 3));
+    assert!(refused.contains("could not record"), "{refused}");
+    assert!(complete_text(&deploy("192.0.2.2", 5)).contains("deployment #2"));
+    assert_eq!(deployments.load(std::sync::atomic::Ordering::SeqCst), 2);
 }

@@ -275,3 +275,89 @@ fn stdio_sigterm_exits_0_with_stdin_open() {
     let status = wait_timeout(&mut s.child, Duration::from_secs(10)).expect("exit on SIGTERM");
     assert!(status.success(), "{status:?}");
 }
+
+#[test]
+fn the_replay_flags_are_checked_and_exit_2() {
+    let serve = |extra: &[&str]| {
+        let mut args = vec!["serve", "--anonymous"];
+        args.extend_from_slice(extra);
+        run(&args, &[])
+    };
+    let range = "--replay-max-claims must be between 1 and 20000000";
+    assert_exit_2(&serve(&["--replay-max-claims", "0"]), range);
+    assert_exit_2(&serve(&["--replay-max-claims", "20000001"]), range);
+    assert_exit_2(
+        &serve(&["--replay-max-claims", "many"]),
+        "--replay-max-claims",
+    );
+    let per = "--replay-max-claims-per-principal must be between 1 and --replay-max-claims";
+    assert_exit_2(&serve(&["--replay-max-claims-per-principal", "0"]), per);
+    assert_exit_2(
+        &serve(&[
+            "--replay-max-claims",
+            "10",
+            "--replay-max-claims-per-principal",
+            "11",
+        ]),
+        per,
+    );
+    // Above the default global cap, with that cap left as it is.
+    assert_exit_2(
+        &serve(&["--replay-max-claims-per-principal", "1000001"]),
+        per,
+    );
+    assert_exit_2(
+        &serve(&[
+            "--replay-store",
+            "redis://127.0.0.1:1",
+            "--replay-max-claims",
+            "5",
+        ]),
+        "bound the in-memory replay store",
+    );
+    assert_exit_2(
+        &serve(&["--replay-store-allow-eviction"]),
+        "--replay-store-allow-eviction is for a Redis replay store",
+    );
+    let bad_wait = serve(&["--replay-store", "redis://:hunter2@127.0.0.1:1/0?wait=0"]);
+    assert_exit_2(&bad_wait, "`wait` must be a number of replicas");
+    assert!(!String::from_utf8_lossy(&bad_wait.stderr).contains("hunter2"));
+    // The help states the defaults the code uses.
+    let help = run(&["serve", "--help"], &[]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    for default in [
+        mrtr::defaults::REPLAY_MAX_CLAIMS,
+        mrtr::defaults::REPLAY_MAX_CLAIMS_PER_PRINCIPAL,
+    ] {
+        assert!(help.contains(&format!("[default: {default}]")), "{help}");
+    }
+    assert!(help.contains(&format!(
+        "1 to {}",
+        mrtr::defaults::REPLAY_MAX_CLAIMS_CEILING
+    )));
+    assert!(help.contains("--replay-store-allow-eviction"), "{help}");
+}
+
+#[test]
+fn the_replay_quota_flag_takes_effect() {
+    // One claim per caller: the second deployment from this address fails closed.
+    let s = server_support::Server::start(&["--replay-max-claims-per-principal", "1"]);
+    let deploy = |id: u64| {
+        let first =
+            server_support::tool_call(id, "deploy", Some(serde_json::json!({"service": "web"})));
+        let state = server_support::state_of(&s.call(&first, 200));
+        let last = server_support::retry(
+            &first,
+            id + 1,
+            Some(server_support::confirm_answer(true)),
+            &state,
+        );
+        s.call(&last, 200)
+    };
+    assert_eq!(
+        server_support::complete_text(&deploy(1)),
+        "Deployed web (deployment #1)."
+    );
+    let refused = server_support::tool_error_text(&deploy(3));
+    assert!(refused.contains("could not record this step"), "{refused}");
+}

@@ -66,6 +66,24 @@ impl ReplayStore {
 /// Checks the replay settings of `cfg` together: the in-memory caps are in range
 /// and apply to the in-memory store, the eviction opt-in to a Redis one.
 pub(super) fn validate(cfg: &ServeConfig) -> Result<(), ConfigError> {
+    let caps = cfg.replay_max_claims.is_some() || cfg.replay_max_claims_per_principal.is_some();
+    match cfg.replay_store {
+        ReplayStore::Redis(_) if caps => {
+            return Err(ConfigError(
+                "--replay-max-claims and --replay-max-claims-per-principal bound the in-memory \
+                 replay store; a Redis store is bounded by its own maxmemory"
+                    .into(),
+            ));
+        }
+        ReplayStore::Memory if cfg.replay_allow_eviction => {
+            return Err(ConfigError(
+                "--replay-store-allow-eviction is for a Redis replay store (--replay-store \
+                 redis://…)"
+                    .into(),
+            ));
+        }
+        _ => {}
+    }
     let ceiling = defaults::REPLAY_MAX_CLAIMS_CEILING;
     let max = cfg.replay_max_claims.unwrap_or(defaults::REPLAY_MAX_CLAIMS);
     if max == 0 || max > ceiling {
@@ -83,19 +101,7 @@ pub(super) fn validate(cfg: &ServeConfig) -> Result<(), ConfigError> {
             defaults::REPLAY_MAX_CLAIMS
         )));
     }
-    let caps = cfg.replay_max_claims.is_some() || cfg.replay_max_claims_per_principal.is_some();
-    match cfg.replay_store {
-        ReplayStore::Redis(_) if caps => Err(ConfigError(
-            "--replay-max-claims and --replay-max-claims-per-principal bound the in-memory \
-             replay store; a Redis store is bounded by its own maxmemory"
-                .into(),
-        )),
-        ReplayStore::Memory if cfg.replay_allow_eviction => Err(ConfigError(
-            "--replay-store-allow-eviction is for a Redis replay store (--replay-store redis://…)"
-                .into(),
-        )),
-        _ => Ok(()),
-    }
+    Ok(())
 }
 
 /// The guard `cfg` asks for; an in-memory one refuses states sealed before

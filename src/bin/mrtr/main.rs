@@ -184,7 +184,7 @@ struct ServeArgs {
     /// runs the once step again. Only for a store you know never evicts.
     #[arg(long)]
     replay_store_allow_eviction: bool,
-    /// The in-memory replay store's cap on live claims, about 130 bytes each; beyond it
+    /// The in-memory replay store's cap on live claims, about 110 bytes each; beyond it
     /// once steps fail closed. 1 to 20000000. [default: 1000000]
     #[arg(long, value_name = "N")]
     replay_max_claims: Option<usize>,
