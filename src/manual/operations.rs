@@ -16,7 +16,7 @@
 //! | the audience | the same `--audience` (default `mrtr-reference`) | refused as `audience` |
 //! | the principal | the same authentication in front of every instance (`--principal-header` behind the same proxy, or the embedding application's own layer) | refused as `principal` |
 //! | the replay store | `--replay-store redis://HOST:PORT[/DB]` (`rediss://` for TLS) on every instance | a `once` step (a deployment, a payment) can run once per instance instead of once per flow |
-//! | the clock | NTP; `--clock-skew` (default 60 s) is the tolerance | states look expired early, or `far_future` |
+//! | the clock | NTP; `--clock-skew` (default 60 s) is the tolerance: the instances' clocks must stay within it of each other | states look expired early, or `far_future`; beyond it a lagging instance can open a flow's state after its claim left the store |
 //! | the limits | the same `--state-ttl`, `--max-rounds` | a flow may end early on the strictest instance |
 //!
 //! The in-memory replay guard (the default without `--replay-store`) is enough
@@ -24,7 +24,13 @@
 //! sealed before the process started, so a restart never runs a step twice (the
 //! client is told to start the request over), but it cannot see what another
 //! instance claimed. Two or more instances, or a rolling restart that must keep
-//! flows alive, need the shared store.
+//! flows alive, need the shared store. It holds at most `--replay-max-claims`
+//! live claims (default 1 000 000, about 105 MiB when full) and
+//! `--replay-max-claims-per-principal` per caller (default 10 000; for anonymous
+//! callers, per peer address: an IPv4 address or an IPv6 /64). A claim lives
+//! until its flow's deadline plus twice the skew (about 62 min by default), so
+//! the quota lets one caller start about 2.7 `once` steps a second, sustained;
+//! beyond a cap steps fail closed (`mrtr_once_total{result="unavailable"}`).
 //!
 //! # Rotating keys
 //!
@@ -97,17 +103,73 @@
 //! even when the store is unreachable. When the store is back, claims succeed
 //! again without a restart.
 //!
-//! The store must keep its claims as long as a round's token can open (the round
-//! TTL plus the skew): a Redis that loses its data (a restart without persistence,
-//! a failover to a replica that had not caught up) forgets which steps ran, and a
-//! final round replayed within its window would run its step again. Run the store
-//! with persistence (AOF) or replication for steps that must never repeat.
+//! The store must keep each claim as long as any instance can open a state of its
+//! flow: the flow's deadline plus twice the skew, which is the TTL the claim is
+//! written with. A Redis that loses a claim earlier forgets that its step ran, and
+//! a replay within the flow's window runs the step again. The next section says
+//! how to run one that does not.
 //!
 //! One case cannot be told apart from the outside: a claim whose answer never came
 //! (a timeout) may still have landed in the store. The step then did not run, yet
 //! a retry of the same round finds it claimed, so that flow's step runs zero times
 //! rather than once; the tool error tells the model to start the request over,
 //! which begins a new flow. At-most-once is kept; exactly-once is not promised.
+//!
+//! # Running the Redis replay store
+//!
+//! Give mrtr a Redis (or Valkey) of its own: nothing else should share its memory,
+//! and it should keep what it is given.
+//!
+//! ```text
+//! # redis.conf (or valkey.conf) for the replay store
+//! maxmemory 256mb            # a claim takes about 200 bytes (measured on Redis 7.0): 1.3 M live claims
+//! maxmemory-policy noeviction
+//! appendonly yes
+//! appendfsync everysec       # `always` to lose no acknowledged claim on a crash, at a cost per write
+//! ```
+//!
+//! - **`maxmemory-policy noeviction`.** Under memory pressure any other policy
+//!   evicts keys, and an evicted claim is a step that can run twice: `allkeys-*`
+//!   evicts claims like any key, and `volatile-*` evicts keys with a TTL, which
+//!   every claim has (on a Redis whose other data has none, the claims go first).
+//!   With `noeviction` a full Redis refuses writes, and claims fail closed instead.
+//!   The guard reads the policy with `CONFIG GET maxmemory-policy` on every
+//!   connect and reconnect, and every 60 s on a connection that stays up. Unless
+//!   it is `noeviction`, every claim is refused (the step does not run), an ERROR
+//!   line names the policy, and `mrtr serve --replay-store` does not start (exit
+//!   2). A store that is unreachable at start is served anyway; its policy is
+//!   read when it answers, before the first claim goes over that connection.
+//! - **Managed services that forbid `CONFIG`** (a renamed or disabled command
+//!   answers `ERR unknown command`; an ACL without `+config` answers `NOPERM`):
+//!   the guard cannot tell the policy, says so in its log line, and refuses
+//!   claims as for an evicting store. Set `noeviction` in the service's own
+//!   settings, then pass `--replay-store-allow-eviction`
+//!   (`RedisReplayGuard::allow_eviction(true)` when embedding), which runs
+//!   without the check and logs a WARN on each connect. The same flag runs on a
+//!   store that reports an evicting policy: its risk is exactly a replayed `once`
+//!   step running again after an eviction, so use it only for a store you know
+//!   does not evict.
+//! - **Persistence (AOF).** A Redis restarted without its data forgets the claims
+//!   of open flows. With `appendfsync everysec` a crash can lose the last second
+//!   of claims.
+//! - **Replicas and failover.** Replication is asynchronous: a claim the primary
+//!   acknowledged may not have reached a replica when a failover promotes it, and
+//!   the new primary has never heard of it. A replay sent after the failover runs
+//!   the step again. `?wait=N` on the store URL (`redis://host:6379/0?wait=1`,
+//!   with `&wait_timeout_ms=T`, default 100 ms) sends `WAIT N T` after each claim
+//!   and counts the claim only if at least `N` replicas acknowledged it within `T`.
+//!   What that costs: a claim takes the replicas' round trip as well; fewer
+//!   acknowledgements than asked (a replica down or slow) refuse the step, and
+//!   since the claim is already on the primary, that step of that flow is refused
+//!   from then on (the user starts the request over); while replicas are missing
+//!   every `once` step fails; `WAIT` holds the guard's one connection, so claims
+//!   queue behind each other's waits. Even with `WAIT`, Redis does not promise a
+//!   failover keeps an acknowledged write (a replica that had it must be the one
+//!   promoted; Sentinel and Cluster prefer the most up-to-date one); it narrows
+//!   the window, it does not close it.
+//! - **Credentials.** The URL may carry a password (`redis://:PASSWORD@host`);
+//!   neither the URL nor the password is ever logged or put in an error. Prefer
+//!   `MRTR_REPLAY_STORE` to the command line, where other users can read it.
 //!
 //! # Facing the open internet
 //!

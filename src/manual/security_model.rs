@@ -110,9 +110,21 @@
 //!   complete result, and nothing is sealed after it. Give the engine a
 //!   [`ReplayGuard`] ([`Engine`]'s `replay_guard`) and, on every round that
 //!   resumes a flow, a `once` step first sends it a [`Claim`] for `(flow id,
-//!   step)`, held until the presented state's round expiry plus skew: as long
-//!   as that state can open, and so be replayed, and no longer. The step runs
-//!   only when the guard answers `Claimed`.
+//!   step)`. The step runs only when the guard answers `Claimed`.
+//! - **How long a claim is held**: until the flow's deadline plus **twice** the
+//!   clock skew, on the claiming instance's clock: as long as any instance whose
+//!   clock is within the tolerated skew can open any state of the flow. Not only
+//!   the presented state: a round that presented it without reaching the step
+//!   (an answer missing, a question changed) sealed a sibling of the same flow
+//!   that expires later and does not carry the step's result, and every state of
+//!   a flow opens until the flow's deadline plus skew. And not only on this
+//!   instance's clock: an instance lagging it by up to the skew opens those
+//!   states up to one more skew later, while a shared store drops the claim by
+//!   its own clock. (Before this rule a claim lasted until the presented state's
+//!   expiry plus one skew, and both a sibling state and a lagging instance could
+//!   run the step a second time; `tests/replay_guard.rs` and
+//!   `tests/replay_redis.rs` replay both.) The price is that a claim lives up to
+//!   the flow lifetime plus two skews, 1 h 2 min by default.
 //! - **Already claimed**: the replay gets a failure instead of a second
 //!   effect: on `tools/call` a tool error (`This step was already carried out
 //!   for this request`, retrying does not help, call the tool again to start a
@@ -143,9 +155,22 @@
 //!   that flows in flight across a restart fail at their next `once` step and
 //!   their users start over (`mrtr serve` starts serving on a fresh second, so
 //!   the refusal is exact even for a restart within one second). Its claims
-//!   expire in order (no scan under the lock), and it is bounded: 100 000 live
-//!   claims in all and 10 000 per principal, beyond which a claim is
-//!   unavailable, so one caller cannot fill it for everyone. It cannot see
+//!   expire in order (no scan under the lock), and it is bounded: 1 000 000
+//!   live claims in all (about 105 MiB when full; a claim costs about 80 to 110
+//!   bytes) and 10 000 per principal (`mrtr serve --replay-max-claims`,
+//!   `--replay-max-claims-per-principal`), beyond which a claim is unavailable.
+//!   Every anonymous caller is the same principal, so for them the quota is
+//!   keyed on the peer address as well (an IPv4 address, an IPv6 /64; the
+//!   transport passes it in `RequestContext::peer`): one anonymous caller
+//!   filling its quota leaves every other address its own. What it can promise:
+//!   in one process, a `once` step runs at most once per flow; a full guard
+//!   refuses steps and never repeats one; it takes a hundred principals (or a
+//!   hundred anonymous addresses) at their quota to deny everyone else. What it
+//!   cannot: many accounts, or many addresses (a botnet; one IPv6 /48 holds
+//!   65 536 /64s), can still fill it together and deny every `once` step until
+//!   their claims expire, up to the flow lifetime plus two skews later; behind a
+//!   reverse proxy every anonymous caller has the proxy's address and one quota
+//!   (authenticate at the proxy, `--principal-header`, instead). It cannot see
 //!   another instance's claims: behind a load balancer, a replay sent to
 //!   another instance is not caught.
 //! - **A fleet** (several instances, or one that must keep flows across
@@ -156,9 +181,24 @@
 //!   flow id or step name reaches the store. A claim is bounded by a command
 //!   timeout (250 ms by default) and is unavailable after it; the server starts
 //!   while Redis is down and its `once` steps fail closed until Redis answers.
-//!   A shared store is only as good as its data: a Redis restarted without
-//!   persistence forgets the claims of open flows, which can then be replayed
-//!   (use AOF persistence, or a replicated Redis, where that matters).
+//!   A shared store is only as good as its data, and a claim it loses is a step
+//!   that can run twice. The guard reads `maxmemory-policy` on every connect and
+//!   reconnect (and every minute on a live connection): any policy but
+//!   `noeviction` may evict claims (`volatile-*` ones too: every claim has a
+//!   TTL, so on a Redis whose other data has none the claims go first), and the
+//!   guard refuses every claim there, failing closed with an ERROR line that
+//!   names the policy; `mrtr serve --replay-store` refuses to start (exit 2).
+//!   Where `CONFIG GET` is forbidden (managed services: `ERR unknown command`,
+//!   `NOPERM`), the guard cannot rule eviction out and refuses in the same way,
+//!   saying so. Only the operator's explicit opt-in
+//!   (`--replay-store-allow-eviction`, `RedisReplayGuard::allow_eviction`) lets
+//!   claims through then, with a WARN on each connect. A Redis restarted without
+//!   persistence forgets the claims of open flows, and a failover to a replica
+//!   the claim had not reached yet loses it; `?wait=N` on the store URL makes a
+//!   claim count only once `N` replicas acknowledged it (fewer is a refusal,
+//!   and that step of that flow is then refused for good). Use a Redis (or
+//!   Valkey) dedicated to mrtr, with `maxmemory-policy noeviction` and AOF; see
+//!   [`operations`](super::operations).
 //! - The engine has no guard by default; `mrtr serve` installs a
 //!   [`MemoryReplayGuard`] unless told `--replay-store`.
 //!
