@@ -5,8 +5,9 @@
 //!
 //! ```sh
 //! export MRTR_KEYS=$(cargo run -q -- keygen)   # unset: an ephemeral key, with a warning
-//! cargo run --release --example rmcp_server --features rmcp -- --listen 127.0.0.1:3000 \
-//!     [--state-ttl SECONDS] [--clock-skew SECONDS]
+//! cargo run --release --example rmcp_server --features rmcp-http -- --listen 127.0.0.1:3000 \
+//!     [--state-ttl SECONDS] [--clock-skew SECONDS] [--metrics-listen ADDR] \
+//!     [--ask-timeout SECONDS] [--legacy-flow-timeout SECONDS]
 //! ```
 //!
 //! One endpoint serves both protocol generations: rmcp routes a request by the
@@ -17,13 +18,22 @@
 //! `roots/list` requests. Every caller is anonymous (as `mrtr serve --anonymous`);
 //! a real server resolves the principal from what its authentication layer put
 //! into the request (`mrtr::rmcp::Principals::from_http`).
+//!
+//! rmcp's service sits behind `mrtr::rmcp::HttpGuard`, which refuses a body with
+//! duplicate JSON keys as `mrtr serve` does (-32700) and binds each 2025-11-25
+//! session to the principal that opened it. `--metrics-listen ADDR` installs the
+//! Prometheus recorder and serves `GET /metrics` on a listener of its own, as
+//! `mrtr serve --metrics-listen` does.
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
+use std::time::Duration;
 
 use clap::Parser;
 use mrtr::Service;
-use mrtr::rmcp::{Mrtr, Principals, ToolCall, service_prompts, service_resources, service_tools};
+use mrtr::rmcp::{
+    HttpGuard, Mrtr, Principals, ToolCall, service_prompts, service_resources, service_tools,
+};
 use mrtr::server::{KEYS_ENV, KeySource, ServeConfig, build_service};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{
@@ -53,6 +63,18 @@ struct Args {
     /// How far the clocks of a fleet may disagree, in seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = mrtr::defaults::CLOCK_SKEW.as_secs())]
     clock_skew: u64,
+    /// Serve Prometheus metrics (GET /metrics) on ADDR, a listener of its own
+    /// (loopback or scraper-only: it shows the private requestState rejection
+    /// reasons). Port 0 picks a free port (logged as `metrics on http://ADDR/metrics`).
+    /// Default: off.
+    #[arg(long, value_name = "ADDR")]
+    metrics_listen: Option<SocketAddr>,
+    /// How long a 2025-11-25 client has to answer one question, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = mrtr::rmcp::DEFAULT_ASK_TIMEOUT.as_secs())]
+    ask_timeout: u64,
+    /// The bound of a whole 2025-11-25 flow (one open request), in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = mrtr::rmcp::DEFAULT_LEGACY_FLOW_TIMEOUT.as_secs())]
+    legacy_flow_timeout: u64,
 }
 
 /// The rmcp server: `deploy` on rmcp's tool router, everything else from the
@@ -171,6 +193,65 @@ impl ServerHandler for Server {
     }
 }
 
+/// The path of the scrape endpoint.
+const METRICS_PATH: &str = "/metrics";
+
+/// How often the recorder folds histogram samples into its buckets between
+/// scrapes (as `mrtr serve`), so memory stays bounded when nobody scrapes.
+const METRICS_UPKEEP: Duration = Duration::from_secs(5);
+
+/// Installs the Prometheus recorder with mrtr's histogram buckets, binds `listen`
+/// and returns the task serving the recorder's text there: `GET /metrics` only,
+/// on the accept loop `mrtr serve` uses, with a small connection cap and short
+/// timeouts (a scraper needs no more).
+async fn metrics_listener(
+    listen: SocketAddr,
+) -> Result<impl Future<Output = ()> + Send + 'static, Box<dyn std::error::Error>> {
+    use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
+    let builder = mrtr::metrics::HISTOGRAM_BUCKETS
+        .iter()
+        .try_fold(PrometheusBuilder::new(), |b, (name, bounds)| {
+            b.set_buckets_for_metric(Matcher::Full((*name).to_owned()), bounds)
+        })?;
+    let handle = builder.install_recorder()?;
+    mrtr::metrics::describe();
+    let upkeep = handle.clone();
+    std::thread::Builder::new()
+        .name("metrics-upkeep".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(METRICS_UPKEEP);
+                upkeep.run_upkeep();
+            }
+        })?;
+    let scrape = move || {
+        let text = handle.render();
+        async move {
+            (
+                [(
+                    axum::http::header::CONTENT_TYPE,
+                    "text/plain; version=0.0.4; charset=utf-8",
+                )],
+                text,
+            )
+        }
+    };
+    let app = axum::Router::new().route(METRICS_PATH, axum::routing::get(scrape));
+    let options = mrtr::server::http::ServeOptions::default()
+        .max_connections(16)
+        .header_read_timeout(Duration::from_secs(5))
+        .idle_timeout(Duration::from_secs(5));
+    let listener = tokio::net::TcpListener::bind(listen).await?;
+    let local = listener.local_addr()?;
+    tracing::info!(metrics_addr = %local, "metrics on http://{local}{METRICS_PATH}");
+    Ok(async move {
+        let stop = std::future::pending::<()>();
+        if let Err(e) = mrtr::server::http::serve_with(listener, app, options, stop).await {
+            tracing::error!(error = %e, "metrics listener stopped");
+        }
+    })
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
@@ -204,18 +285,28 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let service = Arc::new(build_service(&cfg, move |engine| {
         reference::service(engine, counter)
     })?);
+    let mrtr = Mrtr::new(service.engine().clone(), Principals::anonymous())
+        .ask_timeout(Duration::from_secs(args.ask_timeout))
+        .legacy_flow_timeout(Duration::from_secs(args.legacy_flow_timeout));
     let server = Server {
-        mrtr: Mrtr::new(service.engine().clone(), Principals::anonymous()),
+        mrtr: mrtr.clone(),
         service,
         deployments,
         tool_router: Server::tool_router(),
     };
+    // Installed before the MCP listener is bound, so every request is counted.
+    if let Some(listen) = args.metrics_listen {
+        tokio::spawn(metrics_listener(listen).await?);
+    }
     // Both generations on POST /mcp: rmcp serves 2026-07-28 requests statelessly
-    // and keeps sessions for clients that initialize (2025-11-25).
+    // and keeps sessions for clients that initialize (2025-11-25); the guard sees
+    // every request first, and the sessions rmcp's service keeps.
     let config = StreamableHttpServerConfig::default().with_json_response(true);
+    let sessions = Arc::new(LocalSessionManager::default());
+    let guard = HttpGuard::new(&mrtr, Arc::clone(&sessions))?;
     let mcp: StreamableHttpService<Server, LocalSessionManager> =
-        StreamableHttpService::new(move || Ok(server.clone()), Default::default(), config);
-    let app = axum::Router::new().nest_service("/mcp", mcp);
+        StreamableHttpService::new(move || Ok(server.clone()), sessions, config);
+    let app = axum::Router::new().nest_service("/mcp", guard.wrap(mcp));
     let listener = tokio::net::TcpListener::bind(args.listen).await?;
     let local = listener.local_addr()?;
     tracing::info!("listening on http://{local}/mcp");

@@ -408,3 +408,131 @@ fn a_panicking_handler_is_32603_and_the_server_serves_on() {
     assert_eq!(v["result"]["resultType"], "input_required", "{v}");
     rpc_error(&call(s.addr, &tool(4, "panics_sync", None)), -32603);
 }
+
+/// POSTs the raw `body` (duplicate keys survive only as text) to `/mcp` as
+/// alice, with the MCP headers of a `method` call of `name`.
+#[cfg(feature = "rmcp-http")]
+fn post_raw(
+    addr: SocketAddr,
+    method: &str,
+    name: &str,
+    body: &str,
+) -> server_support::HttpResponse {
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", method),
+        ("Mcp-Name", name),
+        (USER_HEADER, "alice"),
+    ];
+    request(addr, "POST", "/mcp", &headers, body.as_bytes())
+}
+
+/// What `mrtr serve`'s core answers for `body`: its status and JSON.
+#[cfg(feature = "rmcp-http")]
+fn core_reply(body: &str) -> (u16, Value) {
+    let service = mrtr::Service::new(engine(), "dup", "0");
+    let reply = service.handle_sync(
+        body.as_bytes(),
+        &server_support::common::ctx(Timestamp::now()),
+    );
+    let v = serde_json::from_str(reply.body.as_deref().expect("a reply body")).unwrap();
+    (reply.http_status, v)
+}
+
+#[cfg(feature = "rmcp-http")]
+const META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}"#;
+
+#[cfg(feature = "rmcp-http")]
+#[test]
+fn duplicate_keys_are_refused_before_rmcp_as_mrtr_serve_refuses_them() {
+    let s = rmcp_support::start_guarded(Mrtr::new(engine(), rmcp_support::header_principals()));
+    let first = tool(1, "deploy", Some(json!({"service": "web"})));
+    let state = state_of(&call(s.addr, &first));
+    let answer = |yes: bool| format!(r#"{{"action":"accept","content":{{"confirm":{yes}}}}}"#);
+    // The confirmation twice: a proxy reading the first sees "no", rmcp the last, "yes".
+    let twice = format!(
+        r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"deploy","arguments":{{"service":"web"}},"inputResponses":{{"confirm":{},"confirm":{}}},"requestState":"{state}",{META}}}}}"#,
+        answer(false),
+        answer(true)
+    );
+    let cases = [
+        ("deploy", twice),
+        (
+            "order_params_first",
+            format!(
+                r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"order_params_first","arguments":{{"value":"x","value":"EVIL"}},{META}}}}}"#
+            ),
+        ),
+        (
+            "greet",
+            format!(
+                r#"{{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{{"name":"greet","name":"deploy",{META}}}}}"#
+            ),
+        ),
+        (
+            "greet",
+            format!(
+                r#"{{"jsonrpc":"2.0","id":5,"id":6,"method":"tools/call","params":{{"name":"greet",{META}}}}}"#
+            ),
+        ),
+        (
+            "greet",
+            format!(
+                r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"greet","arguments":{{"a":{{"z":1,"z":2}}}},{META}}}}}"#
+            ),
+        ),
+    ];
+    for (name, body) in &cases {
+        let r = post_raw(s.addr, "tools/call", name, body);
+        let (status, expected) = core_reply(body);
+        assert_eq!(status, 400, "{body}");
+        assert_eq!(r.status, status, "{body}: {}", r.text());
+        assert_eq!(r.header("content-type"), Some("application/json"));
+        assert_eq!(r.json(), expected, "{body}");
+        assert_eq!(expected["error"]["code"], -32700);
+        assert!(expected.get("id").is_none());
+    }
+    assert_eq!(
+        s.server
+            .deployments
+            .load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "a refused body ran the step"
+    );
+    // The same round with the key once goes on to rmcp and runs.
+    let once = format!(
+        r#"{{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{{"name":"deploy","arguments":{{"service":"web"}},"inputResponses":{{"confirm":{}}},"requestState":"{state}",{META}}}}}"#,
+        answer(true)
+    );
+    let r = post_raw(s.addr, "tools/call", "deploy", &once);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(complete(&r.json()), "Deployed web (deployment #1).");
+    // The same name in different objects is no duplicate.
+    let nested = format!(
+        r#"{{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{{"name":"order_params_first","arguments":{{"value":"x","inner":{{"value":"y"}}}},{META}}}}}"#
+    );
+    let r = post_raw(s.addr, "tools/call", "order_params_first", &nested);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(asked_keys(&r.json()), ["confirm"]);
+}
+
+#[cfg(feature = "rmcp-http")]
+#[test]
+fn a_body_over_the_guard_limit_is_refused_before_rmcp_reads_it() {
+    let s = rmcp_support::start_guarded(Mrtr::new(engine(), rmcp_support::header_principals()));
+    let long = "x".repeat(mrtr::defaults::MAX_BODY);
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"order_params_first","arguments":{{"value":"{long}"}},{META}}}}}"#
+    );
+    let r = post_raw(s.addr, "tools/call", "order_params_first", &body);
+    assert_eq!(r.status, 413, "{}", r.text());
+    assert_eq!(r.json()["error"]["code"], -32600);
+    // Under the limit, the same call goes on to rmcp.
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"order_params_first","arguments":{{"value":"short"}},{META}}}}}"#
+    );
+    let r = post_raw(s.addr, "tools/call", "order_params_first", &body);
+    assert_eq!(r.status, 200, "{}", r.text());
+}

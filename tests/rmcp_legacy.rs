@@ -36,6 +36,8 @@ struct User {
     asked: Arc<AtomicUsize>,
     /// Answer sampling requests with a JSON-RPC error.
     fail_sampling: bool,
+    /// How long the user takes to answer a form.
+    delay: std::time::Duration,
 }
 
 impl User {
@@ -50,6 +52,7 @@ impl User {
             config,
             asked: Arc::new(AtomicUsize::new(0)),
             fail_sampling: false,
+            delay: std::time::Duration::ZERO,
         }
     }
 }
@@ -76,6 +79,7 @@ impl ClientHandler for User {
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
         self.asked.fetch_add(1, Ordering::SeqCst);
+        tokio::time::sleep(self.delay).await;
         let params = serde_json::to_value(&request).unwrap();
         let mut content = serde_json::Map::new();
         if let Some(props) = params["requestedSchema"]["properties"].as_object() {
@@ -252,7 +256,7 @@ async fn a_legacy_client_without_elicitation_gets_32021_or_the_optional_path() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_principal_is_resolved_from_each_request_of_a_legacy_session() {
     let engine = Engine::new(Keyring::ephemeral(), "https://rmcp.test.example");
-    let s = rmcp_support::start(Mrtr::new(engine, rmcp_support::header_principals()));
+    let s = rmcp_support::start_guarded(Mrtr::new(engine, rmcp_support::header_principals()));
     // With the header on its requests, the flow runs, its asks included.
     let client = connect_as(&s, User::new(all_caps()), Some("alice")).await;
     assert_eq!(call(&client, "greet", None).await, "Hello, Ada!");
@@ -336,5 +340,202 @@ async fn the_round_limit_holds_for_a_legacy_client() {
     let v = serde_json::to_value(&result).unwrap();
     assert_eq!(v["isError"], true, "{v}");
     assert_eq!(asked.load(Ordering::SeqCst), 1);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flow_on_a_session_nothing_bound_sends_no_asks() {
+    // Principals from a resolver, rmcp's service without the guard: rmcp would
+    // take the answers from whoever holds the session id, so nothing is asked.
+    let engine = Engine::new(Keyring::ephemeral(), "https://rmcp.test.example");
+    let s = rmcp_support::start(Mrtr::new(engine, rmcp_support::header_principals()));
+    let user = User::new(all_caps());
+    let asked = user.asked.clone();
+    let client = connect_as(&s, user, Some("alice")).await;
+    let e = call_error(&client, "greet", "an unbound session").await;
+    assert_eq!(e.code.0, -32603, "{e:?}");
+    assert_eq!(asked.load(Ordering::SeqCst), 0);
+    client.cancel().await.unwrap();
+    // The named opt-out (something else binds the sessions) sends them.
+    let engine = Engine::new(Keyring::ephemeral(), "https://rmcp.test.example");
+    let mrtr = Mrtr::new(engine, rmcp_support::header_principals()).allow_unbound_sessions();
+    let s = rmcp_support::start(mrtr);
+    let client = connect_as(&s, User::new(all_caps()), Some("alice")).await;
+    assert_eq!(call(&client, "greet", None).await, "Hello, Ada!");
+    client.cancel().await.unwrap();
+}
+
+/// Principals from [`rmcp_support::USER_HEADER`], remembering the last
+/// `Mcp-Session-Id` seen (what an eavesdropper on the session would learn).
+fn principals_seeing_sessions(seen: Arc<std::sync::Mutex<Option<String>>>) -> Principals {
+    Principals::from_http(move |parts| {
+        if let Some(id) = parts.headers.get("mcp-session-id") {
+            *seen.lock().unwrap() = id.to_str().ok().map(str::to_owned);
+        }
+        let user = parts
+            .headers
+            .get(rmcp_support::USER_HEADER)?
+            .to_str()
+            .ok()?;
+        Some(mrtr::Principal::subject(user))
+    })
+}
+
+/// A raw HTTP request on `session` as `user`, from outside the session's client.
+async fn intrude(
+    addr: std::net::SocketAddr,
+    method: &'static str,
+    session: String,
+    user: &'static str,
+    body: String,
+) -> u16 {
+    tokio::task::spawn_blocking(move || {
+        let headers = [
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("MCP-Protocol-Version", "2025-11-25"),
+            ("Mcp-Session-Id", session.as_str()),
+            (rmcp_support::USER_HEADER, user),
+        ];
+        server_support::request(addr, method, "/mcp", &headers, body.as_bytes()).status
+    })
+    .await
+    .unwrap()
+}
+
+#[path = "server_support/mod.rs"]
+#[allow(dead_code)] // why: this file uses the raw HTTP request only
+mod server_support;
+
+/// Alice's client: when the server asks her to confirm, Bob (another principal
+/// who learned her session id) answers first with "accept"; Alice declines.
+#[derive(Clone)]
+struct Alice {
+    config: InitializeRequestParams,
+    addr: std::net::SocketAddr,
+    seen: Arc<std::sync::Mutex<Option<String>>>,
+    /// The HTTP status Bob's answer got.
+    bob: Arc<std::sync::Mutex<Option<u16>>>,
+}
+
+impl ClientHandler for Alice {
+    fn get_info(&self) -> InitializeRequestParams {
+        self.config.clone()
+    }
+
+    async fn create_elicitation(
+        &self,
+        _request: ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let session = self.seen.lock().unwrap().clone().expect("a session id");
+        let answer = json!({
+            "jsonrpc": "2.0",
+            "id": serde_json::to_value(&context.id).unwrap(),
+            "result": {"action": "accept", "content": {"confirm": true}},
+        });
+        let status = intrude(self.addr, "POST", session, "bob", answer.to_string()).await;
+        *self.bob.lock().unwrap() = Some(status);
+        Ok(serde_json::from_value(json!({"action": "decline"})).unwrap())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_answer_from_another_principal_is_refused_and_the_step_does_not_run() {
+    let seen = Arc::new(std::sync::Mutex::new(None));
+    let engine = Engine::new(Keyring::ephemeral(), "https://rmcp.test.example");
+    let s =
+        rmcp_support::start_guarded(Mrtr::new(engine, principals_seeing_sessions(seen.clone())));
+    let alice = Alice {
+        config: User::new(all_caps()).config,
+        addr: s.addr,
+        seen,
+        bob: Arc::new(std::sync::Mutex::new(None)),
+    };
+    let bob = alice.bob.clone();
+    let mut config = StreamableHttpClientTransportConfig::with_uri("http://localhost/mcp");
+    config.custom_headers.insert(
+        http::HeaderName::from_static(rmcp_support::USER_HEADER),
+        http::HeaderValue::from_static("alice"),
+    );
+    let transport = StreamableHttpClientTransport::from_unix_socket_with_config(
+        s.socket.to_str().unwrap(),
+        config,
+    );
+    let client = alice.serve(transport).await.expect("initialize");
+    let result = client
+        .call_tool(
+            CallToolRequestParams::new("deploy")
+                .with_arguments(json!({"service": "prod"}).as_object().unwrap().clone()),
+        )
+        .await
+        .expect("a tool result");
+    let v = serde_json::to_value(&result).unwrap();
+    // The step did not run: Bob's "accept" was answered as for no such
+    // session, and Alice's "decline" counted.
+    assert_eq!(s.server.deployments.load(Ordering::SeqCst), 0, "{v}");
+    assert_eq!(*bob.lock().unwrap(), Some(404));
+    assert_eq!(v["isError"], true, "{v}");
+    assert!(
+        v["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("did not confirm"),
+        "{v}"
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_principal_can_neither_use_nor_read_nor_end_a_session() {
+    let seen = Arc::new(std::sync::Mutex::new(None));
+    let engine = Engine::new(Keyring::ephemeral(), "https://rmcp.test.example");
+    let s =
+        rmcp_support::start_guarded(Mrtr::new(engine, principals_seeing_sessions(seen.clone())));
+    let client = connect_as(&s, User::new(all_caps()), Some("alice")).await;
+    assert_eq!(call(&client, "greet", None).await, "Hello, Ada!");
+    let session = seen.lock().unwrap().clone().expect("a session id");
+    let ping = json!({"jsonrpc": "2.0", "id": 99, "method": "ping"}).to_string();
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                      "params": {"requestId": 1}})
+    .to_string();
+    for (method, body) in [
+        ("POST", ping),
+        ("POST", note),
+        ("GET", String::new()),
+        ("DELETE", String::new()),
+    ] {
+        let status = intrude(s.addr, method, session.clone(), "bob", body).await;
+        assert_eq!(status, 404, "{method}");
+    }
+    // Alice's session is still hers, and works.
+    assert_eq!(call(&client, "two_rounds", None).await, "Ada likes red");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_whole_flow_bound_ends_a_flow_that_keeps_asking() {
+    let engine = Engine::new(Keyring::ephemeral(), "https://rmcp.test.example");
+    let mrtr = Mrtr::new(engine, Principals::anonymous())
+        .legacy_flow_timeout(std::time::Duration::from_millis(800));
+    let s = rmcp_support::start(mrtr);
+    let mut user = User::new(all_caps());
+    user.delay = std::time::Duration::from_millis(100);
+    let asked = user.asked.clone();
+    let client = connect(&s, user).await;
+    let result = client
+        .call_tool(CallToolRequestParams::new("forever"))
+        .await
+        .expect("a tool error, not a JSON-RPC one");
+    let v = serde_json::to_value(&result).unwrap();
+    assert_eq!(v["isError"], true, "{v}");
+    let text = v["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("did not answer the server's questions in time"),
+        "{v}"
+    );
+    // Ended by the flow bound, before the round limit (16) would have.
+    let n = asked.load(Ordering::SeqCst);
+    assert!((1..16).contains(&n), "{n} asks");
     client.cancel().await.unwrap();
 }

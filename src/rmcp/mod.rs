@@ -70,12 +70,45 @@
 //! - the state never leaves the server: it is sealed and opened as usual, but
 //!   in memory, between the runs of one request (no client echo, so nothing to
 //!   tamper with or replay from outside);
-//! - the whole flow lives in one request, so it must finish before rmcp's and
-//!   the client's request timeouts; each ask waits at most
-//!   [`Mrtr::ask_timeout`]; the round limit, answer validation, re-asks and
-//!   `once` are the engine's, as for a 2026-07-28 client;
+//! - the whole flow lives in one open request, so it gets the bounds of one:
+//!   each ask waits at most [`Mrtr::ask_timeout`] (default 2 minutes,
+//!   [`DEFAULT_ASK_TIMEOUT`]) and the whole flow, asks and handler runs
+//!   included, at most [`Mrtr::legacy_flow_timeout`] (default 5 minutes,
+//!   [`DEFAULT_LEGACY_FLOW_TIMEOUT`]), not the hour a 2026-07-28 flow may take
+//!   across requests; the round limit, answer validation, re-asks and `once`
+//!   are the engine's, as for a 2026-07-28 client;
 //! - a client that answers an ask with an error, or not in time, ends the
-//!   flow: a retryable tool error on `tools/call`, -32603 elsewhere.
+//!   flow, as does the flow bound: a retryable tool error on `tools/call`,
+//!   -32603 elsewhere;
+//! - rmcp takes the answer to an ask from whoever holds the session id
+//!   (`Mcp-Session-Id`), not from the principal that made the call. Over HTTP
+//!   with principals from a resolver, serve rmcp behind `HttpGuard` (below),
+//!   which binds each session to the principal that opened it; a flow on a
+//!   session nothing bound sends no ask (-32603, the log says why) unless
+//!   [`Mrtr::allow_unbound_sessions`] says something else binds them.
+//!
+//! # Over HTTP: `HttpGuard` (feature `rmcp-http`)
+//! `mrtr serve` checks things at the HTTP layer that rmcp's Streamable HTTP
+//! service does not. `HttpGuard::new(&mrtr, sessions)` and
+//! `guard.wrap(service)` put them in front of rmcp's service (`sessions` is the
+//! session manager that service uses), with rmcp's own crates only (tower-service,
+//! http-body, http-body-util, bytes):
+//! - a body whose objects name a member twice, at any depth (inside `arguments`,
+//!   `inputResponses`, `_meta`, the envelope), is refused exactly as `mrtr
+//!   serve` refuses it: HTTP 400 and `{"jsonrpc":"2.0","error":{"code":-32700,
+//!   "message":"Parse error"}}`, with the core's detection and diagnostic. rmcp
+//!   alone keeps the last of the two, which a proxy that reads the first would
+//!   not see;
+//! - the body is read at most 256 KiB ([`crate::defaults::MAX_BODY`], 413 past
+//!   it) within 10 s (408), both settable;
+//! - each 2025-11-25 session is bound to the principal of the `initialize` that
+//!   opened it (resolved by this [`Mrtr`]'s resolver over the HTTP parts, kept as
+//!   a digest); a later `POST`, `GET` or `DELETE` on it from another principal
+//!   gets what a session that does not exist gets (404). At most 10 000 sessions
+//!   are bound at once (settable); a binding goes when its session ends.
+//!
+//! The guard parses every JSON body once before rmcp parses it again: the cost
+//! of the strictness.
 //!
 //! # Cost
 //! A 2026-07-28 `tools/call` is parsed once, from rmcp's typed params
@@ -99,8 +132,13 @@
 //! request (its `http::request::Parts`, which rmcp's Streamable HTTP service puts
 //! into the request's extensions), or [`Principals::anonymous`] on purpose. A
 //! resolver that finds no principal refuses the request (-32603: the
-//! authentication layer should have refused it first). Nothing of a token, key,
-//! plaintext state or argument value is in an error message or log line.
+//! authentication layer should have refused it first). A 2025-11-25 flow's
+//! answers come from the principal that made the call only on a session bound
+//! to it (`HttpGuard`, above). The metrics never carry a string the client
+//! chose: a prompt name or resource URI handed to [`Mrtr::get_prompt`] or
+//! [`Mrtr::read_resource`] (or their `_async` forms) is no `name` label, as
+//! [`crate::metrics`] requires. Nothing of a token, key, plaintext state,
+//! principal or argument value is in an error message or log line.
 
 use std::any::Any;
 use std::convert::identity;
@@ -126,6 +164,8 @@ use serde_json::{Map, Value};
 use crate::engine::{Engine, Flow, Outcome, Round};
 
 mod convert;
+#[cfg(feature = "rmcp-http")]
+mod guard;
 use crate::error::{Error, Fallback, Retry, ToolAdvice};
 use crate::principal::Principal;
 use crate::result::ToolResult;
@@ -137,12 +177,24 @@ use crate::wire::{CarrierMethod, CarrierRequest, PROTOCOL_VERSION, RequestError}
 use convert::{
     AskCache, Reply, error_data, prompt_response, resource_response, to_reply, tool_response,
 };
+#[cfg(feature = "rmcp-http")]
+pub use guard::{DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_SESSIONS, Guarded, HttpGuard, HttpGuardError};
 
 /// The default deadline of one run of a handler (as [`Service::handler_timeout`]).
 const DEFAULT_HANDLER_TIMEOUT: Duration = crate::defaults::HANDLER_TIMEOUT;
 
-/// The default time a 2025-11-25 client has to answer one ask.
-pub const DEFAULT_ASK_TIMEOUT: Duration = Duration::from_secs(300);
+/// The default time a 2025-11-25 client has to answer one ask: 2 minutes, for a
+/// person to read a form and answer it. The whole flow is bounded as well
+/// ([`DEFAULT_LEGACY_FLOW_TIMEOUT`]).
+pub const DEFAULT_ASK_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The default bound of a whole 2025-11-25 flow, from the start of its request
+/// to its answer, its asks and every run of its handler included: 5 minutes. The
+/// flow lives in one open HTTP request (and a task and an SSE stream of rmcp's),
+/// so it gets the bound of one request, not the hour a 2026-07-28 flow may take
+/// across requests ([`crate::defaults::FLOW_LIFETIME`]): a few forms answered by
+/// a person fit, a client that keeps answering a handler that keeps asking does not.
+pub const DEFAULT_LEGACY_FLOW_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// The handler type of a request whose target is not registered (never called).
 type NoHandler = fn(Round) -> std::future::Ready<Result<Value, Flow>>;
@@ -255,15 +307,30 @@ struct Inner {
     principals: Principals,
     handler_timeout: Duration,
     ask_timeout: Duration,
+    legacy_flow_timeout: Duration,
+    allow_unbound_sessions: bool,
     asks: AskCache,
 }
 
-/// A 2025-11-25 caller: where its asks go, and what it declared at `initialize`.
+/// A 2025-11-25 caller: where its asks go, what it declared at `initialize`, and
+/// whether its answers could come from someone else.
 #[derive(Clone)]
 struct Legacy {
     peer: Peer<RoleServer>,
     capabilities: Value,
+    /// The request came over HTTP, on a session no `HttpGuard`-style check
+    /// bound to its principal: the answers to its asks are accepted from whoever
+    /// holds the session id.
+    unbound: bool,
 }
+
+/// The mark an HTTP layer of this crate puts into a request's extensions once it
+/// has checked that the request's session belongs to the principal that sent it
+/// (and so that every answer on that session comes from that principal too).
+/// Private: nothing outside the crate can make one.
+#[derive(Clone, Copy, Debug)]
+#[cfg_attr(not(feature = "rmcp-http"), allow(dead_code))] // why: only the HTTP layer makes one
+struct SessionBound;
 
 /// Who sent a request, as its rounds need it: the principal [`Principals`]
 /// found (or why not), and the request's JSON-RPC id.
@@ -417,6 +484,8 @@ impl Mrtr {
                 principals,
                 handler_timeout: DEFAULT_HANDLER_TIMEOUT,
                 ask_timeout: DEFAULT_ASK_TIMEOUT,
+                legacy_flow_timeout: DEFAULT_LEGACY_FLOW_TIMEOUT,
+                allow_unbound_sessions: false,
                 asks: AskCache::default(),
             }),
         }
@@ -431,6 +500,8 @@ impl Mrtr {
                     principals: self.inner.principals.clone(),
                     handler_timeout: self.inner.handler_timeout,
                     ask_timeout: self.inner.ask_timeout,
+                    legacy_flow_timeout: self.inner.legacy_flow_timeout,
+                    allow_unbound_sessions: self.inner.allow_unbound_sessions,
                     asks: AskCache::default(),
                 };
                 f(&mut inner);
@@ -452,10 +523,39 @@ impl Mrtr {
     }
 
     /// How long a 2025-11-25 client has to answer one ask sent through rmcp's peer
-    /// (default 300 s, [`DEFAULT_ASK_TIMEOUT`]).
+    /// (default 120 s, [`DEFAULT_ASK_TIMEOUT`]); then the flow ends: a retryable
+    /// tool error on `tools/call`, -32603 elsewhere. The whole flow is bounded by
+    /// [`Mrtr::legacy_flow_timeout`] too, whichever ends first.
     #[must_use]
     pub fn ask_timeout(self, timeout: Duration) -> Self {
         self.with(|i| i.ask_timeout = timeout)
+    }
+
+    /// The bound of a whole 2025-11-25 flow, which runs inside one HTTP request:
+    /// its asks, the client's answers and every run of the handler (default
+    /// 300 s, [`DEFAULT_LEGACY_FLOW_TIMEOUT`]). A flow still running then is
+    /// abandoned as a handler past its deadline is (nothing of the unfinished
+    /// round is sealed or kept) and the request gets a retryable tool error on
+    /// `tools/call`, -32603 elsewhere. Keep it under the request timeouts of the
+    /// clients and proxies in front of the server.
+    #[must_use]
+    pub fn legacy_flow_timeout(self, timeout: Duration) -> Self {
+        self.with(|i| i.legacy_flow_timeout = timeout)
+    }
+
+    /// Sends the asks of 2025-11-25 flows on sessions no `HttpGuard` (feature
+    /// `rmcp-http`) bound to their principal. By default such a flow ends at its
+    /// first ask (-32603; the log says why) when its principal comes from a
+    /// resolver and the request came over HTTP: rmcp takes the answer to an ask
+    /// from whoever holds the session id (`Mcp-Session-Id`), so without the
+    /// binding another principal who learned the id could answer it (confirm a
+    /// deploy). Opt out only when something else in front of rmcp binds each
+    /// session to one principal. Not needed for [`Principals::anonymous`] (every
+    /// caller is the same principal) or for transports without HTTP parts
+    /// (stdio: the connection is the caller).
+    #[must_use]
+    pub fn allow_unbound_sessions(self) -> Self {
+        self.with(|i| i.allow_unbound_sessions = true)
     }
 
     /// The engine.
@@ -823,7 +923,8 @@ impl Mrtr {
     }
 
     /// A 2025-11-25 client: a fresh flow in this request, its capabilities from
-    /// initialize, rounds re-run here until the handler completes.
+    /// initialize, rounds re-run here until the handler completes, all within
+    /// [`Mrtr::legacy_flow_timeout`].
     async fn legacy_flow<H, G, Fut>(
         &self,
         method: CarrierMethod,
@@ -841,33 +942,78 @@ impl Mrtr {
         let Caller { principal, id } = caller;
         legacy_params(&mut params, &legacy.capabilities);
         let mut params = Value::Object(params);
+        let limit = self.inner.legacy_flow_timeout;
+        let rounds = self.legacy_rounds(
+            method,
+            &mut params,
+            &legacy,
+            &id,
+            principal,
+            label,
+            handler_for,
+        );
+        let outcome = match tokio::time::timeout(limit, rounds).await {
+            Ok(Some(outcome)) => return to_reply(outcome),
+            Ok(None) => Outcome::Protocol(Error::internal(
+                "2025-11-25 flow did not complete within the round bound",
+            )),
+            Err(_) => Outcome::from_error(Some(method), flow_timed_out(limit)),
+        };
+        self.log_only(method, &params, &id, &outcome);
+        to_reply(outcome)
+    }
+
+    /// The rounds of a 2025-11-25 flow: the outcome that ends it (logged and
+    /// counted), or `None` past the round bound (not logged yet). `params` is
+    /// rewritten every round.
+    #[allow(clippy::too_many_arguments)] // why: the private core of the 2025-11-25 path
+    async fn legacy_rounds<H, G, Fut>(
+        &self,
+        method: CarrierMethod,
+        params: &mut Value,
+        legacy: &Legacy,
+        id: &::rmcp::model::RequestId,
+        principal: Result<Principal, Error>,
+        label: Label,
+        handler_for: &H,
+    ) -> Option<Outcome>
+    where
+        H: Fn() -> Option<G>,
+        G: FnOnce(Round) -> Fut,
+        Fut: Future<Output = Result<Value, Flow>>,
+    {
         // The engine ends a flow past its round limit; this bound is a backstop.
         let bound = self.inner.engine.max_rounds_value().saturating_add(2);
         for _ in 0..bound {
-            let (target, request) = parse_wire(method, &params, self.inner.engine.metas());
+            let (target, request) = parse_wire(method, params, self.inner.engine.metas());
             let outcome = self
                 .round(
                     method,
                     target.as_deref(),
                     request,
-                    &id,
+                    id,
                     principal.clone(),
                     label,
                     &handler_for,
                 )
                 .await;
             let Outcome::InputRequired(irr) = outcome else {
-                return to_reply(outcome);
+                return Some(outcome);
             };
-            let answers = match self.ask(&legacy, &irr).await {
+            let asks = irr.input_requests().is_some_and(|a| !a.is_empty());
+            let answers = match self.unbound_refusal(legacy, asks) {
+                Some(e) => Err(e),
+                None => self.ask(legacy, &irr).await,
+            };
+            let answers = match answers {
                 Ok(a) => a,
                 Err(e) => {
                     let outcome = Outcome::from_error(Some(method), e);
-                    self.log_only(method, &params, &id, &outcome);
-                    return to_reply(outcome);
+                    self.log_only(method, params, id, &outcome);
+                    return Some(outcome);
                 }
             };
-            let Value::Object(map) = &mut params else {
+            let Value::Object(map) = params else {
                 unreachable!("the params are an object")
             };
             map.remove("inputResponses");
@@ -879,11 +1025,22 @@ impl Mrtr {
                 map.insert("requestState".into(), state.into());
             }
         }
-        let outcome = Outcome::Protocol(Error::internal(
-            "2025-11-25 flow did not complete within the round bound",
-        ));
-        self.log_only(method, &params, &id, &outcome);
-        to_reply(outcome)
+        None
+    }
+
+    /// Why a 2025-11-25 flow must not send its asks (`asks`: it has some): it came
+    /// over HTTP on a session nothing bound to its principal, its principal comes
+    /// from a resolver, and [`Mrtr::allow_unbound_sessions`] was not called.
+    fn unbound_refusal(&self, legacy: &Legacy, asks: bool) -> Option<Error> {
+        let anonymous = matches!(self.inner.principals.0, PrincipalSource::Anonymous);
+        (asks && legacy.unbound && !anonymous && !self.inner.allow_unbound_sessions).then(|| {
+            Error::internal(
+                "2025-11-25 asks refused: the session is not bound to its principal, so \
+                 anyone holding its Mcp-Session-Id could answer them; serve rmcp behind \
+                 mrtr::rmcp::HttpGuard (feature rmcp-http), or call \
+                 Mrtr::allow_unbound_sessions if something else binds sessions",
+            )
+        })
     }
 
     /// One round on the engine, the same path as [`Service::handle`]'s, logged and
@@ -1042,6 +1199,24 @@ impl Mrtr {
     }
 }
 
+/// A 2025-11-25 flow past [`Mrtr::legacy_flow_timeout`]: retryable, as a failed
+/// ask is.
+fn flow_timed_out(limit: Duration) -> Error {
+    Error::tool_failure(
+        ToolAdvice::new(
+            "The client did not answer the server's questions in time",
+            Retry::Helps,
+        )
+        .instead("Call the tool again when the questions can be answered sooner"),
+        Fallback::Internal,
+        "legacy_flow_timeout",
+        format!(
+            "2025-11-25 flow did not complete within {} s",
+            limit.as_secs_f64()
+        ),
+    )
+}
+
 /// A failed ask of a 2025-11-25 flow: retryable (nothing of it was sealed), a
 /// tool error on `tools/call`, -32603 elsewhere.
 fn ask_failed(detail: String) -> Error {
@@ -1093,9 +1268,16 @@ fn legacy_of(context: &RmcpContext<RoleServer>) -> Option<Legacy> {
         .peer_info()
         .and_then(|info| serde_json::to_value(&info.capabilities).ok())
         .unwrap_or_else(|| Value::Object(Map::new()));
+    // Over HTTP (rmcp put the request parts in), the session is bound only if
+    // the crate's HTTP layer checked this request's principal against it.
+    let unbound = context
+        .extensions
+        .get::<http::request::Parts>()
+        .is_some_and(|parts| parts.extensions.get::<SessionBound>().is_none());
     Some(Legacy {
         peer: context.peer.clone(),
         capabilities,
+        unbound,
     })
 }
 

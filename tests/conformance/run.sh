@@ -153,7 +153,7 @@ for server in "${servers[@]}"; do
       ;;
     rmcp)
       say "building the rmcp example (debug)"
-      (cd "$REPO" && cargo build --quiet --example rmcp_server --features rmcp,server)
+      (cd "$REPO" && cargo build --quiet --example rmcp_server --features rmcp-http,server)
       ;;
   esac
 done

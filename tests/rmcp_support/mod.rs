@@ -10,6 +10,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use mrtr::engine::{Elicited, Form, RootsAsk, Sampling, prompt_text, resource_text, tool_text};
 use mrtr::error::{Retry, ToolAdvice};
+#[cfg(feature = "rmcp-http")]
+use mrtr::rmcp::HttpGuard;
 use mrtr::rmcp::{Mrtr, Principals, ToolCall};
 use mrtr::{Flow, Principal, ToolResult};
 use rmcp::handler::server::common::FromContextPart;
@@ -240,6 +242,19 @@ impl TestServer {
         .await
     }
 
+    /// One more question every round, for ever (until a limit ends the flow).
+    #[tool(description = "Asks one more question every round.")]
+    async fn forever(&self, call: ToolCall) -> Result<CallToolResponse, ErrorData> {
+        call.run(|r| -> Result<ToolResult, Flow> {
+            let mut i = 0u32;
+            loop {
+                let _ = r.elicit(&format!("q{i}"), Form::new("Again?").string("name", "Name"))?;
+                i += 1;
+            }
+        })
+        .await
+    }
+
     /// Two rounds: the second question is asked after the first is answered.
     #[tool(description = "Two rounds of questions.")]
     async fn two_rounds(&self, call: ToolCall) -> Result<CallToolResponse, ErrorData> {
@@ -424,6 +439,23 @@ where
 {
     let config = StreamableHttpServerConfig::default().with_json_response(true);
     StreamableHttpService::new(move || Ok(make()), Default::default(), config)
+}
+
+/// Starts [`TestServer`] on `mrtr` behind `mrtr::rmcp::HttpGuard`: one guard and
+/// one session manager behind both listeners, so a session opened on one is
+/// the same session on the other.
+#[cfg(feature = "rmcp-http")]
+pub fn start_guarded(mrtr: Mrtr) -> Running {
+    let server = TestServer::new(mrtr.clone());
+    let s = server.clone();
+    let sessions = Arc::new(LocalSessionManager::default());
+    let guard = HttpGuard::new(&mrtr, Arc::clone(&sessions)).expect("an HTTP resolver");
+    let config = StreamableHttpServerConfig::default().with_json_response(true);
+    let mcp = StreamableHttpService::new(move || Ok(s.clone()), sessions, config);
+    let guarded = guard.wrap(mcp);
+    start_router(server, move || {
+        axum::Router::new().nest_service("/mcp", guarded.clone())
+    })
 }
 
 /// Starts [`TestServer`] on `mrtr` in a runtime of its own.
