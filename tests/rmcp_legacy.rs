@@ -291,9 +291,10 @@ async fn a_failed_ask_ends_the_flow_with_a_retryable_tool_error() {
     client.cancel().await.unwrap();
 }
 
-/// The shared helpers (this file uses the reference service).
-#[path = "common/mod.rs"]
-mod common;
+/// The shared helpers (this file uses the reference service, and a raw HTTP
+/// request from outside a session's client).
+mod server_support;
+use server_support::common;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_reference_fixtures_served_from_a_service_for_a_legacy_client() {
@@ -402,10 +403,6 @@ async fn intrude(
     .await
     .unwrap()
 }
-
-#[path = "server_support/mod.rs"]
-#[allow(dead_code)] // why: this file uses the raw HTTP request only
-mod server_support;
 
 /// Alice's client: when the server asks her to confirm, Bob (another principal
 /// who learned her session id) answers first with "accept"; Alice declines.

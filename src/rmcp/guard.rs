@@ -1,59 +1,7 @@
 //! [`HttpGuard`]: what `mrtr serve` checks at the HTTP layer, in front of rmcp's
 //! Streamable HTTP service (feature `rmcp-http`).
 //!
-//! ```text
-//!  client ──► Guarded (HttpGuard::wrap) ──────────────────────► rmcp StreamableHttpService
-//!             1. the session the request names: bound to this        (Request<Full<Bytes>>)
-//!                request's principal, else 404 as for no session
-//!             2. the body, bounded in size and time (413, 408)
-//!             3. duplicate JSON keys at any depth: -32700, as mrtr serve
-//!             4. an `initialize` that opens a session: the session is
-//!                bound to the principal that sent it
-//! ```
-//!
-//! # Duplicate keys
-//! serde (and so rmcp) keeps the last of two members with the same name; other
-//! readers keep the first. A proxy that routes or audits on the first `name` or
-//! argument and a server that runs the last would act on different requests.
-//! `mrtr serve` refuses such a body, and so does the guard, with the same
-//! answer: HTTP 400, `{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse
-//! error"}}` (no `id`: no member of an ambiguous message is trusted), the same
-//! diagnostic in the log and the same count in the metrics. The detection is the
-//! core's ([`from_slice_strict`]), run on every `POST` with a JSON body before
-//! rmcp parses it; anything else (not JSON at all, another content type) goes on
-//! to rmcp, which answers it as it does.
-//!
-//! # Sessions bound to their principal
-//! A 2025-11-25 client opens a session with `initialize` and names it on every
-//! later request with `Mcp-Session-Id`. rmcp routes the answers to the server's
-//! questions (`elicitation/create`, sampling, roots) by that id and nothing
-//! else, so whoever learns the id can answer them. The guard resolves the
-//! principal of the `initialize` that opens a session (with the [`Mrtr`]'s own
-//! resolver, over the request's HTTP parts), keeps it (a SHA-256 digest, never
-//! the value), and answers any later `POST`, `GET` or `DELETE` on that session
-//! from another principal exactly as rmcp answers one on a session that does not
-//! exist (404, `Not Found: Session not found`). A request on a session the guard
-//! does not know goes on to rmcp only if it is a JSON-RPC request (rmcp answers
-//! 404, or serves a 2026-07-28 request statelessly); an answer, a notification,
-//! a `GET` or a `DELETE` on it gets the 404.
-//!
-//! The guard marks each request it checked this way, and the adapter sends a
-//! 2025-11-25 flow's asks only on a marked request (see
-//! [`Mrtr::allow_unbound_sessions`]): so a legacy flow's answers come from the
-//! principal that made the call, and one not served through the guard fails
-//! closed.
-//!
-//! The bindings live in memory, at most [`HttpGuard::max_sessions`] at once
-//! (default [`DEFAULT_MAX_SESSIONS`]). A binding is dropped when its session is
-//! deleted, when rmcp answers 404 for it (the session ended or idled out: rmcp's
-//! `SessionConfig::keep_alive`, 5 minutes by default), and, when the map is
-//! full, when rmcp's session manager no longer has the session. With every
-//! binding in use by a live session, a new `initialize` is refused (503,
-//! `Retry-After: 1`) rather than handing out an unbound session. A session
-//! restored from rmcp's `session_store` on another instance is unknown to that
-//! instance's guard: its answers are refused there and the client starts over.
-//!
-//! [`from_slice_strict`]: crate::wire::jsonrpc::from_slice_strict
+//! The public docs are on [`HttpGuard`].
 
 use std::collections::HashMap;
 use std::error::Error as StdError;
@@ -96,8 +44,66 @@ const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
 
 /// The HTTP layer `mrtr serve` has, for rmcp's Streamable HTTP service: refuses a
 /// body with duplicate JSON keys (-32700, as `mrtr serve`), bounds the body read,
-/// and binds every 2025-11-25 session to the principal that opened it (see the
-/// [module docs](self)). Wrap rmcp's service with [`HttpGuard::wrap`].
+/// and binds every 2025-11-25 session to the principal that opened it. Wrap
+/// rmcp's service with [`HttpGuard::wrap`].
+///
+/// ```text
+///  client ──► Guarded (HttpGuard::wrap) ──────────────────────► rmcp StreamableHttpService
+///             1. the session the request names: bound to this        (Request<Full<Bytes>>)
+///                request's principal, else 404 as for no session
+///             2. the body, bounded in size and time (413, 408)
+///             3. duplicate JSON keys at any depth: -32700, as mrtr serve
+///             4. an `initialize` that opens a session: the session is
+///                bound to the principal that sent it
+/// ```
+///
+/// # Duplicate keys
+/// serde (and so rmcp) keeps the last of two members with the same name; other
+/// readers keep the first. A proxy that routes or audits on the first `name` or
+/// argument and a server that runs the last would act on different requests.
+/// `mrtr serve` refuses such a body, and so does the guard, with the same
+/// answer: HTTP 400, `{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse
+/// error"}}` (no `id`: no member of an ambiguous message is trusted), the same
+/// diagnostic in the log and the same count in the metrics. The detection is the
+/// core's ([`from_slice_strict`]), run on every `POST` with a JSON body before
+/// rmcp parses it; anything else (not JSON at all, another content type) goes on
+/// to rmcp, which answers it as it does.
+///
+/// # Sessions bound to their principal
+/// A 2025-11-25 client opens a session with `initialize` and names it on every
+/// later request with `Mcp-Session-Id`. rmcp routes the answers to the server's
+/// questions (`elicitation/create`, sampling, roots) by that id and nothing
+/// else, so whoever learns the id can answer them. The guard resolves the
+/// principal of the `initialize` that opens a session (with the [`Mrtr`]'s own
+/// resolver, over the request's HTTP parts), keeps it (a SHA-256 digest, never
+/// the value), and answers any later `POST`, `GET` or `DELETE` on that session
+/// from another principal exactly as rmcp answers one on a session that does not
+/// exist (404, `Not Found: Session not found`). A request on a session the guard
+/// does not know goes on to rmcp only if it is a JSON-RPC request (rmcp answers
+/// 404, or serves a 2026-07-28 request statelessly); an answer, a notification,
+/// a `GET` or a `DELETE` on it gets the 404.
+///
+/// The guard marks each request it checked this way, and the adapter sends a
+/// 2025-11-25 flow's asks only on a marked request (see
+/// [`Mrtr::allow_unbound_sessions`]): so a legacy flow's answers come from the
+/// principal that made the call, and one not served through the guard fails
+/// closed.
+///
+/// The bindings live in memory, at most [`HttpGuard::max_sessions`] at once
+/// (default [`DEFAULT_MAX_SESSIONS`]). A binding is dropped when its session is
+/// deleted, when rmcp answers 404 for it (the session ended or idled out: rmcp's
+/// `SessionConfig::keep_alive`, 5 minutes by default), and, when the map is
+/// full, when rmcp's session manager no longer has the session. With every
+/// binding in use by a live session, a new `initialize` is refused (503,
+/// `Retry-After: 1`) rather than handing out an unbound session. The bindings
+/// are per process: a session restored from rmcp's `session_store` on another
+/// instance is unknown to that instance's guard, which refuses its answers,
+/// notifications and streams (and the adapter sends its flows no asks), so do
+/// not spread one session over instances behind the guard.
+///
+/// [`from_slice_strict`]: crate::wire::jsonrpc::from_slice_strict
+///
+/// # Example
 ///
 /// ```
 /// use std::sync::Arc;
