@@ -456,15 +456,16 @@ impl ReplayGuard for RealClockStore {
         let real = self.real.load(std::sync::atomic::Ordering::SeqCst);
         let mut held = self.held.lock().unwrap();
         held.retain(|_, until| *until >= real);
-        let outcome = if held.contains_key(&claim.store_key()) {
-            ClaimOutcome::AlreadyClaimed
-        } else {
-            let ttl = claim
-                .until()
-                .unix_secs()
-                .saturating_sub(claim.now().unix_secs());
-            held.insert(claim.store_key(), real + ttl);
-            ClaimOutcome::Claimed
+        let ttl = claim
+            .until()
+            .unix_secs()
+            .saturating_sub(claim.now().unix_secs());
+        let outcome = match held.entry(claim.store_key()) {
+            std::collections::hash_map::Entry::Occupied(_) => ClaimOutcome::AlreadyClaimed,
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(real + ttl);
+                ClaimOutcome::Claimed
+            }
         };
         Box::pin(std::future::ready(outcome))
     }
