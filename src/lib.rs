@@ -108,6 +108,7 @@ mod lines;
 pub mod manual;
 mod memo;
 pub mod metrics;
+mod peer;
 pub mod principal;
 pub mod replay;
 pub mod result;

@@ -306,16 +306,10 @@ impl PrincipalKey {
         let mut h = Sha256::new();
         h.update(PEER_LABEL);
         h.update(binding.principal_digest());
-        match peer.to_canonical() {
-            IpAddr::V4(v4) => {
-                h.update([4]);
-                h.update(v4.octets());
-            }
-            IpAddr::V6(v6) => {
-                h.update([6]);
-                h.update(&v6.octets()[..8]);
-            }
-        }
+        let peer = crate::peer::Peer::of(peer);
+        let (tag, bytes) = peer.tagged_bytes();
+        h.update([tag]);
+        h.update(bytes);
         let d = h.finalize();
         let mut out = [0u8; 16];
         out.copy_from_slice(&d[..16]);

@@ -30,7 +30,7 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::pin::{Pin, pin};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -51,6 +51,9 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use crate::defaults;
+// Whose connection it is, for `max_connections_per_peer`: the crate's one rule
+// for a peer (an IPv4 address, or an IPv6 /64).
+use crate::peer::Peer as PeerKey;
 
 /// The connection-level limits of [`serve_with`]: what `axum::serve` leaves to
 /// the operating system. Per-request limits are in
@@ -321,29 +324,6 @@ async fn make_room(slots: &Arc<Semaphore>, registry: &Registry) -> OwnedSemaphor
 struct Limits {
     header: Duration,
     idle: Duration,
-}
-
-/// Whose connection it is, for [`ServeOptions::max_connections_per_peer`]: an
-/// IPv4 address, or the /64 prefix of an IPv6 one (a host is usually given a
-/// whole /64, so its addresses count as one peer). An IPv4-mapped IPv6 address is
-/// its IPv4 address.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum PeerKey {
-    V4([u8; 4]),
-    V6Prefix([u8; 8]),
-}
-
-impl PeerKey {
-    fn of(ip: IpAddr) -> Self {
-        match ip.to_canonical() {
-            IpAddr::V4(v4) => Self::V4(v4.octets()),
-            IpAddr::V6(v6) => {
-                let mut prefix = [0u8; 8];
-                prefix.copy_from_slice(&v6.octets()[..8]);
-                Self::V6Prefix(prefix)
-            }
-        }
-    }
 }
 
 /// The open connections' trackers, for eviction, and how many each peer holds.
@@ -732,6 +712,8 @@ impl hyper::body::Body for TrackedBody {
 
 #[cfg(test)]
 mod tests {
+    use std::net::IpAddr;
+
     use super::*;
 
     #[test]
@@ -754,15 +736,6 @@ mod tests {
         assert_eq!(connection_cap(2000, Some(1024)), 960);
         assert_eq!(connection_cap(512, Some(10)), 1);
         assert_eq!(connection_cap(0, None), 1);
-    }
-
-    #[test]
-    fn a_peer_is_an_ipv4_address_or_an_ipv6_64() {
-        let ip = |s: &str| PeerKey::of(s.parse().unwrap());
-        assert_eq!(ip("192.0.2.1"), ip("::ffff:192.0.2.1"));
-        assert_ne!(ip("192.0.2.1"), ip("192.0.2.2"));
-        assert_eq!(ip("2001:db8:1:2::1"), ip("2001:db8:1:2:ffff::9"));
-        assert_ne!(ip("2001:db8:1:2::1"), ip("2001:db8:1:3::1"));
     }
 
     #[test]
