@@ -17,13 +17,14 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mrtr::engine::{Elicited, Engine, Flow, Form, Outcome, Round, tool_text};
+use mrtr::ToolResult;
+use mrtr::engine::{Elicited, Engine, Flow, Form, Outcome, Round};
 use mrtr::principal::Principal;
 use mrtr::replay::{Claim, ClaimOutcome, MemoryReplayGuard, PrincipalKey, ReplayGuard};
 use mrtr::seal::Keyring;
 use mrtr::time::Timestamp;
 use mrtr::wire::{CarrierMethod, CarrierRequest};
-use serde_json::{Value, json};
+use serde_json::json;
 
 const N: usize = 10_000;
 const IN_FLIGHT: usize = 64;
@@ -108,7 +109,7 @@ fn report(rt: &tokio::runtime::Runtime, name: &str, guard: Arc<dyn ReplayGuard>)
     );
 
     let engine = Engine::new(Keyring::parse_keys(SECRET).expect("key"), AUDIENCE)
-        .replay_guard(Arc::clone(&guard));
+        .with_replay_guard(Arc::clone(&guard));
     let mut lat = Vec::with_capacity(N);
     let flows = Instant::now();
     for _ in 0..N {
@@ -167,18 +168,25 @@ fn request(state: Option<&str>) -> CarrierRequest {
 }
 
 async fn round(engine: &Engine, req: CarrierRequest, now: Timestamp) -> Outcome {
-    engine
-        .run_async(req, &Principal::anonymous(), now, deploy)
-        .await
+    let done = engine
+        .run_until(
+            req,
+            &Principal::anonymous(),
+            now,
+            deploy,
+            std::future::pending(),
+        )
+        .await;
+    Outcome::<ToolResult>::into(done)
 }
 
-async fn deploy(r: Round) -> Result<Value, Flow> {
+async fn deploy(r: Round) -> Result<mrtr::ToolResult, Flow> {
     match r.elicit("confirm", Form::confirm("Deploy web?"))? {
         Elicited::Accepted(f) if f.bool("confirm") == Some(true) => {
             let n: u32 = r.once_async("deploy", || async { Ok(1) }).await?;
-            Ok(tool_text(format!("deployment #{n}")))
+            Ok(ToolResult::text(format!("deployment #{n}")))
         }
-        _ => Ok(tool_text("not deployed")),
+        _ => Ok(ToolResult::text("not deployed")),
     }
 }
 

@@ -8,7 +8,8 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use mrtr::engine::{Elicited, Engine, Flow, Form, Outcome, Round, tool_text};
+use mrtr::ToolResult;
+use mrtr::engine::{Elicited, Engine, Flow, Form, Outcome, Round};
 use mrtr::principal::Principal;
 use mrtr::seal::{Binding, BindingInput, Claims, Keyring, SealConfig, Sealer, UntrustedState};
 use mrtr::service::{RequestContext, Service};
@@ -34,13 +35,13 @@ fn notes_form() -> Form {
 }
 
 /// A release tool: two questions in round 1, a confirmation in round 2, done in round 3.
-fn release(r: Round) -> Result<Value, Flow> {
+fn release(r: Round) -> Result<mrtr::ToolResult, Flow> {
     release_steps(&r)
 }
 
 /// The same tool as an async handler, with a real suspension point before the asks
 /// (a handler that awaits a lookup that happens to be ready).
-async fn release_async(r: Round) -> Result<Value, Flow> {
+async fn release_async(r: Round) -> Result<mrtr::ToolResult, Flow> {
     ready_lookup().await;
     release_steps(&r)
 }
@@ -60,22 +61,22 @@ async fn ready_lookup() {
     .await;
 }
 
-fn release_steps(r: &Round) -> Result<Value, Flow> {
+fn release_steps(r: &Round) -> Result<mrtr::ToolResult, Flow> {
     let target = r.elicit("target", target_form());
     let notes = r.elicit("notes", notes_form());
     let (target, notes) = (target?, notes?);
     let (Some(t), Some(n)) = (target.accepted(), notes.accepted()) else {
-        return Ok(tool_text("Release cancelled."));
+        return Ok(ToolResult::text("Release cancelled."));
     };
     let env = t.str("environment").unwrap_or("staging").to_owned();
     match r.elicit("confirm", Form::confirm(format!("Release to {env}?")))? {
-        Elicited::Accepted(c) if c.bool("confirm") == Some(true) => Ok(tool_text(format!(
+        Elicited::Accepted(c) if c.bool("confirm") == Some(true) => Ok(ToolResult::text(format!(
             "Released {} x{} to {env}: {}",
             t.str("service").unwrap_or_default(),
             t.i64("replicas").unwrap_or(1),
             n.str("summary").unwrap_or_default()
         ))),
-        _ => Ok(tool_text("Release not confirmed.")),
+        _ => Ok(ToolResult::text("Release not confirmed.")),
     }
 }
 
@@ -106,8 +107,8 @@ fn request(p: &Value) -> CarrierRequest {
     CarrierRequest::from_params(CarrierMethod::ToolsCall, Some(p)).unwrap()
 }
 
-fn state_of(o: Outcome) -> String {
-    match o {
+fn state_of(o: impl Into<Outcome>) -> String {
+    match o.into() {
         Outcome::InputRequired(i) => i.request_state().unwrap().to_owned(),
         other => panic!("expected input_required, got {}", other.label()),
     }
@@ -180,33 +181,41 @@ fn engine_rounds(c: &mut Criterion) {
         .enable_all()
         .build()
         .unwrap();
-    assert!(matches!(
-        rt.block_on(engine.run_async(r3.clone(), &anon, now, release_async)),
-        Outcome::Complete(_)
+    let done: Outcome<mrtr::ToolResult> = rt.block_on(engine.run_until(
+        r3.clone(),
+        &anon,
+        now,
+        release_async,
+        std::future::pending(),
     ));
+    assert!(matches!(done, Outcome::Complete(_)));
     g.bench_function("async/first_round_two_asks_sealed", |b| {
         b.iter(|| {
-            black_box(rt.block_on(engine.run_async(
+            let o: Outcome<mrtr::ToolResult> = rt.block_on(engine.run_until(
                 black_box(r1.clone()),
                 &anon,
                 now,
                 release_async,
-            )))
+                std::future::pending(),
+            ));
+            black_box(o)
         })
     });
     g.bench_function("async/resumed_round_1KiB_state_complete", |b| {
         b.iter(|| {
-            black_box(rt.block_on(engine.run_async(
+            let o: Outcome<mrtr::ToolResult> = rt.block_on(engine.run_until(
                 black_box(r3.clone()),
                 &anon,
                 now,
                 release_async,
-            )))
+                std::future::pending(),
+            ));
+            black_box(o)
         })
     });
     g.finish();
 
-    let async_service = Service::new(engine.clone(), "bench", "1.0.0").tool_async(
+    let async_service = Service::new(engine.clone(), "bench", "1.0.0").tool(
         "release",
         "Releases a service after two questions and a confirmation.",
         json!({"type": "object", "properties": {"ticket": {"type": "string"}}}),
@@ -222,7 +231,6 @@ fn engine_rounds(c: &mut Criterion) {
         principal: anon.clone(),
         now,
         correlation_id: "bench".into(),
-        http_headers: None,
         peer: None,
     };
     let (b1, b3) = (body(1, &p1), body(3, &p3));

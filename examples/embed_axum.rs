@@ -133,8 +133,8 @@ async fn authenticate(mut req: Request, next: Next) -> Response {
 /// sealed before it started; a fleet shares a store such as `RedisReplayGuard`).
 pub(crate) fn service(keyring: Keyring) -> Service {
     let engine = Engine::new(keyring, "embed-axum-example")
-        .replay_guard(Arc::new(MemoryReplayGuard::new(Timestamp::now())));
-    Service::new(engine, "embed-axum-example", env!("CARGO_PKG_VERSION")).tool_async(
+        .with_replay_guard(Arc::new(MemoryReplayGuard::new(Timestamp::now())));
+    Service::new(engine, "embed-axum-example", env!("CARGO_PKG_VERSION")).tool(
         "slow_deploy",
         "Deploys a service after the user confirms; the deployment takes delay_ms milliseconds.",
         json!({

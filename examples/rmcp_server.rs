@@ -95,8 +95,7 @@ impl Server {
         input_schema = deploy_schema()
     )]
     async fn deploy(&self, call: ToolCall) -> Result<CallToolResponse, ErrorData> {
-        call.run_async(reference::deploy(self.deployments.clone()))
-            .await
+        call.run(reference::deploy(self.deployments.clone())).await
     }
 }
 
@@ -286,8 +285,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         reference::service(engine, counter)
     })?);
     let mrtr = Mrtr::new(service.engine().clone(), Principals::anonymous())
-        .ask_timeout(Duration::from_secs(args.ask_timeout))
-        .legacy_flow_timeout(Duration::from_secs(args.legacy_flow_timeout));
+        .with_ask_timeout(Duration::from_secs(args.ask_timeout))
+        .with_legacy_flow_timeout(Duration::from_secs(args.legacy_flow_timeout));
     let server = Server {
         mrtr: mrtr.clone(),
         service,

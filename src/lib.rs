@@ -14,19 +14,20 @@
 //! ```text
 //!  HTTP / stdio adapter (feature server)        sans-IO core
 //!  ────────────────────────────────────        ───────────────────────────────────────────────
-//!  bytes → Service::handle ──────────────────►  JSON-RPC envelope (-32700/-32600),
-//!                                               streamable_http::check_headers    (-32020)
-//!                                               CarrierMethod::from_method        (else -32601)
-//!                                               CarrierRequest: _meta             (-32602, -32022)
-//!                                               Engine::begin(request, principal, now)
+//!  bytes → ParsedMessage::parse ─────────────►  JSON-RPC envelope (-32700/-32600)
+//!    .check(streamable_http headers, -32020)    CarrierMethod::from_method        (else -32601)
+//!  Service::handle_parsed_until ─────────────►  CarrierRequest: _meta             (-32602, -32022)
+//!                                               the one carrier path (engine::turn):
 //!                                                 requestState → seal::open → Verified<Claims>
-//!                                               handler(&mut Round) → answers or Flow::Suspend
-//!                                                 round.elicit / sample / roots: capability gate
-//!                                                 (-32021 or dropped), answers validated, re-asked
-//!                                               Round::finish → seal next state (round+1,
-//!                                                 same flow deadline)
+//!                                                 handler(Round) → result, or Flow::Suspend
+//!                                                 from an ask (round.elicit / sample / roots:
+//!                                                 capability gate, -32021 or dropped; answers
+//!                                                 validated, re-asked); sync now, async raced
+//!                                                 against the deadline
+//!                                                 the engine ends the round: seal next state
+//!                                                 (round+1, same flow deadline)
 //!  JSON-RPC response ◄──────────────────────── Outcome: Complete | InputRequired | ToolError | Protocol
-//!   HTTP status (streamable_http), log line      private diagnostic on stderr, never on the wire
+//!   HTTP status: streamable_http::reply_status   recorded once (metrics, private diagnostic)
 //! ```
 //!
 //! Building an `InputRequiredResult` for a `tools/call`, filtered by what the
@@ -34,10 +35,7 @@
 //!
 //! ```
 //! use mrtr::wire::{CarrierMethod, CarrierRequest};
-//! use mrtr::engine::{Elicited, Engine, Form, Outcome, Sampling, tool_text};
-//! use mrtr::principal::Principal;
-//! use mrtr::seal::Keyring;
-//! use mrtr::time::Timestamp;
+//! use mrtr::{Elicited, Engine, Form, Keyring, Outcome, Principal, Sampling, Timestamp, ToolResult};
 //! use serde_json::json;
 //!
 //! let engine = Engine::new(Keyring::ephemeral(), "https://mcp.example.com");
@@ -56,7 +54,7 @@
 //!     let forecast = round.sample("forecast", Sampling::prompt("One-line forecast for Paris?", 60));
 //!     let (units, forecast) = (units?, forecast?);
 //!     let units = match units { Elicited::Accepted(f) => f.str("units").unwrap_or("metric").to_owned(), _ => "metric".into() };
-//!     Ok(tool_text(format!("{} ({units})", forecast.map(|m| m.text()).unwrap_or_default())))
+//!     Ok(ToolResult::text(format!("{} ({units})", forecast.map(|m| m.text()).unwrap_or_default())))
 //! });
 //! let Outcome::InputRequired(irr) = outcome else { panic!("expected input_required") };
 //! let asks = irr.input_requests().unwrap();
@@ -87,8 +85,11 @@
 //! [`time`], [`principal`], [`error`] (the two channels and the rule between
 //! them), [`capability`] (the gate), [`answers`], [`seal`], [`metrics`] (what
 //! the core counts, through the `metrics` facade), [`replay`], [`typed`],
-//! [`engine`], [`streamable_http`] (headers and statuses, sans-IO), [`service`]
-//! (the JSON-RPC router), [`client`], and with the `server` feature the
+//! [`result`] (the three carriers' typed results), [`engine`] (the round, the
+//! handler shape, and the one carrier path), `record` (how a request is
+//! recorded, crate-private), [`service`] (the JSON-RPC router),
+//! [`streamable_http`] (the transport's rules, sans-IO), [`client`], and with
+//! the `server` feature the
 //! transports in `server`; with the `rmcp` feature, `rmcp` runs the same
 //! handlers on an rmcp (official Rust SDK) server. [`manual`] holds the prose:
 //! token format, security model, handler model, key rotation. The reference server's tools and the
@@ -110,6 +111,7 @@ mod memo;
 pub mod metrics;
 mod peer;
 pub mod principal;
+mod record;
 pub mod replay;
 pub mod result;
 #[cfg(feature = "rmcp")]
@@ -131,6 +133,7 @@ pub use error::{Error, Fallback, Retry, ToolAdvice};
 pub use principal::Principal;
 pub use result::{PromptResult, ResourceResult, ToolResult};
 pub use seal::Keyring;
+pub use service::{PromptDefinition, ResourceDefinition};
 pub use service::{RequestContext, Service};
 pub use time::Timestamp;
 

@@ -292,12 +292,15 @@ pub(crate) fn flow_age(deadline: Timestamp, lifetime: Duration, now: Timestamp) 
 mod tests {
     use std::collections::BTreeMap;
 
+    use crate::PromptDefinition;
+
     use metrics_util::debugging::{DebugValue, DebuggingRecorder};
     use serde_json::json;
 
     use super::*;
-    use crate::engine::{Engine, Form, tool_text};
+    use crate::engine::{Engine, Form};
     use crate::principal::Principal;
+    use crate::result::ToolResult;
     use crate::seal::Keyring;
     use crate::service::{RequestContext, Service};
 
@@ -333,15 +336,16 @@ mod tests {
     fn service() -> Service {
         Service::new(Engine::new(Keyring::ephemeral(), "t"), "t", "0")
             .tool("echo", "echo", json!({"type": "object"}), |_| {
-                Ok(tool_text("hi"))
+                Ok(ToolResult::text("hi"))
             })
             .tool("confirm", "asks", json!({"type": "object"}), |r| {
                 let _ = r.elicit("ok", Form::confirm("Sure?"))?;
-                Ok(tool_text("done"))
+                Ok(ToolResult::text("done"))
             })
-            .prompt("greeting", "a prompt", &[], |_| {
-                Ok(crate::engine::prompt_text("d", "t"))
-            })
+            .prompt(
+                PromptDefinition::new("greeting").description("a prompt"),
+                |_| Ok(crate::PromptResult::new().description("d").user_text("t")),
+            )
     }
 
     fn ctx(now: u64) -> RequestContext {
@@ -349,7 +353,6 @@ mod tests {
             principal: Principal::anonymous(),
             now: Timestamp::from_unix_secs(now),
             correlation_id: "c".into(),
-            http_headers: None,
             peer: None,
         }
     }

@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use crate::engine::Outcome;
 use crate::error::{Error, code};
+use crate::service::Reply;
 use crate::wire::CarrierMethod;
 use crate::wire::meta::META_PROTOCOL_VERSION;
 
@@ -81,10 +82,26 @@ impl McpHeaders {
 /// assert_eq!(error_status(&Error::internal("x")), 500);
 /// ```
 pub fn error_status(error: &Error) -> u16 {
-    match error.code() {
+    code_status(error.code())
+}
+
+/// The HTTP status of a JSON-RPC error response with `code`.
+fn code_status(code: i64) -> u16 {
+    match code {
         code::METHOD_NOT_FOUND => 404,
         code::INTERNAL_ERROR => 500,
         _ => 400,
+    }
+}
+
+/// The HTTP status of the response carrying the router's `reply`: 202 without a
+/// body (a notification), [`error_status`] for a JSON-RPC error, else 200 (a
+/// result, a tool error included).
+pub fn reply_status(reply: &Reply) -> u16 {
+    match (&reply.body, reply.error_code) {
+        (None, _) => NOTIFICATION_STATUS,
+        (Some(_), Some(code)) => code_status(code),
+        (Some(_), None) => 200,
     }
 }
 

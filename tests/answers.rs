@@ -10,10 +10,9 @@ mod common;
 use std::cell::RefCell;
 
 use common::*;
+use mrtr::ToolResult;
 use mrtr::answers::validate_content;
-use mrtr::engine::{
-    AnswerPolicy, Elicited, Flow, Form, RootsAsk, Round, Sampling, UrlVisit, tool_text,
-};
+use mrtr::engine::{AnswerPolicy, Elicited, Flow, Form, RootsAsk, Round, Sampling, UrlVisit};
 use mrtr::wire::{PrimitiveSchema, RequestedSchema};
 use serde_json::{Value, json};
 
@@ -74,11 +73,11 @@ fn valid_profile() -> Value {
 /// What the handler was handed, so tests can assert it never saw a bad answer.
 type Seen = RefCell<Vec<Elicited>>;
 
-fn profile_handler(seen: &Seen) -> impl Fn(Round) -> Result<Value, Flow> + Copy + '_ {
+fn profile_handler(seen: &Seen) -> impl Fn(Round) -> Result<mrtr::ToolResult, Flow> + Copy + '_ {
     move |r| {
         let e = r.elicit("profile", profile_form())?;
         seen.borrow_mut().push(e.clone());
-        Ok(tool_text("thanks"))
+        Ok(ToolResult::text("thanks"))
     }
 }
 
@@ -267,14 +266,14 @@ fn every_problem_is_listed_in_one_re_ask() {
     }
 }
 
-fn name_handler(seen: &Seen) -> impl Fn(Round) -> Result<Value, Flow> + Copy + '_ {
+fn name_handler(seen: &Seen) -> impl Fn(Round) -> Result<mrtr::ToolResult, Flow> + Copy + '_ {
     move |r| {
         let e = r.elicit(
             "user_name",
             Form::new("What is your name?").string("name", "Name"),
         )?;
         seen.borrow_mut().push(e.clone());
-        Ok(tool_text("ok"))
+        Ok(ToolResult::text("ok"))
     }
 }
 
@@ -352,9 +351,9 @@ fn an_answer_of_the_wrong_kind_is_never_taken_for_the_one_asked() {
     }
     assert!(seen.borrow().is_empty());
 
-    let sampler = |r: Round| -> Result<Value, Flow> {
+    let sampler = |r: Round| -> Result<mrtr::ToolResult, Flow> {
         let m = r.sample("capital", Sampling::prompt("Capital of France?", 10))?;
-        Ok(tool_text(m.map(|m| m.text()).unwrap_or_default()))
+        Ok(ToolResult::text(m.map(|m| m.text()).unwrap_or_default()))
     };
     for bad in [
         elicit.clone(),
@@ -370,9 +369,12 @@ fn an_answer_of_the_wrong_kind_is_never_taken_for_the_one_asked() {
         ));
         assert_eq!(keys(&again), ["capital"], "{bad}");
     }
-    let rooter = |r: Round| -> Result<Value, Flow> {
+    let rooter = |r: Round| -> Result<mrtr::ToolResult, Flow> {
         let roots = r.roots("roots", RootsAsk::new())?;
-        Ok(tool_text(format!("{}", roots.map_or(0, |r| r.len()))))
+        Ok(ToolResult::text(format!(
+            "{}",
+            roots.map_or(0, |r| r.len())
+        )))
     };
     for bad in [
         elicit,
@@ -420,14 +422,14 @@ fn decline_and_cancel_reach_the_handler_as_answers() {
         assert_eq!(seen.borrow().as_slice(), std::slice::from_ref(&expected));
         // And a declined answer is sealed like any other: a later round sees it again.
         let seen2 = Seen::default();
-        let two = |r: Round| -> Result<Value, Flow> {
+        let two = |r: Round| -> Result<mrtr::ToolResult, Flow> {
             let e = r.elicit(
                 "user_name",
                 Form::new("What is your name?").string("name", "Name"),
             )?;
             seen2.borrow_mut().push(e);
             let _ = r.elicit("more", Form::confirm("More?"))?;
-            Ok(tool_text("ok"))
+            Ok(ToolResult::text("ok"))
         };
         let r2 = irr(run(
             &e,
@@ -453,13 +455,13 @@ fn decline_and_cancel_reach_the_handler_as_answers() {
 fn a_url_elicitation_accept_carries_no_content() {
     let e = engine();
     let got = RefCell::new(None);
-    let handler = |r: Round| -> Result<Value, Flow> {
+    let handler = |r: Round| -> Result<mrtr::ToolResult, Flow> {
         let v = r.visit(
             "sign_in",
             UrlVisit::new("Sign in", "https://auth.example/connect"),
         )?;
         *got.borrow_mut() = Some(v);
-        Ok(tool_text("ok"))
+        Ok(ToolResult::text("ok"))
     };
     let caps = json!({"elicitation": {"form": {}, "url": {}}});
     let r1 = irr(run(&e, &tool("c").caps(caps.clone()), T0, handler));
@@ -501,21 +503,21 @@ fn a_form_accept_without_content_is_asked_again() {
 fn an_answer_to_a_question_reworded_since_it_was_asked_is_stale_and_asked_again() {
     // Instance v1 asks; the retry lands on v2, which words the question differently.
     let e = engine();
-    let v1 = |r: Round| -> Result<Value, Flow> {
+    let v1 = |r: Round| -> Result<mrtr::ToolResult, Flow> {
         let _ = r.elicit(
             "k",
             Form::new("Which environment?").one_of("env", ["staging", "production"]),
         )?;
-        Ok(tool_text("v1"))
+        Ok(ToolResult::text("v1"))
     };
     let seen = Seen::default();
-    let v2 = |r: Round| -> Result<Value, Flow> {
+    let v2 = |r: Round| -> Result<mrtr::ToolResult, Flow> {
         let a = r.elicit(
             "k",
             Form::new("Which environment?").one_of("env", ["staging", "production", "canary"]),
         )?;
         seen.borrow_mut().push(a);
-        Ok(tool_text("v2"))
+        Ok(ToolResult::text("v2"))
     };
     let r1 = irr(run(&e, &tool("d"), T0, v1));
     let retry = tool("d")
@@ -541,7 +543,7 @@ fn an_answer_to_a_question_reworded_since_it_was_asked_is_stale_and_asked_again(
 fn a_sealed_answer_to_a_question_reworded_later_is_stale_and_asked_again() {
     // Rolling upgrade after the answer was sealed (spec.md §4.4).
     let e = engine();
-    let v1 = |r: Round| -> Result<Value, Flow> {
+    let v1 = |r: Round| -> Result<mrtr::ToolResult, Flow> {
         let _ = r.elicit(
             "github_login",
             Form::new("GitHub user?").string("name", "Name"),
@@ -550,16 +552,16 @@ fn a_sealed_answer_to_a_question_reworded_later_is_stale_and_asked_again() {
             "google_login",
             Form::new("Google user?").string("name", "Name"),
         )?;
-        Ok(tool_text("v1"))
+        Ok(ToolResult::text("v1"))
     };
     let seen = Seen::default();
-    let v2 = |r: Round| -> Result<Value, Flow> {
+    let v2 = |r: Round| -> Result<mrtr::ToolResult, Flow> {
         let a = r.elicit(
             "github_login",
             Form::new("Your GitHub username?").string("name", "Name"),
         )?;
         seen.borrow_mut().push(a);
-        Ok(tool_text("v2"))
+        Ok(ToolResult::text("v2"))
     };
     let r1 = irr(run(&e, &tool("l"), T0, v1));
     let r2 = irr(run(
@@ -588,7 +590,7 @@ fn a_sealed_answer_to_a_question_reworded_later_is_stale_and_asked_again() {
 fn the_same_question_asked_again_on_another_instance_keeps_its_answer() {
     // spec.md §4.4: the new instance keeps github_login, ignores google_login, asks microsoft_login.
     let e = engine();
-    let v1 = |r: Round| -> Result<Value, Flow> {
+    let v1 = |r: Round| -> Result<mrtr::ToolResult, Flow> {
         let a = r.elicit(
             "github_login",
             Form::new("GitHub user?").string("name", "Name"),
@@ -599,9 +601,9 @@ fn the_same_question_asked_again_on_another_instance_keeps_its_answer() {
         );
         let _ = a?;
         let _ = b?;
-        Ok(tool_text("v1"))
+        Ok(ToolResult::text("v1"))
     };
-    let v2 = |r: Round| -> Result<Value, Flow> {
+    let v2 = |r: Round| -> Result<mrtr::ToolResult, Flow> {
         let a = r.elicit(
             "github_login",
             Form::new("GitHub user?").string("name", "Name"),
@@ -611,7 +613,7 @@ fn the_same_question_asked_again_on_another_instance_keeps_its_answer() {
             Form::new("Microsoft user?").string("name", "Name"),
         );
         let (a, _) = (a?, b?);
-        Ok(tool_text(
+        Ok(ToolResult::text(
             a.accepted().and_then(|f| f.str("name")).unwrap_or_default(),
         ))
     };
@@ -644,7 +646,7 @@ fn strict_policy_refuses_cold_answers_that_lenient_accepts() {
     complete(run(&engine(), &cold, T0, name_handler(&seen)));
     assert_eq!(seen.borrow().len(), 1, "lenient (the default) accepts");
 
-    let strict = engine().policy(AnswerPolicy::Strict);
+    let strict = engine().with_policy(AnswerPolicy::Strict);
     let seen = Seen::default();
     let again = irr(run(&strict, &cold, T0, name_handler(&seen)));
     assert_eq!(keys(&again), ["user_name"]);
@@ -659,11 +661,11 @@ fn strict_policy_refuses_cold_answers_that_lenient_accepts() {
 
 #[test]
 fn strict_policy_refuses_an_answer_to_a_question_not_yet_issued() {
-    let strict = engine().policy(AnswerPolicy::Strict);
-    let two = |r: Round| -> Result<Value, Flow> {
+    let strict = engine().with_policy(AnswerPolicy::Strict);
+    let two = |r: Round| -> Result<mrtr::ToolResult, Flow> {
         let _ = r.elicit("first", Form::confirm("First?"))?;
         let _ = r.elicit("second", Form::confirm("Second?"))?;
-        Ok(tool_text("done"))
+        Ok(ToolResult::text("done"))
     };
     let r1 = irr(run(&strict, &tool("t"), T0, two));
     // Answer both at once: only "first" was issued.

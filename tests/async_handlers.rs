@@ -3,17 +3,19 @@
 //! (shown by the order of events, not by timing), and a panicking or an overdue
 //! handler gets the documented error on each carrier.
 
+use mrtr::{PromptDefinition, ResourceDefinition};
 use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use mrtr::client::{Client, ClientError, Handlers, InProcess};
-use mrtr::engine::{Confirmation, Engine, Form, prompt_text, resource_text, tool_text};
+use mrtr::engine::{Confirmation, Engine, Form};
 use mrtr::principal::Principal;
 use mrtr::seal::Keyring;
 use mrtr::service::Service;
 use mrtr::time::Timestamp;
 use mrtr::wire::{ElicitAction, ElicitResult};
+use mrtr::{PromptResult, ResourceResult, ToolResult};
 use serde_json::{Value, json};
 use tokio::sync::{Notify, oneshot};
 
@@ -67,7 +69,7 @@ async fn a_parked_async_handler_does_not_hold_up_another_flow() {
     let gate_rx = Arc::new(Mutex::new(Some(gate_rx)));
     let (ev_a, ev_b) = (events.clone(), events.clone());
     let service = empty_service()
-        .tool_async("slow", "waits for the gate", schema(), move |_round| {
+        .tool("slow", "waits for the gate", schema(), move |_round| {
             let (ev, parked, gate) = (ev_a.clone(), parked_tx.clone(), gate_rx.clone());
             async move {
                 let gate = gate.lock().unwrap().take().expect("A runs one round");
@@ -75,17 +77,17 @@ async fn a_parked_async_handler_does_not_hold_up_another_flow() {
                 let _ = parked.lock().unwrap().take().unwrap().send(());
                 gate.await.expect("the test releases the gate");
                 ev.push("A resumed");
-                Ok(tool_text("A done"))
+                Ok(ToolResult::text("A done"))
             }
         })
-        .tool_async("quick", "asks, then answers", schema(), move |round| {
+        .tool("quick", "asks, then answers", schema(), move |round| {
             let ev = ev_b.clone();
             async move {
                 ev.push(format!("B round {}", round.number()));
                 tokio::task::yield_now().await;
                 let ok = round.confirm("ok", "Go on?")?;
                 assert_eq!(ok, Confirmation::Accepted);
-                Ok(tool_text("B done"))
+                Ok(ToolResult::text("B done"))
             }
         });
     let transport = InProcess::new(service, Principal::anonymous()).fixed_clock(T0);
@@ -124,31 +126,33 @@ fn panicking(before_await: bool) -> Service {
         }
     }
     empty_service()
-        .tool_async("boom", "panics", schema(), move |_| async move {
+        .tool("boom", "panics", schema(), move |_| async move {
             maybe_yield(before_await).await;
             panic!("tool handler bug");
             #[allow(unreachable_code)] // the type of the handler's result
-            Ok(tool_text("never"))
+            Ok(ToolResult::text("never"))
         })
-        .prompt_async("boom", "panics", &[], move |_| async move {
-            maybe_yield(before_await).await;
-            panic!("prompt handler bug");
-            #[allow(unreachable_code)] // the type of the handler's result
-            Ok(prompt_text("never", "never"))
-        })
-        .resource_async(
-            "mrtr://boom",
-            "boom",
-            "panics",
-            "text/plain",
+        .prompt(
+            PromptDefinition::new("boom").description("panics"),
+            move |_| async move {
+                maybe_yield(before_await).await;
+                panic!("prompt handler bug");
+                #[allow(unreachable_code)] // the type of the handler's result
+                Ok(PromptResult::new().description("never").user_text("never"))
+            },
+        )
+        .resource(
+            ResourceDefinition::new("mrtr://boom", "boom")
+                .description("panics")
+                .mime_type("text/plain"),
             move |_| async move {
                 maybe_yield(before_await).await;
                 panic!("resource handler bug");
                 #[allow(unreachable_code)] // the type of the handler's result
-                Ok(resource_text("mrtr://boom", "text/plain", "never"))
+                Ok(ResourceResult::text("mrtr://boom", "text/plain", "never"))
             },
         )
-        .tool("fine", "works", schema(), |_| Ok(tool_text("fine")))
+        .tool("fine", "works", schema(), |_| Ok(ToolResult::text("fine")))
 }
 
 #[track_caller]
@@ -182,14 +186,14 @@ async fn a_panicking_async_handler_is_32603_on_every_carrier() {
 async fn a_handler_that_panics_before_returning_its_future_is_32603() {
     // The closure itself panics while building its future: still caught.
     let service = empty_service()
-        .tool_async("early", "panics early", schema(), |_round| {
+        .tool("early", "panics early", schema(), |_round| {
             if std::hint::black_box(true) {
                 panic!("closure bug");
             }
-            async move { Ok(mrtr::engine::tool_text("unreachable")) }
+            async move { Ok(mrtr::ToolResult::text("unreachable")) }
         })
         .tool("fine", "fine", schema(), |_| {
-            Ok(mrtr::engine::tool_text("fine"))
+            Ok(mrtr::ToolResult::text("fine"))
         });
     let client = client(InProcess::new(service, Principal::anonymous()), json!({}));
     assert_internal_error(client.call_tool("early", json!({})).await);
@@ -226,7 +230,7 @@ impl Overdue {
     fn service(&self) -> Service {
         let (t, p) = (self.clone(), self.clone());
         empty_service()
-            .tool_async(
+            .tool(
                 "charge",
                 "charges once, then confirms",
                 schema(),
@@ -243,19 +247,22 @@ impl Overdue {
                         if round.confirm("keep", format!("Keep charge #{n}?"))?
                             != Confirmation::Accepted
                         {
-                            return Ok(tool_text("Dropped."));
+                            return Ok(ToolResult::text("Dropped."));
                         }
-                        Ok(tool_text(format!("Kept charge #{n}.")))
+                        Ok(ToolResult::text(format!("Kept charge #{n}.")))
                     }
                 },
             )
-            .prompt_async("slow", "stalls", &[], move |_| {
-                let o = p.clone();
-                async move {
-                    o.stall_point().await;
-                    Ok(prompt_text("slow", "done"))
-                }
-            })
+            .prompt(
+                PromptDefinition::new("slow").description("stalls"),
+                move |_| {
+                    let o = p.clone();
+                    async move {
+                        o.stall_point().await;
+                        Ok(PromptResult::new().description("slow").user_text("done"))
+                    }
+                },
+            )
     }
 
     fn transport(&self) -> InProcess {
@@ -317,22 +324,32 @@ async fn sync_and_async_handlers_side_by_side() {
         .tool("sync_greet", "sync", schema(), move |round| {
             let f = round.elicit("name", name_form())?;
             let name = f.accepted().and_then(|f| f.str("name")).unwrap_or("you");
-            Ok(tool_text(format!("sync: Hello, {name}!")))
+            Ok(ToolResult::text(format!("sync: Hello, {name}!")))
         })
-        .tool_async("async_greet", "async", schema(), move |round| async move {
+        .tool("async_greet", "async", schema(), move |round| async move {
             tokio::task::yield_now().await;
             let f = round.elicit("name", name_form())?;
             tokio::task::yield_now().await;
             let name = f.accepted().and_then(|f| f.str("name")).unwrap_or("you");
-            Ok(tool_text(format!("async: Hello, {name}!")))
+            Ok(ToolResult::text(format!("async: Hello, {name}!")))
         })
-        .prompt("sync_prompt", "sync", &[], |_| {
-            Ok(prompt_text("p", "sync prompt"))
-        })
-        .prompt_async("async_prompt", "async", &[], |_| async {
-            tokio::task::yield_now().await;
-            Ok(prompt_text("p", "async prompt"))
-        });
+        .prompt(
+            PromptDefinition::new("sync_prompt").description("sync"),
+            |_| {
+                Ok(PromptResult::new()
+                    .description("p")
+                    .user_text("sync prompt"))
+            },
+        )
+        .prompt(
+            PromptDefinition::new("async_prompt").description("async"),
+            |_| async {
+                tokio::task::yield_now().await;
+                Ok(PromptResult::new()
+                    .description("p")
+                    .user_text("async prompt"))
+            },
+        );
     let client = client(
         InProcess::new(service, Principal::subject("alice")).fixed_clock(T0),
         json!({"name": "Ada"}),

@@ -11,8 +11,9 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
+use mrtr::ToolResult;
 use mrtr::client::{Client, ClientError, Handlers, HttpTransport, TransportError};
-use mrtr::engine::{Elicited, Engine, Form, tool_text};
+use mrtr::engine::{Elicited, Engine, Form};
 use mrtr::server::http::{Anonymous, HttpOptions, mcp_router};
 use mrtr::wire::{ElicitAction, ElicitResult};
 use mrtr::{Keyring, Service};
@@ -98,11 +99,11 @@ fn service() -> Service {
         "Asks your name, then greets you.",
         json!({"type": "object"}),
         |round| match round.elicit("name", Form::new("Your name?").string("name", "Name"))? {
-            Elicited::Accepted(f) => Ok(tool_text(format!(
+            Elicited::Accepted(f) => Ok(ToolResult::text(format!(
                 "Hello, {}!",
                 f.str("name").unwrap_or("you")
             ))),
-            _ => Ok(tool_text("Hello!")),
+            _ => Ok(ToolResult::text("Hello!")),
         },
     )
 }

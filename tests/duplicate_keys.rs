@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use common::*;
-use mrtr::engine::tool_text;
+use mrtr::ToolResult;
 use mrtr::service::Service;
 use serde_json::{Value, json};
 
@@ -19,11 +19,11 @@ fn counting() -> (Service, Arc<AtomicU64>) {
     let counter = Arc::clone(&runs);
     let service = Service::new(engine(), "dup", "0")
         .tool("safe", "does nothing", json!({"type": "object"}), |_| {
-            Ok(tool_text("safe"))
+            Ok(ToolResult::text("safe"))
         })
         .tool("count", "counts", json!({"type": "object"}), move |_| {
             counter.fetch_add(1, Ordering::SeqCst);
-            Ok(tool_text("counted"))
+            Ok(ToolResult::text("counted"))
         });
     (service, runs)
 }
@@ -33,7 +33,7 @@ const META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-0
 fn send(service: &Service, body: &str) -> (u16, Value) {
     let reply = service.handle_sync(body.as_bytes(), &ctx(T0));
     let v = serde_json::from_str(reply.body.as_deref().expect("a reply body")).unwrap();
-    (reply.http_status, v)
+    (mrtr::streamable_http::reply_status(&reply), v)
 }
 
 #[test]

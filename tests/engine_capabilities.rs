@@ -4,17 +4,16 @@
 
 mod common;
 
+use mrtr::{PromptDefinition, ResourceDefinition};
 use std::cell::RefCell;
 
 use common::*;
-use mrtr::engine::{
-    Elicited, Engine, Flow, Form, Outcome, RootsAsk, Round, Sampling, UrlVisit, prompt_text,
-    tool_text,
-};
+use mrtr::engine::{Elicited, Engine, Flow, Form, Outcome, RootsAsk, Round, Sampling, UrlVisit};
 use mrtr::service::Service;
 use mrtr::streamable_http::error_status;
 use mrtr::wire::CarrierMethod;
 use mrtr::wire::{CreateMessageParams, InputRequests, InputRequiredResult};
+use mrtr::{PromptResult, ToolResult};
 use serde_json::{Value, json};
 
 fn name_form() -> Form {
@@ -22,14 +21,14 @@ fn name_form() -> Form {
 }
 
 /// Asks a form, a sampling call and the roots, all required, in one batch.
-fn batch(r: Round) -> Result<Value, Flow> {
+fn batch(r: Round) -> Result<mrtr::ToolResult, Flow> {
     let a = r.elicit("user_name", name_form());
     let b = r.sample("greeting", Sampling::prompt("Say hello.", 50));
     let c = r.roots("client_roots", RootsAsk::new());
     let _ = a?;
     b?;
     c?;
-    Ok(tool_text("done"))
+    Ok(ToolResult::text("done"))
 }
 
 #[track_caller]
@@ -54,9 +53,9 @@ fn assert_missing(o: Outcome, expected: Value) {
 #[test]
 fn a_required_elicitation_without_the_capability_is_32021_in_the_spec_shape() {
     let e = engine();
-    let handler = |r: Round| -> Result<Value, Flow> {
+    let handler = |r: Round| -> Result<mrtr::ToolResult, Flow> {
         let _ = r.elicit("user_name", name_form())?;
-        Ok(tool_text("hi"))
+        Ok(ToolResult::text("hi"))
     };
     let o = run(&e, &tool("t").caps(json!({})), T0, handler);
     let err = protocol(o.clone());
@@ -98,20 +97,20 @@ fn missing_capabilities_are_merged_across_the_asks_of_one_run() {
 #[test]
 fn sub_capabilities_are_named_exactly() {
     let e = engine();
-    let url = |r: Round| -> Result<Value, Flow> {
+    let url = |r: Round| -> Result<mrtr::ToolResult, Flow> {
         let _ = r.visit(
             "sign_in",
             UrlVisit::new("Sign in", "https://auth.example/x"),
         )?;
-        Ok(tool_text("ok"))
+        Ok(ToolResult::text("ok"))
     };
     assert_missing(
         run(&e, &tool("t").caps(json!({"elicitation": {}})), T0, url),
         json!({"elicitation": {"url": {}}}),
     );
-    let form = |r: Round| -> Result<Value, Flow> {
+    let form = |r: Round| -> Result<mrtr::ToolResult, Flow> {
         let _ = r.elicit("f", name_form())?;
-        Ok(tool_text("ok"))
+        Ok(ToolResult::text("ok"))
     };
     assert_missing(
         run(
@@ -128,12 +127,12 @@ fn sub_capabilities_are_named_exactly() {
         T0,
         form,
     ));
-    let with_tools = |r: Round| -> Result<Value, Flow> {
+    let with_tools = |r: Round| -> Result<mrtr::ToolResult, Flow> {
         let s = Sampling::prompt("Weather?", 100).tools(vec![
             json!({"name": "get_weather", "inputSchema": {"type": "object"}}),
         ]);
         r.sample("s", s)?;
-        Ok(tool_text("ok"))
+        Ok(ToolResult::text("ok"))
     };
     assert_missing(
         run(&e, &tool("t").caps(json!({"sampling": {}})), T0, with_tools),
@@ -145,11 +144,11 @@ fn sub_capabilities_are_named_exactly() {
         T0,
         with_tools,
     ));
-    let with_context = |r: Round| -> Result<Value, Flow> {
+    let with_context = |r: Round| -> Result<mrtr::ToolResult, Flow> {
         let mut p = CreateMessageParams::user_text("Summarize", 100);
         p.include_context = Some("thisServer".into());
         r.sample("s", Sampling::from_params(p))?;
-        Ok(tool_text("ok"))
+        Ok(ToolResult::text("ok"))
     };
     assert_missing(
         run(
@@ -165,12 +164,12 @@ fn sub_capabilities_are_named_exactly() {
 #[test]
 fn a_form_and_a_url_ask_without_elicitation_name_both_modes() {
     let e = engine();
-    let both = |r: Round| -> Result<Value, Flow> {
+    let both = |r: Round| -> Result<mrtr::ToolResult, Flow> {
         let a = r.elicit("f", name_form());
         let b = r.visit("u", UrlVisit::new("Sign in", "https://auth.example/x"));
         let _ = a?;
         let _ = b?;
-        Ok(tool_text("ok"))
+        Ok(ToolResult::text("ok"))
     };
     let err = protocol(run(&e, &tool("t").caps(json!({"sampling": {}})), T0, both));
     assert_eq!(
@@ -186,10 +185,10 @@ fn a_form_and_a_url_ask_without_elicitation_name_both_modes() {
 #[test]
 fn the_gate_reads_the_capabilities_of_the_current_request_only() {
     let e = engine();
-    let handler = |r: Round| -> Result<Value, Flow> {
+    let handler = |r: Round| -> Result<mrtr::ToolResult, Flow> {
         let _ = r.elicit("a", name_form())?;
         let _ = r.elicit("b", Form::confirm("Sure?"))?;
-        Ok(tool_text("ok"))
+        Ok(ToolResult::text("ok"))
     };
     let r1 = irr(run(&e, &tool("t"), T0, handler));
     let r2 = irr(run(
@@ -216,7 +215,7 @@ fn the_gate_reads_the_capabilities_of_the_current_request_only() {
 fn an_optional_ask_the_client_cannot_serve_is_dropped_and_never_sent() {
     let e = engine();
     let seen = RefCell::new(Vec::new());
-    let handler = |r: Round| -> Result<Value, Flow> {
+    let handler = |r: Round| -> Result<mrtr::ToolResult, Flow> {
         let form = r.elicit("user_name", name_form().optional());
         let roots = r.roots("roots", RootsAsk::new().optional());
         let sampled = r.sample(
@@ -225,7 +224,9 @@ fn an_optional_ask_the_client_cannot_serve_is_dropped_and_never_sent() {
         );
         let (form, roots, sampled) = (form?, roots?, sampled?);
         seen.borrow_mut().push((form, roots.is_none()));
-        Ok(tool_text(sampled.map(|m| m.text()).unwrap_or_default()))
+        Ok(ToolResult::text(
+            sampled.map(|m| m.text()).unwrap_or_default(),
+        ))
     };
     let caps = json!({"sampling": {}});
     let r1 = irr(run(&e, &tool("t").caps(caps.clone()), T0, handler));
@@ -244,14 +245,14 @@ fn an_optional_ask_the_client_cannot_serve_is_dropped_and_never_sent() {
 #[test]
 fn optional_asks_are_sent_when_declared() {
     let e = engine();
-    let handler = |r: Round| -> Result<Value, Flow> {
+    let handler = |r: Round| -> Result<mrtr::ToolResult, Flow> {
         let a = r.elicit("f", name_form().optional());
         let b = r.roots("r", RootsAsk::new().optional());
         let c = r.sample("s", Sampling::prompt("hi", 5).optional());
         let _ = a?;
         b?;
         c?;
-        Ok(tool_text("ok"))
+        Ok(ToolResult::text("ok"))
     };
     assert_eq!(
         keys(&irr(run(&e, &tool("t"), T0, handler))),
@@ -259,33 +260,41 @@ fn optional_asks_are_sent_when_declared() {
     );
     // Nothing declared and everything optional: the handler goes on without asking.
     let seen = RefCell::new(None);
-    let all_optional = |r: Round| -> Result<Value, Flow> {
+    let all_optional = |r: Round| -> Result<mrtr::ToolResult, Flow> {
         let a = r.elicit("f", name_form().optional())?;
         let b = r.roots("r", RootsAsk::new().optional())?;
         let c = r.sample("s", Sampling::prompt("hi", 5).optional())?;
         *seen.borrow_mut() = Some((a, b.is_none(), c.is_none()));
-        Ok(tool_text("went on"))
+        Ok(ToolResult::text("went on"))
     };
     complete(run(&e, &tool("t").caps(json!({})), T0, all_optional));
     assert_eq!(*seen.borrow(), Some((Elicited::Unavailable, true, true)));
 }
 
-fn always_asks(r: Round) -> Result<Value, Flow> {
+fn always_asks(r: Round) -> Result<mrtr::ToolResult, Flow> {
     let _ = r.elicit("user_name", name_form())?;
-    Ok(tool_text("hi"))
+    Ok(ToolResult::text("hi"))
 }
 
 fn asking_service() -> Service {
     Service::new(engine(), "caps", "0")
         .tool("ask", "always asks", json!({"type": "object"}), always_asks)
-        .prompt("ask", "always asks", &[], |r| {
-            always_asks(r)?;
-            Ok(prompt_text("p", "t"))
-        })
-        .resource("mrtr://ask", "ask", "always asks", "text/plain", |r| {
-            always_asks(r)?;
-            Ok(mrtr::engine::resource_text("mrtr://ask", "text/plain", "t"))
-        })
+        .prompt(
+            PromptDefinition::new("ask").description("always asks"),
+            |r| {
+                always_asks(r)?;
+                Ok(PromptResult::new().description("p").user_text("t"))
+            },
+        )
+        .resource(
+            ResourceDefinition::new("mrtr://ask", "ask")
+                .description("always asks")
+                .mime_type("text/plain"),
+            |r| {
+                always_asks(r)?;
+                Ok(mrtr::ResourceResult::text("mrtr://ask", "text/plain", "t"))
+            },
+        )
 }
 
 #[test]
@@ -371,7 +380,7 @@ fn the_capability_error_goes_out_as_json_rpc_through_the_service() {
         let mut p = params;
         p["_meta"] = meta(&json!({"sampling": {}}));
         let reply = s.handle_sync(&rpc(9, method, p), &ctx(T0));
-        assert_eq!(reply.http_status, 400);
+        assert_eq!(mrtr::streamable_http::reply_status(&reply), 400);
         let v: Value = serde_json::from_str(reply.body.as_deref().unwrap()).unwrap();
         assert_eq!(v["id"], 9);
         assert_eq!(v["error"]["code"], -32021, "{method}: {v}");
@@ -395,14 +404,14 @@ fn an_answer_in_hand_needs_no_capability_but_a_question_to_send_does() {
     // The gate restricts what is *sent* (MRTR Server Requirement 7). A retry whose
     // capabilities no longer list elicitation still resumes from the answer it carries.
     let e = engine();
-    let handler = |r: Round| -> Result<Value, Flow> {
+    let handler = |r: Round| -> Result<mrtr::ToolResult, Flow> {
         let name = r.elicit("user_name", name_form())?;
         let color = r.elicit(
             "color",
             Form::new("Favourite colour?").string("color", "Colour"),
         )?;
         let get = |x: &Elicited, k: &str| x.accepted().and_then(|f| f.str(k).map(str::to_owned));
-        Ok(tool_text(format!(
+        Ok(ToolResult::text(format!(
             "{:?} {:?}",
             get(&name, "name"),
             get(&color, "color")

@@ -188,7 +188,7 @@ fn deploy_confirm_then_act_happens_exactly_once() {
 
 #[test]
 fn max_rounds_turns_a_further_round_into_a_tool_error() {
-    let s = LocalServer::on(engine().max_rounds(1));
+    let s = LocalServer::on(engine().with_max_rounds(1));
     // plan_trip: round 1 asks the kind; answering it would need a second IRR.
     let first = tool_call(1, "plan_trip", None);
     let state = state_of(&s.call(&first, 200));

@@ -36,7 +36,7 @@ fn deployed() -> u64 {
 /// Builds the README's service.
 fn readme_service(engine: Engine) -> Service {
     // README BEGIN
-    let service = Service::new(engine, "example", "1.0.0").tool_async(
+    let service = Service::new(engine, "example", "1.0.0").tool(
         "deploy",
         "Deploys a service after the user confirms.",
         json!({"type": "object", "properties": {"service": {"type": "string"}}, "required": ["service"]}),
@@ -154,7 +154,7 @@ fn an_accept_sent_before_the_question_was_asked_is_asked_anyway() {
 }
 
 /// A two-step flow: a form first, then a confirmation.
-fn name_then_confirm(r: mrtr::Round) -> Result<Value, mrtr::Flow> {
+fn name_then_confirm(r: mrtr::Round) -> Result<mrtr::ToolResult, mrtr::Flow> {
     let name = r.elicit("name", mrtr::Form::new("Name?").string("name", "Name"))?;
     let name = name
         .accepted()
@@ -162,8 +162,8 @@ fn name_then_confirm(r: mrtr::Round) -> Result<Value, mrtr::Flow> {
         .unwrap_or("?")
         .to_owned();
     match r.confirm("confirm", format!("Create {name}?"))? {
-        Confirmation::Accepted => Ok(mrtr::engine::tool_text(format!("created {name}"))),
-        _ => Ok(mrtr::engine::tool_text("not created")),
+        Confirmation::Accepted => Ok(mrtr::ToolResult::text(format!("created {name}"))),
+        _ => Ok(mrtr::ToolResult::text("not created")),
     }
 }
 

@@ -13,7 +13,6 @@
 
 mod common;
 
-use std::cell::Cell;
 use std::future::Future;
 use std::net::IpAddr;
 use std::pin::Pin;
@@ -22,11 +21,12 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use common::*;
-use mrtr::engine::{Elicited, Engine, Flow, Form, Outcome, Round, prompt_text, tool_text};
+use mrtr::engine::{Elicited, Engine, Flow, Form, Outcome, Round};
 use mrtr::error::code;
 use mrtr::principal::Principal;
 use mrtr::replay::{BoxFuture, Claim, ClaimOutcome, MemoryReplayGuard, ReplayGuard};
 use mrtr::seal::{SealConfig, UntrustedState};
+use mrtr::{PromptResult, ToolResult};
 use serde_json::{Value, json};
 
 /// How the scripted guard answers.
@@ -87,34 +87,34 @@ impl Future for YieldOnce {
 }
 
 fn with_guard(guard: Arc<dyn ReplayGuard>) -> Engine {
-    engine().replay_guard(guard)
+    engine().with_replay_guard(guard)
 }
 
 /// Confirm, then deploy inside a synchronous `once`; `runs` counts the deployments.
-fn deploy_sync(runs: &Cell<u32>) -> impl Fn(Round) -> Result<Value, Flow> + '_ {
+fn deploy_sync(runs: &Counter) -> impl Fn(Round) -> Result<mrtr::ToolResult, Flow> + '_ {
     move |r: Round| deploy_on(&r, runs)
 }
 
 /// The body of [`deploy_sync`], on a borrowed round.
-fn deploy_on(r: &Round, runs: &Cell<u32>) -> Result<Value, Flow> {
+fn deploy_on(r: &Round, runs: &Counter) -> Result<mrtr::ToolResult, Flow> {
     match r.elicit("confirm", Form::confirm("Deploy?"))? {
         Elicited::Accepted(f) if f.bool("confirm") == Some(true) => {
             let n: u32 = r.once("deploy", || {
                 runs.set(runs.get() + 1);
                 Ok(runs.get())
             })?;
-            Ok(tool_text(format!("deployment #{n}")))
+            Ok(ToolResult::text(format!("deployment #{n}")))
         }
-        _ => Ok(tool_text("not deployed")),
+        _ => Ok(ToolResult::text("not deployed")),
     }
 }
 
 /// The same handler with `once_async`, run to completion on a current-thread runtime.
-fn run_async(e: &Engine, req: &Req, now: mrtr::Timestamp, runs: &Cell<u32>) -> Outcome {
+fn run_async(e: &Engine, req: &Req, now: mrtr::Timestamp, runs: &Counter) -> Outcome {
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
-    rt.block_on(e.run_async(
+    rt.block_on(e.run_until::<ToolResult, _, _, _, _>(
         req.build(),
         &Principal::anonymous(),
         now,
@@ -127,18 +127,20 @@ fn run_async(e: &Engine, req: &Req, now: mrtr::Timestamp, runs: &Cell<u32>) -> O
                             Ok(runs.get())
                         })
                         .await?;
-                    Ok(tool_text(format!("deployment #{n}")))
+                    Ok(ToolResult::text(format!("deployment #{n}")))
                 }
-                _ => Ok(tool_text("not deployed")),
+                _ => Ok(ToolResult::text("not deployed")),
             }
         },
+        std::future::pending(),
     ))
+    .into_json()
 }
 
 /// The two rounds of the deploy flow: round 1 (no state, nothing claimed) and the
 /// final round that confirms.
 fn final_round(e: &Engine) -> Req {
-    let never = Cell::new(0);
+    let never = Counter::new(0);
     let r1 = irr(run(e, &tool("deploy"), T0, deploy_sync(&never)));
     tool("deploy").reply(&r1, json!({"confirm": accept(json!({"confirm": true}))}))
 }
@@ -150,7 +152,7 @@ enum Once {
 }
 
 /// Runs the final round once with the handler of `kind`.
-fn finish(e: &Engine, kind: Once, runs: &Cell<u32>) -> Outcome {
+fn finish(e: &Engine, kind: Once, runs: &Counter) -> Outcome {
     let last = final_round(e);
     match kind {
         Once::Sync => run(e, &last, T0.add_secs(5), deploy_sync(runs)),
@@ -162,7 +164,7 @@ fn finish(e: &Engine, kind: Once, runs: &Cell<u32>) -> Outcome {
 fn claimed_runs_the_step_once() {
     for kind in [Once::Sync, Once::Async] {
         let guard = Scripted::new(Answer::Now(ClaimOutcome::Claimed));
-        let runs = Cell::new(0);
+        let runs = Counter::new(0);
         let done = complete(finish(&with_guard(guard.clone()), kind, &runs));
         assert_eq!(text(&done), "deployment #1", "{kind:?}");
         assert_eq!(runs.get(), 1, "{kind:?}");
@@ -178,7 +180,7 @@ fn claimed_runs_the_step_once() {
 fn already_claimed_is_a_tool_error_and_the_step_does_not_run() {
     for kind in [Once::Sync, Once::Async] {
         let guard = Scripted::new(Answer::Now(ClaimOutcome::AlreadyClaimed));
-        let runs = Cell::new(0);
+        let runs = Counter::new(0);
         let (result, error) = tool_error(finish(&with_guard(guard), kind, &runs));
         assert_eq!(runs.get(), 0, "{kind:?}: the step did not run");
         let t = text(&result);
@@ -197,7 +199,7 @@ fn already_claimed_is_a_tool_error_and_the_step_does_not_run() {
 fn unavailable_is_a_retryable_tool_error_and_the_step_does_not_run() {
     for kind in [Once::Sync, Once::Async] {
         let guard = Scripted::new(Answer::Now(ClaimOutcome::Unavailable));
-        let runs = Cell::new(0);
+        let runs = Counter::new(0);
         let (result, error) = tool_error(finish(&with_guard(guard), kind, &runs));
         assert_eq!(runs.get(), 0, "{kind:?}: never run on a guess");
         let t = text(&result);
@@ -217,14 +219,16 @@ fn unavailable_is_a_retryable_tool_error_and_the_step_does_not_run() {
 #[test]
 fn unavailable_is_internal_error_on_a_carrier_without_is_error() {
     let e = with_guard(Scripted::new(Answer::Now(ClaimOutcome::Unavailable)));
-    let runs = Cell::new(0);
-    let handler = |r: Round| -> Result<Value, Flow> {
+    let runs = Counter::new(0);
+    let handler = |r: Round| -> Result<mrtr::PromptResult, Flow> {
         let _ = r.elicit("confirm", Form::confirm("Render?"))?;
         let n: u32 = r.once("render", || {
             runs.set(runs.get() + 1);
             Ok(1)
         })?;
-        Ok(prompt_text("p", format!("render #{n}")))
+        Ok(PromptResult::new()
+            .description("p")
+            .user_text(format!("render #{n}")))
     };
     let r1 = irr(run(&e, &prompt("p"), T0, handler));
     let last = prompt("p").reply(&r1, json!({"confirm": accept(json!({"confirm": true}))}));
@@ -239,7 +243,7 @@ fn a_pending_claim_is_unavailable_to_the_synchronous_once() {
     // fails closed rather than block or guess.
     for answer in [Answer::Pending, Answer::AfterYield(ClaimOutcome::Claimed)] {
         let guard = Scripted::new(answer);
-        let runs = Cell::new(0);
+        let runs = Counter::new(0);
         let (result, error) = tool_error(finish(&with_guard(guard.clone()), Once::Sync, &runs));
         assert_eq!(runs.get(), 0, "{answer:?}");
         assert!(text(&result).contains("could not record this step"));
@@ -255,7 +259,7 @@ fn once_async_awaits_a_claim_that_is_not_ready_at_once() {
         (ClaimOutcome::AlreadyClaimed, 0),
     ] {
         let guard = Scripted::new(Answer::AfterYield(outcome));
-        let runs = Cell::new(0);
+        let runs = Counter::new(0);
         let o = finish(&with_guard(guard), Once::Async, &runs);
         assert_eq!(runs.get(), deployed, "{outcome:?}");
         match outcome {
@@ -276,12 +280,12 @@ fn the_claim_holds_until_the_flow_deadline_plus_twice_the_skew() {
         .clock_skew(Duration::from_secs(5));
     let guard = Scripted::new(Answer::Now(ClaimOutcome::Claimed));
     let e = with_guard(guard.clone()).with_seal_config(config);
-    let never = Cell::new(0);
+    let never = Counter::new(0);
     let r1 = irr(run(&e, &tool("deploy"), T0, deploy_sync(&never)));
     let token = r1.request_state().unwrap().to_owned();
     let sealed = e.sealer().inspect(&UntrustedState::new(token)).unwrap();
     let last = tool("deploy").reply(&r1, json!({"confirm": accept(json!({"confirm": true}))}));
-    let runs = Cell::new(0);
+    let runs = Counter::new(0);
     complete(run(&e, &last, T0.add_secs(7), deploy_sync(&runs)));
 
     let claims = guard.claims();
@@ -308,7 +312,7 @@ fn the_claim_holds_until_the_flow_deadline_plus_twice_the_skew() {
 fn claims_name_the_flow_and_a_digest_of_the_principal() {
     let guard = Scripted::new(Answer::Now(ClaimOutcome::Claimed));
     let e = with_guard(guard.clone());
-    let runs = Cell::new(0);
+    let runs = Counter::new(0);
     for who in ["alice", "alice", "bob"] {
         let principal = Principal::subject(who);
         let r1 = irr(e.run(tool("deploy").build(), &principal, T0, deploy_sync(&runs)));
@@ -331,28 +335,28 @@ fn a_first_round_and_a_sealed_result_claim_nothing() {
     // sealed result without a claim.
     let guard = Scripted::new(Answer::Now(ClaimOutcome::AlreadyClaimed));
     let e = with_guard(guard.clone());
-    let runs = Cell::new(0);
-    let first = |r: Round| -> Result<Value, Flow> {
+    let runs = Counter::new(0);
+    let first = |r: Round| -> Result<mrtr::ToolResult, Flow> {
         let n: u32 = r.once("log", || {
             runs.set(runs.get() + 1);
             Ok(runs.get())
         })?;
-        Ok(tool_text(format!("logged #{n}")))
+        Ok(ToolResult::text(format!("logged #{n}")))
     };
     assert_eq!(text(&complete(run(&e, &tool("t"), T0, first))), "logged #1");
     assert!(guard.claims().is_empty());
 
     let guard = Scripted::new(Answer::Now(ClaimOutcome::Claimed));
     let e = with_guard(guard.clone());
-    let runs = Cell::new(0);
-    let handler = |r: Round| -> Result<Value, Flow> {
+    let runs = Counter::new(0);
+    let handler = |r: Round| -> Result<mrtr::ToolResult, Flow> {
         let _ = r.elicit("a", Form::confirm("A?"))?;
         let n: u32 = r.once("step", || {
             runs.set(runs.get() + 1);
             Ok(runs.get())
         })?;
         let _ = r.elicit("b", Form::confirm("B?"))?;
-        Ok(tool_text(format!("step #{n}")))
+        Ok(ToolResult::text(format!("step #{n}")))
     };
     let yes = json!({"confirm": true});
     let r1 = irr(run(&e, &tool("t"), T0, handler));
@@ -378,7 +382,7 @@ fn a_first_round_and_a_sealed_result_claim_nothing() {
 fn a_memory_guard_refuses_a_flow_sealed_before_it_started() {
     // What a restart looks like to the engine: the same keys, a new guard that
     // started after round 1 was sealed. The final round is refused, not re-run.
-    let runs = Cell::new(0);
+    let runs = Counter::new(0);
     let before = with_guard(Arc::new(MemoryReplayGuard::new(T0)));
     let last = final_round(&before);
     complete(run(&before, &last, T0.add_secs(5), deploy_sync(&runs)));
@@ -408,7 +412,7 @@ fn a_sibling_state_of_the_flow_cannot_run_the_step_again() {
         .unwrap()
         .clock_skew(Duration::from_secs(5));
     let e = with_guard(Arc::new(MemoryReplayGuard::new(T0))).with_seal_config(config);
-    let runs = Cell::new(0);
+    let runs = Counter::new(0);
     let r1 = irr(run(&e, &tool("deploy"), T0, deploy_sync(&runs)));
     let sibling = irr(run(
         &e,
@@ -485,7 +489,7 @@ fn two_clocks(flow_lifetime: u64) {
     let b = with_guard(store.clone()).with_seal_config(config);
     // Real time r: A's clock reads T0 + r, B's T0 + r - 3.
     let (at_a, at_b) = (|r: u64| T0.add_secs(r), |r: u64| T0.add_secs(r).sub_secs(3));
-    let runs = Cell::new(0);
+    let runs = Counter::new(0);
     store.set_real(0);
     let r1 = irr(run(&a, &tool("deploy"), at_a(0), deploy_sync(&runs)));
     let last = tool("deploy").reply(&r1, json!({"confirm": accept(json!({"confirm": true}))}));
@@ -528,20 +532,21 @@ fn the_second_skew_covers_a_lagging_instance_at_the_flow_deadline() {
 }
 
 /// One round of the deploy flow as an anonymous caller at `peer`.
-fn run_from(e: &Engine, req: &Req, now: mrtr::Timestamp, peer: &str, runs: &Cell<u32>) -> Outcome {
+fn run_from(e: &Engine, req: &Req, now: mrtr::Timestamp, peer: &str, runs: &Counter) -> Outcome {
     let peer: IpAddr = peer.parse().unwrap();
-    match e.begin_from(req.build(), &Principal::anonymous(), Some(peer), now) {
-        Ok(round) => {
-            let result = deploy_on(&round, runs);
-            round.finish(result)
-        }
-        Err(err) => Outcome::from_error(Some(req.method), err),
-    }
+    e.run_from(
+        req.build(),
+        &Principal::anonymous(),
+        Some(peer),
+        now,
+        |round| deploy_on(&round, runs),
+    )
+    .into_json()
 }
 
 /// A whole deploy flow from `peer`: true if it deployed, false if its `once`
 /// step was refused because the guard would not take the claim.
-fn deploy_from(e: &Engine, peer: &str, runs: &Cell<u32>) -> bool {
+fn deploy_from(e: &Engine, peer: &str, runs: &Counter) -> bool {
     let r1 = irr(run_from(e, &tool("deploy"), T0, peer, runs));
     let last = tool("deploy").reply(&r1, json!({"confirm": accept(json!({"confirm": true}))}));
     match run_from(e, &last, T0.add_secs(1), peer, runs) {
@@ -564,7 +569,7 @@ fn one_anonymous_peer_fills_its_own_quota_not_everyone_elses() {
         .max_claims(300)
         .max_claims_per_principal(3);
     let e = with_guard(Arc::new(guard));
-    let runs = Cell::new(0);
+    let runs = Counter::new(0);
     for _ in 0..3 {
         assert!(deploy_from(&e, "203.0.113.7", &runs));
     }
@@ -597,7 +602,7 @@ fn the_transport_peer_reaches_the_quota_through_the_service() {
     // RequestContext::peer, as the HTTP transport sets it: two anonymous callers
     // with a quota of one claim each.
     let guard = MemoryReplayGuard::new(T0).max_claims_per_principal(1);
-    let (s, deployments) = reference(engine().replay_guard(Arc::new(guard)));
+    let (s, deployments) = reference(engine().with_replay_guard(Arc::new(guard)));
     let from = |peer: &str, id: u64, body: &Value, now: mrtr::Timestamp| -> Value {
         let c = mrtr::service::RequestContext {
             peer: Some(peer.parse().unwrap()),

@@ -12,19 +12,19 @@
 
 mod server_support;
 
-use std::cell::Cell;
 use std::io::Write;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use mrtr::engine::{Elicited, Engine, Form, Outcome, Round, tool_text};
+use mrtr::ToolResult;
+use mrtr::engine::{Elicited, Engine, Form, Outcome, Round};
 use mrtr::principal::Principal;
 use mrtr::replay::{Claim, ClaimOutcome, PrincipalKey, RedisReplayGuard, ReplayGuard, StoreCheck};
 use mrtr::time::Timestamp;
 use redis::aio::MultiplexedConnection;
 use serde_json::json;
-use server_support::common::{Req, accept, complete, engine, irr, text, tool, tool_error};
+use server_support::common::{Counter, Req, accept, complete, engine, irr, text, tool, tool_error};
 use server_support::{Server, confirm_answer, retry, state_of, tool_call, tool_error_text};
 
 /// The Redis under test, or `None` (with a line saying so) when none was given.
@@ -203,7 +203,7 @@ fn keys_are_prefixed_hashed_and_expire() {
 }
 
 /// A confirm-then-deploy handler with `once_async`; `runs` counts deployments.
-async fn deploy(r: Round, runs: &Cell<u32>) -> Result<serde_json::Value, mrtr::Flow> {
+async fn deploy(r: Round, runs: &Counter) -> Result<ToolResult, mrtr::Flow> {
     match r.elicit("confirm", Form::confirm("Deploy?"))? {
         Elicited::Accepted(f) if f.bool("confirm") == Some(true) => {
             let n: u32 = r
@@ -212,17 +212,23 @@ async fn deploy(r: Round, runs: &Cell<u32>) -> Result<serde_json::Value, mrtr::F
                     Ok(runs.get())
                 })
                 .await?;
-            Ok(tool_text(format!("deployment #{n}")))
+            Ok(ToolResult::text(format!("deployment #{n}")))
         }
-        _ => Ok(tool_text("not deployed")),
+        _ => Ok(ToolResult::text("not deployed")),
     }
 }
 
-fn run(rt: &tokio::runtime::Runtime, e: &Engine, req: &Req, runs: &Cell<u32>) -> Outcome {
+fn run(rt: &tokio::runtime::Runtime, e: &Engine, req: &Req, runs: &Counter) -> Outcome {
     let now = Timestamp::now();
-    rt.block_on(e.run_async(req.build(), &Principal::anonymous(), now, |r| {
-        deploy(r, runs)
-    }))
+    let anonymous = Principal::anonymous();
+    let run = e.run_until::<ToolResult, _, _, _, _>(
+        req.build(),
+        &anonymous,
+        now,
+        |r| deploy(r, runs),
+        std::future::pending(),
+    );
+    rt.block_on(run).into_json()
 }
 
 #[test]
@@ -235,9 +241,9 @@ fn a_fleet_sharing_redis_deploys_once() {
         Arc::new(RedisReplayGuard::new(url, &audience).unwrap())
     };
     // Two instances: the same keys (common::engine), each with its own guard on one Redis.
-    let a = engine().replay_guard(guard(&url));
-    let b = engine().replay_guard(guard(&url));
-    let (runs_a, runs_b) = (Cell::new(0), Cell::new(0));
+    let a = engine().with_replay_guard(guard(&url));
+    let b = engine().with_replay_guard(guard(&url));
+    let (runs_a, runs_b) = (Counter::new(0), Counter::new(0));
     // One runtime, as in a server: each guard's connection lives on it. The clock
     // is the real one, since Redis expires keys by its own.
     let rt = runtime();
@@ -519,14 +525,20 @@ fn two_instances_clocks_apart_on_redis_run_the_step_once() {
         || -> Arc<dyn ReplayGuard> { Arc::new(RedisReplayGuard::new(&url, &audience).unwrap()) };
     let a = engine()
         .with_seal_config(config.clone())
-        .replay_guard(guard());
-    let b = engine().with_seal_config(config).replay_guard(guard());
+        .with_replay_guard(guard());
+    let b = engine().with_seal_config(config).with_replay_guard(guard());
     let rt = runtime();
-    let runs = Cell::new(0);
+    let runs = Counter::new(0);
     let at = |e: &Engine, req: &Req, now: Timestamp| {
-        rt.block_on(e.run_async(req.build(), &Principal::anonymous(), now, |r| {
-            deploy(r, &runs)
-        }))
+        let anonymous = Principal::anonymous();
+        let run = e.run_until::<ToolResult, _, _, _, _>(
+            req.build(),
+            &anonymous,
+            now,
+            |r| deploy(r, &runs),
+            std::future::pending(),
+        );
+        rt.block_on(run).into_json()
     };
     // Start on a fresh second, so that real time and the whole-second clocks
     // line up: real time n0 + x s reads n0 + x on A and n0 + x - 3 on B.

@@ -32,7 +32,7 @@ fn engine() -> Engine {
         std::thread::sleep(Duration::from_millis(20));
     }
     Engine::new(Keyring::ephemeral(), "https://rmcp.test.example")
-        .replay_guard(Arc::new(MemoryReplayGuard::new(Timestamp::now())))
+        .with_replay_guard(Arc::new(MemoryReplayGuard::new(Timestamp::now())))
 }
 
 /// POSTs `body` to rmcp's `/mcp` with the MCP headers that agree with it, as
@@ -377,7 +377,8 @@ fn expiry_as_on_mrtr_serve() {
 
 #[test]
 fn an_async_handler_past_its_deadline_is_a_retryable_tool_error() {
-    let mrtr = Mrtr::new(engine(), Principals::anonymous()).handler_timeout(Duration::from_secs(2));
+    let mrtr =
+        Mrtr::new(engine(), Principals::anonymous()).with_handler_timeout(Duration::from_secs(2));
     let s = rmcp_support::start(mrtr);
     // Not ready on its first poll, done well before the deadline.
     let v = call(s.addr, &tool(1, "slow", Some(json!({"ms": 20}))));
@@ -438,7 +439,7 @@ fn core_reply(body: &str) -> (u16, Value) {
         &server_support::common::ctx(Timestamp::now()),
     );
     let v = serde_json::from_str(reply.body.as_deref().expect("a reply body")).unwrap();
-    (reply.http_status, v)
+    (mrtr::streamable_http::reply_status(&reply), v)
 }
 
 #[cfg(feature = "rmcp-http")]

@@ -328,7 +328,7 @@ async fn the_reference_fixtures_served_from_a_service_for_a_legacy_client() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_round_limit_holds_for_a_legacy_client() {
-    let engine = Engine::new(Keyring::ephemeral(), "https://rmcp.test.example").max_rounds(1);
+    let engine = Engine::new(Keyring::ephemeral(), "https://rmcp.test.example").with_max_rounds(1);
     let s = rmcp_support::start(Mrtr::new(engine, Principals::anonymous()));
     let user = User::new(all_caps());
     let asked = user.asked.clone();
@@ -514,7 +514,7 @@ async fn another_principal_can_neither_use_nor_read_nor_end_a_session() {
 async fn the_whole_flow_bound_ends_a_flow_that_keeps_asking() {
     let engine = Engine::new(Keyring::ephemeral(), "https://rmcp.test.example");
     let mrtr = Mrtr::new(engine, Principals::anonymous())
-        .legacy_flow_timeout(std::time::Duration::from_millis(800));
+        .with_legacy_flow_timeout(std::time::Duration::from_millis(800));
     let s = rmcp_support::start(mrtr);
     let mut user = User::new(all_caps());
     user.delay = std::time::Duration::from_millis(100);

@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use mrtr::engine::{Elicited, Engine, Flow, Form, Outcome, RootsAsk, Round, Sampling, tool_text};
+use mrtr::ToolResult;
+use mrtr::engine::{Elicited, Engine, Flow, Form, Outcome, RootsAsk, Round, Sampling};
 use mrtr::principal::Principal;
 use mrtr::replay::MemoryReplayGuard;
 use mrtr::seal::{SealConfig, UntrustedState};
@@ -25,20 +26,20 @@ fn inspect(engine: &Engine, token: &str) -> Value {
 }
 
 /// A tool that asks for a name, then greets.
-fn greet(r: Round) -> Result<Value, Flow> {
+fn greet(r: Round) -> Result<mrtr::ToolResult, Flow> {
     ask_name(&r)
 }
 
-fn ask_name(r: &Round) -> Result<Value, Flow> {
+fn ask_name(r: &Round) -> Result<mrtr::ToolResult, Flow> {
     match r.elicit(
         "user_name",
         Form::new("What is your name?").string("name", "Name"),
     )? {
-        Elicited::Accepted(f) => Ok(tool_text(format!(
+        Elicited::Accepted(f) => Ok(ToolResult::text(format!(
             "Hello, {}!",
             f.str("name").unwrap_or_default()
         ))),
-        _ => Ok(tool_text("No name given.")),
+        _ => Ok(ToolResult::text("No name given.")),
     }
 }
 
@@ -72,7 +73,7 @@ fn single_elicitation_round_asks_then_completes() {
 
 /// spec.md §4.2: `update_work_item` asks the resolution, then, only for a
 /// duplicate, which item it duplicates.
-fn update_work_item(r: Round) -> Result<Value, Flow> {
+fn update_work_item(r: Round) -> Result<mrtr::ToolResult, Flow> {
     let resolution = r.elicit(
         "resolution",
         Form::new("Resolving requires a resolution. How was it resolved?").one_of(
@@ -85,7 +86,7 @@ fn update_work_item(r: Round) -> Result<Value, Flow> {
         .and_then(|f| f.str("resolution"))
         .map(str::to_owned)
     else {
-        return Ok(tool_text("Work item left unchanged."));
+        return Ok(ToolResult::text("Work item left unchanged."));
     };
     if resolution == "Duplicate" {
         let dup = r.elicit(
@@ -101,11 +102,11 @@ fn update_work_item(r: Round) -> Result<Value, Flow> {
             .accepted()
             .and_then(|f| f.i64("duplicateOfId"))
             .unwrap_or_default();
-        return Ok(tool_text(format!(
+        return Ok(ToolResult::text(format!(
             "Work item 4522 resolved as Duplicate of {id}."
         )));
     }
-    Ok(tool_text(format!(
+    Ok(ToolResult::text(format!(
         "Work item 4522 resolved as {resolution}."
     )))
 }
@@ -191,7 +192,7 @@ fn round_three_cannot_replace_an_answer_sealed_in_round_two() {
     assert_eq!(text(&done), "Work item 4522 resolved as Duplicate of 7.");
 }
 
-fn three_kinds(r: Round) -> Result<Value, Flow> {
+fn three_kinds(r: Round) -> Result<mrtr::ToolResult, Flow> {
     let name = r.elicit(
         "user_name",
         Form::new("What is your name?").string("name", "Name"),
@@ -199,7 +200,7 @@ fn three_kinds(r: Round) -> Result<Value, Flow> {
     let greeting = r.sample("greeting", Sampling::prompt("Say hello.", 50));
     let roots = r.roots("client_roots", RootsAsk::new());
     let (name, greeting, roots) = (name?, greeting?, roots?);
-    Ok(tool_text(format!(
+    Ok(ToolResult::text(format!(
         "{} / {} / {}",
         name.accepted()
             .and_then(|f| f.str("name"))
@@ -273,7 +274,7 @@ struct Progress {
     note: String,
 }
 
-fn shed_load(r: Round) -> Result<Value, Flow> {
+fn shed_load(r: Round) -> Result<mrtr::ToolResult, Flow> {
     match r.data::<Progress>()? {
         None => {
             r.set_data(&Progress {
@@ -282,7 +283,10 @@ fn shed_load(r: Round) -> Result<Value, Flow> {
             })?;
             Err(Flow::StateOnly)
         }
-        Some(p) => Ok(tool_text(format!("resumed at {}% ({})", p.percent, p.note))),
+        Some(p) => Ok(ToolResult::text(format!(
+            "resumed at {}% ({})",
+            p.percent, p.note
+        ))),
     }
 }
 
@@ -305,21 +309,23 @@ fn state_only_round_carries_typed_data_and_the_retry_completes() {
     assert_eq!(text(&done), "resumed at 50% (half way)");
 }
 
-fn three_questions(r: Round) -> Result<Value, Flow> {
+fn three_questions(r: Round) -> Result<mrtr::ToolResult, Flow> {
     for k in ["q1", "q2", "q3"] {
         let _ = r.elicit(k, Form::new(format!("Question {k}?")).string("a", "Answer"))?;
     }
-    Ok(tool_text("all answered"))
+    Ok(ToolResult::text("all answered"))
 }
 
-fn three_questions_prompt(r: Round) -> Result<Value, Flow> {
+fn three_questions_prompt(r: Round) -> Result<mrtr::PromptResult, Flow> {
     three_questions(r)?;
-    Ok(mrtr::engine::prompt_text("p", "all answered"))
+    Ok(mrtr::PromptResult::new()
+        .description("p")
+        .user_text("all answered"))
 }
 
 #[test]
 fn max_rounds_turns_the_next_input_required_into_a_tool_error_on_tools_call() {
-    let e = engine().max_rounds(2);
+    let e = engine().with_max_rounds(2);
     let req = tool("quiz");
     let r1 = irr(run(&e, &req, T0, three_questions));
     let r2 = irr(run(
@@ -344,7 +350,7 @@ fn max_rounds_turns_the_next_input_required_into_a_tool_error_on_tools_call() {
 
 #[test]
 fn max_rounds_is_a_json_rpc_invalid_params_on_prompts_get() {
-    let e = engine().max_rounds(2);
+    let e = engine().with_max_rounds(2);
     let req = prompt("quiz");
     let r1 = irr(run(&e, &req, T0, three_questions_prompt));
     let r2 = irr(run(
@@ -365,7 +371,7 @@ fn max_rounds_is_a_json_rpc_invalid_params_on_prompts_get() {
 
 #[test]
 fn max_rounds_still_lets_the_last_allowed_round_complete() {
-    let e = engine().max_rounds(3);
+    let e = engine().with_max_rounds(3);
     let req = tool("quiz");
     let mut last = irr(run(&e, &req, T0, three_questions));
     for (i, k) in ["q1", "q2"].into_iter().enumerate() {
@@ -484,14 +490,14 @@ fn a_round_expires_after_its_ttl_even_inside_the_flow_lifetime() {
 fn a_guarded_side_effect_runs_exactly_once_across_re_runs() {
     let e = engine();
     let runs = Cell::new(0_u32);
-    let handler = |r: Round| -> Result<Value, Flow> {
+    let handler = |r: Round| -> Result<mrtr::ToolResult, Flow> {
         let _ = r.elicit("item", Form::new("Which item?").string("item", "Item"))?;
         let receipt: String = r.once("charge", || {
             runs.set(runs.get() + 1);
             Ok(format!("receipt-{}", runs.get()))
         })?;
         let _ = r.elicit("confirm", Form::confirm("Ship it?"))?;
-        Ok(tool_text(receipt))
+        Ok(ToolResult::text(receipt))
     };
     let req = tool("buy");
     let r1 = irr(run(&e, &req, T0, handler));
@@ -524,18 +530,18 @@ fn a_guarded_side_effect_runs_exactly_once_across_re_runs() {
 
 #[test]
 fn with_a_replay_guard_a_replayed_final_round_gets_a_tool_error() {
-    let e = engine().replay_guard(Arc::new(MemoryReplayGuard::new(T0)));
+    let e = engine().with_replay_guard(Arc::new(MemoryReplayGuard::new(T0)));
     let runs = Cell::new(0_u32);
-    let handler = |r: Round| -> Result<Value, Flow> {
+    let handler = |r: Round| -> Result<mrtr::ToolResult, Flow> {
         match r.elicit("confirm", Form::confirm("Deploy?"))? {
             Elicited::Accepted(f) if f.bool("confirm") == Some(true) => {
                 let n: u32 = r.once("deploy", || {
                     runs.set(runs.get() + 1);
                     Ok(runs.get())
                 })?;
-                Ok(tool_text(format!("deployment #{n}")))
+                Ok(ToolResult::text(format!("deployment #{n}")))
             }
-            _ => Ok(tool_text("not deployed")),
+            _ => Ok(ToolResult::text("not deployed")),
         }
     };
     let req = tool("deploy");
@@ -557,13 +563,13 @@ fn without_a_replay_guard_once_only_protects_re_runs_within_the_flow() {
     // Documented limit: the sealed state alone cannot make a step single-use.
     let e = engine();
     let runs = Cell::new(0_u32);
-    let handler = |r: Round| -> Result<Value, Flow> {
+    let handler = |r: Round| -> Result<mrtr::ToolResult, Flow> {
         let _ = r.elicit("confirm", Form::confirm("Deploy?"))?;
         let n: u32 = r.once("deploy", || {
             runs.set(runs.get() + 1);
             Ok(runs.get())
         })?;
-        Ok(tool_text(format!("deployment #{n}")))
+        Ok(ToolResult::text(format!("deployment #{n}")))
     };
     let req = tool("deploy");
     let r1 = irr(run(&e, &req, T0, handler));
@@ -676,9 +682,9 @@ fn tamper(token: &str) -> String {
 fn tampered_request_state_is_the_frozen_invalid_params_never_a_re_prompt() {
     let e = engine();
     for req in [tool("greet"), prompt("greet")] {
-        let handler = |r: Round| -> Result<Value, Flow> {
+        let handler = |r: Round| -> Result<mrtr::PromptResult, Flow> {
             greet(r)?;
-            Ok(mrtr::engine::prompt_text("p", "t"))
+            Ok(mrtr::PromptResult::new().description("p").user_text("t"))
         };
         let r1 = irr(run(&e, &req, T0, handler));
         let token = r1.request_state().unwrap();
@@ -815,7 +821,7 @@ fn input_responses_that_are_not_an_object_are_invalid_params() {
 fn round_number_counts_up_and_the_handler_sees_it() {
     let e = engine();
     let seen = RefCell::new(Vec::new());
-    let handler = |r: Round| -> Result<Value, Flow> {
+    let handler = |r: Round| -> Result<mrtr::ToolResult, Flow> {
         seen.borrow_mut().push(r.number());
         three_questions(r)
     };
@@ -839,27 +845,27 @@ fn round_number_counts_up_and_the_handler_sees_it() {
 
 #[test]
 fn too_many_asks_in_one_round_is_a_tool_error_on_tools_call_and_invalid_params_elsewhere() {
-    let e = engine().max_asks_per_round(2);
-    let handler = |r: Round| -> Result<Value, Flow> {
+    let e = engine().with_max_asks_per_round(2);
+    let handler = |r: Round| -> Result<mrtr::PromptResult, Flow> {
         let a = r.elicit("a", Form::confirm("A?"));
         let b = r.elicit("b", Form::confirm("B?"));
         let c = r.elicit("c", Form::confirm("C?"));
         let _ = a?;
         let _ = b?;
         let _ = c?;
-        Ok(mrtr::engine::prompt_text("p", "t"))
+        Ok(mrtr::PromptResult::new().description("p").user_text("t"))
     };
     let (result, error) = tool_error(run(&e, &tool("t"), T0, handler));
     assert!(text(&result).contains("more questions at once"));
     assert_eq!(error.diagnostic().category, "limit");
     assert_eq!(protocol(run(&e, &prompt("t"), T0, handler)).code(), -32602);
     // Two are fine.
-    let two = |r: Round| -> Result<Value, Flow> {
+    let two = |r: Round| -> Result<mrtr::ToolResult, Flow> {
         let a = r.elicit("a", Form::confirm("A?"));
         let b = r.elicit("b", Form::confirm("B?"));
         let _ = a?;
         let _ = b?;
-        Ok(tool_text("ok"))
+        Ok(ToolResult::text("ok"))
     };
     assert_eq!(keys(&irr(run(&e, &tool("t"), T0, two))), ["a", "b"]);
 }
@@ -889,7 +895,7 @@ fn handler_data_is_carried_typed_across_question_rounds() {
     }
     let e = engine();
     let seen = RefCell::new(Vec::new());
-    let handler = |r: Round| -> Result<Value, Flow> {
+    let handler = |r: Round| -> Result<mrtr::ToolResult, Flow> {
         seen.borrow_mut().push(r.data::<Cart>()?);
         if r.data::<Cart>()?.is_none() {
             r.set_data(&Cart {
@@ -899,7 +905,7 @@ fn handler_data_is_carried_typed_across_question_rounds() {
         }
         let _ = r.elicit("pay", Form::confirm("Pay 12.50?"))?;
         let cart: Cart = r.data()?.expect("carried");
-        Ok(tool_text(format!("{} items", cart.items.len())))
+        Ok(ToolResult::text(format!("{} items", cart.items.len())))
     };
     let r1 = irr(run(&e, &tool("buy"), T0, handler));
     let done = complete(run(
@@ -935,7 +941,7 @@ fn the_sealed_state_never_holds_undeclared_answer_fields() {
         |r| {
             ask_name(&r)?;
             let _ = r.elicit("more", Form::confirm("More?"))?;
-            Ok(tool_text("x"))
+            Ok(ToolResult::text("x"))
         },
     ));
     let sealed = inspect(&e, r2.request_state().unwrap());
@@ -947,13 +953,13 @@ fn answers_too_large_to_seal_are_a_limit_not_an_internal_error() {
     // A client can send a long free-text answer; carrying it into the next round
     // would exceed the sealed state's size limit (8 KiB by default).
     let e = engine();
-    let handler = |r: Round| -> Result<Value, Flow> {
+    let handler = |r: Round| -> Result<mrtr::PromptResult, Flow> {
         let _ = r.elicit(
             "essay",
             Form::new("Tell us everything.").string("text", "Text"),
         )?;
         let _ = r.elicit("more", Form::confirm("Anything else?"))?;
-        Ok(mrtr::engine::prompt_text("p", "t"))
+        Ok(mrtr::PromptResult::new().description("p").user_text("t"))
     };
     let long = "x".repeat(20_000);
     let answers = json!({"essay": accept(json!({"text": long}))});

@@ -359,14 +359,14 @@ fn requests_beyond_the_in_flight_cap_wait_their_turn() {
         "limits",
         "0",
     )
-    .tool_async("slow", "overlaps", json!({"type": "object"}), move |_| {
+    .tool("slow", "overlaps", json!({"type": "object"}), move |_| {
         let (r, m) = (Arc::clone(&r), Arc::clone(&m));
         async move {
             let now = r.fetch_add(1, Ordering::SeqCst) + 1;
             m.fetch_max(now, Ordering::SeqCst);
             tokio::time::sleep(Duration::from_millis(100)).await;
             r.fetch_sub(1, Ordering::SeqCst);
-            Ok(mrtr::engine::tool_text("done"))
+            Ok(mrtr::ToolResult::text("done"))
         }
     });
     let options = HttpOptions::default().max_in_flight(1);

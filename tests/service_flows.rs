@@ -469,7 +469,8 @@ fn deploy(service: &str) -> Req {
 
 #[test]
 fn deploy_runs_once_and_a_replayed_final_round_is_a_tool_error() {
-    let (s, deployments) = reference(engine().replay_guard(Arc::new(MemoryReplayGuard::new(T0))));
+    let (s, deployments) =
+        reference(engine().with_replay_guard(Arc::new(MemoryReplayGuard::new(T0))));
     let r1 = call(&s, &deploy("api").body(1), T0);
     assert!(is_irr(&r1));
     let token = r1["result"]["requestState"].as_str().unwrap();
@@ -637,7 +638,7 @@ fn past_the_deadline_tools_call_is_a_tool_error_and_prompts_get_the_frozen_error
 
 #[test]
 fn max_rounds_through_the_service() {
-    let (s, _) = reference(engine().max_rounds(1));
+    let (s, _) = reference(engine().with_max_rounds(1));
     let tool_name = "test_input_required_result_multi_round";
     let r1 = call(&s, &tool(tool_name).body(1), T0);
     assert!(is_irr(&r1));
@@ -717,7 +718,7 @@ fn input_responses_null_or_array_is_invalid_params_on_every_carrier() {
             resource("mrtr://demo/vault-note"),
         ] {
             let reply = s.handle_sync(&req.answers(bad.clone()).body(1), &ctx(T0));
-            assert_eq!(reply.http_status, 400);
+            assert_eq!(mrtr::streamable_http::reply_status(&reply), 400);
             let v: Value = serde_json::from_str(reply.body.as_deref().unwrap()).unwrap();
             assert_eq!(v["error"]["code"], -32602, "{bad}: {v}");
         }
@@ -734,14 +735,14 @@ fn the_http_headers_are_checked_on_every_round() {
         name: Some(n.into()),
     };
     let with_headers = |h: McpHeaders, body: &[u8]| {
-        let c = RequestContext {
-            http_headers: Some(h),
-            ..ctx(T0)
-        };
-        s.handle_sync(body, &c)
+        let message = mrtr::service::ParsedMessage::parse(body).check(|method, params| {
+            let carrier = mrtr::wire::CarrierMethod::from_method(method);
+            mrtr::streamable_http::check_headers(&h, method, params, carrier)
+        });
+        s.handle_parsed_sync(message, &ctx(T0))
     };
     let r1 = with_headers(headers(name), &tool(name).body(1));
-    assert_eq!(r1.http_status, 200);
+    assert_eq!(mrtr::streamable_http::reply_status(&r1), 200);
     assert_eq!(r1.log.outcome, "input_required");
     assert_eq!(r1.log.round, Some(1));
     let v: Value = serde_json::from_str(r1.body.as_deref().unwrap()).unwrap();
@@ -749,7 +750,7 @@ fn the_http_headers_are_checked_on_every_round() {
         .state(v["result"]["requestState"].as_str().unwrap())
         .answers(json!({"user_name": accept(json!({"name": "A"}))}));
     let bad = with_headers(headers("other"), &retry.body(2));
-    assert_eq!(bad.http_status, 400);
+    assert_eq!(mrtr::streamable_http::reply_status(&bad), 400);
     assert!(bad.body.unwrap().contains("-32020"));
     let ok = with_headers(headers(name), &retry.body(3));
     assert_eq!(ok.log.outcome, "complete");

@@ -21,12 +21,12 @@ struct Field<T> {
     field: T,
 }
 
-fn typed_tool<T: DeserializeOwned>(r: Round) -> Result<Value, Flow> {
+fn typed_tool<T: DeserializeOwned>(r: Round) -> Result<mrtr::ToolResult, Flow> {
     let _args: Field<T> = r.arguments()?;
-    Ok(mrtr::engine::tool_text("ok"))
+    Ok(mrtr::ToolResult::text("ok"))
 }
 
-type Handler = fn(Round) -> Result<Value, Flow>;
+type Handler = fn(Round) -> Result<mrtr::ToolResult, Flow>;
 
 /// One mismatch per primitive type, with what the text must name.
 fn argument_cases() -> Vec<(&'static str, Value, Handler, &'static str)> {
@@ -115,10 +115,10 @@ fn a_matching_call_decodes() {
 
 fn typed_form<T: DeserializeOwned + std::fmt::Debug>(
     form: Form,
-) -> impl Fn(Round) -> Result<Value, Flow> {
+) -> impl Fn(Round) -> Result<mrtr::ToolResult, Flow> {
     move |r: Round| match r.elicit_as::<Field<T>>("q", form.clone())? {
-        FormAnswer::Accepted(f) => Ok(mrtr::engine::tool_text(format!("{:?}", f.field))),
-        _ => Ok(mrtr::engine::tool_text("no")),
+        FormAnswer::Accepted(f) => Ok(mrtr::ToolResult::text(format!("{:?}", f.field))),
+        _ => Ok(mrtr::ToolResult::text("no")),
     }
 }
 
@@ -126,7 +126,7 @@ fn typed_form<T: DeserializeOwned + std::fmt::Debug>(
 fn form_content_that_fits_the_form_but_not_the_type_is_asked_again_with_a_note() {
     // Each form accepts the answer (it validates against the schema that was sent),
     // but the handler's type cannot hold it: the question goes out again.
-    type Boxed = Box<dyn Fn(Round) -> Result<Value, Flow>>;
+    type Boxed = Box<dyn Fn(Round) -> Result<mrtr::ToolResult, Flow>>;
     let cases: Vec<(&str, Value, Boxed, &str)> = vec![
         (
             "u8 from a number",
@@ -224,8 +224,8 @@ mod derived {
     fn a_derived_form_asks_and_decodes() {
         let e = engine();
         let h = |r: Round| match r.ask::<Signup>("signup", "Sign up?")? {
-            FormAnswer::Accepted(s) => Ok(mrtr::engine::tool_text(format!("{} {}", s.name, s.age))),
-            _ => Ok(mrtr::engine::tool_text("no")),
+            FormAnswer::Accepted(s) => Ok(mrtr::ToolResult::text(format!("{} {}", s.name, s.age))),
+            _ => Ok(mrtr::ToolResult::text("no")),
         };
         let r1 = irr(run(&e, &tool("t"), T0, h));
         let schema = &request_json(&r1, "signup")["params"]["requestedSchema"];
@@ -249,7 +249,7 @@ mod derived {
         let e = engine();
         let err = protocol(run(&e, &tool("t"), T0, |r: Round| {
             let _ = r.ask::<Nested>("n", "Nested?")?;
-            Ok(mrtr::engine::tool_text("unreachable"))
+            Ok(mrtr::ToolResult::text("unreachable"))
         }));
         assert_eq!(err.code(), -32603);
         assert!(

@@ -16,15 +16,14 @@
 //! with a replay guard and few rounds.
 #![no_main]
 
+use mrtr::{PromptDefinition, ResourceDefinition};
 use std::sync::{Arc, OnceLock};
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use mrtr::answers::validate_content;
-use mrtr::engine::{
-    AnswerPolicy, Elicited, Engine, Flow, Form, RootsAsk, Round, Sampling, UrlVisit, prompt_text,
-    resource_text, tool_text,
-};
+use mrtr::engine::{AnswerPolicy, Elicited, Engine, Flow, Form, RootsAsk, Round, Sampling, UrlVisit};
+use mrtr::{ToolResult, PromptResult, ResourceResult};
 use mrtr::principal::Principal;
 use mrtr::replay::MemoryReplayGuard;
 use mrtr::seal::Keyring;
@@ -95,7 +94,7 @@ fn check(e: &Elicited, form: &Form) {
     }
 }
 
-fn handler(strict_who: bool) -> impl Fn(Round) -> Result<Value, Flow> + Send + Sync {
+fn handler(strict_who: bool) -> impl Fn(Round) -> Result<mrtr::ToolResult, Flow> + Send + Sync {
     move |r| {
         let who_f = who_form(strict_who);
         let who = r.elicit("who", who_f.clone());
@@ -136,9 +135,9 @@ fn handler(strict_who: bool) -> impl Fn(Round) -> Result<Value, Flow> + Send + S
         }
         let text = format!("{name}/{adult}");
         Ok(match r.method() {
-            mrtr::wire::CarrierMethod::ToolsCall => tool_text(text),
-            mrtr::wire::CarrierMethod::PromptsGet => prompt_text("d", text),
-            mrtr::wire::CarrierMethod::ResourcesRead => resource_text("fz://r", "text/plain", text),
+            mrtr::wire::CarrierMethod::ToolsCall => ToolResult::text(text),
+            mrtr::wire::CarrierMethod::PromptsGet => PromptResult::new().description("d").user_text(text),
+            mrtr::wire::CarrierMethod::ResourcesRead => ResourceResult::text("fz://r", "text/plain", text),
         })
     }
 }
@@ -146,8 +145,10 @@ fn handler(strict_who: bool) -> impl Fn(Round) -> Result<Value, Flow> + Send + S
 fn build(engine: Engine, strict_who: bool) -> Service {
     Service::new(engine, "fuzz", "0")
         .tool("fz", "fuzz", json!({"type": "object"}), handler(strict_who))
-        .prompt("fz", "fuzz", &[("a", "arg", false)], handler(strict_who))
-        .resource("fz://r", "r", "fuzz", "text/plain", handler(strict_who))
+        .prompt(
+PromptDefinition::new("fz").description("fuzz").argument("a", "arg", false), handler(strict_who))
+        .resource(
+ResourceDefinition::new("fz://r", "r").description("fuzz").mime_type("text/plain"), handler(strict_who))
 }
 
 fn services() -> &'static [Service; 3] {
@@ -159,9 +160,9 @@ fn services() -> &'static [Service; 3] {
             build(Engine::new(ring(), AUDIENCE), true),
             build(
                 Engine::new(ring(), AUDIENCE)
-                    .policy(AnswerPolicy::Strict)
-                    .max_rounds(3)
-                    .replay_guard(Arc::new(
+                    .with_policy(AnswerPolicy::Strict)
+                    .with_max_rounds(3)
+                    .with_replay_guard(Arc::new(
                         MemoryReplayGuard::new(Timestamp::from_unix_secs(0)).max_claims(64),
                     )),
                 false,
@@ -621,7 +622,6 @@ fuzz_target!(|script: Script| {
             },
             now,
             correlation_id: "fuzz".into(),
-            http_headers: None,
             peer: None,
         };
         let body = body.unwrap_or_else(|| {

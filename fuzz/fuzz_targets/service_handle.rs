@@ -30,15 +30,14 @@
 //! fuzz run service_handle -- -runs=1`.
 #![no_main]
 
+use mrtr::{PromptDefinition, ResourceDefinition};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use arbitrary::{Arbitrary, Unstructured};
 use libfuzzer_sys::fuzz_target;
-use mrtr::engine::{
-    Elicited, Engine, Flow, Form, RootsAsk, Round, Sampling, UrlVisit, prompt_text, resource_text,
-    tool_text,
-};
+use mrtr::engine::{Elicited, Engine, Flow, Form, RootsAsk, Round, Sampling, UrlVisit};
+use mrtr::{ToolResult, PromptResult, ResourceResult};
 use mrtr::error::{Retry, ToolAdvice};
 use mrtr::principal::Principal;
 use mrtr::seal::{Entropy, Keyring, UntrustedState};
@@ -114,7 +113,7 @@ fn effect(r: &Round) -> Result<(), Flow> {
     Ok(())
 }
 
-fn greet(r: Round) -> Result<Value, Flow> {
+fn greet(r: Round) -> Result<mrtr::ToolResult, Flow> {
     carried(&r)?;
     carry(&r, 1)?;
     let name = r.elicit(
@@ -131,7 +130,7 @@ fn greet(r: Round) -> Result<Value, Flow> {
             .integer("age", "Age", Some(0), Some(130)),
     )?;
     effect(&r)?;
-    Ok(tool_text(
+    Ok(ToolResult::text(
         match name.accepted().and_then(|f| f.str("name")) {
             Some(n) => format!("Hello, {n}!"),
             None => "Hello!".to_owned(),
@@ -139,7 +138,7 @@ fn greet(r: Round) -> Result<Value, Flow> {
     ))
 }
 
-fn plan(r: Round) -> Result<Value, Flow> {
+fn plan(r: Round) -> Result<mrtr::ToolResult, Flow> {
     let before = carried(&r)?;
     let first = r.elicit(
         "kind",
@@ -155,7 +154,7 @@ fn plan(r: Round) -> Result<Value, Flow> {
             .integer("travellers", "Travellers", Some(1), Some(12)),
     )?;
     let Some(f) = first.accepted() else {
-        return Ok(tool_text("No trip."));
+        return Ok(ToolResult::text("No trip."));
     };
     let kind = f.str("kind").unwrap_or("city").to_owned();
     if before.is_some_and(|step| step != 2) {
@@ -172,13 +171,13 @@ fn plan(r: Round) -> Result<Value, Flow> {
         )?,
         _ => r.elicit("city", Form::new("Which city?").string("city", "City"))?,
     };
-    Ok(tool_text(format!(
+    Ok(ToolResult::text(format!(
         "{kind}: {}",
         detail.accepted().is_some()
     )))
 }
 
-fn ask_all(r: Round) -> Result<Value, Flow> {
+fn ask_all(r: Round) -> Result<mrtr::ToolResult, Flow> {
     carried(&r)?;
     carry(&r, 1)?;
     let form = r.elicit(
@@ -191,7 +190,7 @@ fn ask_all(r: Round) -> Result<Value, Flow> {
     );
     let roots = r.roots("roots", RootsAsk::new().optional());
     let (form, model, roots) = (form?, model?, roots?);
-    Ok(tool_text(format!(
+    Ok(ToolResult::text(format!(
         "{} {} {}",
         form.accepted().is_some(),
         model.map(|m| m.text().len()).unwrap_or_default(),
@@ -199,14 +198,14 @@ fn ask_all(r: Round) -> Result<Value, Flow> {
     )))
 }
 
-fn sign_in(r: Round) -> Result<Value, Flow> {
+fn sign_in(r: Round) -> Result<mrtr::ToolResult, Flow> {
     carried(&r)?;
     carry(&r, 1)?;
     match r.visit(
         "sign_in",
         UrlVisit::new("Sign in.", "https://auth.example/connect"),
     )? {
-        Elicited::Accepted(_) => Ok(tool_text("signed in")),
+        Elicited::Accepted(_) => Ok(ToolResult::text("signed in")),
         _ => Err(Flow::failed(ToolAdvice::new(
             "The user did not sign in",
             Retry::DoesNotHelp,
@@ -214,12 +213,12 @@ fn sign_in(r: Round) -> Result<Value, Flow> {
     }
 }
 
-fn slow(r: Round) -> Result<Value, Flow> {
+fn slow(r: Round) -> Result<mrtr::ToolResult, Flow> {
     if carried(&r)?.is_none() {
         carry(&r, 1)?;
         return Err(Flow::StateOnly);
     }
-    Ok(tool_text("ready"))
+    Ok(ToolResult::text("ready"))
 }
 
 #[derive(Deserialize)]
@@ -229,7 +228,7 @@ struct DeployArgs {
     replicas: Option<u8>,
 }
 
-fn deploy(r: Round) -> Result<Value, Flow> {
+fn deploy(r: Round) -> Result<mrtr::ToolResult, Flow> {
     let args: DeployArgs = r.arguments()?;
     carried(&r)?;
     carry(&r, 1)?;
@@ -244,31 +243,28 @@ fn deploy(r: Round) -> Result<Value, Flow> {
         )));
     }
     effect(&r)?;
-    Ok(tool_text(format!("deployed {}", args.service)))
+    Ok(ToolResult::text(format!("deployed {}", args.service)))
 }
 
-fn brief(r: Round) -> Result<Value, Flow> {
+fn brief(r: Round) -> Result<mrtr::ToolResult, Flow> {
     carried(&r)?;
     carry(&r, 1)?;
     let c = r.elicit(
         "context",
         Form::new("Context?").string("context", "Context"),
     )?;
-    Ok(prompt_text(
-        "brief",
-        c.accepted()
+    Ok(PromptResult::new().description("brief").user_text(c.accepted()
             .and_then(|f| f.str("context"))
             .unwrap_or("none")
-            .to_owned(),
-    ))
+            .to_owned()))
 }
 
-fn note(r: Round) -> Result<Value, Flow> {
+fn note(r: Round) -> Result<mrtr::ToolResult, Flow> {
     carried(&r)?;
     carry(&r, 1)?;
     match r.confirm("reveal", "Reveal the note?")? {
         mrtr::engine::Confirmation::Accepted => {
-            Ok(resource_text("fz://note", "text/plain", "the note"))
+            Ok(ResourceResult::text("fz://note", "text/plain", "the note"))
         }
         _ => Err(Flow::failed(ToolAdvice::new(
             "Not revealed",
@@ -285,10 +281,10 @@ fn build() -> Service {
     let ring = Keyring::parse_keys(SECRET).expect("valid key");
     let engine = Engine::with_entropy(ring, AUDIENCE, std::sync::Arc::new(FixedEntropy));
     Service::new(engine, "fuzz", "0")
-        .instructions("A service for fuzzing.")
+        .with_instructions("A service for fuzzing.")
         .tool("echo", "Echoes.", object(json!({})), |r| {
             let t = r.argument("text").and_then(Value::as_str).unwrap_or("");
-            Ok(tool_text(t.to_owned()))
+            Ok(ToolResult::text(t.to_owned()))
         })
         .tool("greet", "Asks a name.", object(json!({})), greet)
         .tool("plan", "Two rounds.", object(json!({})), plan)
@@ -301,8 +297,10 @@ fn build() -> Service {
             json!({"type": "object", "properties": {"service": {"type": "string"}}, "required": ["service"]}),
             deploy,
         )
-        .prompt("brief", "Asks context.", &[("topic", "Topic", false)], brief)
-        .resource("fz://note", "note", "Confirm first.", "text/plain", note)
+        .prompt(
+PromptDefinition::new("brief").description("Asks context.").argument("topic", "Topic", false), brief)
+        .resource(
+ResourceDefinition::new("fz://note", "note").description("Confirm first.").mime_type("text/plain"), note)
 }
 
 /// One flow sealed at start-up: the request and the state its round came with.
@@ -1061,16 +1059,16 @@ fn check(service: &Service, input: &[u8], sent_id: Option<&Value>, reply: &Reply
     if print() {
         eprintln!(
             "REPLY {} {} {}",
-            reply.http_status,
+            mrtr::streamable_http::reply_status(&reply),
             reply.log.outcome,
             reply.body.as_deref().unwrap_or("-")
         );
     }
     let Some(body) = &reply.body else {
         assert_eq!(
-            reply.http_status, 202,
+            mrtr::streamable_http::reply_status(&reply), 202,
             "no body, status {}",
-            reply.http_status
+            mrtr::streamable_http::reply_status(&reply)
         );
         // Only a notification goes unanswered: an object with a method and no id.
         let v: Value = serde_json::from_slice(input).expect("an unanswered message is JSON");
@@ -1080,9 +1078,9 @@ fn check(service: &Service, input: &[u8], sent_id: Option<&Value>, reply: &Reply
         return;
     };
     assert!(
-        reply.http_status < 500,
+        mrtr::streamable_http::reply_status(&reply) < 500,
         "status {} for {body}",
-        reply.http_status
+        mrtr::streamable_http::reply_status(&reply)
     );
     let v: Value = serde_json::from_str(body).expect("the reply is JSON");
     let o = v.as_object().expect("the reply is an object");
@@ -1101,7 +1099,7 @@ fn check(service: &Service, input: &[u8], sent_id: Option<&Value>, reply: &Reply
     );
     match (o.get("result"), o.get("error")) {
         (Some(r), None) => {
-            assert_eq!(reply.http_status, 200, "{body}");
+            assert_eq!(mrtr::streamable_http::reply_status(&reply), 200, "{body}");
             assert!(!id.is_null(), "a result without an id: {body}");
             if let Some(sent) = sent_id {
                 assert_eq!(id, sent, "the reply answers another id");
@@ -1141,7 +1139,7 @@ fn check(service: &Service, input: &[u8], sent_id: Option<&Value>, reply: &Reply
             );
             assert!(CODES.contains(&code), "code {code}: {body}");
             let want = if code == -32601 { 404 } else { 400 };
-            assert_eq!(reply.http_status, want, "{body}");
+            assert_eq!(mrtr::streamable_http::reply_status(&reply), want, "{body}");
             if let Some(sent) = sent_id {
                 assert_eq!(id, sent, "the error answers another id");
             }

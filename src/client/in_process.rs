@@ -16,10 +16,10 @@ use serde_json::Value;
 
 use super::transport::{BoxFuture, Transport, TransportError};
 use crate::principal::Principal;
-use crate::service::{Reply, RequestContext, Service};
-use crate::streamable_http::McpHeaders;
+use crate::service::{ParsedMessage, Reply, RequestContext, Service};
+use crate::streamable_http::{McpHeaders, check_headers};
 use crate::time::Timestamp;
-use crate::wire::PROTOCOL_VERSION;
+use crate::wire::{CarrierMethod, PROTOCOL_VERSION};
 
 /// Makes the deadline future of one request.
 type DeadlineFactory = Arc<dyn Fn() -> BoxFuture<'static, ()> + Send + Sync>;
@@ -74,7 +74,8 @@ impl std::fmt::Debug for Clock {
 /// A two-round flow: the tool asks for a name, the client's handler answers.
 /// ```
 /// use mrtr::client::{Client, Handlers, InProcess};
-/// use mrtr::engine::{Elicited, Engine, Form, tool_text};
+/// use mrtr::engine::{Elicited, Engine, Form};
+/// use mrtr::ToolResult;
 /// use mrtr::wire::{ElicitAction, ElicitResult};
 /// use mrtr::{Keyring, Principal, Service, Timestamp};
 /// use serde_json::json;
@@ -82,8 +83,8 @@ impl std::fmt::Debug for Clock {
 /// let service = Service::new(Engine::new(Keyring::ephemeral(), "example"), "example", "1.0.0")
 ///     .tool("greet", "Asks your name, then greets you.", json!({"type": "object"}), |round| {
 ///         match round.elicit("name", Form::new("Your name?").string("name", "Name"))? {
-///             Elicited::Accepted(f) => Ok(tool_text(format!("Hello, {}!", f.str("name").unwrap_or("you")))),
-///             _ => Ok(tool_text("Hello!")),
+///             Elicited::Accepted(f) => Ok(ToolResult::text(format!("Hello, {}!", f.str("name").unwrap_or("you")))),
+///             _ => Ok(ToolResult::text("Hello!")),
 ///         }
 ///     });
 /// let transport = InProcess::new(service, Principal::subject("alice"))
@@ -198,27 +199,34 @@ impl InProcess {
     /// the HTTP status the Streamable HTTP adapter would use, and the private log
     /// record. For tests that look past the JSON-RPC response.
     pub async fn exchange(&self, body: &[u8]) -> Reply {
-        let http_headers = if self.http_headers {
+        let mut message = ParsedMessage::parse(body);
+        if self.http_headers {
             // A body that is not JSON gets no headers; the service reports the parse error first.
-            Some(
-                serde_json::from_slice::<Value>(body)
-                    .map(|v| McpHeaders::for_request(&v, PROTOCOL_VERSION))
-                    .unwrap_or_default(),
-            )
-        } else {
-            None
-        };
+            let headers = serde_json::from_slice::<Value>(body)
+                .map(|v| McpHeaders::for_request(&v, PROTOCOL_VERSION))
+                .unwrap_or_default();
+            message = message.check(|method, params| {
+                check_headers(&headers, method, params, CarrierMethod::from_method(method))
+            });
+        }
         let n = self.next_correlation.fetch_add(1, Ordering::Relaxed);
         let ctx = RequestContext {
             principal: self.principal.clone(),
             now: self.clock.now(),
             correlation_id: format!("in-process-{n}"),
-            http_headers,
             peer: None,
         };
         match &self.deadline {
-            Some(make) => self.service.handle_until(body, &ctx, make()).await,
-            None => self.service.handle(body, &ctx).await,
+            Some(make) => {
+                self.service
+                    .handle_parsed_until(message, &ctx, make())
+                    .await
+            }
+            None => {
+                self.service
+                    .handle_parsed_until(message, &ctx, std::future::pending())
+                    .await
+            }
         }
     }
 }
@@ -249,7 +257,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::engine::{Engine, Form, tool_text};
+    use crate::engine::{Engine, Form};
+    use crate::result::ToolResult;
     use crate::seal::Keyring;
 
     const T0: Timestamp = Timestamp::from_unix_secs(1_800_000_000);
@@ -267,11 +276,11 @@ mod tests {
         Service::new(Engine::new(Keyring::ephemeral(), "t"), "t", "0")
             .tool("ask", "asks", json!({"type": "object"}), |round| {
                 let _ = round.elicit("n", Form::new("Name?").string("name", "Name"))?;
-                Ok(tool_text("done"))
+                Ok(ToolResult::text("done"))
             })
-            .tool_async("wait", "waits", json!({"type": "object"}), |_| async {
+            .tool("wait", "waits", json!({"type": "object"}), |_| async {
                 std::future::pending::<()>().await;
-                Ok(tool_text("never"))
+                Ok(ToolResult::text("never"))
             })
     }
 

@@ -6,18 +6,16 @@
 //! question it still needs, and finishes the round with exactly one [`Outcome`].
 //!
 //! ```
-//! use mrtr::engine::{Engine, Elicited, Flow, Form, Outcome, tool_text};
+//! use mrtr::engine::{Engine, Elicited, Flow, Form, Outcome, Round};
 //! use mrtr::wire::{CarrierMethod, CarrierRequest};
-//! use mrtr::principal::Principal;
-//! use mrtr::seal::Keyring;
-//! use mrtr::time::Timestamp;
+//! use mrtr::{Principal, Keyring, Timestamp, ToolResult};
 //! use serde_json::json;
 //!
 //! let engine = Engine::new(Keyring::ephemeral(), "https://tools.example");
-//! let handler = |round: mrtr::engine::Round| -> Result<serde_json::Value, Flow> {
+//! let handler = |round: Round| -> Result<ToolResult, Flow> {
 //!     match round.elicit("confirm", Form::confirm("Deploy to production?"))? {
-//!         Elicited::Accepted(f) if f.bool("confirm") == Some(true) => Ok(tool_text("deployed")),
-//!         _ => Ok(tool_text("not deployed")),
+//!         Elicited::Accepted(f) if f.bool("confirm") == Some(true) => Ok(ToolResult::text("deployed")),
+//!         _ => Ok(ToolResult::text("not deployed")),
 //!     }
 //! };
 //! let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -30,25 +28,29 @@
 //! let retry = CarrierRequest::from_params(CarrierMethod::ToolsCall, Some(&json!({
 //!     "_meta": meta, "name": "deploy", "requestState": state,
 //!     "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": true}}}}))).unwrap();
-//! let Outcome::Complete(done) = engine.run(retry, &Principal::anonymous(), now.add_secs(5), handler) else { panic!() };
+//! let done = engine.run(retry, &Principal::anonymous(), now.add_secs(5), handler).into_json();
+//! let Outcome::Complete(done) = done else { panic!() };
 //! assert_eq!(done["content"][0]["text"], "deployed");
 //! assert_eq!(done["resultType"], "complete");
 //! ```
 
 mod ask;
+mod finish;
 pub mod form_type;
+mod handler;
 mod round;
 mod state;
+pub(crate) mod turn;
 
-use std::future::Future;
 use std::net::IpAddr;
 use std::sync::Arc;
 
 use serde_json::Value;
 
 pub use ask::{Elicited, Fields, Form, Roots, RootsAsk, Sampling, UrlVisit};
-pub(crate) use round::Finisher;
-pub use round::{Confirmation, Flow, FormAnswer, Round};
+pub use handler::{CarrierResult, Later, Now, Output};
+pub(crate) use handler::{Handler, Run, register};
+pub use round::{Confirmation, Flow, FormAnswer, Round, Unanswered};
 
 use crate::defaults;
 use crate::error::{self, Channel, Error, Fallback, Retry, ToolAdvice};
@@ -159,7 +161,7 @@ impl Engine {
     /// The most `InputRequiredResult`s one flow may issue (default 16,
     /// [`defaults::MAX_ROUNDS`]).
     #[must_use]
-    pub fn max_rounds(mut self, n: u32) -> Self {
+    pub fn with_max_rounds(mut self, n: u32) -> Self {
         self.config_mut().max_rounds = n.max(1);
         self
     }
@@ -167,14 +169,14 @@ impl Engine {
     /// The most questions one round may ask (default 16,
     /// [`defaults::MAX_ASKS_PER_ROUND`]).
     #[must_use]
-    pub fn max_asks_per_round(mut self, n: usize) -> Self {
+    pub fn with_max_asks_per_round(mut self, n: usize) -> Self {
         self.config_mut().max_asks = n.max(1);
         self
     }
 
     /// The answer policy (default [`AnswerPolicy::Lenient`]).
     #[must_use]
-    pub fn policy(mut self, policy: AnswerPolicy) -> Self {
+    pub fn with_policy(mut self, policy: AnswerPolicy) -> Self {
         self.config_mut().policy = policy;
         self
     }
@@ -187,7 +189,7 @@ impl Engine {
     /// answer fails the step closed (see [`crate::replay`]). A network guard
     /// needs handlers that use [`Round::once_async`].
     #[must_use]
-    pub fn replay_guard(mut self, guard: Arc<dyn ReplayGuard>) -> Self {
+    pub fn with_replay_guard(mut self, guard: Arc<dyn ReplayGuard>) -> Self {
         self.config_mut().replay = Some(guard);
         self
     }
@@ -221,39 +223,28 @@ impl Engine {
         &self.inner.audience
     }
 
-    pub(crate) fn max_rounds_value(&self) -> u32 {
+    /// The most `InputRequiredResult`s one flow may issue.
+    pub fn max_rounds(&self) -> u32 {
         self.inner.max_rounds
     }
 
-    pub(crate) fn max_asks_value(&self) -> usize {
+    /// The most questions one round may ask.
+    pub fn max_asks_per_round(&self) -> usize {
         self.inner.max_asks
     }
 
-    pub(crate) fn answer_policy(&self) -> AnswerPolicy {
+    /// The answer policy.
+    pub fn policy(&self) -> AnswerPolicy {
         self.inner.policy
     }
 
-    pub(crate) fn replay_guard_ref(&self) -> Option<&Arc<dyn ReplayGuard>> {
+    /// The replay guard, if one was set.
+    pub fn replay_guard(&self) -> Option<&Arc<dyn ReplayGuard>> {
         self.inner.replay.as_ref()
     }
 
-    /// Starts a round: binds the request, opens its `requestState` if present, and
-    /// exposes the answers.
-    ///
-    /// # Errors
-    /// The frozen -32602 for a state that does not open (the precise reason is in
-    /// [`Error::diagnostic`]); for an authentic but expired state, an error that
-    /// renders as a tool error on `tools/call` ([`Outcome::from_error`]).
-    pub fn begin(
-        &self,
-        request: CarrierRequest,
-        principal: &Principal,
-        now: Timestamp,
-    ) -> Result<Round, Error> {
-        self.begin_from(request, principal, None, now)
-    }
-
-    /// [`Engine::begin`] for a request that came from the network address `peer`
+    /// Starts a round (binds the request, opens its `requestState` if present)
+    /// for a request that came from the network address `peer`
     /// (the transport's TCP peer; `None` when it has none, as on stdio).
     ///
     /// The peer is never sealed, logged or answered. It serves one purpose: when
@@ -265,8 +256,10 @@ impl Engine {
     /// the peer is ignored.
     ///
     /// # Errors
-    /// As [`Engine::begin`].
-    pub fn begin_from(
+    /// The frozen -32602 for a state that does not open (the precise reason is in
+    /// [`Error::diagnostic`]); for an authentic but expired state, an error that
+    /// renders as a tool error on `tools/call` ([`Outcome::from_error`]).
+    pub(crate) fn begin_from(
         &self,
         request: CarrierRequest,
         principal: &Principal,
@@ -299,57 +292,89 @@ impl Engine {
         Ok(Round::new(self, request, binding, prior, now, quota_peer))
     }
 
-    /// [`Engine::begin`], with the round split into the handler's part and the
-    /// engine's.
-    fn start(
-        &self,
-        request: CarrierRequest,
-        principal: &Principal,
-        now: Timestamp,
-    ) -> Result<(Round, round::Finisher), Error> {
-        self.begin(request, principal, now).map(Round::hand_over)
-    }
-
-    /// Runs one round with a synchronous handler: [`Engine::begin`], the handler,
-    /// and the end of the round.
-    pub fn run<F, R>(
+    /// Runs one round with a synchronous handler: the round begins (the state
+    /// opens, or the request is refused), the handler runs with panics caught,
+    /// and the round ends. The result type is the carrier: a `tools/call`
+    /// request needs a handler returning [`ToolResult`](crate::ToolResult), and
+    /// one of another carrier is refused (-32603) before its handler. Async
+    /// handlers run on [`Service`](crate::Service) or the `rmcp` adapter, which
+    /// race them against a deadline.
+    pub fn run<T, F>(
         &self,
         request: CarrierRequest,
         principal: &Principal,
         now: Timestamp,
         handler: F,
-    ) -> Outcome
+    ) -> Outcome<T>
     where
-        F: FnOnce(Round) -> Result<R, Flow>,
-        R: Into<Value>,
+        T: CarrierResult,
+        F: FnOnce(Round) -> Result<T, Flow>,
     {
-        let method = request.method();
-        match self.start(request, principal, now) {
-            Ok((round, finisher)) => finisher.finish(handler(round).map(Into::into)),
-            Err(e) => Outcome::from_error(Some(method), e),
-        }
+        self.run_from(request, principal, None, now, handler)
     }
 
-    /// Runs one round with an async handler, which may `.await` anything (a
-    /// database, an HTTP call, a timer) before, between and after its asks. The
-    /// engine itself never waits: this future is ready as soon as the handler's is.
-    pub async fn run_async<F, Fut, R>(
+    /// Runs one round with a handler that may be async (or sync), abandoning
+    /// an async one when `deadline` completes first, as [`Service::handle_until`](crate::Service::handle_until)
+    /// does: the round's end is the same, on the same path as [`Engine::run`].
+    /// For callers that drive the engine themselves; a server registers its
+    /// handlers on a [`Service`](crate::Service) or runs them on rmcp.
+    pub async fn run_until<T, F, O, M, D>(
         &self,
         request: CarrierRequest,
         principal: &Principal,
         now: Timestamp,
         handler: F,
-    ) -> Outcome
+        deadline: D,
+    ) -> Outcome<T>
     where
-        F: FnOnce(Round) -> Fut,
-        Fut: Future<Output = Result<R, Flow>>,
-        R: Into<Value>,
+        T: CarrierResult,
+        F: FnOnce(Round) -> O,
+        O: Output<T, M>,
+        D: std::future::Future<Output = ()>,
     {
-        let method = request.method();
-        match self.start(request, principal, now) {
-            Ok((round, finisher)) => finisher.finish(handler(round).await.map(Into::into)),
-            Err(e) => Outcome::from_error(Some(method), e),
-        }
+        let turn = turn::Turn {
+            engine: self,
+            request: Ok(request),
+            principal,
+            peer: None,
+            now,
+            timeout: defaults::HANDLER_TIMEOUT,
+        };
+        let handler_for = |_: &CarrierRequest| Some(move |round| handler(round).into_run());
+        turn::run(turn, handler_for, deadline).await.outcome
+    }
+
+    /// [`Engine::run`] for a request that came from the network address `peer`
+    /// (the transport's TCP peer; `None` when it has none, as on stdio).
+    ///
+    /// The peer is never sealed, logged or answered. It serves one purpose: when
+    /// `principal` is [anonymous](Principal::is_anonymous), every caller shares one
+    /// principal, so the replay guard's per-principal quota would be one quota for
+    /// everyone; with a peer, the claims of a `once` step count against that
+    /// address's quota instead ([`PrincipalKey::of_peer`](crate::replay::PrincipalKey::of_peer):
+    /// an IPv4 address, or the /64 of an IPv6 one). For an authenticated principal
+    /// the peer is ignored.
+    pub fn run_from<T, F>(
+        &self,
+        request: CarrierRequest,
+        principal: &Principal,
+        peer: Option<IpAddr>,
+        now: Timestamp,
+        handler: F,
+    ) -> Outcome<T>
+    where
+        T: CarrierResult,
+        F: FnOnce(Round) -> Result<T, Flow>,
+    {
+        let turn = turn::Turn {
+            engine: self,
+            request: Ok(request),
+            principal,
+            peer,
+            now,
+            timeout: defaults::HANDLER_TIMEOUT,
+        };
+        turn::run_now(turn, handler).outcome
     }
 
     pub(crate) fn limit_error(&self, what: &str, detail: String) -> Error {
@@ -363,12 +388,15 @@ impl Engine {
     }
 }
 
-/// How a round ends.
+/// How a round ends. `T` is the complete result: a carrier's typed result
+/// ([`ToolResult`](crate::ToolResult), ...) where a round ran, the JSON-RPC
+/// result object (`Value`, the default) once it is on its way to the wire.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
-pub enum Outcome {
-    /// The final result (carries `resultType: "complete"`).
-    Complete(Value),
+#[must_use]
+pub enum Outcome<T = Value> {
+    /// The final result.
+    Complete(T),
     /// The server needs input (or a state-only retry).
     InputRequired(InputRequiredResult),
     /// A `tools/call` failure the model can act on (`isError: true`), with its error for the log.
@@ -382,7 +410,7 @@ pub enum Outcome {
     Protocol(Error),
 }
 
-impl Outcome {
+impl<T> Outcome<T> {
     /// The outcome for a failure on `method`, on the channel [`error::channel`]
     /// picks: a tool error where the model can act on it on `tools/call`, else a
     /// JSON-RPC error.
@@ -393,14 +421,13 @@ impl Outcome {
         }
     }
 
-    /// The JSON-RPC response for request `id`.
-    pub fn to_response(&self, id: &RequestId) -> Value {
+    /// The same outcome with its complete result mapped by `f`.
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Outcome<U> {
         match self {
-            Self::Complete(v) | Self::ToolError { result: v, .. } => {
-                jsonrpc::success(id, v.clone())
-            }
-            Self::InputRequired(irr) => jsonrpc::success(id, irr.to_value()),
-            Self::Protocol(e) => e.to_jsonrpc(Some(id)),
+            Self::Complete(t) => Outcome::Complete(f(t)),
+            Self::InputRequired(irr) => Outcome::InputRequired(irr),
+            Self::ToolError { result, error } => Outcome::ToolError { result, error },
+            Self::Protocol(e) => Outcome::Protocol(e),
         }
     }
 
@@ -423,23 +450,29 @@ impl Outcome {
     }
 }
 
-/// A `CallToolResult` body with one text block (the engine adds `resultType`);
-/// shorthand for [`ToolResult::text`](crate::result::ToolResult::text).
-pub fn tool_text(text: impl Into<String>) -> Value {
-    crate::result::ToolResult::text(text).into()
+impl<T: CarrierResult> Outcome<T> {
+    /// The outcome with its result as the JSON-RPC result object (with
+    /// `"resultType": "complete"`).
+    pub fn into_json(self) -> Outcome {
+        self.map(CarrierResult::into_complete)
+    }
 }
 
-/// A `GetPromptResult` body with one user text message; shorthand for
-/// [`PromptResult`](crate::result::PromptResult).
-pub fn prompt_text(description: impl Into<String>, text: impl Into<String>) -> Value {
-    crate::result::PromptResult::new()
-        .description(description)
-        .user_text(text)
-        .into()
+impl<T: CarrierResult> From<Outcome<T>> for Outcome {
+    fn from(outcome: Outcome<T>) -> Self {
+        outcome.into_json()
+    }
 }
 
-/// A `ReadResourceResult` body with one text content; shorthand for
-/// [`ResourceResult::text`](crate::result::ResourceResult::text).
-pub fn resource_text(uri: impl Into<String>, mime_type: &str, text: impl Into<String>) -> Value {
-    crate::result::ResourceResult::text(uri, mime_type, text).into()
+impl Outcome {
+    /// The JSON-RPC response for request `id`.
+    pub fn to_response(&self, id: &RequestId) -> Value {
+        match self {
+            Self::Complete(v) | Self::ToolError { result: v, .. } => {
+                jsonrpc::success(id, v.clone())
+            }
+            Self::InputRequired(irr) => jsonrpc::success(id, irr.to_value()),
+            Self::Protocol(e) => e.to_jsonrpc(Some(id)),
+        }
+    }
 }

@@ -9,20 +9,19 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::ask::{Elicited, Fields, Form, RootsAsk, Sampling, UrlVisit};
-use super::state::{Asked, FlowState, QuestionDigest, SealedAnswer};
-use super::{AnswerPolicy, Engine, Outcome};
+use super::state::{FlowState, QuestionDigest};
+use super::{AnswerPolicy, Engine};
 use crate::answers::validate_content;
 use crate::capability::{self, Decision, Necessity};
 use crate::error::{Error, Fallback, Retry, ToolAdvice};
 use crate::metrics::OnceResult;
 use crate::replay::{self, Claim, ClaimOutcome, PrincipalKey, ReplayGuard};
-use crate::seal::{Binding, Claims, SealError, Verified};
+use crate::seal::{Binding, Claims, Verified};
 use crate::time::Timestamp;
 use crate::wire::input::{ElicitAction, ElicitParams, ElicitResult, InputResponse};
 use crate::wire::{CarrierMethod, CarrierRequest};
 use crate::wire::{
-    ClientCapabilities, CreateMessageResult, InputKind, InputRequest, InputRequests,
-    InputRequiredResult, JsonObject, Root,
+    ClientCapabilities, CreateMessageResult, InputKind, InputRequest, JsonObject, Root,
 };
 
 /// Why a handler stopped before producing a result. Handlers return it with `?`.
@@ -30,8 +29,18 @@ use crate::wire::{
 #[non_exhaustive]
 pub enum Flow {
     /// Some answer is missing: the questions recorded so far go out in one
-    /// `InputRequiredResult`. Produced by the ask methods of [`Round`].
-    Suspend,
+    /// `InputRequiredResult`. Only the ask methods of [`Round`] produce it (the
+    /// [`Unanswered`] inside cannot be made elsewhere), so a handler cannot
+    /// suspend a round that asked nothing:
+    ///
+    /// ```compile_fail,E0423
+    /// # use mrtr::{Flow, Round, ToolResult};
+    /// fn handler(_round: Round) -> Result<ToolResult, Flow> {
+    ///     // The proof's field is private: only an ask makes one.
+    ///     Err(Flow::Suspend(mrtr::engine::Unanswered(())))
+    /// }
+    /// ```
+    Suspend(Unanswered),
     /// Ask for a retry without questions (a state-only `InputRequiredResult`, e.g.
     /// to shed load); the answers so far are sealed into the state.
     StateOnly,
@@ -39,6 +48,18 @@ pub enum Flow {
     /// error on `tools/call` when the error carries model-facing advice, else a
     /// JSON-RPC error).
     Fail(Error),
+}
+
+/// The proof inside [`Flow::Suspend`] that the round recorded a question it has
+/// no answer for. Only the crate's asks make one.
+#[derive(Debug, Clone)]
+pub struct Unanswered(());
+
+impl Unanswered {
+    /// A question was just recorded.
+    fn recorded() -> Flow {
+        Flow::Suspend(Self(()))
+    }
 }
 
 impl From<Error> for Flow {
@@ -62,17 +83,17 @@ impl Flow {
 }
 
 #[derive(Debug, Clone)]
-struct PendingAsk {
-    request: InputRequest,
-    necessity: Necessity,
-    digest: QuestionDigest,
-    note: Option<String>,
+pub(super) struct PendingAsk {
+    pub(super) request: InputRequest,
+    pub(super) necessity: Necessity,
+    pub(super) digest: QuestionDigest,
+    pub(super) note: Option<String>,
 }
 
 /// An answer a round took, to seal into the next state if there is one. Its key
 /// is the round's `seen` entry at `at`.
 #[derive(Debug)]
-enum Answered {
+pub(super) enum Answered {
     /// As the previous round's state sealed it under this key.
     Sealed { at: usize },
     /// From this retry's `inputResponses`, accepted for this question.
@@ -87,12 +108,12 @@ enum Answered {
 /// What a round knows from the start and never changes: the engine, the request,
 /// its binding, the time, and the verified state of the previous round.
 #[derive(Debug)]
-struct Fixed {
-    engine: Engine,
-    request: CarrierRequest,
-    binding: Binding,
-    now: Timestamp,
-    prior: Option<Verified<Claims<FlowState>>>,
+pub(super) struct Fixed {
+    pub(super) engine: Engine,
+    pub(super) request: CarrierRequest,
+    pub(super) binding: Binding,
+    pub(super) now: Timestamp,
+    pub(super) prior: Option<Verified<Claims<FlowState>>>,
     /// The caller's network address, when the principal is anonymous and the
     /// transport knew the peer: the replay guard's quota is keyed on it
     /// ([`PrincipalKey::of_peer`]). `None` for an authenticated principal.
@@ -101,33 +122,45 @@ struct Fixed {
 
 /// What the handler's asks change as it runs.
 #[derive(Debug, Default)]
-struct Live {
-    carry: FlowState,
+pub(super) struct Live {
+    pub(super) carry: FlowState,
     /// The answers this round took, in `carry.answers` only if the round suspends
     /// (a round that completes seals nothing, so they are not converted for it).
-    answered: Vec<Answered>,
+    pub(super) answered: Vec<Answered>,
     /// Every key the handler asked this round, first ask first, with its
     /// question's digest: one question per key. A round asks a handful of keys,
     /// so a list searched in order beats a map, and the other lists below name a
     /// key by its place here rather than by a copy of it.
-    seen: Vec<(String, QuestionDigest)>,
+    pub(super) seen: Vec<(String, QuestionDigest)>,
     /// The questions to send, in the order first asked (a key asked again keeps its
     /// place), by their key's place in `seen`; the capability gate runs over them
     /// when the round ends.
-    pending: Vec<(usize, PendingAsk)>,
+    pub(super) pending: Vec<(usize, PendingAsk)>,
     /// Set when the round was finished: a `Round` kept past its handler (moved into a
     /// spawned task, say) can no longer record questions or results.
-    finished: bool,
+    pub(super) finished: bool,
 }
 
 /// One run of a handler. Ask with [`Round::elicit`], [`Round::sample`],
 /// [`Round::roots`] and friends; each returns the answer when there is one and
-/// `Err(Flow::Suspend)` otherwise, after recording the question. Call several
+/// `Err(Unanswered::recorded())` otherwise, after recording the question. Call several
 /// before the first `?` to batch them into one round.
 ///
 /// A handler takes its `Round` by value (`|round: Round| async move { … }`), so an
 /// async handler's future owns it and can hold it across `.await`; every method
 /// takes `&self`, so helper functions take `&Round`. It is `Send`.
+///
+/// A `Round` is the handler's view only: it cannot end its round (the engine
+/// does, once the handler has returned), so a handler that tries does not
+/// compile:
+///
+/// ```compile_fail,E0599
+/// # use mrtr::{Flow, Round, ToolResult};
+/// fn handler(round: Round) -> Result<ToolResult, Flow> {
+///     let _ = round.finish(Ok(ToolResult::text("done")));
+///     Ok(ToolResult::text("done"))
+/// }
+/// ```
 #[derive(Debug)]
 pub struct Round {
     shared: Arc<Shared>,
@@ -135,33 +168,12 @@ pub struct Round {
 
 /// What a [`Round`] and its [`Finisher`] share: one allocation per round.
 #[derive(Debug)]
-struct Shared {
-    fixed: Fixed,
-    live: Mutex<Live>,
+pub(super) struct Shared {
+    pub(super) fixed: Fixed,
+    pub(super) live: Mutex<Live>,
 }
 
-/// The engine's side of a round handed to a handler: it finishes the round once
-/// the handler has returned (or its future has completed).
-#[derive(Debug)]
-pub(crate) struct Finisher {
-    shared: Arc<Shared>,
-}
-
-impl Finisher {
-    /// Ends the round with the handler's result.
-    pub(crate) fn finish(self, result: Result<Value, Flow>) -> Outcome {
-        finish(&self.shared.fixed, &self.shared.live, result)
-    }
-
-    /// Ends the round without sealing anything (the handler was abandoned: overdue or
-    /// panicked): later uses of its `Round` fail, and no `once` result it recorded
-    /// is kept.
-    pub(crate) fn abandon(self) {
-        lock(&self.shared.live).finished = true;
-    }
-}
-
-fn lock(live: &Mutex<Live>) -> MutexGuard<'_, Live> {
+pub(super) fn lock(live: &Mutex<Live>) -> MutexGuard<'_, Live> {
     // No user code runs while the lock is held, so a poisoned lock holds consistent data.
     live.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -250,12 +262,8 @@ impl Round {
         }
     }
 
-    /// Splits off the engine's handle, so the handler can own the `Round`.
-    pub(crate) fn hand_over(self) -> (Round, Finisher) {
-        let finisher = Finisher {
-            shared: Arc::clone(&self.shared),
-        };
-        (self, finisher)
+    pub(super) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
     }
 
     /// The carrier method.
@@ -316,7 +324,7 @@ impl Round {
             .map_or(1, |p| p.round().saturating_add(1))
     }
 
-    /// The current time, as passed to [`Engine::begin`].
+    /// The current time, as the transport read it for this request.
     pub fn now(&self) -> Timestamp {
         self.shared.fixed.now
     }
@@ -603,8 +611,7 @@ impl Round {
             crate::metrics::once_result(OnceResult::Sealed);
             return Ok(Begin::Done(t));
         }
-        let (Some(prior), Some(guard)) = (fixed.prior.as_ref(), fixed.engine.replay_guard_ref())
-        else {
+        let (Some(prior), Some(guard)) = (fixed.prior.as_ref(), fixed.engine.replay_guard()) else {
             return Ok(Begin::Run(None));
         };
         // Held for as long as ANY state of this flow can open on ANY instance whose
@@ -704,7 +711,7 @@ impl Round {
             let asked = fixed.prior.as_ref().and_then(|p| p.state().asked.get(key));
             let eligible = match asked {
                 Some(q) => q.kind == kind && q.digest == digest,
-                None => fixed.engine.answer_policy() == AnswerPolicy::Lenient && !issued_only,
+                None => fixed.engine.policy() == AnswerPolicy::Lenient && !issued_only,
             };
             if asked.is_some() && !eligible {
                 note = Some(
@@ -754,13 +761,7 @@ impl Round {
             Some((_, asked)) => *asked = ask,
             None => live.pending.push((at, ask)),
         }
-        Err(Flow::Suspend)
-    }
-
-    /// Ends the round with the handler's result (for callers of [`Engine::begin`];
-    /// [`Engine::run`] and the service call it for you).
-    pub fn finish(self, result: Result<Value, Flow>) -> Outcome {
-        finish(&self.shared.fixed, &self.shared.live, result)
+        Err(Unanswered::recorded())
     }
 }
 
@@ -809,158 +810,11 @@ impl Confirmation {
     }
 }
 
-/// Ends a round: the handler's result, a failure, or the questions it recorded.
-fn finish(fixed: &Fixed, live: &Mutex<Live>, result: Result<Value, Flow>) -> Outcome {
-    let mut live = lock(live);
-    if live.finished {
-        return Outcome::Protocol(Error::internal("round finished twice"));
-    }
-    live.finished = true;
-    let method = fixed.request.method();
-    // The capability gate over every question of the round: a required one the
-    // client did not declare fails the request, whatever the handler returned.
-    let declared = &fixed.request.meta().client_capabilities;
-    let asks = live.pending.iter().map(|(_, a)| (&a.request, a.necessity));
-    if let Err(e) = capability::verdict(declared, asks, |_| {}) {
-        return Outcome::Protocol(e);
-    }
-    match result {
-        Ok(Value::Object(mut o)) => {
-            o.insert("resultType".into(), "complete".into());
-            if let Some(prior) = &fixed.prior {
-                let lifetime = fixed.engine.sealer().config().flow_lifetime_value();
-                let age = crate::metrics::flow_age(prior.deadline(), lifetime, fixed.now);
-                crate::metrics::flow_completed(age);
-            }
-            Outcome::Complete(Value::Object(o))
-        }
-        Ok(_) => Outcome::Protocol(Error::internal("handler result is not a JSON object")),
-        Err(Flow::Fail(e)) => Outcome::from_error(Some(method), e),
-        Err(Flow::Suspend) if live.pending.is_empty() => {
-            Outcome::Protocol(Error::internal("handler suspended without asking anything"))
-        }
-        Err(Flow::Suspend | Flow::StateOnly) => suspend(fixed, &mut live, method),
-    }
-}
-
-fn suspend(fixed: &Fixed, live: &mut Live, method: CarrierMethod) -> Outcome {
-    let engine = &fixed.engine;
-    let issued = fixed.prior.as_ref().map_or(0, |p| p.round());
-    if issued >= engine.max_rounds_value() {
-        let e = engine.limit_error(
-            "This request needed more rounds of questions than the server allows",
-            format!("max rounds {} reached", engine.max_rounds_value()),
-        );
-        return Outcome::from_error(Some(method), e);
-    }
-    let max_asks = engine.max_asks_value();
-    if live.pending.len() > max_asks {
-        let e = engine.limit_error(
-            "This request asked more questions at once than the server allows",
-            format!("{} asks in one round, max {max_asks}", live.pending.len()),
-        );
-        return Outcome::from_error(Some(method), e);
-    }
-    // The answers first: they copy their keys, and the questions then take theirs
-    // (the round is over, so `seen` is not read again; a key is pending once).
-    carry_answers(fixed, live);
-    let pending = std::mem::take(&mut live.pending);
-    let mut requests = InputRequests::with_capacity(pending.len());
-    for (at, ask) in pending {
-        let key = std::mem::take(&mut live.seen[at].0);
-        live.carry.asked.insert(
-            key.clone(),
-            Asked {
-                kind: ask.request.kind(),
-                digest: ask.digest,
-            },
-        );
-        let mut req = ask.request;
-        if let (Some(note), InputRequest::Elicit(p)) = (&ask.note, &mut req) {
-            let msg = match p {
-                ElicitParams::Form(f) => &mut f.message,
-                ElicitParams::Url(u) => &mut u.message,
-            };
-            msg.push_str("\n\n");
-            msg.push_str(note);
-        }
-        requests.insert(key, req);
-    }
-    let config = engine.sealer().config();
-    let state = std::mem::take(&mut live.carry);
-    let claims = match &fixed.prior {
-        None => Claims::first_round(fixed.binding, fixed.now, config, state),
-        Some(p) => Claims::next_round(p, fixed.now, config, state),
-    };
-    let token = match engine.sealer().seal(&claims) {
-        Ok(t) => t,
-        // The state holds the client's answers, so a client can push it over the size
-        // limit (a long free-text field): a limit like max rounds, not a server fault.
-        Err(e @ (SealError::TooLarge { .. } | SealError::TokenTooLong { .. })) => {
-            let e = engine.limit_error(
-                "The answers gathered so far are too large to carry into the next round",
-                format!("sealing requestState: {e}"),
-            );
-            return Outcome::from_error(Some(method), e);
-        }
-        Err(e) => {
-            return Outcome::Protocol(Error::internal(format!("sealing requestState failed: {e}")));
-        }
-    };
-    match InputRequiredResult::new(method, requests, Some(token)) {
-        Ok(irr) => Outcome::InputRequired(irr),
-        Err(e) => Outcome::Protocol(Error::internal(format!(
-            "building InputRequiredResult: {e}"
-        ))),
-    }
-}
-
-/// Puts the answers the round took into the state it seals: a sealed one as it
-/// came, a fresh one in the form [`accept`] gives it (the same checks, which it
-/// passed when the handler took it, so it passes again: the handler's own `fits`
-/// only refuses, it never changes the answer).
-fn carry_answers(fixed: &Fixed, live: &mut Live) {
-    for answered in std::mem::take(&mut live.answered) {
-        match answered {
-            Answered::Sealed { at } => {
-                let key = live.seen[at].0.clone();
-                let sealed = fixed
-                    .prior
-                    .as_ref()
-                    .and_then(|p| p.state().answers.get(&key));
-                if let Some(a) = sealed {
-                    live.carry.answers.insert(key, a.clone());
-                }
-            }
-            Answered::Fresh {
-                at,
-                kind,
-                digest,
-                request,
-            } => {
-                let key = live.seen[at].0.clone();
-                let given = fixed.request.input_responses().and_then(|r| r.get(&key));
-                if let Some(Ok(resp)) = given.map(|v| accept(kind, &request, v, &|_| Ok(()))) {
-                    let value = resp.to_value();
-                    live.carry.answers.insert(
-                        key,
-                        SealedAnswer {
-                            kind,
-                            digest,
-                            value,
-                        },
-                    );
-                }
-            }
-        }
-    }
-}
-
 /// Checks a fresh answer against the question: the kind must match and an
 /// accepted form's content must validate. Returns the parsed answer, content
 /// reduced to the declared fields (its `to_value` is what a suspending round
 /// seals), or a note for the re-ask.
-fn accept(
+pub(super) fn accept(
     kind: InputKind,
     request: &InputRequest,
     v: &Value,
@@ -999,8 +853,9 @@ fn accept(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::tool_text;
+    use crate::engine::Outcome;
     use crate::principal::Principal;
+    use crate::result::ToolResult;
     use crate::seal::{Key, Keyring};
     use serde_json::json;
 
@@ -1018,9 +873,10 @@ mod tests {
     /// The state a token seals, as the next round opens it.
     fn sealed(engine: &Engine, token: &str, now: Timestamp) -> FlowState {
         let round = engine
-            .begin(
+            .begin_from(
                 request(Some(token), json!({})),
                 &Principal::anonymous(),
+                None,
                 now,
             )
             .unwrap();
@@ -1028,7 +884,7 @@ mod tests {
         prior.state().clone()
     }
 
-    fn token(outcome: Outcome) -> String {
+    fn token(outcome: Outcome<ToolResult>) -> String {
         match outcome {
             Outcome::InputRequired(irr) => irr.request_state().unwrap().to_owned(),
             other => panic!("not input_required: {other:?}"),
@@ -1045,11 +901,11 @@ mod tests {
             Keyring::new(Key::from_secret(&[7; 32]).unwrap()),
             "https://mcp.example",
         );
-        let handler = |r: Round| -> Result<Value, Flow> {
+        let handler = |r: Round| -> Result<ToolResult, Flow> {
             for key in ["a", "b", "c"] {
                 let _ = r.elicit(key, Form::new("Who?").string("name", "Name"))?;
             }
-            Ok(tool_text("done"))
+            Ok(ToolResult::text("done"))
         };
         let (who, now) = (Principal::anonymous(), Timestamp::now());
         let run = |state: Option<&str>, answers: Value| {
@@ -1077,7 +933,7 @@ mod tests {
         assert_eq!(s3.answers.len(), 2);
         // Round 4 completes from the two sealed answers and the fresh third.
         match run(Some(&t3), json!({"c": accept(json!({"name": "z"}))})) {
-            Outcome::Complete(v) => assert_eq!(v["content"][0]["text"], "done"),
+            Outcome::Complete(v) => assert_eq!(v, ToolResult::text("done")),
             other => panic!("not complete: {other:?}"),
         }
     }
@@ -1095,7 +951,7 @@ mod tests {
             let _ = r.elicit("a", who_form());
             let _ = r.elicit("b", Form::new("Where?").string("city", "City"));
             let _ = r.elicit("a", who_form())?;
-            Ok(tool_text("done"))
+            Ok(ToolResult::text("done"))
         });
         let Outcome::InputRequired(irr) = outcome else {
             panic!("not input_required: {outcome:?}")
@@ -1120,14 +976,14 @@ mod tests {
                 let _ = r.elicit("a", who_form())?;
                 let _ = r.elicit("a", who_form())?;
                 let _ = r.elicit("b", Form::new("Where?").string("city", "City"))?;
-                Ok(tool_text("done"))
+                Ok(ToolResult::text("done"))
             },
         );
         assert!(matches!(outcome, Outcome::Complete(_)), "{outcome:?}");
         let outcome = engine.run(request(Some(&t1), answers), &who, now, |r: Round| {
             let _ = r.elicit("a", who_form())?;
             let _ = r.elicit("a", Form::new("Where?").string("city", "City"))?;
-            Ok(tool_text("done"))
+            Ok(ToolResult::text("done"))
         });
         match outcome {
             Outcome::Protocol(e) => {

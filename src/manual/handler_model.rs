@@ -54,7 +54,7 @@
 //!
 //! let service = Service::new(Engine::new(Keyring::ephemeral(), "https://tools.example"), "tools", "1.0.0");
 //! let deploy_schema = serde_json::json!({"type": "object", "properties": {"service": {"type": "string"}}});
-//! let service = service.tool_async(
+//! let service = service.tool(
 //!     "deploy",
 //!     "Deploys a service after the user confirms.",
 //!     deploy_schema,

@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 use ::rmcp::ErrorData;
 use ::rmcp::model::{
     CallToolResponse, CallToolResult, ContentBlock, ElicitRequest, GetPromptResponse,
-    GetPromptResult, InputRequest as RmcpInputRequest, InputRequiredResult as RmcpInputRequired,
-    ReadResourceResponse, ReadResourceResult, ServerRequest,
+    InputRequest as RmcpInputRequest, InputRequiredResult as RmcpInputRequired,
+    ReadResourceResponse, ServerRequest,
 };
 // rmcp deprecates sampling and roots (SEP-2577); mrtr still carries them.
 #[allow(deprecated)]
@@ -23,29 +23,11 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::engine::Outcome;
+use crate::engine::{CarrierResult, Outcome};
 use crate::error::Error;
 use crate::memo::AskMemo;
-use crate::result::ToolResult;
+use crate::result::{PromptResult, ResourceResult, ToolResult};
 use crate::wire::{InputRequest, InputRequiredResult};
-
-/// What a round gives the adapter: the handler's complete result, a tool error's
-/// body, or an `input_required` result still in mrtr's typed form.
-pub(super) enum Reply {
-    Complete(Value),
-    ToolError(Value),
-    InputRequired(InputRequiredResult),
-}
-
-/// The reply for an outcome, or its JSON-RPC error as rmcp's `ErrorData`.
-pub(super) fn to_reply(outcome: Outcome) -> Result<Reply, ErrorData> {
-    match outcome {
-        Outcome::Complete(v) => Ok(Reply::Complete(v)),
-        Outcome::ToolError { result: v, .. } => Ok(Reply::ToolError(v)),
-        Outcome::InputRequired(irr) => Ok(Reply::InputRequired(irr)),
-        Outcome::Protocol(e) => Err(error_data(&e)),
-    }
-}
 
 /// An mrtr error as rmcp's `ErrorData` (code, public message, data): the JSON-RPC
 /// error object of [`Error::to_jsonrpc`], one rendering for both crates.
@@ -139,31 +121,33 @@ fn input_required(
     serde_json::from_value(irr.to_value()).map_err(|_| unfit("InputRequiredResult"))
 }
 
-fn is_input_required(v: &Value) -> bool {
-    v.get("resultType").and_then(Value::as_str) == Some("input_required")
-}
-
-/// A reply as one of rmcp's carrier responses: `input_required` (typed, or a body
-/// that says so) through [`input_required`] or rmcp's deserialization, anything
-/// else as the complete result type `C`.
-fn response<C: DeserializeOwned, T>(
-    reply: Reply,
+/// An outcome as one of rmcp's carrier responses: `input_required` through
+/// [`input_required`], a complete result through `complete`, a tool error's body
+/// as rmcp's complete result type `C`, a JSON-RPC error as rmcp's `ErrorData`.
+fn response<T, C: DeserializeOwned, R>(
+    outcome: Outcome<T>,
     asks: &AskCache,
     what: &str,
-    input: fn(RmcpInputRequired) -> T,
-    complete: fn(C) -> T,
-) -> Result<T, ErrorData> {
-    match reply {
-        Reply::InputRequired(irr) => input_required(irr, asks).map(input),
-        Reply::Complete(v) | Reply::ToolError(v) if is_input_required(&v) => {
-            serde_json::from_value(v)
-                .map(input)
-                .map_err(|_| unfit("InputRequiredResult"))
-        }
-        Reply::Complete(v) | Reply::ToolError(v) => serde_json::from_value(v)
-            .map(complete)
+    input: fn(RmcpInputRequired) -> R,
+    complete: impl FnOnce(T) -> Result<R, ErrorData>,
+    wrap: fn(C) -> R,
+) -> Result<R, ErrorData> {
+    match outcome {
+        Outcome::Complete(t) => complete(t),
+        Outcome::InputRequired(irr) => input_required(irr, asks).map(input),
+        Outcome::ToolError { result, .. } => serde_json::from_value(result)
+            .map(wrap)
             .map_err(|_| unfit(what)),
+        Outcome::Protocol(e) => Err(error_data(&e)),
     }
+}
+
+/// A carrier's complete result, through its wire JSON, as rmcp's type `C`.
+fn through_json<T: CarrierResult, C: DeserializeOwned>(
+    result: T,
+    what: &str,
+) -> Result<C, ErrorData> {
+    serde_json::from_value(result.into_complete()).map_err(|_| unfit(what))
 }
 
 /// A tool's complete [`ToolResult`] as rmcp's `CallToolResult`, built straight
@@ -178,47 +162,53 @@ pub(super) fn tool_result(result: ToolResult) -> Result<CallToolResult, ToolResu
     Ok(typed)
 }
 
-/// The response to a `tools/call`: `typed` is the handler's result already in
-/// rmcp's type ([`tool_result`]), used when the round completed with it.
+/// The response to a `tools/call`.
 pub(super) fn tool_response(
-    reply: Reply,
-    typed: Option<CallToolResult>,
+    outcome: Outcome<ToolResult>,
     asks: &AskCache,
 ) -> Result<CallToolResponse, ErrorData> {
-    if let (Reply::Complete(_), Some(typed)) = (&reply, typed) {
-        return Ok(CallToolResponse::Complete(typed));
-    }
-    response::<CallToolResult, _>(
-        reply,
+    const WHAT: &str = "CallToolResult";
+    response(
+        outcome,
         asks,
-        "CallToolResult",
+        WHAT,
         CallToolResponse::InputRequired,
+        |tool| match tool_result(tool) {
+            Ok(typed) => Ok(CallToolResponse::Complete(typed)),
+            Err(tool) => through_json(tool, WHAT).map(CallToolResponse::Complete),
+        },
         CallToolResponse::Complete,
     )
 }
 
+/// The response to a `prompts/get`.
 pub(super) fn prompt_response(
-    reply: Reply,
+    outcome: Outcome<PromptResult>,
     asks: &AskCache,
 ) -> Result<GetPromptResponse, ErrorData> {
-    response::<GetPromptResult, _>(
-        reply,
+    const WHAT: &str = "GetPromptResult";
+    response(
+        outcome,
         asks,
-        "GetPromptResult",
+        WHAT,
         GetPromptResponse::InputRequired,
+        |p| through_json(p, WHAT).map(GetPromptResponse::Complete),
         GetPromptResponse::Complete,
     )
 }
 
+/// The response to a `resources/read`.
 pub(super) fn resource_response(
-    reply: Reply,
+    outcome: Outcome<ResourceResult>,
     asks: &AskCache,
 ) -> Result<ReadResourceResponse, ErrorData> {
-    response::<ReadResourceResult, _>(
-        reply,
+    const WHAT: &str = "ReadResourceResult";
+    response(
+        outcome,
         asks,
-        "ReadResourceResult",
+        WHAT,
         ReadResourceResponse::InputRequired,
+        |r| through_json(r, WHAT).map(ReadResourceResponse::Complete),
         ReadResourceResponse::Complete,
     )
 }
@@ -357,14 +347,13 @@ mod tests {
     #[test]
     fn results_are_told_apart_and_what_rmcp_cannot_take_is_internal() {
         let cache = AskCache::default();
-        let irr = json!({"resultType": "input_required", "requestState": "s"});
+        let irr = irr_of(&asks(), Some("s"));
         assert!(matches!(
-            tool_response(Reply::Complete(irr), None, &cache),
+            tool_response(Outcome::InputRequired(irr), &cache),
             Ok(CallToolResponse::InputRequired(_))
         ));
-        let done = json!({"resultType": "complete", "content": [{"type": "text", "text": "x"}]});
         assert!(matches!(
-            tool_response(Reply::Complete(done), None, &cache),
+            tool_response(Outcome::Complete(ToolResult::text("x")), &cache),
             Ok(CallToolResponse::Complete(_))
         ));
         // A result with _meta takes rmcp's path, and keeps its _meta.
@@ -376,14 +365,15 @@ mod tests {
         let r = input_required(with_meta, &cache).unwrap();
         assert_eq!(serde_json::to_value(&r).unwrap()["_meta"], json!({"k": 1}));
         // What rmcp cannot take is -32603, not a panic.
-        let bad = json!({"resultType": "complete", "messages": 3});
-        assert_eq!(
-            prompt_response(Reply::Complete(bad), &cache)
-                .unwrap_err()
-                .code
-                .0,
-            -32603
-        );
+        let bad = json!({"resultType": "complete", "content": 3});
+        let failed = Outcome::<ToolResult>::ToolError {
+            result: bad,
+            error: Error::internal("x"),
+        };
+        assert_eq!(tool_response(failed, &cache).unwrap_err().code.0, -32603);
+        // A JSON-RPC error is rmcp's ErrorData.
+        let refused = Outcome::<PromptResult>::Protocol(Error::invalid_request_state("tag"));
+        assert_eq!(prompt_response(refused, &cache).unwrap_err().code.0, -32602);
     }
 
     /// rmcp's deserialization of a complete tool result's JSON form, as the
@@ -426,26 +416,32 @@ mod tests {
     }
 
     #[test]
-    fn the_typed_result_answers_only_a_round_that_completed() {
+    fn a_complete_result_and_a_tool_error_each_answer_as_themselves() {
         let cache = AskCache::default();
-        let typed = || Some(tool_result(ToolResult::text("kept")).unwrap());
         let text = |r: Result<CallToolResponse, ErrorData>| match r {
-            Ok(CallToolResponse::Complete(c)) => {
-                serde_json::to_value(&c).unwrap()["content"][0]["text"].clone()
-            }
+            Ok(CallToolResponse::Complete(c)) => serde_json::to_value(&c).unwrap(),
             other => panic!("not complete: {other:?}"),
         };
-        let done = json!({"resultType": "complete"});
-        assert_eq!(
-            text(tool_response(Reply::Complete(done), typed(), &cache)),
-            "kept"
-        );
-        // A tool error is the error, whatever was kept.
+        let done = text(tool_response(
+            Outcome::Complete(ToolResult::text("kept")),
+            &cache,
+        ));
+        assert_eq!(done["content"][0]["text"], "kept");
+        // A result the direct path does not take goes through its JSON.
+        let link = ToolResult::text("a").with(Content::link(ResourceLink::new("file:///a", "a")));
+        let linked = text(tool_response(Outcome::Complete(link), &cache));
+        assert_eq!(linked["content"][1]["uri"], "file:///a");
+        // A tool error is the error.
         let failed = json!({"resultType": "complete", "isError": true,
             "content": [{"type": "text", "text": "failed"}]});
-        assert_eq!(
-            text(tool_response(Reply::ToolError(failed), typed(), &cache)),
-            "failed"
-        );
+        let failed = text(tool_response(
+            Outcome::ToolError {
+                result: failed,
+                error: Error::internal("x"),
+            },
+            &cache,
+        ));
+        assert_eq!(failed["content"][0]["text"], "failed");
+        assert_eq!(failed["isError"], true);
     }
 }

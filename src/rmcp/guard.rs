@@ -23,7 +23,6 @@ use super::{Mrtr, PrincipalSource, SessionBound, correlation_id};
 use crate::engine::Outcome;
 use crate::error::Error;
 use crate::principal::Principal;
-use crate::service;
 use crate::wire::jsonrpc::{self, StrictJsonError, from_slice_strict};
 
 /// The default most bindings of sessions to principals held at once: 10 000.
@@ -621,13 +620,13 @@ fn duplicate_keys(line: usize, column: usize) -> Response<Full<Bytes>> {
     let status = StatusCode::from_u16(crate::streamable_http::error_status(&e))
         .unwrap_or(StatusCode::BAD_REQUEST);
     let body = e.to_jsonrpc(None);
-    let named = service::Named {
+    let named = crate::record::Named {
         method: None,
         target: None,
         round: None,
     };
-    service::report(
-        Some(&Outcome::Protocol(e)),
+    crate::record::report(
+        Some(&Outcome::<Value>::Protocol(e)),
         None,
         &correlation_id(),
         named,

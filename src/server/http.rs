@@ -99,8 +99,11 @@ use http_body_util::BodyExt;
 use super::{ConfigError, log};
 use crate::defaults;
 use crate::service::{ParsedMessage, Reply, RequestContext, RequestLog, Service};
-use crate::streamable_http::{HEADER_METHOD, HEADER_NAME, HEADER_PROTOCOL_VERSION, McpHeaders};
+use crate::streamable_http::{
+    HEADER_METHOD, HEADER_NAME, HEADER_PROTOCOL_VERSION, McpHeaders, check_headers, reply_status,
+};
 use crate::time::Timestamp;
+use crate::wire::CarrierMethod;
 
 mod connections;
 mod principal;
@@ -571,7 +574,6 @@ async fn post_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
         principal,
         now: Timestamp::now(),
         correlation_id: corr.clone(),
-        http_headers: Some(mcp_headers(headers)),
         // Set by `serve_with`'s accept loop, or by `axum::serve` with
         // `into_make_service_with_connect_info::<SocketAddr>()`.
         peer: parts
@@ -591,11 +593,21 @@ async fn post_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
     } else {
         ParsedMessage::parse(&bytes)
     };
+    // Streamable HTTP: the MCP headers must agree with the body (-32020).
+    let mirrored = mcp_headers(headers);
+    let message = message.check(|method, params| {
+        check_headers(
+            &mirrored,
+            method,
+            params,
+            CarrierMethod::from_method(method),
+        )
+    });
     let service = &app.service;
-    let deadline = tokio::time::sleep(service.handler_timeout_value());
+    let deadline = tokio::time::sleep(service.handler_timeout());
     let reply = service.handle_parsed_until(message, &ctx, deadline).await;
-
-    reply_response(reply, wants_sse(headers))
+    let status = reply_status(&reply);
+    reply_response(reply, status, wants_sse(headers))
 }
 
 /// 503 with `Retry-After: 1` and a -32603 body: the router is at its in-flight cap
@@ -615,8 +627,8 @@ fn busy(detail: &'static str) -> Response {
 /// Frames the core's reply: its status with a JSON body or one SSE event; no
 /// body → 202 (a 4xx stays a bodiless 4xx). A status outside 200..=599, or a
 /// 5xx without a body, becomes 500 with a -32603 body: never a bare 5xx.
-fn reply_response(reply: Reply, sse_framing: bool) -> Response {
-    let status = StatusCode::from_u16(reply.http_status)
+fn reply_response(reply: Reply, status: u16, sse_framing: bool) -> Response {
+    let status = StatusCode::from_u16(status)
         .ok()
         .filter(|s| (200..600).contains(&s.as_u16()));
     let mut resp = match (reply.body, status) {
@@ -1098,15 +1110,20 @@ mod tests {
         assert!(v.get("id").is_none(), "{v}");
     }
 
-    fn reply(body: Option<&str>, http_status: u16) -> Reply {
-        Reply {
+    fn reply(body: Option<&str>, http_status: u16) -> (Reply, u16) {
+        let reply = Reply {
             body: body.map(str::to_owned),
-            http_status,
+            error_code: None,
             log: RequestLog {
                 outcome: "x".into(),
                 ..RequestLog::default()
             },
-        }
+        };
+        (reply, http_status)
+    }
+
+    fn respond((reply, status): (Reply, u16), sse: bool) -> Response {
+        reply_response(reply, status, sse)
     }
 
     async fn body_text(resp: Response) -> String {
@@ -1116,13 +1133,13 @@ mod tests {
 
     #[tokio::test]
     async fn notification_reply_is_202_without_body() {
-        let resp = reply_response(reply(None, 202), false);
+        let resp = respond(reply(None, 202), false);
         assert_eq!(resp.status(), StatusCode::ACCEPTED);
         assert!(resp.extensions().get::<RequestLog>().is_some());
         assert_eq!(body_text(resp).await, "");
-        let resp = reply_response(reply(None, 200), true);
+        let resp = respond(reply(None, 200), true);
         assert_eq!(resp.status(), StatusCode::ACCEPTED);
-        let resp = reply_response(reply(None, 400), false);
+        let resp = respond(reply(None, 400), false);
         assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
     }
 
@@ -1134,7 +1151,7 @@ mod tests {
             reply(Some("{}"), 42),
             reply(None, 1000),
         ] {
-            let resp = reply_response(r, false);
+            let resp = respond(r, false);
             assert_eq!(resp.status(), StatusCode::INTERNAL_SERVER_ERROR);
             assert!(body_text(resp).await.contains("-32603"));
         }
@@ -1143,7 +1160,7 @@ mod tests {
     #[tokio::test]
     async fn sse_framing_is_one_message_event() {
         let body = r#"{"jsonrpc":"2.0","id":7,"result":{}}"#;
-        let resp = reply_response(reply(Some(body), 200), true);
+        let resp = respond(reply(Some(body), 200), true);
         assert_eq!(resp.headers()[header::CONTENT_TYPE], "text/event-stream");
         let text = body_text(resp).await;
         let lines: Vec<&str> = text.split('\n').collect();
@@ -1154,7 +1171,7 @@ mod tests {
         );
         assert_eq!(lines[2], format!("data: {body}"));
         assert!(text.ends_with("\n\n"));
-        let resp = reply_response(reply(Some(body), 200), false);
+        let resp = respond(reply(Some(body), 200), false);
         assert_eq!(resp.headers()[header::CONTENT_TYPE], "application/json");
         assert_eq!(body_text(resp).await, body);
     }

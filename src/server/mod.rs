@@ -544,10 +544,10 @@ where
         .clock_skew(Duration::from_secs(cfg.clock_skew_secs));
     let engine = Engine::new(keyring, cfg.audience.clone())
         .with_seal_config(seal)
-        .max_rounds(cfg.max_rounds)
+        .with_max_rounds(cfg.max_rounds)
         // A side effect behind `Round::once` must not repeat when a client replays
         // the final round.
-        .replay_guard(replay_store::guard(cfg, Timestamp::now())?);
+        .with_replay_guard(replay_store::guard(cfg, Timestamp::now())?);
     Ok(make(engine))
 }
 

@@ -132,10 +132,9 @@ async fn handle(
                 principal: principal.clone(),
                 now: Timestamp::now(),
                 correlation_id: corr.clone(),
-                http_headers: None,
                 peer: None,
             };
-            let deadline = tokio::time::sleep(service.handler_timeout_value());
+            let deadline = tokio::time::sleep(service.handler_timeout());
             let reply = service.handle_until(&buf, &ctx, deadline).await;
             Done {
                 body: reply.body,

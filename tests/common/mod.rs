@@ -150,12 +150,33 @@ impl Req {
     }
 }
 
-/// Runs one round as the anonymous principal.
-pub fn run<F>(engine: &Engine, req: &Req, now: Timestamp, handler: F) -> Outcome
+/// A count an async handler can share (`Send`, unlike a `Cell`): how often a
+/// step ran.
+#[derive(Debug, Default)]
+pub struct Counter(std::sync::atomic::AtomicU32);
+
+impl Counter {
+    pub fn new(n: u32) -> Self {
+        Self(std::sync::atomic::AtomicU32::new(n))
+    }
+    pub fn get(&self) -> u32 {
+        self.0.load(Ordering::SeqCst)
+    }
+    pub fn set(&self, n: u32) {
+        self.0.store(n, Ordering::SeqCst);
+    }
+}
+
+/// Runs one round as the anonymous principal; the outcome with its result as
+/// the JSON-RPC result object.
+pub fn run<T, F>(engine: &Engine, req: &Req, now: Timestamp, handler: F) -> Outcome
 where
-    F: FnOnce(Round) -> Result<Value, Flow>,
+    T: mrtr::engine::CarrierResult,
+    F: FnOnce(Round) -> Result<T, Flow>,
 {
-    engine.run(req.build(), &Principal::anonymous(), now, handler)
+    engine
+        .run(req.build(), &Principal::anonymous(), now, handler)
+        .into_json()
 }
 
 /// An accepted form answer.
@@ -181,8 +202,8 @@ pub fn roots_answer() -> Value {
 
 /// The InputRequiredResult, or a panic naming what came instead.
 #[track_caller]
-pub fn irr(o: Outcome) -> InputRequiredResult {
-    match o {
+pub fn irr(o: impl Into<Outcome>) -> InputRequiredResult {
+    match o.into() {
         Outcome::InputRequired(i) => i,
         other => panic!("expected input_required, got {}: {other:?}", other.label()),
     }
@@ -190,8 +211,8 @@ pub fn irr(o: Outcome) -> InputRequiredResult {
 
 /// The complete result, or a panic naming what came instead.
 #[track_caller]
-pub fn complete(o: Outcome) -> Value {
-    match o {
+pub fn complete(o: impl Into<Outcome>) -> Value {
+    match o.into() {
         Outcome::Complete(v) => {
             assert_eq!(v["resultType"], "complete");
             v
@@ -202,8 +223,8 @@ pub fn complete(o: Outcome) -> Value {
 
 /// The tool error result (`isError: true`), or a panic.
 #[track_caller]
-pub fn tool_error(o: Outcome) -> (Value, Error) {
-    match o {
+pub fn tool_error(o: impl Into<Outcome>) -> (Value, Error) {
+    match o.into() {
         Outcome::ToolError { result, error } => {
             assert_eq!(result["isError"], true);
             assert_eq!(result["resultType"], "complete");
@@ -215,8 +236,8 @@ pub fn tool_error(o: Outcome) -> (Value, Error) {
 
 /// The JSON-RPC error, or a panic.
 #[track_caller]
-pub fn protocol(o: Outcome) -> Error {
-    match o {
+pub fn protocol(o: impl Into<Outcome>) -> Error {
+    match o.into() {
         Outcome::Protocol(e) => e,
         other => panic!(
             "expected a JSON-RPC error, got {}: {other:?}",
@@ -292,7 +313,6 @@ pub fn ctx(now: Timestamp) -> RequestContext {
         principal: Principal::anonymous(),
         now,
         correlation_id: "test".into(),
-        http_headers: None,
         peer: None,
     }
 }
@@ -471,7 +491,7 @@ impl LocalServer {
     /// The reference service on `engine` plus the server's replay guard.
     pub fn on(engine: Engine) -> Self {
         let (service, deployments) =
-            reference(engine.replay_guard(Arc::new(MemoryReplayGuard::new(T0))));
+            reference(engine.with_replay_guard(Arc::new(MemoryReplayGuard::new(T0))));
         let clock = Arc::new(AtomicU64::new(T0.unix_secs()));
         let now = Arc::clone(&clock);
         let transport = InProcess::new(service, Principal::anonymous())
@@ -504,8 +524,9 @@ impl LocalServer {
             .lock()
             .unwrap()
             .push((body["id"].clone(), reply.log.clone()));
+        let http_status = mrtr::streamable_http::reply_status(&reply);
         let text = reply.body.expect("a request gets a response");
-        assert_eq!(reply.http_status, status, "{body}: {text}");
+        assert_eq!(http_status, status, "{body}: {text}");
         let v: Value = serde_json::from_str(&text).expect("the reply is JSON");
         assert_eq!(v["jsonrpc"], "2.0", "{v}");
         assert_eq!(v["id"], body["id"], "{v}");

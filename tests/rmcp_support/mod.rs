@@ -8,12 +8,13 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use mrtr::engine::{Elicited, Form, RootsAsk, Sampling, prompt_text, resource_text, tool_text};
+use mrtr::engine::{Elicited, Form, RootsAsk, Sampling};
 use mrtr::error::{Retry, ToolAdvice};
 #[cfg(feature = "rmcp-http")]
 use mrtr::rmcp::HttpGuard;
 use mrtr::rmcp::{Mrtr, Principals, ToolCall};
 use mrtr::{Flow, Principal, ToolResult};
+use mrtr::{PromptResult, ResourceResult};
 use rmcp::handler::server::common::FromContextPart;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
@@ -101,7 +102,7 @@ impl TestServer {
     )]
     async fn deploy(&self, call: ToolCall) -> Result<CallToolResponse, ErrorData> {
         let deployments = self.deployments.clone();
-        call.run_typed_async(move |r, args: Deploy| {
+        call.run_typed(move |r, args: Deploy| {
             let deployments = deployments.clone();
             async move {
                 let answer = r.elicit(
@@ -140,7 +141,7 @@ impl TestServer {
     ) -> Result<CallToolResponse, ErrorData> {
         call.run(move |r| {
             let _ = r.elicit("confirm", Form::confirm("Go?"))?;
-            Ok(tool_text(format!("state={state} answers={answers}")))
+            Ok(ToolResult::text(format!("state={state} answers={answers}")))
         })
         .await
     }
@@ -155,7 +156,10 @@ impl TestServer {
         call.run(move |r| {
             let _ = r.elicit("confirm", Form::confirm("Echo?"))?;
             let bound = r.argument("value").cloned().unwrap_or(Value::Null);
-            Ok(tool_text(format!("params={} bound={bound}", args.value)))
+            Ok(ToolResult::text(format!(
+                "params={} bound={bound}",
+                args.value
+            )))
         })
         .await
     }
@@ -170,7 +174,10 @@ impl TestServer {
         call.run(move |r| {
             let _ = r.elicit("confirm", Form::confirm("Echo?"))?;
             let bound = r.argument("value").cloned().unwrap_or(Value::Null);
-            Ok(tool_text(format!("params={} bound={bound}", args.value)))
+            Ok(ToolResult::text(format!(
+                "params={} bound={bound}",
+                args.value
+            )))
         })
         .await
     }
@@ -188,7 +195,7 @@ impl TestServer {
                 Sampling::prompt("What is the capital of France?", 50),
             );
             let (form, sampled) = (form?, sampled?);
-            Ok(tool_text(format!(
+            Ok(ToolResult::text(format!(
                 "model={} name={}",
                 sampled.map(|m| m.text()).unwrap_or_default(),
                 name_of(&form, "name")
@@ -203,7 +210,7 @@ impl TestServer {
         call.run(|r| {
             let roots = r.roots("roots", RootsAsk::new())?.unwrap_or_default();
             let uris: Vec<&str> = roots.iter().map(|x| x.uri.as_str()).collect();
-            Ok(tool_text(format!("roots={}", uris.join(","))))
+            Ok(ToolResult::text(format!("roots={}", uris.join(","))))
         })
         .await
     }
@@ -216,9 +223,9 @@ impl TestServer {
         call: ToolCall,
         Parameters(Pause { ms }): Parameters<Pause>,
     ) -> Result<CallToolResponse, ErrorData> {
-        call.run_async(move |_r| async move {
+        call.run(move |_r| async move {
             tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
-            Ok(tool_text(format!("slept {ms} ms")))
+            Ok(ToolResult::text(format!("slept {ms} ms")))
         })
         .await
     }
@@ -233,11 +240,11 @@ impl TestServer {
     /// Panics in its async handler, after its first poll.
     #[tool(description = "Panics (async handler).")]
     async fn panics_async(&self, call: ToolCall) -> Result<CallToolResponse, ErrorData> {
-        call.run_async(|_r| async move {
+        call.run(|_r| async move {
             tokio::task::yield_now().await;
             panic!("an async handler's bug");
             #[allow(unreachable_code)]
-            Ok(tool_text("unreachable"))
+            Ok(ToolResult::text("unreachable"))
         })
         .await
     }
@@ -258,10 +265,10 @@ impl TestServer {
     /// Two rounds: the second question is asked after the first is answered.
     #[tool(description = "Two rounds of questions.")]
     async fn two_rounds(&self, call: ToolCall) -> Result<CallToolResponse, ErrorData> {
-        call.run_async(|r| async move {
+        call.run(|r| async move {
             let name = r.elicit("step1", Form::new("Name?").string("name", "Name"))?;
             let color = r.elicit("step2", Form::new("Color?").string("color", "Color"))?;
-            Ok(tool_text(format!(
+            Ok(ToolResult::text(format!(
                 "{} likes {}",
                 name_of(&name, "name"),
                 name_of(&color, "color")
@@ -323,10 +330,9 @@ impl ServerHandler for TestServer {
                     "user_context",
                     Form::new("What context?").string("context", "Context"),
                 )?;
-                Ok(prompt_text(
-                    "A prompt from your context",
-                    format!("Use this context: {}", name_of(&ctx, "context")),
-                ))
+                Ok(PromptResult::new()
+                    .description("A prompt from your context")
+                    .user_text(format!("Use this context: {}", name_of(&ctx, "context"))))
             })
             .await
     }
@@ -347,10 +353,10 @@ impl ServerHandler for TestServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         self.mrtr
-            .read_resource_async(request, context, |r| async move {
+            .read_resource(request, context, |r| async move {
                 match r.elicit("reveal", Form::confirm("Reveal the note?"))? {
                     Elicited::Accepted(f) if f.bool("confirm") == Some(true) => {
-                        Ok(resource_text(NOTE, "text/plain", "the note"))
+                        Ok(ResourceResult::text(NOTE, "text/plain", "the note"))
                     }
                     _ => Err(Flow::failed(ToolAdvice::new(
                         "The user chose not to reveal the note",
@@ -385,7 +391,7 @@ impl Unrouted {
     ) -> Result<CallToolResponse, ErrorData> {
         call.run(move |r| {
             let _ = r.elicit("confirm", Form::confirm("Echo?"))?;
-            Ok(tool_text(args.value.clone()))
+            Ok(ToolResult::text(args.value.clone()))
         })
         .await
     }
@@ -502,12 +508,18 @@ impl ServerHandler for AnyTarget {
     ) -> Result<GetPromptResponse, ErrorData> {
         if odd(&request.name) {
             self.mrtr
-                .get_prompt(request, context, |_r| Ok(prompt_text("any", "any prompt")))
+                .get_prompt(request, context, |_r| {
+                    Ok(PromptResult::new()
+                        .description("any")
+                        .user_text("any prompt"))
+                })
                 .await
         } else {
             self.mrtr
-                .get_prompt_async(request, context, |_r| async {
-                    Ok(prompt_text("any", "any prompt"))
+                .get_prompt(request, context, |_r| async {
+                    Ok(PromptResult::new()
+                        .description("any")
+                        .user_text("any prompt"))
                 })
                 .await
         }
@@ -522,14 +534,14 @@ impl ServerHandler for AnyTarget {
         if odd(&uri) {
             self.mrtr
                 .read_resource(request, context, move |_r| {
-                    Ok(resource_text(&uri, "text/plain", "any"))
+                    Ok(ResourceResult::text(&uri, "text/plain", "any"))
                 })
                 .await
         } else {
             self.mrtr
-                .read_resource_async(request, context, move |_r| {
+                .read_resource(request, context, move |_r| {
                     let uri = uri.clone();
-                    async move { Ok(resource_text(&uri, "text/plain", "any")) }
+                    async move { Ok(ResourceResult::text(&uri, "text/plain", "any")) }
                 })
                 .await
         }

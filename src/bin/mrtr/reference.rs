@@ -9,6 +9,8 @@
 //! Part of the `mrtr` binary, not of the library's API. Tests include this file
 //! with `#[path]`, so it names the library `mrtr::`, never `crate::`.
 
+use mrtr::PromptDefinition;
+use mrtr::ResourceDefinition;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -17,12 +19,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use mrtr::engine::{
-    Elicited, Engine, Flow, Form, RootsAsk, Round, Sampling, UrlVisit, prompt_text, resource_text,
-    tool_text,
-};
+use mrtr::engine::{Elicited, Engine, Flow, Form, RootsAsk, Round, Sampling, UrlVisit};
 use mrtr::error::{Retry, ToolAdvice};
 use mrtr::service::Service;
+use mrtr::{PromptResult, ResourceResult, ToolResult};
 
 fn no_args() -> Value {
     json!({"type": "object", "properties": {}})
@@ -33,7 +33,7 @@ fn no_args() -> Value {
 /// `deployments` counts the demo deploy tool's side effect, so tests can check
 /// it ran exactly once.
 pub(crate) fn service(engine: Engine, deployments: Arc<AtomicU64>) -> Service {
-    let s = Service::new(engine, "mrtr-reference", env!("CARGO_PKG_VERSION")).instructions(
+    let s = Service::new(engine, "mrtr-reference", env!("CARGO_PKG_VERSION")).with_instructions(
         "Reference MCP server of the mrtr crate: tools that ask the user, the client's model or the client's roots \
          for input through Multi Round-Trip Requests.",
     );
@@ -51,11 +51,11 @@ fn conformance(s: Service) -> Service {
             "user_name",
             Form::new("What is your name?").string("name", "Name"),
         )? {
-            Elicited::Accepted(f) => Ok(tool_text(format!(
+            Elicited::Accepted(f) => Ok(ToolResult::text(format!(
                 "Hello, {}!",
                 f.str("name").unwrap_or_default()
             ))),
-            _ => Ok(tool_text("No name given.")),
+            _ => Ok(ToolResult::text("No name given.")),
         },
     )
     .tool(
@@ -67,7 +67,7 @@ fn conformance(s: Service) -> Service {
                 "capital_question",
                 Sampling::prompt("What is the capital of France?", 100),
             )?;
-            Ok(tool_text(format!(
+            Ok(ToolResult::text(format!(
                 "The model said: {}",
                 answer.map(|m| m.text()).unwrap_or_default()
             )))
@@ -82,7 +82,7 @@ fn conformance(s: Service) -> Service {
                 .roots("client_roots", RootsAsk::new())?
                 .unwrap_or_default();
             let list: Vec<&str> = roots.iter().map(|x| x.uri.as_str()).collect();
-            Ok(tool_text(format!("Roots: {}", list.join(", "))))
+            Ok(ToolResult::text(format!("Roots: {}", list.join(", "))))
         },
     )
     .tool(
@@ -91,7 +91,7 @@ fn conformance(s: Service) -> Service {
         no_args(),
         |r| {
             let _ = r.elicit("confirm", Form::new("Proceed?").boolean("ok", "OK"))?;
-            Ok(tool_text(
+            Ok(ToolResult::text(
                 "state-ok: the request state verified and the round resumed",
             ))
         },
@@ -112,7 +112,7 @@ fn conformance(s: Service) -> Service {
                 .accepted()
                 .and_then(|f| f.str("name").map(str::to_owned))
                 .unwrap_or_default();
-            Ok(tool_text(format!(
+            Ok(ToolResult::text(format!(
                 "name={name}; greeting={}; roots={}",
                 greeting.map(|g| g.text()).unwrap_or_default(),
                 roots.map_or(0, |x| x.len())
@@ -137,7 +137,7 @@ fn conformance(s: Service) -> Service {
                     .and_then(|f| f.str(k).map(str::to_owned))
                     .unwrap_or_default()
             };
-            Ok(tool_text(format!(
+            Ok(ToolResult::text(format!(
                 "{} likes {}",
                 get(&name, "name"),
                 get(&color, "color")
@@ -150,7 +150,7 @@ fn conformance(s: Service) -> Service {
         no_args(),
         |r| {
             let _ = r.elicit("confirm", Form::new("Proceed?").boolean("ok", "OK"))?;
-            Ok(tool_text("state verified"))
+            Ok(ToolResult::text("state verified"))
         },
     )
     .tool(
@@ -169,16 +169,15 @@ fn conformance(s: Service) -> Service {
                 Sampling::prompt("What is the capital of France?", 100),
             );
             let (_, sampled) = (form?, sampled?);
-            Ok(tool_text(format!(
+            Ok(ToolResult::text(format!(
                 "The model said: {}",
                 sampled.map(|m| m.text()).unwrap_or_default()
             )))
         },
     )
     .prompt(
-        "test_input_required_result_prompt",
-        "Conformance: a prompt that asks for context first.",
-        &[],
+        PromptDefinition::new("test_input_required_result_prompt")
+            .description("Conformance: a prompt that asks for context first."),
         |r| {
             let ctx = r.elicit(
                 "user_context",
@@ -188,10 +187,9 @@ fn conformance(s: Service) -> Service {
                 .accepted()
                 .and_then(|f| f.str("context").map(str::to_owned))
                 .unwrap_or_default();
-            Ok(prompt_text(
-                "A prompt built from your context",
-                format!("Use this context: {text}"),
-            ))
+            Ok(PromptResult::new()
+                .description("A prompt built from your context")
+                .user_text(format!("Use this context: {text}")))
         },
     )
 }
@@ -215,7 +213,7 @@ pub(crate) fn deploy_schema() -> Value {
 }
 
 /// The future of one run of the `deploy` handler.
-pub(crate) type DeployRun = Pin<Box<dyn Future<Output = Result<Value, Flow>> + Send>>;
+pub(crate) type DeployRun = Pin<Box<dyn Future<Output = Result<ToolResult, Flow>> + Send>>;
 
 /// The `deploy` demo's handler; `deployments` counts its side effect. Shared by
 /// `mrtr serve` and the rmcp example (examples/rmcp_server.rs), which registers it
@@ -250,7 +248,9 @@ pub(crate) fn deploy(
                             Ok(deployments.fetch_add(1, Ordering::SeqCst) + 1)
                         })
                         .await?;
-                    Ok(tool_text(format!("Deployed {service} (deployment #{n}).")))
+                    Ok(ToolResult::text(format!(
+                        "Deployed {service} (deployment #{n})."
+                    )))
                 }
                 _ => Err(Flow::failed(
                     ToolAdvice::new(
@@ -268,7 +268,7 @@ pub(crate) fn deploy(
 
 /// The demo tools, prompts and resources.
 fn demos(s: Service, deployments: Arc<AtomicU64>) -> Service {
-    s.tool_async("deploy", DEPLOY_DESCRIPTION, deploy_schema(), deploy(deployments))
+    s.tool("deploy", DEPLOY_DESCRIPTION, deploy_schema(), deploy(deployments))
     .tool(
         "plan_trip",
         "Demonstrates a multi-round form whose later questions depend on earlier answers, with typed data carried \
@@ -282,7 +282,7 @@ fn demos(s: Service, deployments: Arc<AtomicU64>) -> Service {
                     .integer("travellers", "Travellers", Some(1), Some(12)),
             )?;
             let Some(f) = first.accepted() else {
-                return Ok(tool_text("No trip planned."));
+                return Ok(ToolResult::text("No trip planned."));
             };
             let plan = TripPlan { kind: f.str("kind").unwrap_or("city").to_owned(), travellers: f.i64("travellers").unwrap_or(1) };
             r.set_data(&plan)?;
@@ -292,7 +292,7 @@ fn demos(s: Service, deployments: Arc<AtomicU64>) -> Service {
                 _ => r.elicit("city", Form::new("Which city?").string("city", "City"))?,
             };
             let detail = detail.accepted().map(|f| Value::Object(f.as_map().clone()).to_string()).unwrap_or_else(|| "{}".into());
-            Ok(tool_text(format!("Planned a {} trip for {} ({detail}).", plan.kind, plan.travellers)))
+            Ok(ToolResult::text(format!("Planned a {} trip for {} ({detail}).", plan.kind, plan.travellers)))
         },
     )
     .tool(
@@ -302,7 +302,7 @@ fn demos(s: Service, deployments: Arc<AtomicU64>) -> Service {
         |r| {
             let text = r.argument("text").and_then(Value::as_str).unwrap_or("").to_owned();
             let m = r.sample("summary", Sampling::prompt(format!("Summarize in one sentence:\n\n{text}"), 200).system("You write short summaries."))?;
-            Ok(tool_text(m.map(|m| m.text()).unwrap_or_default()))
+            Ok(ToolResult::text(m.map(|m| m.text()).unwrap_or_default()))
         },
     )
     .tool(
@@ -312,7 +312,7 @@ fn demos(s: Service, deployments: Arc<AtomicU64>) -> Service {
         |r| {
             let roots = r.roots("roots", RootsAsk::new())?.unwrap_or_default();
             let lines: Vec<String> = roots.iter().map(|x| format!("{} {}", x.uri, x.name.clone().unwrap_or_default())).collect();
-            Ok(tool_text(if lines.is_empty() { "The client shares no roots.".to_owned() } else { lines.join("\n") }))
+            Ok(ToolResult::text(if lines.is_empty() { "The client shares no roots.".to_owned() } else { lines.join("\n") }))
         },
     )
     .tool(
@@ -320,7 +320,7 @@ fn demos(s: Service, deployments: Arc<AtomicU64>) -> Service {
         "Demonstrates URL-mode elicitation: sends the user to a sign-in page instead of asking for credentials in a form.",
         no_args(),
         |r| match r.visit("sign_in", UrlVisit::new("Sign in to Example to connect your account.", "https://auth.example.com/connect"))? {
-            Elicited::Accepted(_) => Ok(tool_text(
+            Elicited::Accepted(_) => Ok(ToolResult::text(
                 "The user agreed to open the sign-in page. A real server would now check with its identity provider that \
                  the sign-in finished before using the account.",
             )),
@@ -340,17 +340,14 @@ fn demos(s: Service, deployments: Arc<AtomicU64>) -> Service {
                 r.set_data(&50_u32)?;
                 return Err(Flow::StateOnly);
             }
-            Ok(tool_text("Report ready (resumed from sealed state)."))
+            Ok(ToolResult::text("Report ready (resumed from sealed state)."))
         },
     )
     .resource(
-        "mrtr://demo/vault-note",
-        "vault-note",
-        "Demonstrates a resource whose read needs input: asks the user to confirm before revealing the note.",
-        "text/plain",
+ResourceDefinition::new("mrtr://demo/vault-note", "vault-note").description("Demonstrates a resource whose read needs input: asks the user to confirm before revealing the note.").mime_type("text/plain"),
         |r| match r.elicit("reveal", Form::confirm("Reveal the vault note?"))? {
             Elicited::Accepted(f) if f.bool("confirm") == Some(true) => {
-                Ok(resource_text("mrtr://demo/vault-note", "text/plain", "The vault note: remember to rotate MRTR_KEYS."))
+                Ok(ResourceResult::text("mrtr://demo/vault-note", "text/plain", "The vault note: remember to rotate MRTR_KEYS."))
             }
             _ => Err(Flow::failed(ToolAdvice::new("The user chose not to reveal the note", Retry::DoesNotHelp))),
         },

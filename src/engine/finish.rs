@@ -1,0 +1,194 @@
+//! The engine's end of a round: the handler has returned (or its future has
+//! completed), and the round ends in exactly one [`Outcome`]. The capability
+//! gate runs over the round's questions, and a round that asks seals its state.
+//! Nothing here is the handler's: it holds only its [`Round`], which cannot end
+//! the round.
+
+use std::sync::{Arc, Mutex};
+
+use super::Outcome;
+use super::round::{Answered, Fixed, Flow, Live, Round, Shared, accept, lock};
+use super::state::{Asked, SealedAnswer};
+use crate::capability;
+use crate::error::Error;
+use crate::seal::{Claims, SealError};
+use crate::wire::input::{ElicitParams, InputRequest};
+use crate::wire::{CarrierMethod, InputRequests, InputRequiredResult};
+
+/// The engine's side of a round handed to a handler: it finishes the round once
+/// the handler has returned (or its future has completed).
+#[derive(Debug)]
+pub(crate) struct Finisher {
+    shared: Arc<Shared>,
+}
+
+impl Round {
+    /// Splits off the engine's handle, so the handler can own the `Round`.
+    pub(crate) fn hand_over(self) -> (Round, Finisher) {
+        let finisher = Finisher {
+            shared: Arc::clone(self.shared()),
+        };
+        (self, finisher)
+    }
+}
+
+impl Finisher {
+    /// Ends the round with the handler's result.
+    pub(crate) fn finish<T>(self, result: Result<T, Flow>) -> Outcome<T> {
+        finish(&self.shared.fixed, &self.shared.live, result)
+    }
+
+    /// Ends the round without sealing anything (the handler was abandoned: overdue or
+    /// panicked): later uses of its `Round` fail, and no `once` result it recorded
+    /// is kept.
+    pub(crate) fn abandon(self) {
+        lock(&self.shared.live).finished = true;
+    }
+}
+
+/// Ends a round: the handler's result, a failure, or the questions it recorded.
+fn finish<T>(fixed: &Fixed, live: &Mutex<Live>, result: Result<T, Flow>) -> Outcome<T> {
+    let mut live = lock(live);
+    if live.finished {
+        return Outcome::Protocol(Error::internal("round finished twice"));
+    }
+    live.finished = true;
+    let method = fixed.request.method();
+    // The capability gate over every question of the round: a required one the
+    // client did not declare fails the request, whatever the handler returned.
+    let declared = &fixed.request.meta().client_capabilities;
+    let asks = live.pending.iter().map(|(_, a)| (&a.request, a.necessity));
+    if let Err(e) = capability::verdict(declared, asks, |_| {}) {
+        return Outcome::Protocol(e);
+    }
+    match result {
+        Ok(result) => {
+            if let Some(prior) = &fixed.prior {
+                let lifetime = fixed.engine.sealer().config().flow_lifetime_value();
+                let age = crate::metrics::flow_age(prior.deadline(), lifetime, fixed.now);
+                crate::metrics::flow_completed(age);
+            }
+            Outcome::Complete(result)
+        }
+        Err(Flow::Fail(e)) => Outcome::from_error(Some(method), e),
+        // Only an ask makes a `Suspend`, and it records its question first; one
+        // kept from another round (in a static, say) finds none here.
+        Err(Flow::Suspend(_)) if live.pending.is_empty() => {
+            Outcome::Protocol(Error::internal("handler suspended without asking anything"))
+        }
+        Err(Flow::Suspend(_) | Flow::StateOnly) => suspend(fixed, &mut live, method),
+    }
+}
+
+fn suspend<T>(fixed: &Fixed, live: &mut Live, method: CarrierMethod) -> Outcome<T> {
+    let engine = &fixed.engine;
+    let issued = fixed.prior.as_ref().map_or(0, |p| p.round());
+    if issued >= engine.max_rounds() {
+        let e = engine.limit_error(
+            "This request needed more rounds of questions than the server allows",
+            format!("max rounds {} reached", engine.max_rounds()),
+        );
+        return Outcome::from_error(Some(method), e);
+    }
+    let max_asks = engine.max_asks_per_round();
+    if live.pending.len() > max_asks {
+        let e = engine.limit_error(
+            "This request asked more questions at once than the server allows",
+            format!("{} asks in one round, max {max_asks}", live.pending.len()),
+        );
+        return Outcome::from_error(Some(method), e);
+    }
+    // The answers first: they copy their keys, and the questions then take theirs
+    // (the round is over, so `seen` is not read again; a key is pending once).
+    carry_answers(fixed, live);
+    let pending = std::mem::take(&mut live.pending);
+    let mut requests = InputRequests::with_capacity(pending.len());
+    for (at, ask) in pending {
+        let key = std::mem::take(&mut live.seen[at].0);
+        live.carry.asked.insert(
+            key.clone(),
+            Asked {
+                kind: ask.request.kind(),
+                digest: ask.digest,
+            },
+        );
+        let mut req = ask.request;
+        if let (Some(note), InputRequest::Elicit(p)) = (&ask.note, &mut req) {
+            let msg = match p {
+                ElicitParams::Form(f) => &mut f.message,
+                ElicitParams::Url(u) => &mut u.message,
+            };
+            msg.push_str("\n\n");
+            msg.push_str(note);
+        }
+        requests.insert(key, req);
+    }
+    let config = engine.sealer().config();
+    let state = std::mem::take(&mut live.carry);
+    let claims = match &fixed.prior {
+        None => Claims::first_round(fixed.binding, fixed.now, config, state),
+        Some(p) => Claims::next_round(p, fixed.now, config, state),
+    };
+    let token = match engine.sealer().seal(&claims) {
+        Ok(t) => t,
+        // The state holds the client's answers, so a client can push it over the size
+        // limit (a long free-text field): a limit like max rounds, not a server fault.
+        Err(e @ (SealError::TooLarge { .. } | SealError::TokenTooLong { .. })) => {
+            let e = engine.limit_error(
+                "The answers gathered so far are too large to carry into the next round",
+                format!("sealing requestState: {e}"),
+            );
+            return Outcome::from_error(Some(method), e);
+        }
+        Err(e) => {
+            return Outcome::Protocol(Error::internal(format!("sealing requestState failed: {e}")));
+        }
+    };
+    match InputRequiredResult::new(method, requests, Some(token)) {
+        Ok(irr) => Outcome::InputRequired(irr),
+        Err(e) => Outcome::Protocol(Error::internal(format!(
+            "building InputRequiredResult: {e}"
+        ))),
+    }
+}
+
+/// Puts the answers the round took into the state it seals: a sealed one as it
+/// came, a fresh one in the form [`accept`] gives it (the same checks, which it
+/// passed when the handler took it, so it passes again: the handler's own `fits`
+/// only refuses, it never changes the answer).
+fn carry_answers(fixed: &Fixed, live: &mut Live) {
+    for answered in std::mem::take(&mut live.answered) {
+        match answered {
+            Answered::Sealed { at } => {
+                let key = live.seen[at].0.clone();
+                let sealed = fixed
+                    .prior
+                    .as_ref()
+                    .and_then(|p| p.state().answers.get(&key));
+                if let Some(a) = sealed {
+                    live.carry.answers.insert(key, a.clone());
+                }
+            }
+            Answered::Fresh {
+                at,
+                kind,
+                digest,
+                request,
+            } => {
+                let key = live.seen[at].0.clone();
+                let given = fixed.request.input_responses().and_then(|r| r.get(&key));
+                if let Some(Ok(resp)) = given.map(|v| accept(kind, &request, v, &|_| Ok(()))) {
+                    let value = resp.to_value();
+                    live.carry.answers.insert(
+                        key,
+                        SealedAnswer {
+                            kind,
+                            digest,
+                            value,
+                        },
+                    );
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! The JSON-RPC envelope of one message: strict parsing, the `id`, `jsonrpc`
+//! and `method` members, notifications, and a transport's own check of the
+//! message (Streamable HTTP's header agreement) before it is routed.
+
+use serde_json::Value;
+
+use crate::error::Error;
+use crate::record::{self, RequestLog};
+use crate::wire::jsonrpc::RequestId;
+
+/// One JSON-RPC message, parsed: the first step of [`Service::handle_until`], on
+/// its own so a transport can run it where it likes and check it against what
+/// it saw ([`ParsedMessage::check`]).
+///
+/// The parse is the part of handling whose cost grows with the size of the body;
+/// the rest is bounded by the engine's own limits (the `requestState` is at most
+/// [`defaults::MAX_TOKEN_LEN`](crate::defaults::MAX_TOKEN_LEN) characters). The
+/// HTTP transport parses bodies above
+/// [`defaults::BLOCKING_PARSE_THRESHOLD`](crate::defaults::BLOCKING_PARSE_THRESHOLD)
+/// on tokio's blocking pool, then hands the result to
+/// [`Service::handle_parsed_until`].
+///
+/// A message that is not JSON, or whose objects name a member twice at any depth,
+/// is answered -32700 (Parse error) without an `id`: two readers of such a
+/// message (a proxy routing on `params.name`, the server running the tool) can
+/// disagree on what it says, so no member of it, not even `id`, is trusted
+/// ([`from_slice_strict`](crate::wire::jsonrpc::from_slice_strict)). -32600
+/// (Invalid Request) would claim the message was read and found wrong; it was
+/// never read unambiguously.
+///
+/// [`Service::handle_until`]: super::Service::handle_until
+/// [`Service::handle_parsed_until`]: super::Service::handle_parsed_until
+#[derive(Debug)]
+pub struct ParsedMessage {
+    message: Result<Value, Error>,
+    /// The transport's refusal of the request, from [`ParsedMessage::check`].
+    refused: Option<Error>,
+}
+
+impl ParsedMessage {
+    /// Parses `body`; a failure is kept and answered when the message is handled.
+    pub fn parse(body: &[u8]) -> Self {
+        use crate::wire::jsonrpc::{StrictJsonError, from_slice_strict};
+        let message = from_slice_strict(body).map_err(|e| {
+            Error::parse(match e {
+                StrictJsonError::Syntax { line, column } => {
+                    format!("invalid JSON at line {line} column {column}")
+                }
+                StrictJsonError::DuplicateKey { line, column } => {
+                    format!("duplicate object key before line {line} column {column}")
+                }
+            })
+        });
+        Self {
+            message,
+            refused: None,
+        }
+    }
+
+    /// Runs a transport's own rule over the request's `method` and `params` (the
+    /// Streamable HTTP transport checks that its headers agree with them:
+    /// [`streamable_http::check_headers`](crate::streamable_http::check_headers)).
+    /// An `Err` answers the request with that error, under its id, instead of
+    /// routing it. A message that is no request (a notification, or one the
+    /// envelope refuses) is not checked: it is answered as without the check.
+    #[must_use]
+    pub fn check<F>(mut self, rule: F) -> Self
+    where
+        F: FnOnce(&str, Option<&Value>) -> Result<(), Error>,
+    {
+        if let Ok(Value::Object(msg)) = &self.message
+            && msg.get("id").is_some()
+            && let Some(method) = msg.get("method").and_then(Value::as_str)
+        {
+            self.refused = rule(method, msg.get("params")).err();
+        }
+        self
+    }
+}
+
+/// A request the envelope took: its id, method and params.
+pub(super) struct Request<'a> {
+    pub(super) id: RequestId,
+    pub(super) method: &'a str,
+    pub(super) params: Option<&'a Value>,
+    /// The transport's refusal ([`ParsedMessage::check`]): answered once the
+    /// request is named in the log.
+    pub(super) refused: Option<&'a Error>,
+}
+
+/// What the envelope makes of a message.
+pub(super) enum Read<'a> {
+    /// A request to route.
+    Request(Request<'a>),
+    /// A notification: nothing to answer, whatever it is (cancellation has
+    /// nothing to cancel between rounds: an `InputRequiredResult` ends the
+    /// request).
+    Notification,
+    /// Refused before routing, answered with `id` when one was read.
+    Refused(Option<RequestId>, Error),
+}
+
+/// Reads the envelope of `message`, filling in the log's id and method.
+pub(super) fn read<'a>(message: &'a ParsedMessage, log: &mut RequestLog) -> Read<'a> {
+    let msg = match &message.message {
+        Ok(v) => v,
+        Err(e) => return Read::Refused(None, e.clone()),
+    };
+    let Value::Object(msg) = msg else {
+        let what = if msg.is_array() {
+            "batch requests are not supported"
+        } else {
+            "a request must be a JSON object"
+        };
+        return Read::Refused(None, Error::invalid_request(what));
+    };
+    let id = match msg.get("id") {
+        None => None,
+        Some(v) => match RequestId::from_value(v) {
+            Some(id) => Some(id),
+            None => {
+                return Read::Refused(
+                    None,
+                    Error::invalid_request("id must be a string or a number"),
+                );
+            }
+        },
+    };
+    log.jsonrpc_id = id.as_ref().map(|i| record::log_id(i).to_string());
+    if msg.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Read::Refused(id, Error::invalid_request("jsonrpc must be \"2.0\""));
+    }
+    let Some(method) = msg.get("method").and_then(Value::as_str) else {
+        return Read::Refused(id, Error::invalid_request("method must be a string"));
+    };
+    log.method = Some(crate::wire::truncate(method, record::METHOD_MAX).to_owned());
+    let Some(id) = id else {
+        return Read::Notification;
+    };
+    Read::Request(Request {
+        id,
+        method,
+        params: msg.get("params"),
+        refused: message.refused.as_ref(),
+    })
+}

@@ -1,0 +1,588 @@
+//! The sans-IO JSON-RPC router: one message in, one reply out.
+//!
+//! Transports (the Streamable HTTP and stdio adapters of the `server` feature, or
+//! your own) read bytes, call [`Service::handle`], and write the reply. What the
+//! protocol decides (parse errors, `_meta`, routing, the round engine, the error
+//! channels) happens here, without I/O or a clock, and without knowing the
+//! transport: a transport's own rules (Streamable HTTP's header agreement and
+//! statuses, [`crate::streamable_http`]) stay with the transport, which checks
+//! a message with [`ParsedMessage::check`] and maps a [`Reply`] to its status.
+//! Every request is recorded where it ends ([`crate::record`]).
+//!
+//! - [`envelope`](ParsedMessage): the JSON-RPC envelope;
+//! - registry: the tools, prompts and resources ([`PromptDefinition`],
+//!   [`ResourceDefinition`]) and their handlers;
+//! - discover: `server/discover`, `ping` and the lists ([`ListCaching`]);
+//! - the carrier requests run on the engine's one path.
+
+use std::future::Future;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::defaults;
+use crate::engine::turn::{self, Turn};
+use crate::engine::{Engine, Outcome, Output, Round};
+use crate::error::Error;
+use crate::principal::Principal;
+use crate::time::Timestamp;
+use crate::wire::{CarrierMethod, CarrierRequest, Implementation, JsonObject};
+
+mod discover;
+mod envelope;
+mod registry;
+
+pub use crate::record::RequestLog;
+pub use discover::ListCaching;
+pub use envelope::ParsedMessage;
+pub(crate) use registry::Registered;
+pub use registry::{PromptDefinition, ResourceDefinition};
+use registry::{Registries, Registry};
+
+use crate::result::{PromptResult, ResourceResult, ToolResult};
+
+/// What the transport knows about one incoming message.
+#[derive(Debug, Clone)]
+pub struct RequestContext {
+    /// The authenticated principal every `requestState` of this request is bound to.
+    pub principal: Principal,
+    /// The current time, read by the transport.
+    pub now: Timestamp,
+    /// A correlation id for the private log; never sent to the client.
+    pub correlation_id: String,
+    /// The network address the request came from (the TCP peer), when the
+    /// transport has one; `None` on stdio and in process.
+    ///
+    /// Never sealed, logged or answered. For an anonymous principal it keys the
+    /// replay guard's quota on the caller's address (an IPv4 address, an IPv6
+    /// /64: [`Engine::run_from`]), so one anonymous caller cannot take every
+    /// anonymous caller's claims. Behind a reverse proxy it is the proxy's address.
+    pub peer: Option<std::net::IpAddr>,
+}
+
+impl RequestContext {
+    /// The context of a request from `principal` at `now`, with a correlation id
+    /// for the log and no peer address.
+    pub fn new(principal: Principal, now: Timestamp, correlation_id: impl Into<String>) -> Self {
+        Self {
+            principal,
+            now,
+            correlation_id: correlation_id.into(),
+            peer: None,
+        }
+    }
+}
+
+/// The reply to one message.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    /// The serialized JSON-RPC response, or `None` for a notification.
+    pub body: Option<String>,
+    /// The JSON-RPC error code when the response is an error (a tool error is a
+    /// result, not an error): what a transport's status rules read
+    /// ([`streamable_http::reply_status`](crate::streamable_http::reply_status)).
+    pub error_code: Option<i64>,
+    /// What the transport logs on its one line for this request.
+    pub log: RequestLog,
+}
+
+/// A sans-IO MCP server: tools, prompts and resources whose handlers run on the
+/// round [`Engine`], plus the discovery and list methods, behind one [`Service::handle`].
+///
+/// A handler is a closure from the [`Round`] to its carrier's result, sync
+/// (`|round| { .. Ok(ToolResult::text(..)) }`) or async
+/// (`|round| async move { .. }`), through the same registration.
+///
+/// ```
+/// use mrtr::{Elicited, Engine, Form, Keyring, Principal, RequestContext, Service, Timestamp, ToolResult};
+///
+/// let service = Service::new(Engine::new(Keyring::ephemeral(), "example"), "example", "1.0.0")
+///     .tool("greet", "Asks your name, then greets you.", serde_json::json!({"type": "object"}), |round| {
+///         match round.elicit("name", Form::new("Your name?").string("name", "Name"))? {
+///             Elicited::Accepted(f) => Ok(ToolResult::text(format!("Hello, {}!", f.str("name").unwrap_or("you")))),
+///             _ => Ok(ToolResult::text("Hello!")),
+///         }
+///     });
+/// let ctx = RequestContext::new(Principal::anonymous(), Timestamp::from_unix_secs(1_800_000_000), "c1");
+/// let body = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"greet","_meta":{
+///     "io.modelcontextprotocol/protocolVersion":"2026-07-28",
+///     "io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}}"#;
+/// let reply = service.handle_sync(body, &ctx);
+/// assert_eq!(reply.error_code, None);
+/// assert_eq!(reply.log.outcome, "input_required");
+/// ```
+#[derive(Debug)]
+pub struct Service {
+    engine: Engine,
+    info: Implementation,
+    instructions: Option<String>,
+    registries: Registries,
+    caching: ListCaching,
+    handler_timeout: Duration,
+}
+
+impl Service {
+    /// A service named `name` at `version`, running handlers on `engine`.
+    pub fn new(engine: Engine, name: impl Into<String>, version: impl Into<String>) -> Self {
+        Self {
+            engine,
+            info: Implementation {
+                name: name.into(),
+                version: version.into(),
+                extra: JsonObject::new(),
+            },
+            instructions: None,
+            registries: Registries::default(),
+            caching: ListCaching {
+                ttl_ms: u64::try_from(defaults::LIST_CACHE_TTL.as_millis()).unwrap_or(u64::MAX),
+                public: true,
+            },
+            handler_timeout: defaults::HANDLER_TIMEOUT,
+        }
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Guidance for the model, returned by `server/discover`.
+    #[must_use]
+    pub fn with_instructions(mut self, text: impl Into<String>) -> Self {
+        self.instructions = Some(text.into());
+        self
+    }
+
+    /// Caching hints on list and discover results (default: 60 s, public;
+    /// [`defaults::LIST_CACHE_TTL`]).
+    #[must_use]
+    pub fn with_list_caching(mut self, caching: ListCaching) -> Self {
+        self.caching = caching;
+        self
+    }
+
+    /// The per-request deadline of a handler (default 30 s, [`defaults::HANDLER_TIMEOUT`]).
+    /// The transports of the `server` feature enforce it through
+    /// [`Service::handle_until`]: an async handler still running then is
+    /// abandoned (its future dropped, nothing it did in that run sealed) and the
+    /// request gets a retryable tool error on `tools/call`, -32603 elsewhere. A
+    /// synchronous handler runs to its end: give work that may take long an
+    /// async handler.
+    #[must_use]
+    pub fn with_handler_timeout(mut self, timeout: Duration) -> Self {
+        self.handler_timeout = timeout;
+        self
+    }
+
+    /// The per-request deadline of a handler.
+    pub fn handler_timeout(&self) -> Duration {
+        self.handler_timeout
+    }
+
+    /// Registers a tool: its name, its description, its `inputSchema` (a JSON
+    /// Schema with `type: "object"`), and its handler, sync or async, which
+    /// returns a [`ToolResult`] (or what converts into one).
+    ///
+    /// ```
+    /// use mrtr::{Confirmation, Engine, Keyring, Service, ToolResult};
+    ///
+    /// let service = Service::new(Engine::new(Keyring::ephemeral(), "example"), "example", "1.0.0")
+    ///     .tool("wipe", "Wipes the cache after confirmation.", serde_json::json!({"type": "object"}),
+    ///         |round| async move {
+    ///             if round.confirm("confirm", "Wipe the cache?")? != Confirmation::Accepted {
+    ///                 return Ok(ToolResult::text("Nothing was wiped."));
+    ///             }
+    ///             round.once_async("wipe", || async { Ok(()) }).await?;
+    ///             Ok(ToolResult::text("Cache wiped."))
+    ///         });
+    /// # drop(service);
+    /// ```
+    #[must_use]
+    pub fn tool<F, O, M>(
+        self,
+        name: &str,
+        description: &str,
+        input_schema: Value,
+        handler: F,
+    ) -> Self
+    where
+        F: Fn(Round) -> O + Send + Sync + 'static,
+        O: Output<ToolResult, M> + 'static,
+        M: 'static,
+    {
+        let definition =
+            json!({"name": name, "description": description, "inputSchema": input_schema});
+        self.tool_definition(definition, handler)
+    }
+
+    /// Registers a tool from a full `Tool` definition (title, annotations, ...),
+    /// with its handler, as [`Service::tool`].
+    ///
+    /// # Panics
+    /// When the definition has no string `name` (a programming error at start-up).
+    #[must_use]
+    pub fn tool_definition<F, O, M>(self, definition: Value, handler: F) -> Self
+    where
+        F: Fn(Round) -> O + Send + Sync + 'static,
+        O: Output<ToolResult, M> + 'static,
+        M: 'static,
+    {
+        let name = definition
+            .get("name")
+            .and_then(Value::as_str)
+            .expect("a tool definition needs a name")
+            .to_owned();
+        self.register::<ToolResult, _, _, _>(name, definition, handler)
+    }
+
+    /// Registers a prompt and its handler, sync or async, which returns a
+    /// [`PromptResult`].
+    #[must_use]
+    pub fn prompt<F, O, M>(self, definition: PromptDefinition, handler: F) -> Self
+    where
+        F: Fn(Round) -> O + Send + Sync + 'static,
+        O: Output<PromptResult, M> + 'static,
+        M: 'static,
+    {
+        let (name, definition) = registry::prompt_entry(definition);
+        self.register::<PromptResult, _, _, _>(name, definition, handler)
+    }
+
+    /// Registers a resource and its handler, sync or async, which returns a
+    /// [`ResourceResult`].
+    #[must_use]
+    pub fn resource<F, O, M>(self, definition: ResourceDefinition, handler: F) -> Self
+    where
+        F: Fn(Round) -> O + Send + Sync + 'static,
+        O: Output<ResourceResult, M> + 'static,
+        M: 'static,
+    {
+        let (uri, definition) = registry::resource_entry(definition);
+        self.register::<ResourceResult, _, _, _>(uri, definition, handler)
+    }
+
+    fn register<T, F, O, M>(mut self, target: String, definition: Value, handler: F) -> Self
+    where
+        T: Registered,
+        F: Fn(Round) -> O + Send + Sync + 'static,
+        O: Output<T, M> + 'static,
+        M: 'static,
+    {
+        self.registries
+            .of_mut::<T>()
+            .insert(target, definition, crate::engine::register(handler));
+        self
+    }
+
+    /// The targets registered for the carrier whose result is `T`, for the
+    /// `rmcp` adapter's `*_service_*` methods.
+    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))] // why: the rmcp adapter's
+    pub(crate) fn registry<T: Registered>(&self) -> &Registry<T> {
+        self.registries.of::<T>()
+    }
+
+    /// Handles one JSON-RPC message (the raw body bytes) without a deadline. Never
+    /// panics on any input; a handler that panics becomes -32603.
+    pub async fn handle(&self, body: &[u8], ctx: &RequestContext) -> Reply {
+        self.handle_until(body, ctx, std::future::pending()).await
+    }
+
+    /// Handles one message, abandoning the handler when `deadline` completes first
+    /// (pass a timer of your runtime, e.g. `tokio::time::sleep(service.handler_timeout())`).
+    /// An abandoned handler's future is dropped and nothing it did in that run is
+    /// sealed; the request gets a retryable tool error on `tools/call` (the model
+    /// is told to call again) and -32603 elsewhere.
+    pub async fn handle_until<D>(&self, body: &[u8], ctx: &RequestContext, deadline: D) -> Reply
+    where
+        D: Future<Output = ()>,
+    {
+        self.handle_parsed_until(ParsedMessage::parse(body), ctx, deadline)
+            .await
+    }
+
+    /// [`Service::handle_until`] for a message the transport parsed beforehand with
+    /// [`ParsedMessage::parse`] (and perhaps checked, [`ParsedMessage::check`]),
+    /// e.g. on a thread where a large body's parse cannot hold up other requests.
+    pub async fn handle_parsed_until<D>(
+        &self,
+        message: ParsedMessage,
+        ctx: &RequestContext,
+        deadline: D,
+    ) -> Reply
+    where
+        D: Future<Output = ()>,
+    {
+        let mut log = RequestLog::default();
+        let (id, outcome) = self.dispatch(&message, ctx, &mut log, deadline).await;
+        self.reply(id, outcome, ctx, log)
+    }
+
+    /// Handles one message on the caller's thread, for synchronous callers (tests,
+    /// fuzzing, a server with only synchronous handlers). It never blocks: an
+    /// async handler gets one poll, and one that is still pending then (it awaits
+    /// something not ready yet) is abandoned as overdue, exactly as if its deadline
+    /// had passed. Async handlers belong on [`Service::handle`].
+    pub fn handle_sync(&self, body: &[u8], ctx: &RequestContext) -> Reply {
+        self.handle_parsed_sync(ParsedMessage::parse(body), ctx)
+    }
+
+    /// [`Service::handle_sync`] for a message parsed (and perhaps checked) beforehand.
+    pub fn handle_parsed_sync(&self, message: ParsedMessage, ctx: &RequestContext) -> Reply {
+        let mut log = RequestLog::default();
+        let (id, outcome) = {
+            let mut fut = pin!(self.dispatch(&message, ctx, &mut log, std::future::ready(())));
+            let mut cx = Context::from_waker(Waker::noop());
+            match fut.as_mut().poll(&mut cx) {
+                Poll::Ready(r) => r,
+                // Not reachable: the deadline is ready, so a pending handler is
+                // abandoned within the first poll. A fail-closed answer all the same.
+                Poll::Pending => (
+                    None,
+                    Some(Outcome::Protocol(Error::internal(
+                        "handler did not complete",
+                    ))),
+                ),
+            }
+        };
+        self.reply(id, outcome, ctx, log)
+    }
+
+    fn reply(
+        &self,
+        id: Option<crate::wire::jsonrpc::RequestId>,
+        outcome: Option<Outcome>,
+        ctx: &RequestContext,
+        mut log: RequestLog,
+    ) -> Reply {
+        let name = self.registered_name(&log);
+        crate::record::conclude(
+            outcome.as_ref(),
+            id.as_ref(),
+            &ctx.correlation_id,
+            &mut log,
+            name,
+        );
+        let Some(outcome) = outcome else {
+            return Reply {
+                body: None,
+                error_code: None,
+                log,
+            };
+        };
+        let response = match (&outcome, &id) {
+            (o, Some(id)) => o.to_response(id),
+            (Outcome::Protocol(e), None) => e.to_jsonrpc(None),
+            (_, None) => Error::internal("result without an id").to_jsonrpc(None),
+        };
+        let error_code = match &outcome {
+            Outcome::Protocol(e) => Some(e.code()),
+            _ if id.is_none() => Some(crate::error::code::INTERNAL_ERROR),
+            _ => None,
+        };
+        Reply {
+            body: Some(response.to_string()),
+            error_code,
+            log,
+        }
+    }
+
+    /// The registered name (never the client's string for an unknown one) of the
+    /// tool or prompt the log names, for the metrics labels.
+    fn registered_name(&self, log: &RequestLog) -> Option<&str> {
+        let target = log.target.as_deref()?;
+        match crate::metrics::method_label(log.method.as_deref()) {
+            "tools/call" => self.registries.of::<ToolResult>().registered(target),
+            "prompts/get" => self.registries.of::<PromptResult>().registered(target),
+            _ => None,
+        }
+    }
+
+    /// Returns the request id (if any) and the outcome (`None` for a notification).
+    async fn dispatch<D: Future<Output = ()>>(
+        &self,
+        message: &ParsedMessage,
+        ctx: &RequestContext,
+        log: &mut RequestLog,
+        deadline: D,
+    ) -> (Option<crate::wire::jsonrpc::RequestId>, Option<Outcome>) {
+        let request = match envelope::read(message, log) {
+            envelope::Read::Request(r) => r,
+            envelope::Read::Notification => return (None, None),
+            envelope::Read::Refused(id, e) => return (id, Some(Outcome::Protocol(e))),
+        };
+        let carrier = CarrierMethod::from_method(request.method);
+        if let Some(c) = carrier {
+            log.target = request
+                .params
+                .and_then(|p| p.get(c.target_param()))
+                .and_then(Value::as_str)
+                .map(|t| crate::record::target(t).to_owned());
+        }
+        if let Some(e) = request.refused {
+            return (Some(request.id), Some(Outcome::Protocol(e.clone())));
+        }
+        let params = request.params;
+        let outcome = match carrier {
+            Some(CarrierMethod::ToolsCall) => self
+                .carrier::<ToolResult, _>(params, ctx, log, deadline)
+                .await
+                .into_json(),
+            Some(CarrierMethod::PromptsGet) => self
+                .carrier::<PromptResult, _>(params, ctx, log, deadline)
+                .await
+                .into_json(),
+            Some(CarrierMethod::ResourcesRead) => self
+                .carrier::<ResourceResult, _>(params, ctx, log, deadline)
+                .await
+                .into_json(),
+            None => {
+                let server = discover::Server {
+                    info: &self.info,
+                    instructions: self.instructions.as_deref(),
+                    caching: self.caching,
+                    registries: &self.registries,
+                };
+                discover::answer(&server, request.method, params)
+            }
+        };
+        (Some(request.id), Some(outcome))
+    }
+
+    /// A carrier request on the engine's one path, with the handler registered
+    /// for its target.
+    async fn carrier<T: Registered, D: Future<Output = ()>>(
+        &self,
+        params: Option<&Value>,
+        ctx: &RequestContext,
+        log: &mut RequestLog,
+        deadline: D,
+    ) -> Outcome<T> {
+        let turn = Turn {
+            engine: &self.engine,
+            request: CarrierRequest::from_params_memo(T::METHOD, params, self.engine.metas()),
+            principal: &ctx.principal,
+            peer: ctx.peer,
+            now: ctx.now,
+            timeout: self.handler_timeout,
+        };
+        let registry = self.registries.of::<T>();
+        let ran = turn::run(
+            turn,
+            |request| {
+                registry
+                    .handler(request.target())
+                    .map(|h| move |round| h(round))
+            },
+            deadline,
+        )
+        .await;
+        log.round = ran.round;
+        ran.outcome
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::seal::Keyring;
+
+    fn service() -> Service {
+        Service::new(Engine::new(Keyring::ephemeral(), "t"), "t", "0").tool(
+            "echo",
+            "echo",
+            json!({"type":"object"}),
+            |_| Ok(ToolResult::text("hi")),
+        )
+    }
+
+    fn ctx() -> RequestContext {
+        RequestContext::new(
+            Principal::anonymous(),
+            Timestamp::from_unix_secs(1_800_000_000),
+            "c",
+        )
+    }
+
+    fn body(method: &str, extra: &str) -> Vec<u8> {
+        format!(r#"{{"jsonrpc":"2.0","id":7,"method":"{method}","params":{{"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}}}}{extra}}}}}"#).into_bytes()
+    }
+
+    fn parse(r: &Reply) -> Value {
+        serde_json::from_str(r.body.as_deref().unwrap()).unwrap()
+    }
+
+    #[test]
+    fn envelope_errors() {
+        let s = service();
+        let r = s.handle_sync(b"{not json", &ctx());
+        assert_eq!(parse(&r)["error"]["code"], -32700);
+        assert_eq!(r.error_code, Some(-32700));
+        let r = s.handle_sync(b"[]", &ctx());
+        assert_eq!(parse(&r)["error"]["code"], -32600);
+        let r = s.handle_sync(br#"{"jsonrpc":"2.0","id":{},"method":"ping"}"#, &ctx());
+        assert_eq!(parse(&r)["error"]["code"], -32600);
+        let r = s.handle_sync(&body("nope/nope", ""), &ctx());
+        assert_eq!(parse(&r)["error"]["code"], -32601);
+        assert_eq!(r.error_code, Some(-32601));
+        let r = s.handle_sync(
+            br#"{"jsonrpc":"2.0","method":"notifications/cancelled"}"#,
+            &ctx(),
+        );
+        assert!(r.body.is_none());
+        assert_eq!(r.error_code, None);
+        let r = s.handle_sync(&body("tools/call", r#","name":"echo""#), &ctx());
+        assert_eq!(parse(&r)["result"]["resultType"], "complete");
+        assert_eq!(r.error_code, None);
+    }
+
+    #[test]
+    fn lists_carry_caching_and_result_type() {
+        let s = service();
+        let v = parse(&s.handle_sync(&body("tools/list", ""), &ctx()));
+        assert_eq!(v["result"]["resultType"], "complete");
+        assert_eq!(v["result"]["tools"][0]["name"], "echo");
+        assert!(v["result"]["ttlMs"].is_u64());
+        let v = parse(&s.handle_sync(&body("server/discover", ""), &ctx()));
+        assert_eq!(v["result"]["supportedVersions"][0], "2026-07-28");
+    }
+
+    #[test]
+    fn long_string_ids_are_shortened_in_the_log_only() {
+        let s = service();
+        let long = "i".repeat(10_000);
+        let b = format!(r#"{{"jsonrpc":"2.0","id":"{long}","method":"nope"}}"#);
+        let r = s.handle_sync(b.as_bytes(), &ctx());
+        assert_eq!(parse(&r)["id"], long.as_str());
+        let logged = r.log.jsonrpc_id.unwrap();
+        assert!(logged.len() <= 128 + 2, "{}", logged.len());
+        let r = s.handle_sync(&body("nope", ""), &ctx());
+        assert_eq!(r.log.jsonrpc_id.as_deref(), Some("7"));
+    }
+
+    #[test]
+    fn a_transport_refusal_answers_the_request_under_its_id_and_names_it_in_the_log() {
+        let s = service();
+        let b = body("tools/call", r#","name":"echo""#);
+        let refuse = |method: &str, params: Option<&Value>| {
+            assert_eq!(method, "tools/call");
+            assert_eq!(params.unwrap()["name"], "echo");
+            Err(Error::header_mismatch("Mcp-Name", "Mcp-Name differs"))
+        };
+        let r = s.handle_parsed_sync(ParsedMessage::parse(&b).check(refuse), &ctx());
+        assert_eq!(parse(&r)["error"]["code"], -32020);
+        assert_eq!(parse(&r)["id"], 7);
+        assert_eq!(r.log.target.as_deref(), Some("echo"));
+        assert_eq!(r.error_code, Some(-32020));
+        let r = s.handle_parsed_sync(ParsedMessage::parse(&b).check(|_, _| Ok(())), &ctx());
+        assert_eq!(r.log.outcome, "complete");
+        // A notification is not checked: there is nothing to answer.
+        let n = br#"{"jsonrpc":"2.0","method":"notifications/cancelled"}"#;
+        let r = s.handle_parsed_sync(
+            ParsedMessage::parse(n).check(|_, _| panic!("checked a notification")),
+            &ctx(),
+        );
+        assert!(r.body.is_none());
+    }
+}
