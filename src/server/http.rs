@@ -38,6 +38,14 @@
 //! it merges into an application that has one; `mrtr serve` answers 404 on other
 //! paths.
 //!
+//! The Streamable HTTP rules these checks apply (`Origin`, `Content-Type`,
+//! `Accept`, SSE framing, the MCP headers, the statuses and the id-less error
+//! body) live in [`crate::streamable_http`], which the client's transport uses
+//! too; this module is their axum adapter. Its parts: `options` ([`HttpOptions`]),
+//! `guard` (`Host` and `Origin`), `body` (the body budget and deadline),
+//! `framing` (replies and refusals as responses), `connections` ([`serve_with`]'s
+//! accept loop) and `principal` ([`PrincipalSource`]).
+//!
 //! # DNS rebinding: `Origin` and `Host`
 //! A web page whose name an attacker points at 127.0.0.1 is, to the browser, the
 //! same origin as the attacker's site, so it can reach a loopback server. Two

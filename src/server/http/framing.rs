@@ -18,10 +18,8 @@ use crate::streamable_http::{self, Framing, Refusal, ReplyShape};
 ///
 /// This is the one place the transport reads [`Reply::http_status`].
 pub(super) fn reply_response(reply: Reply, framing: Framing) -> Response {
-    let mut resp = match (
-        streamable_http::reply_shape(reply.http_status, reply.body.as_deref()),
-        reply.body,
-    ) {
+    let shape = streamable_http::reply_shape(reply.http_status, reply.body.as_deref());
+    let mut resp = match (shape, reply.body) {
         (ReplyShape::Body(s), Some(body)) => {
             let status = status_code(s);
             match framing {
@@ -32,6 +30,7 @@ pub(super) fn reply_response(reply: Reply, framing: Framing) -> Response {
             }
         }
         (ReplyShape::Empty(s), _) => empty(status_code(s)),
+        // `Body` comes only with a body.
         (ReplyShape::Internal | ReplyShape::Body(_), _) => internal_error(),
     };
     resp.extensions_mut().insert(reply.log);
