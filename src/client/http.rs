@@ -31,7 +31,7 @@ use rustls::{CertificateError, RootCertStore};
 use serde_json::Value;
 
 use super::transport::{BoxFuture, Transport, TransportError};
-use crate::streamable_http::{HEADER_METHOD, HEADER_NAME, HEADER_PROTOCOL_VERSION, McpHeaders};
+use crate::streamable_http::{self, Framing, McpHeaders, SseParser};
 use crate::wire::PROTOCOL_VERSION;
 
 /// The largest response body read, JSON or SSE (bytes).
@@ -201,16 +201,10 @@ impl HttpTransport {
     fn build(&self, request: &Value) -> Result<Request<Full<Bytes>>, TransportError> {
         let headers = McpHeaders::for_request(request, PROTOCOL_VERSION);
         let mut b = Request::post(self.uri.clone())
-            .header(CONTENT_TYPE, "application/json")
-            .header(ACCEPT, "application/json, text/event-stream");
-        for (name, value) in [
-            (HEADER_PROTOCOL_VERSION, &headers.protocol_version),
-            (HEADER_METHOD, &headers.method),
-            (HEADER_NAME, &headers.name),
-        ] {
-            if let Some(v) = value {
-                b = b.header(name, header_value(name, v)?);
-            }
+            .header(CONTENT_TYPE, streamable_http::JSON)
+            .header(ACCEPT, streamable_http::ACCEPT_JSON_AND_EVENT_STREAM);
+        for (name, value) in headers.pairs() {
+            b = b.header(name, header_value(name, value)?);
         }
         let body = serde_json::to_vec(request)
             .map_err(|e| TransportError::InvalidRequest(e.to_string()))?;
@@ -236,17 +230,13 @@ impl Transport for HttpTransport {
                 .await
                 .map_err(|e| connect_error(&e))?;
             let status = resp.status();
-            let is_sse = resp
+            let content_type = resp
                 .headers()
                 .get(CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .is_some_and(|ct| {
-                    ct.trim_start()
-                        .to_ascii_lowercase()
-                        .starts_with("text/event-stream")
-                });
+                .and_then(|v| v.to_str().ok());
+            let framing = streamable_http::response_framing(content_type);
             let mut body = resp.into_body();
-            if is_sse {
+            if framing == Framing::EventStream {
                 let mut parser = SseParser::default();
                 let mut read = 0usize;
                 loop {
@@ -272,7 +262,7 @@ impl Transport for HttpTransport {
                             return Ok(v);
                         }
                     }
-                    if parser.finished {
+                    if parser.is_finished() {
                         return Err(TransportError::InvalidResponse(format!(
                             "the event stream ended without the response (http status {})",
                             status.as_u16()
@@ -387,96 +377,9 @@ fn response_for(data: &str, id: &Value) -> Option<Value> {
     }
 }
 
-/// An incremental `text/event-stream` parser: only `data` matters here.
-#[derive(Debug, Default)]
-pub(crate) struct SseParser {
-    pending: Vec<u8>,
-    data: Option<String>,
-    /// The last chunk ended with `\r`, so a `\n` opening the next one belongs to it.
-    skip_lf: bool,
-    pub(crate) finished: bool,
-}
-
-impl SseParser {
-    /// Feeds bytes; returns the data of every event completed by them.
-    pub(crate) fn push(&mut self, chunk: &[u8]) -> Vec<String> {
-        let mut out = Vec::new();
-        for &b in chunk {
-            if self.skip_lf {
-                self.skip_lf = false;
-                if b == b'\n' {
-                    continue;
-                }
-            }
-            match b {
-                b'\n' | b'\r' => {
-                    self.skip_lf = b == b'\r';
-                    let line = std::mem::take(&mut self.pending);
-                    self.line(&line, &mut out);
-                }
-                _ => self.pending.push(b),
-            }
-        }
-        out
-    }
-
-    /// The stream ended: dispatches an event left without its blank line.
-    pub(crate) fn finish(&mut self) -> Vec<String> {
-        self.finished = true;
-        let mut out = Vec::new();
-        if !self.pending.is_empty() {
-            let line = std::mem::take(&mut self.pending);
-            self.line(&line, &mut out);
-        }
-        out.extend(self.data.take());
-        out
-    }
-
-    fn line(&mut self, line: &[u8], out: &mut Vec<String>) {
-        if line.is_empty() {
-            out.extend(self.data.take());
-            return;
-        }
-        let line = String::from_utf8_lossy(line);
-        let (field, value) = match line.find(':') {
-            Some(0) => return, // a comment
-            Some(i) => {
-                let v = &line[i + 1..];
-                (&line[..i], v.strip_prefix(' ').unwrap_or(v))
-            }
-            None => (&line[..], ""),
-        };
-        if field == "data" {
-            match &mut self.data {
-                Some(d) => {
-                    d.push('\n');
-                    d.push_str(value);
-                }
-                None => self.data = Some(value.to_owned()),
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sse_events_split_anywhere() {
-        let stream = b": comment\r\nevent: message\r\ndata: {\"a\":\r\ndata: 1}\r\n\r\nid: 7\ndata:x\n\ndata: tail";
-        for split in 0..stream.len() {
-            let mut p = SseParser::default();
-            let mut got = p.push(&stream[..split]);
-            got.extend(p.push(&stream[split..]));
-            got.extend(p.finish());
-            assert_eq!(
-                got,
-                vec!["{\"a\":\n1}".to_owned(), "x".into(), "tail".into()],
-                "split at {split}"
-            );
-        }
-    }
 
     #[test]
     fn response_matching() {

@@ -15,7 +15,7 @@
 //!                                                                                         ▼
 //!                                                       Service::handle(body, ctx) -> Reply
 //!                                                                                         │
-//!  HTTP: Reply.http_status + JSON or one SSE event; no body → 202 ◄───────────────────────┤
+//!  HTTP: reply_status(&Reply) + JSON or one SSE event; no body → 202 ◄───────────────────────┤
 //!  stdout: one line per reply ◄───────────────────────────────────────────────────────────┘
 //! ```
 //!

@@ -1,25 +1,11 @@
-//! The Streamable HTTP rules of MCP 2026-07-28, sans-IO: which headers must agree
-//! with the body (-32020), and which HTTP status each reply gets. Plain values in,
-//! plain `u16` statuses out; the axum adapter of the `server` feature and any
-//! other HTTP transport use this module, and [`crate::service::Service`] calls it.
-//!
-//! | reply | status |
-//! |---|---|
-//! | a notification (no body) | 202 |
-//! | a result: complete, `input_required`, or a tool error (`isError`) | 200 |
-//! | -32601 method not found | 404 (MUST) |
-//! | -32603 internal error | 500 |
-//! | every other JSON-RPC error (-32700, -32600, -32602, -32020, -32021, -32022) | 400 |
-//!
-//! The specification requires 404 for -32601 and 400 for a missing `_meta` field,
-//! -32020, -32021 and -32022; it leaves the others open, and mrtr answers 500 for
-//! its own fault and 400 for every other client fault.
+//! The MCP request headers (MCP 2026-07-28, Streamable HTTP §Server Validation):
+//! their names, reading them from a request ([`McpHeaders::read`]), writing them on
+//! one ([`McpHeaders::for_request`], [`McpHeaders::pairs`]), and their agreement
+//! with the body ([`check_headers`], -32020).
 
 use serde_json::Value;
 
-use crate::engine::Outcome;
-use crate::error::{Error, code};
-use crate::service::Reply;
+use crate::error::Error;
 use crate::wire::CarrierMethod;
 use crate::wire::meta::META_PROTOCOL_VERSION;
 
@@ -29,9 +15,6 @@ pub const HEADER_PROTOCOL_VERSION: &str = "mcp-protocol-version";
 pub const HEADER_METHOD: &str = "mcp-method";
 /// `Mcp-Name`, as an HTTP header name (lower case).
 pub const HEADER_NAME: &str = "mcp-name";
-
-/// The status of a reply without a body (a notification, or a response to one).
-pub const NOTIFICATION_STATUS: u16 = 202;
 
 /// The Streamable HTTP headers that must agree with the body (MCP 2026-07-28,
 /// Streamable HTTP §Server Validation). `None` means the header was absent; a header whose bytes are
@@ -69,48 +52,46 @@ impl McpHeaders {
             name: name.map(str::to_owned),
         }
     }
-}
 
-/// The HTTP status of `error` when it goes out as a JSON-RPC error: 404 for
-/// -32601, 500 for -32603, 400 for every other code.
-///
-/// ```
-/// use mrtr::error::Error;
-/// use mrtr::streamable_http::error_status;
-/// assert_eq!(error_status(&Error::method_not_found("x")), 404);
-/// assert_eq!(error_status(&Error::invalid_request_state("tag")), 400);
-/// assert_eq!(error_status(&Error::internal("x")), 500);
-/// ```
-pub fn error_status(error: &Error) -> u16 {
-    code_status(error.code())
-}
-
-/// The HTTP status of a JSON-RPC error response with `code`.
-fn code_status(code: i64) -> u16 {
-    match code {
-        code::METHOD_NOT_FOUND => 404,
-        code::INTERNAL_ERROR => 500,
-        _ => 400,
+    /// Reads the three headers of a request through `values`, which gives every
+    /// value of the header it is asked for (by its lower-case name, in the order
+    /// they came). Absent → `None`; repeated → the values joined with `", "`, so
+    /// [`check_headers`] sees a mismatch; bytes that are not UTF-8 → their lossy
+    /// text, which [`check_headers`] rejects with -32020 (a value that is visible
+    /// ASCII reads as itself).
+    pub fn read<'a, F, I>(mut values: F) -> Self
+    where
+        F: FnMut(&'static str) -> I,
+        I: IntoIterator<Item = &'a [u8]>,
+    {
+        let mut one = |name: &'static str| {
+            let values: Vec<String> = values(name)
+                .into_iter()
+                .map(|v| String::from_utf8_lossy(v).into_owned())
+                .collect();
+            if values.is_empty() {
+                None
+            } else {
+                Some(values.join(", "))
+            }
+        };
+        Self {
+            protocol_version: one(HEADER_PROTOCOL_VERSION),
+            method: one(HEADER_METHOD),
+            name: one(HEADER_NAME),
+        }
     }
-}
 
-/// The HTTP status of the response carrying the router's `reply`: 202 without a
-/// body (a notification), [`error_status`] for a JSON-RPC error, else 200 (a
-/// result, a tool error included).
-pub fn reply_status(reply: &Reply) -> u16 {
-    match (&reply.body, reply.error_code) {
-        (None, _) => NOTIFICATION_STATUS,
-        (Some(_), Some(code)) => code_status(code),
-        (Some(_), None) => 200,
-    }
-}
-
-/// The HTTP status of the response carrying `outcome`: 200 for a result (a tool
-/// error included), else [`error_status`].
-pub fn outcome_status(outcome: &Outcome) -> u16 {
-    match outcome {
-        Outcome::Protocol(e) => error_status(e),
-        _ => 200,
+    /// The headers to write on a request, as `(lower-case name, value)` pairs, the
+    /// absent ones left out.
+    pub fn pairs(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        [
+            (HEADER_PROTOCOL_VERSION, &self.protocol_version),
+            (HEADER_METHOD, &self.method),
+            (HEADER_NAME, &self.name),
+        ]
+        .into_iter()
+        .filter_map(|(name, value)| value.as_deref().map(|v| (name, v)))
     }
 }
 
@@ -195,30 +176,8 @@ pub fn check_headers(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::{Fallback, Retry, ToolAdvice};
+    use crate::error::code;
     use serde_json::json;
-
-    #[test]
-    fn statuses() {
-        assert_eq!(error_status(&Error::parse("x")), 400);
-        assert_eq!(error_status(&Error::invalid_request("x")), 400);
-        assert_eq!(error_status(&Error::method_not_found("x")), 404);
-        assert_eq!(error_status(&Error::invalid_params("x")), 400);
-        assert_eq!(error_status(&Error::internal("x")), 500);
-        assert_eq!(error_status(&Error::header_mismatch("Mcp-Name", "x")), 400);
-        assert_eq!(error_status(&Error::unsupported_version("1")), 400);
-        let failure = Error::tool_failure(
-            ToolAdvice::new("x", Retry::Helps),
-            Fallback::Internal,
-            "c",
-            "d",
-        );
-        let tool_error = Outcome::from_error(Some(CarrierMethod::ToolsCall), failure.clone());
-        assert_eq!(outcome_status(&tool_error), 200);
-        let rpc_error = Outcome::from_error(Some(CarrierMethod::PromptsGet), failure);
-        assert_eq!(outcome_status(&rpc_error), 500);
-        assert_eq!(outcome_status(&Outcome::Complete(json!({}))), 200);
-    }
 
     #[test]
     fn headers_must_agree_with_the_body() {
@@ -251,5 +210,39 @@ mod tests {
             ..ok
         };
         assert!(check_headers(&list, "tools/list", Some(&params), None).is_ok());
+    }
+
+    #[test]
+    fn headers_read_as_one_value_each_and_write_back() {
+        let request = json!({"jsonrpc": "2.0", "id": 1, "method": "resources/read",
+            "params": {"uri": "file:///a"}});
+        let sent = McpHeaders::for_request(&request, "2026-07-28");
+        let pairs: Vec<_> = sent.pairs().collect();
+        assert_eq!(
+            pairs,
+            [
+                (HEADER_PROTOCOL_VERSION, "2026-07-28"),
+                (HEADER_METHOD, "resources/read"),
+                (HEADER_NAME, "file:///a"),
+            ]
+        );
+        // What was written reads back as the same headers.
+        let read = McpHeaders::read(|name| {
+            pairs
+                .iter()
+                .filter(move |(n, _)| *n == name)
+                .map(|(_, v)| v.as_bytes())
+        });
+        assert_eq!(read, sent);
+        // Repeated values join (a mismatch for the check); odd bytes read lossily.
+        let odd = McpHeaders::read(|name| match name {
+            HEADER_METHOD => vec![&b"tools/list"[..], b"tools/call"],
+            HEADER_NAME => vec![&b"\xffx"[..]],
+            _ => vec![],
+        });
+        assert_eq!(odd.method.as_deref(), Some("tools/list, tools/call"));
+        assert_eq!(odd.name.as_deref(), Some("\u{fffd}x"));
+        assert_eq!(odd.protocol_version, None);
+        assert_eq!(McpHeaders::default().pairs().count(), 0);
     }
 }
