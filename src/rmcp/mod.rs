@@ -165,8 +165,7 @@ use crate::engine::{Engine, Flow, Outcome, Round};
 
 mod convert;
 mod principals;
-pub use principals::Principals;
-use principals::{HttpResolver, PrincipalSource};
+pub use principals::{FromContext, Principals};
 #[cfg(feature = "rmcp-http")]
 mod guard;
 use crate::error::{Error, Fallback, Retry, ToolAdvice};
@@ -392,12 +391,15 @@ impl Params {
 }
 
 impl Mrtr {
-    /// mrtr on `engine`, binding every state to the principal `principals` finds.
-    pub fn new(engine: Engine, principals: Principals) -> Self {
+    /// mrtr on `engine`, binding every state to the principal `principals` finds:
+    /// any [`PrincipalSource`](crate::principal::PrincipalSource) (the trait
+    /// `mrtr::server::http` takes too: `Anonymous`, `FromExtension`, `FromHeader`,
+    /// a closure over `http::request::Parts`), or a [`Principals`].
+    pub fn new(engine: Engine, principals: impl Into<Principals>) -> Self {
         Self {
             inner: Arc::new(Inner {
                 engine,
-                principals,
+                principals: principals.into(),
                 handler_timeout: DEFAULT_HANDLER_TIMEOUT,
                 ask_timeout: DEFAULT_ASK_TIMEOUT,
                 legacy_flow_timeout: DEFAULT_LEGACY_FLOW_TIMEOUT,
@@ -948,7 +950,7 @@ impl Mrtr {
     /// over HTTP on a session nothing bound to its principal, its principal comes
     /// from a resolver, and [`Mrtr::allow_unbound_sessions`] was not called.
     fn unbound_refusal(&self, legacy: &Legacy, asks: bool) -> Option<Error> {
-        let anonymous = matches!(self.inner.principals.0, PrincipalSource::Anonymous);
+        let anonymous = self.inner.principals.is_anonymous();
         (asks && legacy.unbound && !anonymous && !self.inner.allow_unbound_sessions).then(|| {
             Error::internal(
                 "2025-11-25 asks refused: the session is not bound to its principal, so \
