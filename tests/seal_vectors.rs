@@ -25,7 +25,9 @@ const OPEN_ONLY_SECRET: [u8; 32] = [0x0c; 32];
 const T0: u64 = 1_800_000_000;
 
 fn config() -> SealConfig {
-    SealConfig::default().max_token_len(1024).max_plaintext(600)
+    SealConfig::default()
+        .with_max_token_len(1024)
+        .with_max_plaintext(600)
 }
 
 fn sealer() -> Sealer {

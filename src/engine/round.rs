@@ -615,7 +615,7 @@ impl Round {
         // of the flow opens only while `now <= deadline + skew` on the instance that
         // opens it, and that instance's clock may lag this one's by up to the skew:
         // hence the flow deadline plus twice the skew, on this instance's clock.
-        let skew = fixed.engine.sealer().config().clock_skew_value().as_secs();
+        let skew = fixed.engine.sealer().config().clock_skew().as_secs();
         let quota = match fixed.quota_peer {
             Some(peer) => PrincipalKey::of_peer(prior.binding(), peer),
             None => PrincipalKey::of(prior.binding()),
@@ -828,7 +828,7 @@ fn finish(fixed: &Fixed, live: &Mutex<Live>, result: Result<Value, Flow>) -> Out
         Ok(Value::Object(mut o)) => {
             o.insert("resultType".into(), "complete".into());
             if let Some(prior) = &fixed.prior {
-                let lifetime = fixed.engine.sealer().config().flow_lifetime_value();
+                let lifetime = fixed.engine.sealer().config().flow_lifetime();
                 let age = crate::metrics::flow_age(prior.deadline(), lifetime, fixed.now);
                 crate::metrics::flow_completed(age);
             }

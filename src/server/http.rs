@@ -96,7 +96,7 @@ use axum::response::Response;
 use axum::routing::post;
 use http_body_util::BodyExt;
 
-use super::{ConfigError, log};
+use super::{ServerConfigError, log};
 use crate::defaults;
 use crate::service::{ParsedMessage, Reply, RequestContext, RequestLog, Service};
 use crate::streamable_http::{HEADER_METHOD, HEADER_NAME, HEADER_PROTOCOL_VERSION, McpHeaders};
@@ -123,7 +123,7 @@ pub const MCP_PATH: &str = "/mcp";
 ///     .body_budget(2 * 1024 * 1024)
 ///     .allow_origin("https://app.example")?
 ///     .allow_host("mcp.example.com")?;
-/// # Ok::<(), mrtr::server::ConfigError>(())
+/// # Ok::<(), mrtr::server::ServerConfigError>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
@@ -214,8 +214,8 @@ impl HttpOptions {
     /// (spec: Streamable HTTP §Security Warning, DNS rebinding).
     ///
     /// # Errors
-    /// [`ConfigError`] if `origin` is not of the form `scheme://host[:port]`.
-    pub fn allow_origin(mut self, origin: &str) -> Result<Self, ConfigError> {
+    /// [`ServerConfigError`] if `origin` is not of the form `scheme://host[:port]`.
+    pub fn allow_origin(mut self, origin: &str) -> Result<Self, ServerConfigError> {
         let origin = normalize_origin(origin)?;
         if !self.allowed_origins.contains(&origin) {
             self.allowed_origins.push(origin);
@@ -234,11 +234,11 @@ impl HttpOptions {
     /// address allows the loopback names unless `--allow-host` is given).
     ///
     /// # Errors
-    /// [`ConfigError`] if `host` is not of that form.
-    pub fn allow_host(mut self, host: &str) -> Result<Self, ConfigError> {
+    /// [`ServerConfigError`] if `host` is not of that form.
+    pub fn allow_host(mut self, host: &str) -> Result<Self, ServerConfigError> {
         let pattern = parse_authority(host.trim())
             .map(|(host, port)| HostPattern { host, port })
-            .ok_or_else(|| ConfigError(format!("not a host (NAME[:PORT]): {host:?}")))?;
+            .ok_or_else(|| ServerConfigError(format!("not a host (NAME[:PORT]): {host:?}")))?;
         if !self.allowed_hosts.contains(&pattern) {
             self.allowed_hosts.push(pattern);
         }
@@ -855,10 +855,10 @@ fn is_loopback_http_origin(origin: &str) -> Option<bool> {
 /// Normalizes an origin (`scheme://host[:port]`): lower case, no trailing `/`.
 ///
 /// # Errors
-/// [`ConfigError`] if it is not of that form (no path, query, user info or spaces).
-pub fn normalize_origin(origin: &str) -> Result<String, ConfigError> {
+/// [`ServerConfigError`] if it is not of that form (no path, query, user info or spaces).
+pub fn normalize_origin(origin: &str) -> Result<String, ServerConfigError> {
     let o = origin.trim().trim_end_matches('/').to_ascii_lowercase();
-    let bad = || ConfigError(format!("not an origin (scheme://host[:port]): {origin:?}"));
+    let bad = || ServerConfigError(format!("not an origin (scheme://host[:port]): {origin:?}"));
     let (scheme, rest) = o.split_once("://").ok_or_else(bad)?;
     if scheme.is_empty()
         || !scheme

@@ -22,8 +22,8 @@ use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
 use mrtr::defaults;
 use mrtr::server::KEYS_ENV;
 use mrtr::server::{
-    self, ConfigError, KeySource, LogFormat, MetricsEndpoint, PrincipalConfig, ServeConfig,
-    ServeError,
+    self, KeySource, LogFormat, MetricsEndpoint, PrincipalConfig, ServeConfig, ServeError,
+    ServerConfigError,
 };
 
 /// Multi Round-Trip Requests (MCP 2026-07-28): reference server and operator tools.
@@ -202,7 +202,7 @@ enum LogFormatArg {
 }
 
 impl ServeArgs {
-    fn into_config(self) -> Result<ServeConfig, ConfigError> {
+    fn into_config(self) -> Result<ServeConfig, ServerConfigError> {
         let keys = KeySource::resolve(self.keys_file, std::env::var_os(KEYS_ENV))?;
         let principal = PrincipalConfig::resolve(
             self.stdio,
@@ -250,7 +250,7 @@ const METRICS_UPKEEP: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Installs the Prometheus recorder (the process's one global recorder; the library
 /// never installs one) with mrtr's histogram buckets, and the endpoint serving it.
-fn prometheus(listen: SocketAddr) -> Result<MetricsEndpoint, ConfigError> {
+fn prometheus(listen: SocketAddr) -> Result<MetricsEndpoint, ServerConfigError> {
     let buckets = mrtr::metrics::HISTOGRAM_BUCKETS
         .iter()
         .try_fold(PrometheusBuilder::new(), |b, (name, bounds)| {
@@ -258,7 +258,7 @@ fn prometheus(listen: SocketAddr) -> Result<MetricsEndpoint, ConfigError> {
         });
     let handle = buckets
         .and_then(PrometheusBuilder::install_recorder)
-        .map_err(|e| ConfigError(format!("--metrics-listen: {e}")))?;
+        .map_err(|e| ServerConfigError(format!("--metrics-listen: {e}")))?;
     mrtr::metrics::describe();
     let upkeep = handle.clone();
     std::thread::Builder::new()
@@ -269,7 +269,7 @@ fn prometheus(listen: SocketAddr) -> Result<MetricsEndpoint, ConfigError> {
                 upkeep.run_upkeep();
             }
         })
-        .map_err(|e| ConfigError(format!("--metrics-listen: cannot start upkeep: {e}")))?;
+        .map_err(|e| ServerConfigError(format!("--metrics-listen: cannot start upkeep: {e}")))?;
     Ok(MetricsEndpoint::new(listen, move || handle.render()))
 }
 
