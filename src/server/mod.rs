@@ -56,6 +56,7 @@ pub use reload::{KeyReload, reload_keys};
 pub const KEYS_ENV: &str = "MRTR_KEYS";
 /// The environment variable naming the principal of `mrtr serve --stdio` when
 /// `--principal` is not given.
+#[doc(hidden)]
 pub const PRINCIPAL_ENV: &str = "MRTR_PRINCIPAL";
 
 /// Where the sealing keys come from: the edge's side of key loading. Reading the
@@ -134,37 +135,40 @@ impl KeySource {
             Self::Ephemeral => Ok(Keyring::ephemeral()),
         }
     }
-
-    /// The raw key text: the file's contents, the environment value, or `None`
-    /// for an ephemeral key.
-    ///
-    /// # Errors
-    /// [`ServerConfigError`] if the keys file cannot be read as UTF-8 text.
-    pub fn load_raw(&self) -> Result<Option<String>, ServerConfigError> {
-        match self {
-            Self::File(path) => std::fs::read_to_string(path).map(Some).map_err(|e| {
-                ServerConfigError(format!("cannot read keys file {}: {e}", path.display()))
-            }),
-            Self::Env(s) => Ok(Some(s.clone())),
-            Self::Ephemeral => Ok(None),
-        }
-    }
 }
 
-/// How log lines are written to stderr.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum LogFormat {
-    /// One human-readable line per event.
-    #[default]
-    Human,
-    /// One JSON object per line.
-    Json,
+/// The key ring in the [`KEYS_ENV`] environment variable (`MRTR_KEYS`: keys in
+/// the format of [`Keyring::parse_keys`], the first seals), read as `mrtr serve`
+/// reads it: the one call an application embedding mrtr needs to share the
+/// binary's keys. `None` when the variable is not set: choose
+/// [`Keyring::ephemeral`] on purpose (a flow then does not survive a restart or
+/// move to another instance), or refuse to start.
+///
+/// ```
+/// let keyring = mrtr::server::keyring_from_env()?.unwrap_or_else(mrtr::Keyring::ephemeral);
+/// # drop(keyring);
+/// # Ok::<(), mrtr::server::ServerConfigError>(())
+/// ```
+///
+/// # Errors
+/// [`ServerConfigError`] when the variable is set but empty or not UTF-8, or its
+/// keys do not parse; the message names what is wrong, never the key bytes.
+pub fn keyring_from_env() -> Result<Option<Keyring>, ServerConfigError> {
+    match KeySource::resolve(None, std::env::var_os(KEYS_ENV))? {
+        KeySource::Ephemeral => Ok(None),
+        source => source.keyring().map(Some),
+    }
 }
 
 /// Who the caller of `mrtr serve` is: the principal every flow is bound to.
 ///
+/// Not library API: the `mrtr` binary's configuration, which may change in any
+/// release. Embed with [`http::mcp_router`] and a
+/// [`PrincipalSource`](crate::principal::PrincipalSource) instead.
+///
 /// There is no default: [`ServeConfig::validate`] refuses [`PrincipalConfig::Unset`],
 /// so an anonymous server is always one somebody chose.
+#[doc(hidden)]
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum PrincipalConfig {
@@ -235,6 +239,11 @@ impl PrincipalConfig {
 }
 
 /// The settings of `mrtr serve`, parsed and validated.
+///
+/// Not library API: the `mrtr` binary's configuration, which may change in any
+/// release. Embed with [`http::mcp_router`], [`keyring_from_env`] and the
+/// [`Engine`] builder instead.
+#[doc(hidden)]
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ServeConfig {
@@ -279,8 +288,6 @@ pub struct ServeConfig {
     pub max_in_flight: usize,
     /// `--body-budget`: bytes of large bodies buffered at once.
     pub body_budget: usize,
-    /// Log line format.
-    pub log_format: LogFormat,
     /// Who the caller is. Must be chosen: the default is [`PrincipalConfig::Unset`].
     pub principal: PrincipalConfig,
     /// `--metrics-listen`: serve `GET /metrics` on a listener of its own. Default:
@@ -321,7 +328,6 @@ impl Default for ServeConfig {
             body_min_rate: defaults::BODY_MIN_RATE,
             max_in_flight: defaults::MAX_IN_FLIGHT,
             body_budget: defaults::BODY_BUDGET,
-            log_format: LogFormat::Human,
             principal: PrincipalConfig::Unset,
             metrics: None,
             replay_store: ReplayStore::Memory,
@@ -507,6 +513,9 @@ const MAX_CONNECTION_TIMEOUT_SECS: u64 = 3600;
 pub struct ServerConfigError(pub String);
 
 /// Why `mrtr serve` stopped with an error.
+///
+/// Not library API: the `mrtr` binary's, which may change in any release.
+#[doc(hidden)]
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ServeError {
@@ -524,6 +533,8 @@ pub enum ServeError {
     },
 }
 
+/// Not library API (the `mrtr` binary's, which may change in any release).
+///
 /// Builds the request service from the settings: the ONE place where the engine
 /// (keys, seal configuration, limits, replay guard) is assembled; `make` puts the
 /// application's tools, prompts and resources on it.
@@ -544,6 +555,7 @@ pub enum ServeError {
 ///
 /// # Errors
 /// [`ServerConfigError`] if the keys cannot be loaded, or the replay store is unusable.
+#[doc(hidden)]
 pub fn build_service<F>(cfg: &ServeConfig, make: F) -> Result<Service, ServerConfigError>
 where
     F: FnOnce(Engine) -> Service,
@@ -562,6 +574,8 @@ where
     Ok(make(engine))
 }
 
+/// Not library API (the `mrtr` binary's, which may change in any release).
+///
 /// Runs the server until EOF (stdio) or SIGINT/SIGTERM (HTTP), with the service
 /// [`build_service`] makes from `cfg` and `make`. On SIGHUP (Unix) it re-reads
 /// `--keys-file` and swaps the new ring in ([`reload_keys`]); a file that does
@@ -573,6 +587,7 @@ where
 /// # Errors
 /// [`ServeError::Config`] for unusable settings, [`ServeError::Io`] if the
 /// listener cannot be bound or stdio fails.
+#[doc(hidden)]
 pub async fn serve<F>(cfg: ServeConfig, make: F) -> Result<(), ServeError>
 where
     F: FnOnce(Engine) -> Service,
