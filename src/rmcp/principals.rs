@@ -176,3 +176,28 @@ impl PrincipalSource for FromContext {
         (self.0)(context).ok_or_else(|| Rejection::new("the principal resolver found none"))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::principal::{FromExtension, FromHeader};
+
+    #[test]
+    fn every_source_converts_and_only_anonymous_is_anonymous() {
+        assert!(Principals::from(Anonymous).is_anonymous());
+        assert!(Principals::anonymous().is_anonymous());
+        let header = FromHeader::new(http::HeaderName::from_static("x-user"));
+        for p in [
+            Principals::from(FromExtension),
+            Principals::from(header),
+            Principals::from(|_: &http::request::Parts| Ok(Principal::anonymous())),
+            Principals::from_http(|_| None),
+        ] {
+            assert!(!p.is_anonymous() && !p.reads_context(), "{p:?}");
+        }
+        let context = Principals::from_context(|_| None);
+        assert!(context.reads_context() && !context.is_anonymous());
+        let (parts, ()) = http::Request::new(()).into_parts();
+        assert!(context.of_http(&parts).is_err());
+    }
+}
