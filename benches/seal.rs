@@ -15,8 +15,8 @@ const SIZES: [usize; 4] = [256, 1024, 4096, 16384];
 
 fn bench(c: &mut Criterion) {
     let cfg = SealConfig::default()
-        .max_plaintext(32 * 1024)
-        .max_token_len(64 * 1024);
+        .with_max_plaintext(32 * 1024)
+        .with_max_token_len(64 * 1024);
     let sealer = Sealer::new(Keyring::new(Key::from_secret(&[7u8; 32]).unwrap()), cfg);
     let who = Principal::subject("alice").with_issuer("https://idp.example");
     let args = serde_json::json!({"env": "prod", "replicas": 3});

@@ -27,7 +27,7 @@ use clap::Parser;
 use mrtr::ToolResult;
 use mrtr::replay::MemoryReplayGuard;
 use mrtr::server::http::{FromExtension, HttpOptions, mcp_router};
-use mrtr::server::{KEYS_ENV, KeySource};
+use mrtr::server::{KEYS_ENV, keyring_from_env};
 use mrtr::{
     Confirmation, Engine, Flow, Keyring, Principal, Retry, Round, Service, Timestamp, ToolAdvice,
 };
@@ -56,14 +56,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .init();
 
     // The same key loading as `mrtr serve`: MRTR_KEYS, else a per-process key.
-    let keys = KeySource::resolve(None, std::env::var_os(KEYS_ENV))?;
-    if keys == KeySource::Ephemeral {
+    let keyring = keyring_from_env()?.unwrap_or_else(|| {
         tracing::warn!(
             "{KEYS_ENV} is not set: using an ephemeral key, so a flow does not survive a \
              restart or move to another instance; set {KEYS_ENV} (`mrtr keygen`)"
         );
-    }
-    let service = Arc::new(service(keys.keyring()?));
+        Keyring::ephemeral()
+    });
+    let service = Arc::new(service(keyring));
 
     let listener = tokio::net::TcpListener::bind(args.listen).await?;
     let local = listener.local_addr()?;

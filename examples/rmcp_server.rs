@@ -31,10 +31,13 @@ use std::time::Duration;
 
 use clap::Parser;
 use mrtr::Service;
+use mrtr::replay::MemoryReplayGuard;
 use mrtr::rmcp::{
     HttpGuard, Mrtr, Principals, ToolCall, service_prompts, service_resources, service_tools,
 };
-use mrtr::server::{KEYS_ENV, KeySource, ServeConfig, build_service};
+use mrtr::seal::SealConfig;
+use mrtr::server::{KEYS_ENV, keyring_from_env};
+use mrtr::{Engine, Keyring, Timestamp};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, GetPromptRequestParams, GetPromptResponse,
@@ -265,25 +268,23 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         )
         .init();
     // The same key loading as `mrtr serve`: MRTR_KEYS, else a per-process key.
-    let keys = KeySource::resolve(None, std::env::var_os(KEYS_ENV))?;
-    if keys == KeySource::Ephemeral {
+    let keyring = keyring_from_env()?.unwrap_or_else(|| {
         tracing::warn!(
             "{KEYS_ENV} is not set: using an ephemeral key, so a flow does not survive a \
              restart or move to another instance; set {KEYS_ENV} (`mrtr keygen`)"
         );
-    }
-    // The same engine as `mrtr serve` (TTL, skew, round limit, in-memory replay guard).
-    let mut cfg = ServeConfig::default();
-    cfg.keys = keys;
-    cfg.state_ttl_secs = args.state_ttl;
-    cfg.clock_skew_secs = args.clock_skew;
-    cfg.principal = mrtr::server::PrincipalConfig::Anonymous;
-    let cfg = cfg.validate()?;
+        Keyring::ephemeral()
+    });
+    // The engine `mrtr serve` builds: TTL, skew, the audience, the in-memory replay
+    // guard (a side effect behind `Round::once` does not repeat on a replay).
+    let seal = SealConfig::default()
+        .with_ttl(Duration::from_secs(args.state_ttl))?
+        .with_clock_skew(Duration::from_secs(args.clock_skew));
+    let engine = Engine::new(keyring, mrtr::defaults::AUDIENCE)
+        .with_seal_config(seal)
+        .with_replay_guard(Arc::new(MemoryReplayGuard::new(Timestamp::now())));
     let deployments = Arc::new(AtomicU64::new(0));
-    let counter = deployments.clone();
-    let service = Arc::new(build_service(&cfg, move |engine| {
-        reference::service(engine, counter)
-    })?);
+    let service = Arc::new(reference::service(engine, deployments.clone()));
     let mrtr = Mrtr::new(service.engine().clone(), Principals::anonymous())
         .with_ask_timeout(Duration::from_secs(args.ask_timeout))
         .with_legacy_flow_timeout(Duration::from_secs(args.legacy_flow_timeout));

@@ -14,14 +14,14 @@ use crate::wire::schema::{PrimitiveSchema, RequestedSchema, StringFormat};
 /// One reason an answer does not fit its question. Shown to the user when the
 /// question is asked again, so it names fields and rules, never the value given.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Problem {
+pub struct AnswerProblem {
     /// The field at fault.
     pub field: String,
     /// What is wrong, for a person.
     pub message: String,
 }
 
-impl std::fmt::Display for Problem {
+impl std::fmt::Display for AnswerProblem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}: {}", self.field, self.message)
     }
@@ -49,14 +49,14 @@ impl std::fmt::Display for Problem {
 pub fn validate_content(
     schema: &RequestedSchema,
     content: &JsonObject,
-) -> Result<JsonObject, Vec<Problem>> {
+) -> Result<JsonObject, Vec<AnswerProblem>> {
     let mut problems = Vec::new();
     let mut kept = JsonObject::new();
     for (name, prop) in &schema.properties {
         match content.get(name) {
             None => {
                 if schema.is_required(name) {
-                    problems.push(Problem {
+                    problems.push(AnswerProblem {
                         field: name.clone(),
                         message: "is required".into(),
                     });
@@ -66,7 +66,7 @@ pub fn validate_content(
                 Ok(()) => {
                     kept.insert(name.clone(), v.clone());
                 }
-                Err(message) => problems.push(Problem {
+                Err(message) => problems.push(AnswerProblem {
                     field: name.clone(),
                     message,
                 }),
@@ -78,7 +78,7 @@ pub fn validate_content(
     if let Some(req) = &schema.required {
         for r in req {
             if !schema.properties.contains_key(r) {
-                problems.push(Problem {
+                problems.push(AnswerProblem {
                     field: r.clone(),
                     message: "is required but not defined by the form".into(),
                 });
@@ -322,7 +322,7 @@ mod tests {
         RequestedSchema::from_value(&v).unwrap()
     }
 
-    fn run(s: &RequestedSchema, c: Value) -> Result<JsonObject, Vec<Problem>> {
+    fn run(s: &RequestedSchema, c: Value) -> Result<JsonObject, Vec<AnswerProblem>> {
         validate_content(s, c.as_object().unwrap())
     }
 

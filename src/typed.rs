@@ -7,7 +7,7 @@
 //! travels to the model, to logs and back to the client.
 //!
 //! ```
-//! use mrtr::typed::{Problem, decode};
+//! use mrtr::typed::{MismatchKind, decode};
 //! use serde::Deserialize;
 //! use serde_json::json;
 //!
@@ -23,7 +23,7 @@
 //! let err = decode::<Restart>(&json!({"service": "api", "delay_ms": "hunter2"})).unwrap_err();
 //! assert_eq!(err.field(), "delay_ms");
 //! assert_eq!(err.expected(), "u32");
-//! assert_eq!(err.problem(), Problem::InvalidType);
+//! assert_eq!(err.problem(), MismatchKind::InvalidType);
 //! assert_eq!(err.to_string(), "field \"delay_ms\": expected u32");
 //! assert!(!err.describe("Argument").contains("hunter2"));
 //! ```
@@ -60,7 +60,7 @@ pub fn decode<T: DeserializeOwned>(value: &Value) -> Result<T, TypeMismatch> {
 /// What was wrong with a field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum Problem {
+pub enum MismatchKind {
     /// A required field was absent.
     MissingField,
     /// The value had the wrong JSON type (a string where a number belongs).
@@ -82,7 +82,7 @@ pub enum Problem {
 pub struct TypeMismatch {
     field: String,
     expected: String,
-    problem: Problem,
+    problem: MismatchKind,
 }
 
 impl TypeMismatch {
@@ -95,13 +95,13 @@ impl TypeMismatch {
 
     /// What the server's type expected there, such as `u32`, `a string` or
     /// `integer between 0 and 10000`; empty when the problem is not
-    /// [`Problem::InvalidType`] or [`Problem::InvalidValue`].
+    /// [`MismatchKind::InvalidType`] or [`MismatchKind::InvalidValue`].
     pub fn expected(&self) -> &str {
         &self.expected
     }
 
     /// What was wrong.
-    pub fn problem(&self) -> Problem {
+    pub fn problem(&self) -> MismatchKind {
         self.problem
     }
 
@@ -115,14 +115,16 @@ impl TypeMismatch {
             format!("{what} \"{}\"", self.field)
         };
         match self.problem {
-            Problem::InvalidType | Problem::InvalidValue if !self.expected.is_empty() => format!(
-                "{subject} must be {}. Correct it and try again.",
-                self.expected
-            ),
-            Problem::MissingField => {
+            MismatchKind::InvalidType | MismatchKind::InvalidValue if !self.expected.is_empty() => {
+                format!(
+                    "{subject} must be {}. Correct it and try again.",
+                    self.expected
+                )
+            }
+            MismatchKind::MissingField => {
                 format!("{subject} is required but was not given. Add it and try again.")
             }
-            Problem::UnknownField => {
+            MismatchKind::UnknownField => {
                 format!("{subject} is not accepted. Remove it and try again.")
             }
             _ => format!("{subject} has an invalid value. Correct it and try again."),
@@ -144,7 +146,7 @@ impl TypeMismatch {
         let message = e.inner().to_string();
         let message = strip_position(&message, e.inner());
         let (problem, expected) = classify(message);
-        if problem == Problem::MissingField {
+        if problem == MismatchKind::MissingField {
             // `missing field `name``: the name comes from the server's type, and the
             // path stops at the struct that lacks it.
             if let Some(name) = message
@@ -166,15 +168,15 @@ impl fmt::Display for TypeMismatch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let root = self.field.is_empty();
         match self.problem {
-            Problem::InvalidType | Problem::InvalidValue if !self.expected.is_empty() => {
+            MismatchKind::InvalidType | MismatchKind::InvalidValue if !self.expected.is_empty() => {
                 if root {
                     write!(f, "the value: expected {}", self.expected)
                 } else {
                     write!(f, "field \"{}\": expected {}", self.field, self.expected)
                 }
             }
-            Problem::MissingField => write!(f, "field \"{}\" is missing", self.field),
-            Problem::UnknownField => write!(f, "unknown field \"{}\"", self.field),
+            MismatchKind::MissingField => write!(f, "field \"{}\" is missing", self.field),
+            MismatchKind::UnknownField => write!(f, "unknown field \"{}\"", self.field),
             _ if root => f.write_str("the value is invalid"),
             _ => write!(f, "field \"{}\" has an invalid value", self.field),
         }
@@ -183,24 +185,24 @@ impl fmt::Display for TypeMismatch {
 
 impl std::error::Error for TypeMismatch {}
 
-/// Sorts serde's message into a [`Problem`] and keeps only its "expected …"
+/// Sorts serde's message into a [`MismatchKind`] and keeps only its "expected …"
 /// clause. The text between `invalid type: ` and the clause describes the value
 /// the client sent, so it is never copied.
-fn classify(message: &str) -> (Problem, String) {
+fn classify(message: &str) -> (MismatchKind, String) {
     const EXPECTED: &str = ", expected ";
     let problem = if message.starts_with("invalid type: ") {
-        Problem::InvalidType
+        MismatchKind::InvalidType
     } else if message.starts_with("invalid value: ")
         || message.starts_with("invalid length ")
         || message.starts_with("unknown variant ")
     {
-        Problem::InvalidValue
+        MismatchKind::InvalidValue
     } else if message.starts_with("missing field `") {
-        return (Problem::MissingField, String::new());
+        return (MismatchKind::MissingField, String::new());
     } else if message.starts_with("unknown field `") {
-        return (Problem::UnknownField, String::new());
+        return (MismatchKind::UnknownField, String::new());
     } else {
-        return (Problem::Other, String::new());
+        return (MismatchKind::Other, String::new());
     };
     // The clause is the end of the message, written by the server's type; client
     // text can only come before it, so the last separator is the real one.
@@ -208,12 +210,12 @@ fn classify(message: &str) -> (Problem, String) {
         Some(at) => {
             let expected = clean(&message[at + EXPECTED.len()..], MAX_EXPECTED_CHARS);
             if expected.is_empty() {
-                (Problem::Other, String::new())
+                (MismatchKind::Other, String::new())
             } else {
                 (problem, expected)
             }
         }
-        None => (Problem::Other, String::new()),
+        None => (MismatchKind::Other, String::new()),
     }
 }
 
@@ -296,16 +298,16 @@ mod tests {
     #[test]
     fn each_primitive_names_field_and_expected_type() {
         let cases = [
-            ("s", json!(5), "a string", Problem::InvalidType),
-            ("b", json!("yes"), "a boolean", Problem::InvalidType),
-            ("i", json!("12"), "i64", Problem::InvalidType),
-            ("i", json!(1.5), "i64", Problem::InvalidType),
-            ("u", json!(-1), "u32", Problem::InvalidValue),
-            ("u", json!("7"), "u32", Problem::InvalidType),
-            ("small", json!(300), "u8", Problem::InvalidValue),
-            ("f", json!("1.5"), "f64", Problem::InvalidType),
-            ("opt", json!("seven"), "u32", Problem::InvalidType),
-            ("tags", json!("a"), "a sequence", Problem::InvalidType),
+            ("s", json!(5), "a string", MismatchKind::InvalidType),
+            ("b", json!("yes"), "a boolean", MismatchKind::InvalidType),
+            ("i", json!("12"), "i64", MismatchKind::InvalidType),
+            ("i", json!(1.5), "i64", MismatchKind::InvalidType),
+            ("u", json!(-1), "u32", MismatchKind::InvalidValue),
+            ("u", json!("7"), "u32", MismatchKind::InvalidType),
+            ("small", json!(300), "u8", MismatchKind::InvalidValue),
+            ("f", json!("1.5"), "f64", MismatchKind::InvalidType),
+            ("opt", json!("seven"), "u32", MismatchKind::InvalidType),
+            ("tags", json!("a"), "a sequence", MismatchKind::InvalidType),
         ];
         for (field, v, expected, problem) in cases {
             let e = mismatch(field, v.clone());
@@ -325,12 +327,12 @@ mod tests {
     fn unit_enum_names_its_variants() {
         let e = mismatch("mode", json!("turbo"));
         assert_eq!(e.field(), "mode");
-        assert_eq!(e.problem(), Problem::InvalidValue);
+        assert_eq!(e.problem(), MismatchKind::InvalidValue);
         assert_eq!(e.expected(), "`fast` or `safe`");
         assert!(!e.to_string().contains("turbo"));
         let e = mismatch("mode", json!(3));
         assert_eq!(e.field(), "mode");
-        assert_eq!(e.problem(), Problem::InvalidType);
+        assert_eq!(e.problem(), MismatchKind::InvalidType);
     }
 
     #[test]
@@ -346,7 +348,7 @@ mod tests {
         let e = decode::<Prims>(&v).unwrap_err();
         assert_eq!(
             (e.field(), e.problem(), e.expected()),
-            ("u", Problem::MissingField, "")
+            ("u", MismatchKind::MissingField, "")
         );
         assert_eq!(e.to_string(), "field \"u\" is missing");
         assert_eq!(
@@ -369,7 +371,7 @@ mod tests {
     #[test]
     fn unknown_field_is_named() {
         let e = decode::<Strict>(&json!({"name": "a", "x": "secret"})).unwrap_err();
-        assert_eq!((e.field(), e.problem()), ("x", Problem::UnknownField));
+        assert_eq!((e.field(), e.problem()), ("x", MismatchKind::UnknownField));
         assert_eq!(e.to_string(), "unknown field \"x\"");
         assert_eq!(
             e.describe("Field"),
@@ -402,7 +404,7 @@ mod tests {
         let e = decode::<Order>(&v).unwrap_err();
         assert_eq!(
             (e.field(), e.problem()),
-            ("items[0].qty", Problem::MissingField)
+            ("items[0].qty", MismatchKind::MissingField)
         );
         let v = json!({"items": [], "meta": {"k": {"name": "a", "qty": 70000}}});
         let e = decode::<Order>(&v).unwrap_err();
@@ -426,7 +428,7 @@ mod tests {
     #[test]
     fn root_mismatch() {
         let e = decode::<Strict>(&json!("just a string")).unwrap_err();
-        assert_eq!((e.field(), e.problem()), ("", Problem::InvalidType));
+        assert_eq!((e.field(), e.problem()), ("", MismatchKind::InvalidType));
         assert_eq!(e.expected(), "struct Strict");
         assert_eq!(e.to_string(), "the value: expected struct Strict");
         assert_eq!(
@@ -479,7 +481,7 @@ mod tests {
         let e = decode::<Conn>(&json!({"port": "s3cr3t"})).unwrap_err();
         assert_eq!(
             (e.field(), e.problem(), e.expected()),
-            ("port", Problem::Other, "")
+            ("port", MismatchKind::Other, "")
         );
         assert_eq!(e.to_string(), "field \"port\" has an invalid value");
         assert_eq!(
@@ -491,7 +493,10 @@ mod tests {
     #[test]
     fn invalid_value_keeps_the_servers_clause() {
         let e = decode::<Conn>(&json!({"port": "80", "delay": 20000})).unwrap_err();
-        assert_eq!((e.field(), e.problem()), ("delay", Problem::InvalidValue));
+        assert_eq!(
+            (e.field(), e.problem()),
+            ("delay", MismatchKind::InvalidValue)
+        );
         assert_eq!(e.expected(), "integer between 0 and 10000");
         assert!(!e.to_string().contains("20000"));
         assert_eq!(
@@ -503,17 +508,23 @@ mod tests {
     #[test]
     fn classify_uses_the_last_separator() {
         let (p, exp) = classify("unknown variant `x, expected evil`, expected one of `a`");
-        assert_eq!((p, exp.as_str()), (Problem::InvalidValue, "one of `a`"));
-        assert_eq!(classify("invalid type: string \"q\"").0, Problem::Other);
+        assert_eq!(
+            (p, exp.as_str()),
+            (MismatchKind::InvalidValue, "one of `a`")
+        );
+        assert_eq!(
+            classify("invalid type: string \"q\"").0,
+            MismatchKind::Other
+        );
         assert_eq!(
             classify("unknown variant `x`, there are no variants").0,
-            Problem::Other
+            MismatchKind::Other
         );
         assert_eq!(
             classify("invalid length 3, expected a tuple of size 2").1,
             "a tuple of size 2"
         );
-        assert_eq!(classify("something else entirely").0, Problem::Other);
+        assert_eq!(classify("something else entirely").0, MismatchKind::Other);
     }
 
     fn secret_value() -> impl Strategy<Value = Value> {

@@ -83,8 +83,10 @@ fn request_state_replayed_on_another_tool_or_other_arguments_is_refused() {
 
 #[test]
 fn expired_state_is_a_tool_error_on_tools_call_and_32602_on_prompts_get() {
-    let ttl = SealConfig::default().ttl(Duration::from_secs(1)).unwrap();
-    let s = LocalServer::on(engine().with_seal_config(ttl.clone().clock_skew(Duration::ZERO)));
+    let ttl = SealConfig::default()
+        .with_ttl(Duration::from_secs(1))
+        .unwrap();
+    let s = LocalServer::on(engine().with_seal_config(ttl.clone().with_clock_skew(Duration::ZERO)));
     // The same TTL with the default skew (60 s) tolerates the lapse.
     let tolerant = LocalServer::on(engine().with_seal_config(ttl));
     let call = tool_call(1, ELICIT, None);

@@ -275,9 +275,9 @@ fn the_claim_holds_until_the_flow_deadline_plus_twice_the_skew() {
     // state of the flow can open on any instance within the skew (the flow's
     // deadline plus two skews), not only as long as the presented state opens.
     let config = SealConfig::default()
-        .ttl(Duration::from_secs(30))
+        .with_ttl(Duration::from_secs(30))
         .unwrap()
-        .clock_skew(Duration::from_secs(5));
+        .with_clock_skew(Duration::from_secs(5));
     let guard = Scripted::new(Answer::Now(ClaimOutcome::Claimed));
     let e = with_guard(guard.clone()).with_seal_config(config);
     let never = Counter::new(0);
@@ -408,9 +408,9 @@ fn a_sibling_state_of_the_flow_cannot_run_the_step_again() {
     // 2' confirms with round 1's state: the step runs. The sibling still opens
     // after round 1's state has expired; confirming with it must not run it again.
     let config = SealConfig::default()
-        .ttl(Duration::from_secs(30))
+        .with_ttl(Duration::from_secs(30))
         .unwrap()
-        .clock_skew(Duration::from_secs(5));
+        .with_clock_skew(Duration::from_secs(5));
     let e = with_guard(Arc::new(MemoryReplayGuard::new(T0))).with_seal_config(config);
     let runs = Counter::new(0);
     let r1 = irr(run(&e, &tool("deploy"), T0, deploy_sync(&runs)));
@@ -479,11 +479,11 @@ impl ReplayGuard for RealClockStore {
 /// behind A's. TTL 2 s, skew 3 s. `flow_lifetime` sets the flow's deadline.
 fn two_clocks(flow_lifetime: u64) {
     let config = SealConfig::default()
-        .ttl(Duration::from_secs(2))
+        .with_ttl(Duration::from_secs(2))
         .unwrap()
-        .flow_lifetime(Duration::from_secs(flow_lifetime))
+        .with_flow_lifetime(Duration::from_secs(flow_lifetime))
         .unwrap()
-        .clock_skew(Duration::from_secs(3));
+        .with_clock_skew(Duration::from_secs(3));
     let store = Arc::new(RealClockStore::default());
     let a = with_guard(store.clone()).with_seal_config(config.clone());
     let b = with_guard(store.clone()).with_seal_config(config);

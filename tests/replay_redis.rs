@@ -515,11 +515,11 @@ fn two_instances_clocks_apart_on_redis_run_the_step_once() {
         return;
     };
     let config = mrtr::seal::SealConfig::default()
-        .ttl(Duration::from_secs(2))
+        .with_ttl(Duration::from_secs(2))
         .unwrap()
-        .flow_lifetime(Duration::from_secs(2))
+        .with_flow_lifetime(Duration::from_secs(2))
         .unwrap()
-        .clock_skew(Duration::from_secs(3));
+        .with_clock_skew(Duration::from_secs(3));
     let audience = unique("skew");
     let guard =
         || -> Arc<dyn ReplayGuard> { Arc::new(RedisReplayGuard::new(&url, &audience).unwrap()) };

@@ -348,9 +348,9 @@ fn expiry_as_on_mrtr_serve() {
     let key = Keyring::ephemeral();
     let strict = Engine::new(key, "https://rmcp.test.example").with_seal_config(
         SealConfig::default()
-            .ttl(Duration::from_secs(1))
+            .with_ttl(Duration::from_secs(1))
             .unwrap()
-            .clock_skew(Duration::ZERO),
+            .with_clock_skew(Duration::ZERO),
     );
     let s = rmcp_support::start(Mrtr::new(strict, Principals::anonymous()));
     let started = Instant::now();

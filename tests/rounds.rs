@@ -394,7 +394,7 @@ fn max_rounds_still_lets_the_last_allowed_round_complete() {
 fn short_flow_engine() -> Engine {
     engine().with_seal_config(
         SealConfig::default()
-            .flow_lifetime(Duration::from_secs(120))
+            .with_flow_lifetime(Duration::from_secs(120))
             .unwrap(),
     )
 }
@@ -474,7 +474,11 @@ fn past_the_flow_deadline_prompts_get_gets_the_frozen_invalid_params() {
 
 #[test]
 fn a_round_expires_after_its_ttl_even_inside_the_flow_lifetime() {
-    let e = engine().with_seal_config(SealConfig::default().ttl(Duration::from_secs(30)).unwrap());
+    let e = engine().with_seal_config(
+        SealConfig::default()
+            .with_ttl(Duration::from_secs(30))
+            .unwrap(),
+    );
     let req = tool("greet");
     let r1 = irr(run(&e, &req, T0, greet));
     let retry = req

@@ -52,7 +52,7 @@ fn expiry_boundary_with_default_skew() {
 
 #[test]
 fn expiry_boundary_without_skew() {
-    let s = sealer(SealConfig::default().clock_skew(Duration::ZERO));
+    let s = sealer(SealConfig::default().with_clock_skew(Duration::ZERO));
     let t = s
         .seal(&Claims::first_round(binding(), at(T0), s.config(), 7))
         .unwrap();
@@ -81,9 +81,9 @@ fn far_future_boundary() {
     let strict = Sealer::new(
         mrtr::seal::Keyring::clone(&s.keyring()),
         SealConfig::default()
-            .ttl(Duration::from_secs(60))
+            .with_ttl(Duration::from_secs(60))
             .unwrap()
-            .max_ttl(Duration::from_secs(120))
+            .with_max_ttl(Duration::from_secs(120))
             .unwrap(),
     );
     assert_eq!(
@@ -95,9 +95,9 @@ fn far_future_boundary() {
 #[test]
 fn deadline_is_never_extended_and_exp_is_clamped() {
     let cfg = SealConfig::default()
-        .ttl(Duration::from_secs(600))
+        .with_ttl(Duration::from_secs(600))
         .unwrap()
-        .flow_lifetime(Duration::from_secs(1_000))
+        .with_flow_lifetime(Duration::from_secs(1_000))
         .unwrap();
     let s = sealer(cfg);
     let c1 = Claims::first_round(binding(), at(T0), s.config(), 1);
@@ -127,7 +127,7 @@ fn deadline_is_never_extended_and_exp_is_clamped() {
 #[test]
 fn exp_is_clamped_so_a_lapsed_deadline_reports_expired() {
     let cfg = SealConfig::default()
-        .flow_lifetime(Duration::from_secs(300))
+        .with_flow_lifetime(Duration::from_secs(300))
         .unwrap();
     let s = sealer(cfg);
     let c = Claims::first_round(binding(), at(T0), s.config(), 1);

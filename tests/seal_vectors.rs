@@ -25,7 +25,9 @@ const OPEN_ONLY_SECRET: [u8; 32] = [0x0c; 32];
 const T0: u64 = 1_800_000_000;
 
 fn config() -> SealConfig {
-    SealConfig::default().max_token_len(1024).max_plaintext(600)
+    SealConfig::default()
+        .with_max_token_len(1024)
+        .with_max_plaintext(600)
 }
 
 fn sealer() -> Sealer {
@@ -178,6 +180,12 @@ fn build() -> Value {
     let base = base_binding();
     let anon = with(base.clone(), &["principal"], json!({}));
     let no_args = with(base.clone(), &["arguments"], Value::Null);
+    let subject_only = with(base.clone(), &["principal"], json!({"subject": "alice"}));
+    let issuer_subject = with(
+        base.clone(),
+        &["principal"],
+        json!({"subject": "alice", "issuer": "https://idp.example"}),
+    );
     let mut valid = vec![
         valid_entry(
             "object_state",
@@ -200,6 +208,20 @@ fn build() -> Value {
             base.clone(),
         ),
         valid_entry("long_state", json!("x".repeat(300)), 0x06, base.clone()),
+        // One per form of principal besides the full one above (null_state is the
+        // anonymous one): a subject alone, and an issuer with its subject.
+        valid_entry(
+            "subject_only_principal",
+            json!({"who": "subject"}),
+            0x0e,
+            subject_only.clone(),
+        ),
+        valid_entry(
+            "issuer_subject_principal",
+            json!({"who": "issuer+subject"}),
+            0x0f,
+            issuer_subject.clone(),
+        ),
     ];
     for e in &mut valid {
         let tok = seal_entry(&s, e);
@@ -267,6 +289,15 @@ fn build() -> Value {
     let inv_b = |name: &str, b: Value, reason: &str| {
         json!({"name": name, "token": tok.clone(), "now": T0, "binding": b,
                "reason": reason, "expired_but_authentic": false})
+    };
+    let issued_tok = valid
+        .iter()
+        .find(|e| e["name"] == "issuer_subject_principal")
+        .map(|e| e["token"].as_str().unwrap().to_string())
+        .unwrap();
+    let inv_p = |name: &str, b: Value| {
+        json!({"name": name, "token": issued_tok.clone(), "now": T0, "binding": b,
+               "reason": "principal", "expired_but_authentic": false})
     };
     let invalid = vec![
         inv(
@@ -412,6 +443,18 @@ fn build() -> Value {
             with(base.clone(), &["principal", "client_id"], json!("app-2")),
             "principal",
         ),
+        // The issuer+subject state, presented by the same subject from another
+        // issuer, or without an issuer: another principal.
+        inv_p(
+            "same_subject_other_issuer",
+            with(
+                issuer_subject.clone(),
+                &["principal", "issuer"],
+                json!("https://evil.example"),
+            ),
+        ),
+        inv_p("same_subject_without_issuer", subject_only.clone()),
+        inv_p("same_subject_and_issuer_with_client_id", base.clone()),
         inv_b(
             "wrong_audience",
             with(base.clone(), &["audience"], json!("https://other.example")),
@@ -527,5 +570,111 @@ fn regenerate_vectors() {
         std::fs::write(PATH, text).unwrap();
     } else {
         println!("{text}");
+    }
+}
+
+/// `enc(x₁..xₙ)` of the binding doc: `u64le(n) ‖ for each: u64le(len(xᵢ)) ‖ xᵢ`.
+fn pae(pieces: &[&[u8]]) -> Vec<u8> {
+    let mut out = (pieces.len() as u64).to_le_bytes().to_vec();
+    for p in pieces {
+        out.extend_from_slice(&(p.len() as u64).to_le_bytes());
+        out.extend_from_slice(p);
+    }
+    out
+}
+
+fn sha256(bytes: &[u8]) -> [u8; 32] {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(bytes).into()
+}
+
+/// The three binding digests from the documented formula (`Binding::new`'s doc),
+/// computed here with SHA-256 alone, not through the crate.
+fn documented_digests(b: &Value) -> [[u8; 32]; 3] {
+    let args = match &b["arguments"] {
+        Value::Null => "{}".to_string(),
+        a => serde_json::to_string(&sorted(a)).unwrap(),
+    };
+    let a = sha256(&pae(&[b"mrtr/binding/v1/arguments", args.as_bytes()]));
+    let s = |k: &str| b[k].as_str().unwrap().as_bytes();
+    let request = sha256(&pae(&[
+        b"mrtr/binding/v1/request",
+        s("method"),
+        s("target"),
+        &a,
+        s("protocol_version"),
+    ]));
+    let field = |k: &str| match b["principal"][k].as_str() {
+        None => vec![0u8],
+        Some(v) => [&[1u8][..], v.as_bytes()].concat(),
+    };
+    let (sub, iss, cid) = (field("subject"), field("issuer"), field("client_id"));
+    let principal = sha256(&pae(&[b"mrtr/binding/v1/principal", &sub, &iss, &cid]));
+    let audience = sha256(&pae(&[b"mrtr/binding/v1/audience", s("audience")]));
+    [request, principal, audience]
+}
+
+/// Each form of principal (anonymous, subject only, issuer and subject, all three)
+/// has a vector, and each vector's token is what the documented layout gives from
+/// the documented digests, sealed with the bare primitive: the vector is checked
+/// against the format's description, not only against what `Sealer` makes today.
+#[test]
+fn principal_vectors_match_the_documented_layout() {
+    let file: Value = serde_json::from_str(&std::fs::read_to_string(PATH).unwrap()).unwrap();
+    let valid = file["valid"].as_array().unwrap();
+    let entry = |name: &str| {
+        valid
+            .iter()
+            .find(|e| e["name"] == name)
+            .unwrap_or_else(|| panic!("no vector {name}"))
+    };
+    for (name, principal) in [
+        ("null_state", json!({})),
+        ("subject_only_principal", json!({"subject": "alice"})),
+        (
+            "issuer_subject_principal",
+            json!({"subject": "alice", "issuer": "https://idp.example"}),
+        ),
+        (
+            "object_state",
+            json!({"subject": "alice", "issuer": "https://idp.example", "client_id": "app-1"}),
+        ),
+    ] {
+        let e = entry(name);
+        assert_eq!(e["binding"]["principal"], principal, "{name}");
+        let [request, principal, audience] = documented_digests(&e["binding"]);
+        let b = binding(&e["binding"]);
+        assert_eq!(b.principal_digest(), &principal, "{name}: principal digest");
+        assert_eq!(b.request_digest(), &request, "{name}: request digest");
+        assert_eq!(b.audience_digest(), &audience, "{name}: audience digest");
+        // The claims plaintext of the documented layout, sealed by hand.
+        let mut pt = vec![1u8];
+        for k in ["iat", "exp", "deadline"] {
+            pt.extend_from_slice(&e[k].as_u64().unwrap().to_be_bytes());
+        }
+        pt.extend_from_slice(&(e["round"].as_u64().unwrap() as u32).to_be_bytes());
+        pt.extend_from_slice(&unhex::<16>(e["flow_id"].as_str().unwrap()));
+        for d in [&request, &principal, &audience] {
+            pt.extend_from_slice(&d[..16]);
+        }
+        pt.extend_from_slice(&serde_json::to_vec(&sorted(&e["state"])).unwrap());
+        let token = URL_SAFE_NO_PAD
+            .decode(e["token"].as_str().unwrap())
+            .unwrap();
+        let kid: [u8; 4] = token[1..5].try_into().unwrap();
+        let by_hand = raw_token(kid, unhex(e["nonce"].as_str().unwrap()), &pt);
+        assert_eq!(by_hand, e["token"].as_str().unwrap(), "{name}: token");
+    }
+    // The issuer+subject state is refused to the same subject of another issuer
+    // and to the bare subject.
+    let invalid = file["invalid"].as_array().unwrap();
+    for name in ["same_subject_other_issuer", "same_subject_without_issuer"] {
+        let e = invalid.iter().find(|e| e["name"] == name).unwrap();
+        assert_eq!(
+            e["token"],
+            entry("issuer_subject_principal")["token"],
+            "{name}"
+        );
+        assert_eq!(e["reason"], "principal", "{name}");
     }
 }

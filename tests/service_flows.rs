@@ -603,7 +603,7 @@ fn past_the_deadline_tools_call_is_a_tool_error_and_prompts_get_the_frozen_error
     let short = || {
         engine().with_seal_config(
             SealConfig::default()
-                .flow_lifetime(Duration::from_secs(60))
+                .with_flow_lifetime(Duration::from_secs(60))
                 .unwrap(),
         )
     };

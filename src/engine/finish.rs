@@ -64,7 +64,7 @@ fn finish<T>(fixed: &Fixed, live: &Mutex<Live>, result: Result<T, Flow>) -> Outc
     match result {
         Ok(result) => {
             if let Some(prior) = &fixed.prior {
-                let lifetime = fixed.engine.sealer().config().flow_lifetime_value();
+                let lifetime = fixed.engine.sealer().config().flow_lifetime();
                 let age = crate::metrics::flow_age(prior.deadline(), lifetime, fixed.now);
                 crate::metrics::flow_completed(age);
             }

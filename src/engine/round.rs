@@ -622,7 +622,7 @@ impl Round {
         // of the flow opens only while `now <= deadline + skew` on the instance that
         // opens it, and that instance's clock may lag this one's by up to the skew:
         // hence the flow deadline plus twice the skew, on this instance's clock.
-        let skew = fixed.engine.sealer().config().clock_skew_value().as_secs();
+        let skew = fixed.engine.sealer().config().clock_skew().as_secs();
         let quota = match fixed.quota_peer {
             Some(peer) => PrincipalKey::of_peer(prior.binding(), peer),
             None => PrincipalKey::of(prior.binding()),

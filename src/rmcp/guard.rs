@@ -19,7 +19,7 @@ use http_body_util::{BodyExt, Either, Full, LengthLimitError, Limited};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::{Mrtr, PrincipalSource, SessionBound, correlation_id};
+use super::{Mrtr, Principals, SessionBound, correlation_id};
 use crate::engine::Outcome;
 use crate::error::Error;
 use crate::principal::Principal;
@@ -148,12 +148,13 @@ impl fmt::Debug for HttpGuard {
 #[non_exhaustive]
 pub enum HttpGuardError {
     /// The [`Mrtr`]'s principals come from rmcp's request context
-    /// ([`Principals::from_context`](super::Principals::from_context)), which an
-    /// HTTP layer does not have, so it cannot tell who sends a request on a
-    /// session: use [`Principals::from_http`](super::Principals::from_http).
+    /// ([`FromContext`](super::FromContext)), which an HTTP layer does not have,
+    /// so it cannot tell who sends a request on a session: use a source over the
+    /// HTTP request (a [`PrincipalSource`](crate::principal::PrincipalSource)
+    /// such as `FromExtension`, `FromHeader`, `Anonymous` or a closure).
     #[error(
         "HttpGuard needs principals it can resolve from the HTTP request \
-         (Principals::from_http or Principals::anonymous), not from rmcp's request context"
+         (a PrincipalSource over http::request::Parts), not from rmcp's request context"
     )]
     ContextPrincipals,
 }
@@ -167,13 +168,12 @@ impl HttpGuard {
     /// [`HttpGuardError::ContextPrincipals`] when `mrtr`'s principals come from
     /// rmcp's request context, which the HTTP layer cannot read.
     pub fn new<M: SessionManager>(mrtr: &Mrtr, sessions: Arc<M>) -> Result<Self, HttpGuardError> {
-        let principals = match &mrtr.inner.principals.0 {
-            PrincipalSource::Anonymous => Owners::Anonymous,
-            PrincipalSource::Http(f) => Owners::Http(Arc::clone(f)),
-            PrincipalSource::Context(_) => return Err(HttpGuardError::ContextPrincipals),
-        };
+        let principals = &mrtr.inner.principals;
+        if principals.reads_context() {
+            return Err(HttpGuardError::ContextPrincipals);
+        }
         Ok(Self {
-            principals,
+            principals: Owners(principals.clone()),
             sessions: Arc::new(Manager(sessions)),
             max_sessions: DEFAULT_MAX_SESSIONS,
             max_body: crate::defaults::MAX_BODY,
@@ -294,10 +294,7 @@ struct Shared {
 
 /// How the guard tells principals apart: the [`Mrtr`]'s resolver, over the
 /// request's HTTP parts.
-enum Owners {
-    Anonymous,
-    Http(Arc<super::HttpResolver>),
-}
+struct Owners(Principals);
 
 /// Who a session belongs to: a digest of its principal, or no principal (the
 /// resolver found none: the adapter refuses every request of such a session,
@@ -334,10 +331,9 @@ impl Owner {
 
 impl Owners {
     fn owner(&self, parts: &http::request::Parts) -> Owner {
-        match self {
-            Self::Anonymous => Owner::of(&Principal::anonymous()),
-            Self::Http(resolve) => resolve(parts).map_or(Owner::Nobody, |p| Owner::of(&p)),
-        }
+        self.0
+            .of_http(parts)
+            .map_or(Owner::Nobody, |p| Owner::of(&p))
     }
 }
 
@@ -725,7 +721,7 @@ mod tests {
         let live = Arc::new(Live::default());
         let calls = Arc::new(AtomicUsize::new(0));
         let guard = HttpGuard {
-            principals: Owners::Http(Arc::new(|parts: &http::request::Parts| {
+            principals: Owners(Principals::from_http(|parts: &http::request::Parts| {
                 let user = parts.headers.get("x-user")?.to_str().ok()?;
                 Some(Principal::subject(user))
             })),

@@ -9,7 +9,7 @@ use ::rmcp::{Peer, RoleServer};
 use serde_json::{Map, Value};
 
 use super::params::parse_wire;
-use super::{Caller, Label, Mrtr, PrincipalSource};
+use super::{Caller, Label, Mrtr};
 use crate::engine::{CarrierResult, Flow, Outcome, Round, Run};
 use crate::error::{Error, Fallback, Retry, ToolAdvice};
 use crate::record::{self, Named};
@@ -130,7 +130,7 @@ fn log_only<T: CarrierResult>(params: &Value, caller: &Caller, outcome: &Outcome
 /// over HTTP on a session nothing bound to its principal, its principal comes
 /// from a resolver, and [`Mrtr::allow_unbound_sessions`] was not called.
 fn unbound_refusal(mrtr: &Mrtr, legacy: &Legacy, asks: bool) -> Option<Error> {
-    let anonymous = matches!(mrtr.inner.principals.0, PrincipalSource::Anonymous);
+    let anonymous = mrtr.inner.principals.is_anonymous();
     (asks && legacy.unbound && !anonymous && !mrtr.inner.allow_unbound_sessions).then(|| {
         Error::internal(
             "2025-11-25 asks refused: the session is not bound to its principal, so \

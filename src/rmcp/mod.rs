@@ -182,8 +182,7 @@ use convert::{AskCache, prompt_response, resource_response};
 pub use guard::{DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_SESSIONS, Guarded, HttpGuard, HttpGuardError};
 use legacy::Legacy;
 use params::Params;
-pub use principals::Principals;
-use principals::{HttpResolver, PrincipalSource};
+pub use principals::{FromContext, Principals};
 pub use registry::{service_prompts, service_resources, service_tools};
 pub use tool::{ToolCall, input_schema};
 
@@ -270,12 +269,15 @@ impl Label {
 }
 
 impl Mrtr {
-    /// mrtr on `engine`, binding every state to the principal `principals` finds.
-    pub fn new(engine: Engine, principals: Principals) -> Self {
+    /// mrtr on `engine`, binding every state to the principal `principals` finds:
+    /// any [`PrincipalSource`](crate::principal::PrincipalSource) (the trait
+    /// `mrtr::server::http` takes too: `Anonymous`, `FromExtension`, `FromHeader`,
+    /// a closure over `http::request::Parts`), or a [`Principals`].
+    pub fn new(engine: Engine, principals: impl Into<Principals>) -> Self {
         Self {
             inner: Arc::new(Inner {
                 engine,
-                principals,
+                principals: principals.into(),
                 handler_timeout: DEFAULT_HANDLER_TIMEOUT,
                 ask_timeout: DEFAULT_ASK_TIMEOUT,
                 legacy_flow_timeout: DEFAULT_LEGACY_FLOW_TIMEOUT,

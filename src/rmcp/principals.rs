@@ -1,5 +1,7 @@
-//! Who the caller of an rmcp request is: [`Principals`].
+//! Who the caller of an rmcp request is: the core's
+//! [`PrincipalSource`](crate::principal::PrincipalSource), held as [`Principals`].
 
+use std::any::TypeId;
 use std::fmt;
 use std::sync::Arc;
 
@@ -7,38 +9,63 @@ use ::rmcp::RoleServer;
 use ::rmcp::service::RequestContext as RmcpContext;
 
 use crate::error::Error;
-use crate::principal::Principal;
+use crate::principal::{Anonymous, Principal, PrincipalSource, Rejection};
 
-/// A resolver from the HTTP request parts to the principal.
-pub(super) type HttpResolver = dyn Fn(&http::request::Parts) -> Option<Principal> + Send + Sync;
-/// A resolver from rmcp's whole request context to the principal.
-type ContextResolver = dyn Fn(&RmcpContext<RoleServer>) -> Option<Principal> + Send + Sync;
-
-/// Who the caller of a request is: the principal every `requestState` of the
-/// request is bound to. There is no default: choose a resolver, or anonymous on
-/// purpose.
+/// The principal resolver of a [`Mrtr`](super::Mrtr): one
+/// [`PrincipalSource`], the same trait `mrtr::server::http` takes, shared by
+/// every clone. There is no default: choose a source, or anonymous on purpose.
+///
+/// Every [`PrincipalSource`] converts into it, so `Mrtr::new` takes
+/// [`Anonymous`], [`FromExtension`](crate::principal::FromExtension),
+/// [`FromHeader`](crate::principal::FromHeader), a closure over
+/// `http::request::Parts`, or one of the shorthands below. A source that finds no
+/// principal refuses the request with the JSON-RPC error -32603 (the reason goes
+/// to the log only).
 #[derive(Clone)]
-pub struct Principals(pub(super) PrincipalSource);
+pub struct Principals {
+    source: Arc<dyn PrincipalSource>,
+    kind: Kind,
+}
 
-#[derive(Clone)]
-pub(super) enum PrincipalSource {
+/// What the adapter and the guard need to know of a source beyond asking it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// [`Anonymous`]: every caller is the same principal.
     Anonymous,
-    Http(Arc<HttpResolver>),
-    Context(Arc<ContextResolver>),
+    /// [`FromContext`]: reads rmcp's context, which an HTTP layer does not have.
+    Context,
+    /// Any other source: reads the HTTP request parts.
+    Http,
 }
 
 impl Principals {
-    /// Every caller is [`Principal::anonymous`]: binding prevents no cross-user
-    /// replay. For a server without users, or one whose every caller is trusted
-    /// alike.
+    /// `source`, shared.
+    pub fn new<P: PrincipalSource>(source: P) -> Self {
+        let kind = if TypeId::of::<P>() == TypeId::of::<Anonymous>() {
+            Kind::Anonymous
+        } else if TypeId::of::<P>() == TypeId::of::<FromContext>() {
+            Kind::Context
+        } else {
+            Kind::Http
+        };
+        Self {
+            source: Arc::new(source),
+            kind,
+        }
+    }
+
+    /// Every caller is [`Principal::anonymous`] ([`Anonymous`]): binding prevents
+    /// no cross-user replay. For a server without users, or one whose every
+    /// caller is trusted alike.
     pub fn anonymous() -> Self {
-        Self(PrincipalSource::Anonymous)
+        Self::new(Anonymous)
     }
 
     /// The principal read from the HTTP request (`http::request::Parts`, which
     /// rmcp's Streamable HTTP service puts into the request's extensions), e.g.
-    /// from what your authentication middleware stored in `parts.extensions`.
-    /// `None`, or a request without HTTP parts (stdio), is refused.
+    /// from what your authentication middleware stored in `parts.extensions`:
+    /// a shorthand for a closure source whose `None` is a [`Rejection`]. `None`,
+    /// or a request without HTTP parts (stdio), is refused.
     ///
     /// ```
     /// use mrtr::Principal;
@@ -46,7 +73,7 @@ impl Principals {
     /// // Behind a proxy that authenticates and sets x-user (and strips it from clients).
     /// let principals = Principals::from_http(|parts| {
     ///     let user = parts.headers.get("x-user")?.to_str().ok()?;
-    ///     Some(Principal::subject(user))
+    ///     Some(Principal::new("https://proxy.example", user))
     /// });
     /// # drop(principals);
     /// ```
@@ -54,44 +81,123 @@ impl Principals {
     where
         F: Fn(&http::request::Parts) -> Option<Principal> + Send + Sync + 'static,
     {
-        Self(PrincipalSource::Http(Arc::new(resolve)))
+        Self::new(move |parts: &http::request::Parts| {
+            resolve(parts).ok_or_else(|| Rejection::new("the principal resolver found none"))
+        })
     }
 
-    /// The principal read from rmcp's request context (its extensions, its peer),
-    /// for transports without HTTP parts. `None` is refused.
+    /// The principal read from rmcp's request context (its extensions, its
+    /// peer), for transports without HTTP parts: a shorthand for
+    /// [`FromContext::new`]. `None` is refused.
     pub fn from_context<F>(resolve: F) -> Self
     where
         F: Fn(&RmcpContext<RoleServer>) -> Option<Principal> + Send + Sync + 'static,
     {
-        Self(PrincipalSource::Context(Arc::new(resolve)))
+        Self::new(FromContext::new(resolve))
     }
 
-    pub(super) fn resolve(&self, context: &RmcpContext<RoleServer>) -> Result<Principal, Error> {
-        let found = match &self.0 {
-            PrincipalSource::Anonymous => return Ok(Principal::anonymous()),
-            PrincipalSource::Http(f) => match context.extensions.get::<http::request::Parts>() {
-                Some(parts) => f(parts),
-                None => {
-                    return Err(Error::internal(
-                        "no HTTP request parts in the request's extensions: \
-                         Principals::from_http needs rmcp's Streamable HTTP service",
-                    ));
-                }
-            },
-            PrincipalSource::Context(f) => f(context),
-        };
-        found.ok_or_else(|| {
-            Error::internal("the principal resolver found no principal: request refused")
-        })
+    /// The principal of the request `context` belongs to, through
+    /// [`PrincipalSource::principal_of_rmcp`].
+    pub(crate) fn resolve(&self, context: &RmcpContext<RoleServer>) -> Result<Principal, Error> {
+        self.source
+            .principal_of_rmcp(context)
+            .map_err(|r| Error::internal(format!("no principal, request refused: {}", r.detail())))
+    }
+
+    /// Whether this is the anonymous source: every caller is the same principal.
+    pub(crate) fn is_anonymous(&self) -> bool {
+        self.kind == Kind::Anonymous
+    }
+
+    /// Whether the source reads rmcp's context rather than the HTTP request, so
+    /// an HTTP layer cannot ask it.
+    pub(super) fn reads_context(&self) -> bool {
+        self.kind == Kind::Context
+    }
+
+    /// The principal of the HTTP request `parts`, as the guard asks it.
+    pub(super) fn of_http(&self, parts: &http::request::Parts) -> Result<Principal, Rejection> {
+        self.source.principal(parts)
+    }
+}
+
+impl<P: PrincipalSource> From<P> for Principals {
+    fn from(source: P) -> Self {
+        Self::new(source)
     }
 }
 
 impl fmt::Debug for Principals {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self.0 {
-            PrincipalSource::Anonymous => "Principals::anonymous",
-            PrincipalSource::Http(_) => "Principals::from_http(..)",
-            PrincipalSource::Context(_) => "Principals::from_context(..)",
+        f.write_str(match self.kind {
+            Kind::Anonymous => "Principals(Anonymous)",
+            Kind::Context => "Principals(FromContext(..))",
+            Kind::Http => "Principals(..)",
         })
+    }
+}
+
+/// A resolver function over rmcp's whole request context.
+type ContextResolver = dyn Fn(&RmcpContext<RoleServer>) -> Option<Principal> + Send + Sync;
+
+/// The principal read from rmcp's request context (its extensions, its peer):
+/// for rmcp transports without an HTTP head (stdio), where the connection is the
+/// caller. A [`PrincipalSource`] whose
+/// [`principal_of_rmcp`](PrincipalSource::principal_of_rmcp) runs the function;
+/// it has no answer for a bare HTTP request, so `HttpGuard::new` refuses a
+/// [`Mrtr`](super::Mrtr) built on it.
+#[derive(Clone)]
+pub struct FromContext(Arc<ContextResolver>);
+
+impl FromContext {
+    /// The principal `resolve` finds in the context; `None` is refused.
+    pub fn new<F>(resolve: F) -> Self
+    where
+        F: Fn(&RmcpContext<RoleServer>) -> Option<Principal> + Send + Sync + 'static,
+    {
+        Self(Arc::new(resolve))
+    }
+}
+
+impl fmt::Debug for FromContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("FromContext(..)")
+    }
+}
+
+impl PrincipalSource for FromContext {
+    fn principal(&self, _parts: &http::request::Parts) -> Result<Principal, Rejection> {
+        Err(Rejection::new(
+            "FromContext reads rmcp's request context, not the HTTP request",
+        ))
+    }
+
+    fn principal_of_rmcp(&self, context: &RmcpContext<RoleServer>) -> Result<Principal, Rejection> {
+        (self.0)(context).ok_or_else(|| Rejection::new("the principal resolver found none"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::principal::{FromExtension, FromHeader};
+
+    #[test]
+    fn every_source_converts_and_only_anonymous_is_anonymous() {
+        assert!(Principals::from(Anonymous).is_anonymous());
+        assert!(Principals::anonymous().is_anonymous());
+        let header = FromHeader::new(http::HeaderName::from_static("x-user"));
+        for p in [
+            Principals::from(FromExtension),
+            Principals::from(header),
+            Principals::from(|_: &http::request::Parts| Ok(Principal::anonymous())),
+            Principals::from_http(|_| None),
+        ] {
+            assert!(!p.is_anonymous() && !p.reads_context(), "{p:?}");
+        }
+        let context = Principals::from_context(|_| None);
+        assert!(context.reads_context() && !context.is_anonymous());
+        let (parts, ()) = http::Request::new(()).into_parts();
+        assert!(context.of_http(&parts).is_err());
     }
 }

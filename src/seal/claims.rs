@@ -330,7 +330,7 @@ mod tests {
     fn first_round_expiry_clamped_to_deadline() {
         let now = Timestamp::from_unix_secs(1000);
         let cfg = SealConfig::default()
-            .flow_lifetime(std::time::Duration::from_secs(100))
+            .with_flow_lifetime(std::time::Duration::from_secs(100))
             .unwrap();
         let c = Claims::first_round(binding(), now, &cfg, ());
         assert_eq!(c.deadline(), now.add_secs(100));

@@ -13,10 +13,10 @@ use crate::defaults;
 /// ```
 /// use std::time::Duration;
 /// use mrtr::seal::SealConfig;
-/// let c = SealConfig::default().ttl(Duration::from_secs(120)).unwrap();
-/// assert_eq!(c.ttl_value(), Duration::from_secs(120));
-/// assert_eq!(c.clock_skew_value(), Duration::from_secs(60));
-/// assert!(SealConfig::default().ttl(Duration::ZERO).is_err());
+/// let c = SealConfig::default().with_ttl(Duration::from_secs(120)).unwrap();
+/// assert_eq!(c.ttl(), Duration::from_secs(120));
+/// assert_eq!(c.clock_skew(), Duration::from_secs(60));
+/// assert!(SealConfig::default().with_ttl(Duration::ZERO).is_err());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SealConfig {
@@ -44,7 +44,7 @@ impl Default for SealConfig {
 /// A configuration value out of range.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum ConfigError {
+pub enum SealConfigError {
     /// A duration that must be at least one second was shorter.
     #[error("{what} must be at least one second")]
     Zero {
@@ -67,14 +67,14 @@ impl SealConfig {
     ///
     /// # Errors
     ///
-    /// [`ConfigError::Zero`] below one second; [`ConfigError::TtlAboveMax`] above `max_ttl`.
-    pub fn ttl(mut self, d: Duration) -> Result<Self, ConfigError> {
+    /// [`SealConfigError::Zero`] below one second; [`SealConfigError::TtlAboveMax`] above `max_ttl`.
+    pub fn with_ttl(mut self, d: Duration) -> Result<Self, SealConfigError> {
         let secs = d.as_secs();
         if secs == 0 {
-            return Err(ConfigError::Zero { what: "ttl" });
+            return Err(SealConfigError::Zero { what: "ttl" });
         }
         if secs > self.max_ttl {
-            return Err(ConfigError::TtlAboveMax {
+            return Err(SealConfigError::TtlAboveMax {
                 ttl_secs: secs,
                 max_ttl_secs: self.max_ttl,
             });
@@ -90,14 +90,14 @@ impl SealConfig {
     ///
     /// # Errors
     ///
-    /// [`ConfigError::Zero`] below one second; [`ConfigError::TtlAboveMax`] below the current `ttl`.
-    pub fn max_ttl(mut self, d: Duration) -> Result<Self, ConfigError> {
+    /// [`SealConfigError::Zero`] below one second; [`SealConfigError::TtlAboveMax`] below the current `ttl`.
+    pub fn with_max_ttl(mut self, d: Duration) -> Result<Self, SealConfigError> {
         let secs = d.as_secs();
         if secs == 0 {
-            return Err(ConfigError::Zero { what: "max_ttl" });
+            return Err(SealConfigError::Zero { what: "max_ttl" });
         }
         if secs < self.ttl {
-            return Err(ConfigError::TtlAboveMax {
+            return Err(SealConfigError::TtlAboveMax {
                 ttl_secs: self.ttl,
                 max_ttl_secs: secs,
             });
@@ -111,11 +111,11 @@ impl SealConfig {
     ///
     /// # Errors
     ///
-    /// [`ConfigError::Zero`] below one second.
-    pub fn flow_lifetime(mut self, d: Duration) -> Result<Self, ConfigError> {
+    /// [`SealConfigError::Zero`] below one second.
+    pub fn with_flow_lifetime(mut self, d: Duration) -> Result<Self, SealConfigError> {
         let secs = d.as_secs();
         if secs == 0 {
-            return Err(ConfigError::Zero {
+            return Err(SealConfigError::Zero {
                 what: "flow_lifetime",
             });
         }
@@ -126,7 +126,7 @@ impl SealConfig {
     /// Tolerated clock difference between the instance that sealed and the one that
     /// opens: a token opens while `now <= exp + skew`. Default 60 s
     /// ([`defaults::CLOCK_SKEW`]). Zero is allowed.
-    pub fn clock_skew(mut self, d: Duration) -> Self {
+    pub fn with_clock_skew(mut self, d: Duration) -> Self {
         self.clock_skew = d.as_secs();
         self
     }
@@ -134,7 +134,7 @@ impl SealConfig {
     /// Maximum token length, in bytes of the string (base64url is ASCII, so characters),
     /// checked by `open` before any decoding. `seal` refuses to produce a longer token.
     /// Default 16 384 ([`defaults::MAX_TOKEN_LEN`]).
-    pub fn max_token_len(mut self, n: usize) -> Self {
+    pub fn with_max_token_len(mut self, n: usize) -> Self {
         self.max_token_len = n;
         self
     }
@@ -142,38 +142,38 @@ impl SealConfig {
     /// Maximum plaintext in bytes (the 93-byte claims header plus the JSON state),
     /// checked by `seal`: a larger state is an error for the operator, never a
     /// truncated token. Default 8 192 ([`defaults::MAX_PLAINTEXT`]).
-    pub fn max_plaintext(mut self, n: usize) -> Self {
+    pub fn with_max_plaintext(mut self, n: usize) -> Self {
         self.max_plaintext = n;
         self
     }
 
     /// The per-round time to live.
-    pub fn ttl_value(&self) -> Duration {
+    pub fn ttl(&self) -> Duration {
         Duration::from_secs(self.ttl)
     }
 
     /// The ceiling for ttl and for future expiries.
-    pub fn max_ttl_value(&self) -> Duration {
+    pub fn max_ttl(&self) -> Duration {
         Duration::from_secs(self.max_ttl)
     }
 
     /// The absolute flow lifetime.
-    pub fn flow_lifetime_value(&self) -> Duration {
+    pub fn flow_lifetime(&self) -> Duration {
         Duration::from_secs(self.flow_lifetime)
     }
 
     /// The tolerated clock skew.
-    pub fn clock_skew_value(&self) -> Duration {
+    pub fn clock_skew(&self) -> Duration {
         Duration::from_secs(self.clock_skew)
     }
 
     /// The maximum token length accepted by `open`.
-    pub fn max_token_len_value(&self) -> usize {
+    pub fn max_token_len(&self) -> usize {
         self.max_token_len
     }
 
     /// The maximum plaintext accepted by `seal`.
-    pub fn max_plaintext_value(&self) -> usize {
+    pub fn max_plaintext(&self) -> usize {
         self.max_plaintext
     }
 
@@ -198,41 +198,41 @@ mod tests {
     #[test]
     fn defaults() {
         let c = SealConfig::default();
-        assert_eq!(c.ttl_value(), Duration::from_secs(600));
-        assert_eq!(c.max_ttl_value(), Duration::from_secs(86_400));
-        assert_eq!(c.flow_lifetime_value(), Duration::from_secs(3_600));
-        assert_eq!(c.clock_skew_value(), Duration::from_secs(60));
-        assert_eq!(c.max_token_len_value(), 16_384);
-        assert_eq!(c.max_plaintext_value(), 8_192);
+        assert_eq!(c.ttl(), Duration::from_secs(600));
+        assert_eq!(c.max_ttl(), Duration::from_secs(86_400));
+        assert_eq!(c.flow_lifetime(), Duration::from_secs(3_600));
+        assert_eq!(c.clock_skew(), Duration::from_secs(60));
+        assert_eq!(c.max_token_len(), 16_384);
+        assert_eq!(c.max_plaintext(), 8_192);
     }
 
     #[test]
     fn ttl_bounds() {
         let c = SealConfig::default();
         assert_eq!(
-            c.clone().ttl(Duration::from_millis(999)),
-            Err(ConfigError::Zero { what: "ttl" })
+            c.clone().with_ttl(Duration::from_millis(999)),
+            Err(SealConfigError::Zero { what: "ttl" })
         );
         assert!(matches!(
-            c.clone().ttl(Duration::from_secs(86_401)),
-            Err(ConfigError::TtlAboveMax { .. })
+            c.clone().with_ttl(Duration::from_secs(86_401)),
+            Err(SealConfigError::TtlAboveMax { .. })
         ));
-        assert!(c.clone().ttl(Duration::from_secs(86_400)).is_ok());
-        assert!(c.clone().max_ttl(Duration::from_secs(599)).is_err());
-        let c = c.max_ttl(Duration::from_secs(7 * 86_400)).unwrap();
-        assert!(c.clone().ttl(Duration::from_secs(2 * 86_400)).is_ok());
-        assert!(c.clone().flow_lifetime(Duration::ZERO).is_err());
-        assert!(c.max_ttl(Duration::ZERO).is_err());
+        assert!(c.clone().with_ttl(Duration::from_secs(86_400)).is_ok());
+        assert!(c.clone().with_max_ttl(Duration::from_secs(599)).is_err());
+        let c = c.with_max_ttl(Duration::from_secs(7 * 86_400)).unwrap();
+        assert!(c.clone().with_ttl(Duration::from_secs(2 * 86_400)).is_ok());
+        assert!(c.clone().with_flow_lifetime(Duration::ZERO).is_err());
+        assert!(c.with_max_ttl(Duration::ZERO).is_err());
     }
 
     #[test]
     fn infallible_setters() {
         let c = SealConfig::default()
-            .clock_skew(Duration::ZERO)
-            .max_token_len(100)
-            .max_plaintext(50);
-        assert_eq!(c.clock_skew_value(), Duration::ZERO);
-        assert_eq!(c.max_token_len_value(), 100);
-        assert_eq!(c.max_plaintext_value(), 50);
+            .with_clock_skew(Duration::ZERO)
+            .with_max_token_len(100)
+            .with_max_plaintext(50);
+        assert_eq!(c.clock_skew(), Duration::ZERO);
+        assert_eq!(c.max_token_len(), 100);
+        assert_eq!(c.max_plaintext(), 50);
     }
 }

@@ -471,11 +471,11 @@ mod tests {
     fn a_key_goes_once_its_last_flow_deadline_and_the_skew_are_past() {
         // A short flow lifetime and skew, as explicit time: the config decides.
         let config = SealConfig::default()
-            .ttl(Duration::from_secs(50))
+            .with_ttl(Duration::from_secs(50))
             .unwrap()
-            .flow_lifetime(Duration::from_secs(100))
+            .with_flow_lifetime(Duration::from_secs(100))
             .unwrap()
-            .clock_skew(Duration::from_secs(10));
+            .with_clock_skew(Duration::from_secs(10));
         let s = sealer(ring(1, &[]), config);
         seal_at(&s, at(0));
         // A later round of another flow, started at 20: its deadline is 120.

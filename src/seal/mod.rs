@@ -106,7 +106,7 @@ use serde::de::DeserializeOwned;
 pub(crate) use binding::{AudienceDigest, hash_canonical};
 pub use binding::{Binding, BindingInput, canonical_json};
 pub use claims::Claims;
-pub use config::{ConfigError, SealConfig};
+pub use config::{SealConfig, SealConfigError};
 pub use entropy::Entropy;
 #[cfg(feature = "os-rng")]
 pub use entropy::OsEntropy;
@@ -526,17 +526,17 @@ impl Sealer {
         claims.write_header(buf, flow_id);
         serde_json::to_writer(&mut *buf, &claims.state).map_err(SealError::Serialize)?;
         let pt_len = buf.len() - HEADER_LEN;
-        if pt_len > cfg.max_plaintext_value() {
+        if pt_len > cfg.max_plaintext() {
             return Err(SealError::TooLarge {
                 len: pt_len,
-                max: cfg.max_plaintext_value(),
+                max: cfg.max_plaintext(),
             });
         }
         let token_len = token::encoded_len(buf.len() + TAG_LEN);
-        if token_len > cfg.max_token_len_value() {
+        if token_len > cfg.max_token_len() {
             return Err(SealError::TokenTooLong {
                 len: token_len,
-                max: cfg.max_token_len_value(),
+                max: cfg.max_token_len(),
             });
         }
         let mut header = [0u8; HEADER_LEN];
@@ -678,7 +678,7 @@ impl Sealer {
     /// at `HEADER_LEN..len - TAG_LEN`; zeroized on drop.
     fn decrypt(&self, token: &str) -> Result<(Kid, Scratch), OpenError> {
         let cfg = &self.inner.config;
-        if token.len() > cfg.max_token_len_value() {
+        if token.len() > cfg.max_token_len() {
             return Err(OpenError::new(RejectReason::TooLarge));
         }
         if token.len() < token::encoded_len(MIN_TOKEN_BYTES) {

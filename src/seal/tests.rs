@@ -130,7 +130,7 @@ fn length_and_encoding_reasons() {
     assert_eq!(open(&"A".repeat(16_385)), RejectReason::TooLarge);
     let small = Sealer::new(
         Keyring::clone(&s.keyring()),
-        SealConfig::default().max_token_len(tok.len() - 1),
+        SealConfig::default().with_max_token_len(tok.len() - 1),
     );
     assert_eq!(
         reason(small.open(&UntrustedState::new(tok.clone()), &b, now())),
@@ -237,9 +237,9 @@ fn claim_reasons_and_expired_flag() {
 #[test]
 fn deadline_reason() {
     let cfg = SealConfig::default()
-        .ttl(Duration::from_secs(3_000))
+        .with_ttl(Duration::from_secs(3_000))
         .unwrap()
-        .flow_lifetime(Duration::from_secs(5_000))
+        .with_flow_lifetime(Duration::from_secs(5_000))
         .unwrap();
     let s = Sealer::new(Keyring::new(Key::from_secret(&[7u8; 32]).unwrap()), cfg);
     let b = binding_for(&alice(), "deploy");
@@ -270,7 +270,7 @@ fn seal_limits() {
     let b = binding_for(&alice(), "deploy");
     let s = Sealer::new(
         Keyring::ephemeral(),
-        SealConfig::default().max_plaintext(150),
+        SealConfig::default().with_max_plaintext(150),
     );
     let c = Claims::first_round(b, now(), s.config(), "x".repeat(100));
     match s.seal(&c) {
@@ -284,7 +284,7 @@ fn seal_limits() {
     }
     let s = Sealer::new(
         Keyring::ephemeral(),
-        SealConfig::default().max_token_len(100),
+        SealConfig::default().with_max_token_len(100),
     );
     assert!(matches!(s.seal(&c), Err(SealError::TokenTooLong { .. })));
     let mut bad = std::collections::HashMap::new();
@@ -435,8 +435,8 @@ fn with_config_keeps_the_keys_and_the_entropy() {
     let b = binding_for(&alice(), "deploy");
     let c = Claims::first_round(b, now(), s.config(), "x");
     let _ = s.open::<()>(&UntrustedState::new("x"), &b, now());
-    let t = s.with_config(SealConfig::default().max_plaintext(150));
-    assert_eq!(t.config().max_plaintext_value(), 150);
+    let t = s.with_config(SealConfig::default().with_max_plaintext(150));
+    assert_eq!(t.config().max_plaintext(), 150);
     assert_eq!(t.keyring().kids(), s.keyring().kids());
     assert_eq!(t.seal(&c).unwrap(), s.seal(&c).unwrap());
     assert_eq!(t.reject_counts().total(), 0, "fresh counters");

@@ -56,6 +56,7 @@ pub use reload::{KeyReload, reload_keys};
 pub const KEYS_ENV: &str = "MRTR_KEYS";
 /// The environment variable naming the principal of `mrtr serve --stdio` when
 /// `--principal` is not given.
+#[doc(hidden)]
 pub const PRINCIPAL_ENV: &str = "MRTR_PRINCIPAL";
 
 /// Where the sealing keys come from: the edge's side of key loading. Reading the
@@ -88,12 +89,12 @@ impl KeySource {
     /// read from the environment), else an ephemeral key.
     ///
     /// # Errors
-    /// [`ConfigError`] if `MRTR_KEYS` is set but empty or not UTF-8: a fleet
+    /// [`ServerConfigError`] if `MRTR_KEYS` is set but empty or not UTF-8: a fleet
     /// operator who set it by mistake must not silently get a per-process key.
     pub fn resolve(
         keys_file: Option<PathBuf>,
         env_value: Option<std::ffi::OsString>,
-    ) -> Result<Self, ConfigError> {
+    ) -> Result<Self, ServerConfigError> {
         if let Some(path) = keys_file {
             return Ok(Self::File(path));
         }
@@ -101,10 +102,10 @@ impl KeySource {
             None => Ok(Self::Ephemeral),
             Some(v) => match v.into_string() {
                 Ok(s) if s.trim().is_empty() => {
-                    Err(ConfigError(format!("{KEYS_ENV} is set but empty")))
+                    Err(ServerConfigError(format!("{KEYS_ENV} is set but empty")))
                 }
                 Ok(s) => Ok(Self::Env(s)),
-                Err(_) => Err(ConfigError(format!("{KEYS_ENV} is not valid UTF-8"))),
+                Err(_) => Err(ServerConfigError(format!("{KEYS_ENV} is not valid UTF-8"))),
             },
         }
     }
@@ -113,57 +114,61 @@ impl KeySource {
     /// [`Keyring::parse_key_file`]), parsed from `MRTR_KEYS`, or a fresh ephemeral key.
     ///
     /// # Errors
-    /// [`ConfigError`] naming what is wrong with the keys (never their bytes), or
+    /// [`ServerConfigError`] naming what is wrong with the keys (never their bytes), or
     /// why the key file cannot be read.
-    pub fn keyring(&self) -> Result<Keyring, ConfigError> {
+    pub fn keyring(&self) -> Result<Keyring, ServerConfigError> {
         match self {
             Self::File(path) => {
                 // Wiped on drop: the file holds the secrets.
                 let text = zeroize::Zeroizing::new(std::fs::read_to_string(path).map_err(|e| {
-                    ConfigError(format!(
+                    ServerConfigError(format!(
                         "--keys-file: cannot read key file {}: {e}",
                         path.display()
                     ))
                 })?);
-                Keyring::parse_key_file(&text).map_err(|e| ConfigError(format!("--keys-file: {e}")))
+                Keyring::parse_key_file(&text)
+                    .map_err(|e| ServerConfigError(format!("--keys-file: {e}")))
             }
             Self::Env(s) => {
-                Keyring::parse_keys(s).map_err(|e| ConfigError(format!("{KEYS_ENV}: {e}")))
+                Keyring::parse_keys(s).map_err(|e| ServerConfigError(format!("{KEYS_ENV}: {e}")))
             }
             Self::Ephemeral => Ok(Keyring::ephemeral()),
         }
     }
-
-    /// The raw key text: the file's contents, the environment value, or `None`
-    /// for an ephemeral key.
-    ///
-    /// # Errors
-    /// [`ConfigError`] if the keys file cannot be read as UTF-8 text.
-    pub fn load_raw(&self) -> Result<Option<String>, ConfigError> {
-        match self {
-            Self::File(path) => std::fs::read_to_string(path)
-                .map(Some)
-                .map_err(|e| ConfigError(format!("cannot read keys file {}: {e}", path.display()))),
-            Self::Env(s) => Ok(Some(s.clone())),
-            Self::Ephemeral => Ok(None),
-        }
-    }
 }
 
-/// How log lines are written to stderr.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum LogFormat {
-    /// One human-readable line per event.
-    #[default]
-    Human,
-    /// One JSON object per line.
-    Json,
+/// The key ring in the [`KEYS_ENV`] environment variable (`MRTR_KEYS`: keys in
+/// the format of [`Keyring::parse_keys`], the first seals), read as `mrtr serve`
+/// reads it: the one call an application embedding mrtr needs to share the
+/// binary's keys. `None` when the variable is not set: choose
+/// [`Keyring::ephemeral`] on purpose (a flow then does not survive a restart or
+/// move to another instance), or refuse to start.
+///
+/// ```
+/// let keyring = mrtr::server::keyring_from_env()?.unwrap_or_else(mrtr::Keyring::ephemeral);
+/// # drop(keyring);
+/// # Ok::<(), mrtr::server::ServerConfigError>(())
+/// ```
+///
+/// # Errors
+/// [`ServerConfigError`] when the variable is set but empty or not UTF-8, or its
+/// keys do not parse; the message names what is wrong, never the key bytes.
+pub fn keyring_from_env() -> Result<Option<Keyring>, ServerConfigError> {
+    match KeySource::resolve(None, std::env::var_os(KEYS_ENV))? {
+        KeySource::Ephemeral => Ok(None),
+        source => source.keyring().map(Some),
+    }
 }
 
 /// Who the caller of `mrtr serve` is: the principal every flow is bound to.
 ///
+/// Not library API: the `mrtr` binary's configuration, which may change in any
+/// release. Embed with [`http::mcp_router`] and a
+/// [`PrincipalSource`](crate::principal::PrincipalSource) instead.
+///
 /// There is no default: [`ServeConfig::validate`] refuses [`PrincipalConfig::Unset`],
 /// so an anonymous server is always one somebody chose.
+#[doc(hidden)]
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum PrincipalConfig {
@@ -184,11 +189,13 @@ impl PrincipalConfig {
     /// `--principal-header NAME`.
     ///
     /// # Errors
-    /// [`ConfigError`] if `name` is not a valid header name.
-    pub fn header(name: &str) -> Result<Self, ConfigError> {
+    /// [`ServerConfigError`] if `name` is not a valid header name.
+    pub fn header(name: &str) -> Result<Self, ServerConfigError> {
         axum::http::HeaderName::from_bytes(name.trim().as_bytes())
             .map(Self::Header)
-            .map_err(|_| ConfigError(format!("--principal-header: not a header name: {name:?}")))
+            .map_err(|_| {
+                ServerConfigError(format!("--principal-header: not a header name: {name:?}"))
+            })
     }
 
     /// Picks the principal setting of `mrtr serve` from its flags and, for stdio
@@ -196,7 +203,7 @@ impl PrincipalConfig {
     /// wins over the environment.
     ///
     /// # Errors
-    /// [`ConfigError`] if more than one flag is given, `header` is not a header
+    /// [`ServerConfigError`] if more than one flag is given, `header` is not a header
     /// name, or `MRTR_PRINCIPAL` is used but empty or not UTF-8.
     pub fn resolve(
         stdio: bool,
@@ -204,25 +211,27 @@ impl PrincipalConfig {
         principal: Option<String>,
         header: Option<&str>,
         env_value: Option<std::ffi::OsString>,
-    ) -> Result<Self, ConfigError> {
+    ) -> Result<Self, ServerConfigError> {
         match (anonymous, principal, header) {
             (false, None, None) => {}
             (true, None, None) => return Ok(Self::Anonymous),
             (false, Some(name), None) => return Ok(Self::Named(name)),
             (false, None, Some(h)) => return Self::header(h),
             _ => {
-                return Err(ConfigError(
+                return Err(ServerConfigError(
                     "choose one of --principal-header, --principal and --anonymous".into(),
                 ));
             }
         }
         match env_value {
             Some(v) if stdio => match v.into_string() {
-                Ok(s) if s.trim().is_empty() => {
-                    Err(ConfigError(format!("{PRINCIPAL_ENV} is set but empty")))
-                }
+                Ok(s) if s.trim().is_empty() => Err(ServerConfigError(format!(
+                    "{PRINCIPAL_ENV} is set but empty"
+                ))),
                 Ok(s) => Ok(Self::Named(s)),
-                Err(_) => Err(ConfigError(format!("{PRINCIPAL_ENV} is not valid UTF-8"))),
+                Err(_) => Err(ServerConfigError(format!(
+                    "{PRINCIPAL_ENV} is not valid UTF-8"
+                ))),
             },
             _ => Ok(Self::Unset),
         }
@@ -230,6 +239,11 @@ impl PrincipalConfig {
 }
 
 /// The settings of `mrtr serve`, parsed and validated.
+///
+/// Not library API: the `mrtr` binary's configuration, which may change in any
+/// release. Embed with [`http::mcp_router`], [`keyring_from_env`] and the
+/// [`Engine`] builder instead.
+#[doc(hidden)]
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ServeConfig {
@@ -274,8 +288,6 @@ pub struct ServeConfig {
     pub max_in_flight: usize,
     /// `--body-budget`: bytes of large bodies buffered at once.
     pub body_budget: usize,
-    /// Log line format.
-    pub log_format: LogFormat,
     /// Who the caller is. Must be chosen: the default is [`PrincipalConfig::Unset`].
     pub principal: PrincipalConfig,
     /// `--metrics-listen`: serve `GET /metrics` on a listener of its own. Default:
@@ -316,7 +328,6 @@ impl Default for ServeConfig {
             body_min_rate: defaults::BODY_MIN_RATE,
             max_in_flight: defaults::MAX_IN_FLIGHT,
             body_budget: defaults::BODY_BUDGET,
-            log_format: LogFormat::Human,
             principal: PrincipalConfig::Unset,
             metrics: None,
             replay_store: ReplayStore::Memory,
@@ -332,34 +343,36 @@ impl ServeConfig {
     /// and checks that the principal was chosen and fits the transport.
     ///
     /// # Errors
-    /// [`ConfigError`] naming the first setting that is out of range or malformed.
-    pub fn validate(mut self) -> Result<Self, ConfigError> {
+    /// [`ServerConfigError`] naming the first setting that is out of range or malformed.
+    pub fn validate(mut self) -> Result<Self, ServerConfigError> {
         let max_ttl = defaults::MAX_STATE_TTL.as_secs();
         if self.state_ttl_secs == 0 || self.state_ttl_secs > max_ttl {
-            return Err(ConfigError(format!(
+            return Err(ServerConfigError(format!(
                 "--state-ttl must be between 1 and {max_ttl} seconds"
             )));
         }
         let max_skew = defaults::MAX_CLOCK_SKEW.as_secs();
         if self.clock_skew_secs > max_skew {
-            return Err(ConfigError(format!(
+            return Err(ServerConfigError(format!(
                 "--clock-skew must be at most {max_skew} seconds"
             )));
         }
         if self.audience.trim().is_empty() {
-            return Err(ConfigError("--audience must not be empty".into()));
+            return Err(ServerConfigError("--audience must not be empty".into()));
         }
         if self.max_rounds == 0 {
-            return Err(ConfigError("--max-rounds must be at least 1".into()));
+            return Err(ServerConfigError("--max-rounds must be at least 1".into()));
         }
         if self.max_body < 1024 {
-            return Err(ConfigError("--max-body must be at least 1024 bytes".into()));
+            return Err(ServerConfigError(
+                "--max-body must be at least 1024 bytes".into(),
+            ));
         }
         if self.max_body > u32::MAX as usize {
-            return Err(ConfigError("--max-body must be at most 4 GiB".into()));
+            return Err(ServerConfigError("--max-body must be at most 4 GiB".into()));
         }
         if self.body_budget < self.max_body {
-            return Err(ConfigError(
+            return Err(ServerConfigError(
                 "--body-budget must be at least --max-body: a body the limit admits must fit"
                     .into(),
             ));
@@ -370,37 +383,41 @@ impl ServeConfig {
             ("--body-timeout", self.body_timeout_secs),
         ] {
             if secs == 0 || secs > MAX_CONNECTION_TIMEOUT_SECS {
-                return Err(ConfigError(format!(
+                return Err(ServerConfigError(format!(
                     "{flag} must be between 1 and {MAX_CONNECTION_TIMEOUT_SECS} seconds"
                 )));
             }
         }
         if self.max_connections == 0 {
-            return Err(ConfigError("--max-connections must be at least 1".into()));
+            return Err(ServerConfigError(
+                "--max-connections must be at least 1".into(),
+            ));
         }
         if self.max_connections_per_peer == 0 {
-            return Err(ConfigError(
+            return Err(ServerConfigError(
                 "--max-connections-per-peer must be at least 1".into(),
             ));
         }
         if self.body_min_rate == 0 {
-            return Err(ConfigError(
+            return Err(ServerConfigError(
                 "--body-min-rate must be at least 1 byte per second".into(),
             ));
         }
         if self.max_in_flight == 0 {
-            return Err(ConfigError("--max-in-flight must be at least 1".into()));
+            return Err(ServerConfigError(
+                "--max-in-flight must be at least 1".into(),
+            ));
         }
         self.allowed_hosts
             .iter()
             .try_fold(http::HttpOptions::default(), |o, h| o.allow_host(h))
-            .map_err(|e| ConfigError(format!("--allow-host: {e}")))?;
+            .map_err(|e| ServerConfigError(format!("--allow-host: {e}")))?;
         if let Some(m) = &self.metrics
             && !self.stdio
             && m.listen().port() != 0
             && m.listen().port() == self.listen.port()
         {
-            return Err(ConfigError(
+            return Err(ServerConfigError(
                 "--metrics-listen must use another port than --listen: metrics never share \
                  the MCP endpoint's listener"
                     .into(),
@@ -414,29 +431,29 @@ impl ServeConfig {
             .collect::<Result<_, _>>()?;
         match (&self.principal, self.stdio) {
             (PrincipalConfig::Unset, true) => {
-                return Err(ConfigError(format!(
+                return Err(ServerConfigError(format!(
                     "say who the caller is: --principal NAME (or {PRINCIPAL_ENV}), or --anonymous"
                 )));
             }
             (PrincipalConfig::Unset, false) => {
-                return Err(ConfigError(
+                return Err(ServerConfigError(
                     "say who the caller is: --principal-header NAME (only behind an \
                      authenticating reverse proxy), or --anonymous"
                         .into(),
                 ));
             }
             (PrincipalConfig::Named(_), false) => {
-                return Err(ConfigError(
+                return Err(ServerConfigError(
                     "--principal is for --stdio; over HTTP use --principal-header NAME".into(),
                 ));
             }
             (PrincipalConfig::Header(_), true) => {
-                return Err(ConfigError(
+                return Err(ServerConfigError(
                     "--principal-header is for HTTP; with --stdio use --principal NAME".into(),
                 ));
             }
             (PrincipalConfig::Named(name), true) if !http::is_principal_name(name) => {
-                return Err(ConfigError(format!(
+                return Err(ServerConfigError(format!(
                     "--principal (or {PRINCIPAL_ENV}) must be visible ASCII without spaces"
                 )));
             }
@@ -446,7 +463,7 @@ impl ServeConfig {
     }
 
     /// The transport options of the HTTP router listening on `local`.
-    fn http_options(&self, local: SocketAddr) -> Result<http::HttpOptions, ConfigError> {
+    fn http_options(&self, local: SocketAddr) -> Result<http::HttpOptions, ServerConfigError> {
         let options = http::HttpOptions::default()
             .max_body(self.max_body)
             .body_timeout(Duration::from_secs(self.body_timeout_secs))
@@ -493,15 +510,18 @@ const MAX_CONNECTION_TIMEOUT_SECS: u64 = 3600;
 /// A configuration error: exit code 2, message on stderr.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct ConfigError(pub String);
+pub struct ServerConfigError(pub String);
 
 /// Why `mrtr serve` stopped with an error.
+///
+/// Not library API: the `mrtr` binary's, which may change in any release.
+#[doc(hidden)]
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ServeError {
     /// The configuration is unusable (exit code 2).
     #[error(transparent)]
-    Config(#[from] ConfigError),
+    Config(#[from] ServerConfigError),
     /// An I/O failure while serving, e.g. the listen address is taken (exit code 1).
     #[error("{context}: {source}")]
     Io {
@@ -513,6 +533,8 @@ pub enum ServeError {
     },
 }
 
+/// Not library API (the `mrtr` binary's, which may change in any release).
+///
 /// Builds the request service from the settings: the ONE place where the engine
 /// (keys, seal configuration, limits, replay guard) is assembled; `make` puts the
 /// application's tools, prompts and resources on it.
@@ -532,16 +554,17 @@ pub enum ServeError {
 /// [`serve`] calls it at the start of a fresh second.
 ///
 /// # Errors
-/// [`ConfigError`] if the keys cannot be loaded, or the replay store is unusable.
-pub fn build_service<F>(cfg: &ServeConfig, make: F) -> Result<Service, ConfigError>
+/// [`ServerConfigError`] if the keys cannot be loaded, or the replay store is unusable.
+#[doc(hidden)]
+pub fn build_service<F>(cfg: &ServeConfig, make: F) -> Result<Service, ServerConfigError>
 where
     F: FnOnce(Engine) -> Service,
 {
     let keyring = cfg.keys.keyring()?;
     let seal = SealConfig::default()
-        .ttl(Duration::from_secs(cfg.state_ttl_secs))
-        .map_err(|e| ConfigError(format!("--state-ttl: {e}")))?
-        .clock_skew(Duration::from_secs(cfg.clock_skew_secs));
+        .with_ttl(Duration::from_secs(cfg.state_ttl_secs))
+        .map_err(|e| ServerConfigError(format!("--state-ttl: {e}")))?
+        .with_clock_skew(Duration::from_secs(cfg.clock_skew_secs));
     let engine = Engine::new(keyring, cfg.audience.clone())
         .with_seal_config(seal)
         .with_max_rounds(cfg.max_rounds)
@@ -551,6 +574,8 @@ where
     Ok(make(engine))
 }
 
+/// Not library API (the `mrtr` binary's, which may change in any release).
+///
 /// Runs the server until EOF (stdio) or SIGINT/SIGTERM (HTTP), with the service
 /// [`build_service`] makes from `cfg` and `make`. On SIGHUP (Unix) it re-reads
 /// `--keys-file` and swaps the new ring in ([`reload_keys`]); a file that does
@@ -562,6 +587,7 @@ where
 /// # Errors
 /// [`ServeError::Config`] for unusable settings, [`ServeError::Io`] if the
 /// listener cannot be bound or stdio fails.
+#[doc(hidden)]
 pub async fn serve<F>(cfg: ServeConfig, make: F) -> Result<(), ServeError>
 where
     F: FnOnce(Engine) -> Service,
@@ -594,7 +620,7 @@ where
         let principal = match &cfg.principal {
             PrincipalConfig::Named(name) => Principal::subject(name.as_str()),
             PrincipalConfig::Anonymous => Principal::anonymous(),
-            _ => return Err(ConfigError("no principal for --stdio".into()).into()),
+            _ => return Err(ServerConfigError("no principal for --stdio".into()).into()),
         };
         let stdin = tokio::io::BufReader::new(tokio::io::stdin());
         let stdout = tokio::io::stdout();
@@ -644,7 +670,7 @@ where
             );
             http::standalone_router(service, options, http::FromHeader::new(name.clone()))
         }
-        _ => return Err(ConfigError("no principal source for HTTP".into()).into()),
+        _ => return Err(ServerConfigError("no principal source for HTTP".into()).into()),
     };
     tracing::info!(local_addr = %local, "listening on http://{local}/mcp");
     http::serve_with(listener, app, cfg.serve_options(), shutdown)

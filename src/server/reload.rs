@@ -13,7 +13,7 @@ use std::future::Future;
 use crate::seal::{KeysInUse, Kid, Sealer};
 use crate::time::Timestamp;
 
-use super::{ConfigError, KEYS_ENV, KeySource};
+use super::{KEYS_ENV, KeySource, ServerConfigError};
 
 /// The tracing target of the reload lines (`RUST_LOG=mrtr::keys=info`).
 const TARGET: &str = "mrtr::keys";
@@ -30,7 +30,7 @@ pub enum KeyReload {
     /// The key file could not be read or did not parse: the ring in force is kept.
     Kept {
         /// Why (the path and the reason, never the file's contents).
-        error: ConfigError,
+        error: ServerConfigError,
     },
     /// The key file parsed, but its ring drops keys whose states this instance
     /// may still have in flight (a file caught half written, or a key removed

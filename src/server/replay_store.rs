@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::{ConfigError, ServeConfig};
+use super::{ServeConfig, ServerConfigError};
 use crate::defaults;
 use crate::replay::{MemoryReplayGuard, ReplayGuard};
 use crate::time::Timestamp;
@@ -35,16 +35,16 @@ impl ReplayStore {
     /// Parses `--replay-store`: `memory`, or a `redis://` or `rediss://` URL.
     ///
     /// # Errors
-    /// [`ConfigError`] for anything else, a URL the Redis client refuses, or a
+    /// [`ServerConfigError`] for anything else, a URL the Redis client refuses, or a
     /// Redis URL in a build without the `redis` feature. The URL is never quoted.
-    pub fn parse(value: &str) -> Result<Self, ConfigError> {
+    pub fn parse(value: &str) -> Result<Self, ServerConfigError> {
         let value = value.trim();
         if value.eq_ignore_ascii_case("memory") {
             return Ok(Self::Memory);
         }
         let lower = value.to_ascii_lowercase();
         if !(lower.starts_with("redis://") || lower.starts_with("rediss://")) {
-            return Err(ConfigError(
+            return Err(ServerConfigError(
                 "--replay-store: expected memory, redis://HOST:PORT[/DB] or rediss://HOST:PORT[/DB]"
                     .into(),
             ));
@@ -52,11 +52,11 @@ impl ReplayStore {
         #[cfg(feature = "redis")]
         {
             crate::replay::RedisReplayGuard::new(value, "")
-                .map_err(|e| ConfigError(format!("--replay-store: {e}")))?;
+                .map_err(|e| ServerConfigError(format!("--replay-store: {e}")))?;
             Ok(Self::Redis(value.to_owned()))
         }
         #[cfg(not(feature = "redis"))]
-        Err(ConfigError(
+        Err(ServerConfigError(
             "--replay-store: this mrtr was built without Redis support (cargo feature `redis`)"
                 .into(),
         ))
@@ -65,18 +65,18 @@ impl ReplayStore {
 
 /// Checks the replay settings of `cfg` together: the in-memory caps are in range
 /// and apply to the in-memory store, the eviction opt-in to a Redis one.
-pub(super) fn validate(cfg: &ServeConfig) -> Result<(), ConfigError> {
+pub(super) fn validate(cfg: &ServeConfig) -> Result<(), ServerConfigError> {
     let caps = cfg.replay_max_claims.is_some() || cfg.replay_max_claims_per_principal.is_some();
     match cfg.replay_store {
         ReplayStore::Redis(_) if caps => {
-            return Err(ConfigError(
+            return Err(ServerConfigError(
                 "--replay-max-claims and --replay-max-claims-per-principal bound the in-memory \
                  replay store; a Redis store is bounded by its own maxmemory"
                     .into(),
             ));
         }
         ReplayStore::Memory if cfg.replay_allow_eviction => {
-            return Err(ConfigError(
+            return Err(ServerConfigError(
                 "--replay-store-allow-eviction is for a Redis replay store (--replay-store \
                  redis://…)"
                     .into(),
@@ -87,7 +87,7 @@ pub(super) fn validate(cfg: &ServeConfig) -> Result<(), ConfigError> {
     let ceiling = defaults::REPLAY_MAX_CLAIMS_CEILING;
     let max = cfg.replay_max_claims.unwrap_or(defaults::REPLAY_MAX_CLAIMS);
     if max == 0 || max > ceiling {
-        return Err(ConfigError(format!(
+        return Err(ServerConfigError(format!(
             "--replay-max-claims must be between 1 and {ceiling}"
         )));
     }
@@ -95,7 +95,7 @@ pub(super) fn validate(cfg: &ServeConfig) -> Result<(), ConfigError> {
         .replay_max_claims_per_principal
         .unwrap_or(defaults::REPLAY_MAX_CLAIMS_PER_PRINCIPAL);
     if per == 0 || per > max {
-        return Err(ConfigError(format!(
+        return Err(ServerConfigError(format!(
             "--replay-max-claims-per-principal must be between 1 and --replay-max-claims \
              (default {})",
             defaults::REPLAY_MAX_CLAIMS
@@ -109,7 +109,7 @@ pub(super) fn validate(cfg: &ServeConfig) -> Result<(), ConfigError> {
 pub(super) fn guard(
     cfg: &ServeConfig,
     started_at: Timestamp,
-) -> Result<Arc<dyn ReplayGuard>, ConfigError> {
+) -> Result<Arc<dyn ReplayGuard>, ServerConfigError> {
     match &cfg.replay_store {
         ReplayStore::Memory => Ok(Arc::new(
             MemoryReplayGuard::new(started_at)
@@ -122,9 +122,9 @@ pub(super) fn guard(
         #[cfg(feature = "redis")]
         ReplayStore::Redis(url) => crate::replay::RedisReplayGuard::new(url, &cfg.audience)
             .map(|g| Arc::new(g.allow_eviction(cfg.replay_allow_eviction)) as Arc<dyn ReplayGuard>)
-            .map_err(|e| ConfigError(format!("--replay-store: {e}"))),
+            .map_err(|e| ServerConfigError(format!("--replay-store: {e}"))),
         #[cfg(not(feature = "redis"))]
-        ReplayStore::Redis(_) => Err(ConfigError(
+        ReplayStore::Redis(_) => Err(ServerConfigError(
             "--replay-store: this mrtr was built without Redis support".into(),
         )),
     }
@@ -137,17 +137,17 @@ pub(super) fn guard(
 /// then).
 ///
 /// # Errors
-/// [`ConfigError`] (exit 2) naming the policy found, never the URL.
-pub(super) async fn check_at_start(cfg: &ServeConfig) -> Result<(), ConfigError> {
+/// [`ServerConfigError`] (exit 2) naming the policy found, never the URL.
+pub(super) async fn check_at_start(cfg: &ServeConfig) -> Result<(), ServerConfigError> {
     #[cfg(feature = "redis")]
     if let ReplayStore::Redis(url) = &cfg.replay_store {
         use crate::replay::{RedisReplayGuard, StoreCheck};
         let probe = RedisReplayGuard::new(url, &cfg.audience)
-            .map_err(|e| ConfigError(format!("--replay-store: {e}")))?
+            .map_err(|e| ServerConfigError(format!("--replay-store: {e}")))?
             .allow_eviction(cfg.replay_allow_eviction);
         match probe.check_store().await {
             found if found.refuses_claims() => {
-                return Err(ConfigError(format!(
+                return Err(ServerConfigError(format!(
                     "--replay-store: the Redis replay store's {found}. Not starting: use a Redis \
                      (or Valkey) dedicated to mrtr with maxmemory-policy noeviction and \
                      appendonly yes, or pass --replay-store-allow-eviction to accept the risk \

@@ -27,8 +27,8 @@ impl Peers {
     /// Builds both with the key `[7; 32]`.
     pub fn new() -> Self {
         let cfg = SealConfig::default()
-            .max_plaintext(32 * 1024)
-            .max_token_len(64 * 1024);
+            .with_max_plaintext(32 * 1024)
+            .with_max_token_len(64 * 1024);
         let sealer = Sealer::new(Keyring::new(Key::from_secret(&[7u8; 32]).unwrap()), cfg);
         let who = Principal::subject("alice").with_issuer("https://idp.example");
         let args = serde_json::json!({"env": "prod", "replicas": 3});

@@ -947,7 +947,7 @@ fn refusal(action: ElicitAction) -> ElicitResult {
     }
 }
 
-fn problem_list(problems: &[mrtr::answers::Problem]) -> String {
+fn problem_list(problems: &[mrtr::answers::AnswerProblem]) -> String {
     problems
         .iter()
         .map(ToString::to_string)

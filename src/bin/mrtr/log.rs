@@ -4,8 +4,18 @@
 
 use std::io::IsTerminal;
 
-use mrtr::server::LogFormat;
+use clap::ValueEnum;
 use tracing_subscriber::EnvFilter;
+
+/// How log lines are written to stderr (`--log-format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub(crate) enum LogFormat {
+    /// One human-readable line per event.
+    #[default]
+    Human,
+    /// One JSON object per line.
+    Json,
+}
 
 /// Installs the global subscriber: stderr, `RUST_LOG` (default `info`), human or JSON.
 ///

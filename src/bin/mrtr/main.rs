@@ -17,13 +17,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
 use mrtr::defaults;
 use mrtr::server::KEYS_ENV;
 use mrtr::server::{
-    self, ConfigError, KeySource, LogFormat, MetricsEndpoint, PrincipalConfig, ServeConfig,
-    ServeError,
+    self, KeySource, MetricsEndpoint, PrincipalConfig, ServeConfig, ServeError, ServerConfigError,
 };
 
 /// Multi Round-Trip Requests (MCP 2026-07-28): reference server and operator tools.
@@ -139,8 +138,8 @@ struct ServeArgs {
     #[arg(long, value_name = "BYTES", default_value_t = defaults::BODY_BUDGET)]
     body_budget: usize,
     /// Log format on stderr.
-    #[arg(long, value_enum, default_value_t = LogFormatArg::Human)]
-    log_format: LogFormatArg,
+    #[arg(long, value_enum, default_value_t = log::LogFormat::Human)]
+    log_format: log::LogFormat,
     /// HTTP: the caller is the subject in request header NAME (e.g. X-Forwarded-User);
     /// a request without it gets 401. RISK: the header is trusted as is. Use this only
     /// behind a reverse proxy that authenticates every request, sets NAME itself and
@@ -195,14 +194,8 @@ struct ServeArgs {
     replay_max_claims_per_principal: Option<usize>,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum LogFormatArg {
-    Human,
-    Json,
-}
-
 impl ServeArgs {
-    fn into_config(self) -> Result<ServeConfig, ConfigError> {
+    fn into_config(self) -> Result<ServeConfig, ServerConfigError> {
         let keys = KeySource::resolve(self.keys_file, std::env::var_os(KEYS_ENV))?;
         let principal = PrincipalConfig::resolve(
             self.stdio,
@@ -230,10 +223,6 @@ impl ServeArgs {
         cfg.body_min_rate = self.body_min_rate;
         cfg.max_in_flight = self.max_in_flight;
         cfg.body_budget = self.body_budget;
-        cfg.log_format = match self.log_format {
-            LogFormatArg::Human => LogFormat::Human,
-            LogFormatArg::Json => LogFormat::Json,
-        };
         cfg.principal = principal;
         cfg.metrics = self.metrics_listen.map(prometheus).transpose()?;
         cfg.replay_store = server::ReplayStore::parse(&self.replay_store)?;
@@ -250,7 +239,7 @@ const METRICS_UPKEEP: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Installs the Prometheus recorder (the process's one global recorder; the library
 /// never installs one) with mrtr's histogram buckets, and the endpoint serving it.
-fn prometheus(listen: SocketAddr) -> Result<MetricsEndpoint, ConfigError> {
+fn prometheus(listen: SocketAddr) -> Result<MetricsEndpoint, ServerConfigError> {
     let buckets = mrtr::metrics::HISTOGRAM_BUCKETS
         .iter()
         .try_fold(PrometheusBuilder::new(), |b, (name, bounds)| {
@@ -258,7 +247,7 @@ fn prometheus(listen: SocketAddr) -> Result<MetricsEndpoint, ConfigError> {
         });
     let handle = buckets
         .and_then(PrometheusBuilder::install_recorder)
-        .map_err(|e| ConfigError(format!("--metrics-listen: {e}")))?;
+        .map_err(|e| ServerConfigError(format!("--metrics-listen: {e}")))?;
     mrtr::metrics::describe();
     let upkeep = handle.clone();
     std::thread::Builder::new()
@@ -269,7 +258,7 @@ fn prometheus(listen: SocketAddr) -> Result<MetricsEndpoint, ConfigError> {
                 upkeep.run_upkeep();
             }
         })
-        .map_err(|e| ConfigError(format!("--metrics-listen: cannot start upkeep: {e}")))?;
+        .map_err(|e| ServerConfigError(format!("--metrics-listen: cannot start upkeep: {e}")))?;
     Ok(MetricsEndpoint::new(listen, move || handle.render()))
 }
 
@@ -337,6 +326,7 @@ fn inspect(token: &str, keys_file: Option<PathBuf>) -> ExitCode {
 }
 
 fn serve(args: ServeArgs) -> ExitCode {
+    let log_format = args.log_format;
     let cfg = match args.into_config() {
         Ok(cfg) => cfg,
         Err(e) => {
@@ -344,7 +334,7 @@ fn serve(args: ServeArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    log::init(cfg.log_format);
+    log::init(log_format);
     log::install_panic_hook();
     let runtime = match runtime(tokio::runtime::Builder::new_multi_thread()) {
         Ok(rt) => rt,

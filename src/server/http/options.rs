@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::defaults;
-use crate::server::ConfigError;
+use crate::server::ServerConfigError;
 
 /// The router's limits: the body size, the requests in flight, the body bytes
 /// buffered at once, and the allowed `Origin` and `Host` values.
@@ -17,7 +17,7 @@ use crate::server::ConfigError;
 ///     .body_budget(2 * 1024 * 1024)
 ///     .allow_origin("https://app.example")?
 ///     .allow_host("mcp.example.com")?;
-/// # Ok::<(), mrtr::server::ConfigError>(())
+/// # Ok::<(), mrtr::server::ServerConfigError>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
@@ -108,8 +108,8 @@ impl HttpOptions {
     /// (spec: Streamable HTTP §Security Warning, DNS rebinding).
     ///
     /// # Errors
-    /// [`ConfigError`] if `origin` is not of the form `scheme://host[:port]`.
-    pub fn allow_origin(mut self, origin: &str) -> Result<Self, ConfigError> {
+    /// [`ServerConfigError`] if `origin` is not of the form `scheme://host[:port]`.
+    pub fn allow_origin(mut self, origin: &str) -> Result<Self, ServerConfigError> {
         let origin = normalize_origin(origin)?;
         if !self.allowed_origins.contains(&origin) {
             self.allowed_origins.push(origin);
@@ -128,11 +128,11 @@ impl HttpOptions {
     /// address allows the loopback names unless `--allow-host` is given).
     ///
     /// # Errors
-    /// [`ConfigError`] if `host` is not of that form.
-    pub fn allow_host(mut self, host: &str) -> Result<Self, ConfigError> {
+    /// [`ServerConfigError`] if `host` is not of that form.
+    pub fn allow_host(mut self, host: &str) -> Result<Self, ServerConfigError> {
         let pattern = parse_authority(host.trim())
             .map(|(host, port)| HostPattern { host, port })
-            .ok_or_else(|| ConfigError(format!("not a host (NAME[:PORT]): {host:?}")))?;
+            .ok_or_else(|| ServerConfigError(format!("not a host (NAME[:PORT]): {host:?}")))?;
         if !self.allowed_hosts.contains(&pattern) {
             self.allowed_hosts.push(pattern);
         }
@@ -213,10 +213,11 @@ pub(super) fn parse_authority(authority: &str) -> Option<(String, Option<u16>)> 
 /// ([`crate::streamable_http::normalize_origin`]).
 ///
 /// # Errors
-/// [`ConfigError`] if it is not of that form (no path, query, user info or spaces).
-pub fn normalize_origin(origin: &str) -> Result<String, ConfigError> {
-    crate::streamable_http::normalize_origin(origin)
-        .ok_or_else(|| ConfigError(format!("not an origin (scheme://host[:port]): {origin:?}")))
+/// [`ServerConfigError`] if it is not of that form (no path, query, user info or spaces).
+pub fn normalize_origin(origin: &str) -> Result<String, ServerConfigError> {
+    crate::streamable_http::normalize_origin(origin).ok_or_else(|| {
+        ServerConfigError(format!("not an origin (scheme://host[:port]): {origin:?}"))
+    })
 }
 
 #[cfg(test)]

@@ -4,13 +4,31 @@
 //! to the authenticated principal, so that user B cannot replay user A's state.
 //! mrtr makes the principal a required argument: an unauthenticated server must
 //! say [`Principal::anonymous`] explicitly, so forgetting to bind is not silent.
+//!
+//! With the feature `http` (which `server` and `rmcp` turn on; it brings only the
+//! `http` types crate), [`PrincipalSource`] is the one way a transport learns the
+//! principal of a request from its HTTP head: the Streamable HTTP transport
+//! (`mrtr::server::http`) and the rmcp adapter (`mrtr::rmcp`) both take it.
+
+#[cfg(feature = "http")]
+mod source;
+#[cfg(feature = "server")]
+pub(crate) use source::is_principal_name;
+#[cfg(feature = "http")]
+pub use source::{Anonymous, FromExtension, FromHeader, PrincipalSource, Rejection};
 
 /// The authenticated identity behind a request.
 ///
+/// Each field that is set is bound: a state sealed for `alice` from one issuer
+/// does not open for `alice` from another, nor for a bare `alice`.
+///
 /// ```
 /// use mrtr::principal::Principal;
-/// let alice = Principal::subject("alice").with_issuer("https://idp.example").with_client_id("app-1");
+/// let alice = Principal::new("https://idp.example", "alice").with_client_id("app-1");
 /// assert!(!alice.is_anonymous());
+/// assert_eq!(alice.issuer(), Some("https://idp.example"));
+/// assert_ne!(Principal::new("https://other.example", "alice"), Principal::new("https://idp.example", "alice"));
+/// assert_ne!(Principal::subject("alice"), Principal::new("https://idp.example", "alice"));
 /// assert!(Principal::anonymous().is_anonymous());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -31,7 +49,20 @@ impl Principal {
         }
     }
 
-    /// An authenticated subject (for OAuth, the `sub` claim).
+    /// A subject as its issuer names it (for OAuth, the `iss` and `sub` claims):
+    /// both are bound, so the same subject from another issuer is another principal.
+    /// The same as `Principal::subject(subject).with_issuer(issuer)`.
+    pub fn new(issuer: impl Into<String>, subject: impl Into<String>) -> Self {
+        Self {
+            subject: Some(subject.into()),
+            issuer: Some(issuer.into()),
+            client_id: None,
+        }
+    }
+
+    /// An authenticated subject without an issuer (for OAuth, the `sub` claim):
+    /// for a server that trusts a single identity provider. With several, use
+    /// [`Principal::new`], so their subjects cannot collide.
     pub fn subject(subject: impl Into<String>) -> Self {
         Self {
             subject: Some(subject.into()),
