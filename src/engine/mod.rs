@@ -49,7 +49,9 @@ use serde_json::Value;
 
 pub use ask::{Elicited, Fields, Form, Roots, RootsAsk, Sampling, UrlVisit};
 pub use handler::{CarrierResult, Later, Now, Output};
-pub(crate) use handler::{Handler, Run, register};
+pub(crate) use handler::{Handler, register};
+#[cfg(feature = "rmcp")]
+pub(crate) use handler::Run;
 pub use round::{Confirmation, Flow, FormAnswer, Round, Unanswered};
 
 use crate::defaults;
