@@ -686,11 +686,11 @@ fn tamper(token: &str) -> String {
 fn tampered_request_state_is_the_frozen_invalid_params_never_a_re_prompt() {
     let e = engine();
     for req in [tool("greet"), prompt("greet")] {
-        let handler = |r: Round| -> Result<mrtr::PromptResult, Flow> {
+        let handler = |r: Round| -> Result<String, Flow> {
             greet(r)?;
-            Ok(mrtr::PromptResult::new().description("p").user_text("t"))
+            Ok("t".into())
         };
-        let r1 = irr(run(&e, &req, T0, handler));
+        let r1 = irr(run_text(&e, &req, T0, handler));
         let token = r1.request_state().unwrap();
         for bad in [
             tamper(token),
@@ -699,7 +699,7 @@ fn tampered_request_state_is_the_frozen_invalid_params_never_a_re_prompt() {
             String::new(),
             "not a token".to_owned(),
         ] {
-            let o = run(
+            let o = run_text(
                 &e,
                 &req.clone()
                     .state(&bad)
@@ -765,7 +765,9 @@ fn request_state_replayed_on_another_request_is_refused() {
     ];
     for (what, req, who, eng) in cases {
         let req = req.state(token).answers(answers.clone());
-        let o = eng.run(req.build(), &who, T0.add_secs(1), update_work_item);
+        let o = run_as(&eng, &req, &who, T0.add_secs(1), |r| {
+            update_work_item(r).map(|_| String::new())
+        });
         let err = match o {
             Outcome::Protocol(e) => e,
             other => panic!("{what}: expected -32602, got {}", other.label()),
@@ -850,19 +852,22 @@ fn round_number_counts_up_and_the_handler_sees_it() {
 #[test]
 fn too_many_asks_in_one_round_is_a_tool_error_on_tools_call_and_invalid_params_elsewhere() {
     let e = engine().with_max_asks_per_round(2);
-    let handler = |r: Round| -> Result<mrtr::PromptResult, Flow> {
+    let handler = |r: Round| -> Result<String, Flow> {
         let a = r.elicit("a", Form::confirm("A?"));
         let b = r.elicit("b", Form::confirm("B?"));
         let c = r.elicit("c", Form::confirm("C?"));
         let _ = a?;
         let _ = b?;
         let _ = c?;
-        Ok(mrtr::PromptResult::new().description("p").user_text("t"))
+        Ok("t".into())
     };
-    let (result, error) = tool_error(run(&e, &tool("t"), T0, handler));
+    let (result, error) = tool_error(run_text(&e, &tool("t"), T0, handler));
     assert!(text(&result).contains("more questions at once"));
     assert_eq!(error.diagnostic().category, "limit");
-    assert_eq!(protocol(run(&e, &prompt("t"), T0, handler)).code(), -32602);
+    assert_eq!(
+        protocol(run_text(&e, &prompt("t"), T0, handler)).code(),
+        -32602
+    );
     // Two are fine.
     let two = |r: Round| -> Result<mrtr::ToolResult, Flow> {
         let a = r.elicit("a", Form::confirm("A?"));
@@ -957,20 +962,25 @@ fn answers_too_large_to_seal_are_a_limit_not_an_internal_error() {
     // A client can send a long free-text answer; carrying it into the next round
     // would exceed the sealed state's size limit (8 KiB by default).
     let e = engine();
-    let handler = |r: Round| -> Result<mrtr::PromptResult, Flow> {
+    let handler = |r: Round| -> Result<String, Flow> {
         let _ = r.elicit(
             "essay",
             Form::new("Tell us everything.").string("text", "Text"),
         )?;
         let _ = r.elicit("more", Form::confirm("Anything else?"))?;
-        Ok(mrtr::PromptResult::new().description("p").user_text("t"))
+        Ok("t".into())
     };
     let long = "x".repeat(20_000);
     let answers = json!({"essay": accept(json!({"text": long}))});
-    let (result, error) = tool_error(run(&e, &tool("t").answers(answers.clone()), T0, handler));
+    let (result, error) = tool_error(run_text(
+        &e,
+        &tool("t").answers(answers.clone()),
+        T0,
+        handler,
+    ));
     assert!(text(&result).contains("too large"), "{}", text(&result));
     assert_ne!(error.code(), -32603);
-    let err = protocol(run(&e, &prompt("t").answers(answers), T0, handler));
+    let err = protocol(run_text(&e, &prompt("t").answers(answers), T0, handler));
     assert_eq!(err.code(), -32602, "{err:?}");
     assert_eq!(error_status(&err), 400);
 }

@@ -83,7 +83,9 @@ fn on_prompts_and_resources_a_mismatch_is_invalid_params() {
     // Prompt arguments are strings on the wire; a handler wanting a number there
     // gets one it cannot decode.
     let req = prompt("p").args(json!({"field": SECRET}));
-    let err = protocol(run(&e, &req, T0, typed_tool::<u32>));
+    let err = protocol(run_text(&e, &req, T0, |r| {
+        typed_tool::<u32>(r).map(|_| String::new())
+    }));
     assert_eq!(err.code(), -32602);
     assert!(
         err.public_message().contains("\"field\""),
@@ -92,7 +94,9 @@ fn on_prompts_and_resources_a_mismatch_is_invalid_params() {
     );
     assert!(!err.public_message().contains(SECRET));
     // A resource read carries no arguments: a handler that needs one is told which.
-    let err = protocol(run(&e, &resource("mrtr://r"), T0, typed_tool::<String>));
+    let err = protocol(run_text(&e, &resource("mrtr://r"), T0, |r| {
+        typed_tool::<String>(r).map(|_| String::new())
+    }));
     assert_eq!(err.code(), -32602);
     assert!(
         err.public_message().contains("\"field\""),

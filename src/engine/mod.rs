@@ -48,10 +48,10 @@ use std::sync::Arc;
 use serde_json::Value;
 
 pub use ask::{Elicited, Fields, Form, Roots, RootsAsk, Sampling, UrlVisit};
-pub use handler::{CarrierResult, Later, Now, Output};
-pub(crate) use handler::{Handler, register};
 #[cfg(feature = "rmcp")]
 pub(crate) use handler::Run;
+pub use handler::{CarrierResult, Later, Now, Output};
+pub(crate) use handler::{Handler, register};
 pub use round::{Confirmation, Flow, FormAnswer, Round, Unanswered};
 
 use crate::defaults;

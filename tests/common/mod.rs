@@ -179,6 +179,39 @@ where
         .into_json()
 }
 
+/// Runs one round as `who` with a handler of the request's own carrier, made
+/// from `f`'s text (a tool's text block, a prompt's user message, a resource's
+/// text): for the tests that run one handler body on every carrier.
+pub fn run_as<F>(engine: &Engine, req: &Req, who: &Principal, now: Timestamp, f: F) -> Outcome
+where
+    F: FnOnce(Round) -> Result<String, Flow>,
+{
+    let r = req.build();
+    match req.method {
+        CarrierMethod::ToolsCall => engine
+            .run(r, who, now, |round| f(round).map(mrtr::ToolResult::text))
+            .into_json(),
+        CarrierMethod::PromptsGet => engine
+            .run(r, who, now, |round| {
+                f(round).map(|t| mrtr::PromptResult::new().user_text(t))
+            })
+            .into_json(),
+        CarrierMethod::ResourcesRead => engine
+            .run(r, who, now, |round| {
+                f(round).map(|t| mrtr::ResourceResult::text("mrtr://r", "text/plain", t))
+            })
+            .into_json(),
+    }
+}
+
+/// [`run_as`] as the anonymous principal.
+pub fn run_text<F>(engine: &Engine, req: &Req, now: Timestamp, f: F) -> Outcome
+where
+    F: FnOnce(Round) -> Result<String, Flow>,
+{
+    run_as(engine, req, &Principal::anonymous(), now, f)
+}
+
 /// An accepted form answer.
 pub fn accept(content: Value) -> Value {
     json!({"action": "accept", "content": content})
