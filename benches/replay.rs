@@ -17,12 +17,12 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use mrtr::Timestamp;
 use mrtr::ToolResult;
 use mrtr::engine::{Elicited, Engine, Flow, Form, Outcome, Round};
 use mrtr::principal::Principal;
 use mrtr::replay::{Claim, ClaimOutcome, MemoryReplayGuard, PrincipalKey, ReplayGuard};
 use mrtr::seal::Keyring;
-use mrtr::time::Timestamp;
 use mrtr::wire::{CarrierMethod, CarrierRequest};
 use serde_json::json;
 

@@ -8,12 +8,12 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use mrtr::Timestamp;
 use mrtr::ToolResult;
 use mrtr::engine::{Elicited, Engine, Flow, Form, Outcome, Round};
 use mrtr::principal::Principal;
 use mrtr::seal::{Binding, BindingInput, Claims, Keyring, SealConfig, Sealer, UntrustedState};
 use mrtr::service::{RequestContext, Service};
-use mrtr::time::Timestamp;
 use mrtr::wire::{CarrierMethod, CarrierRequest};
 use serde_json::{Value, json};
 

@@ -5,9 +5,9 @@
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use mrtr::Timestamp;
 use mrtr::principal::Principal;
 use mrtr::seal::{Binding, BindingInput, Claims, Key, Keyring, SealConfig, Sealer, UntrustedState};
-use mrtr::time::Timestamp;
 use xaes_256_gcm::Xaes256Gcm;
 use xaes_256_gcm::aead::{AeadInOut, KeyInit};
 

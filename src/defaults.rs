@@ -113,7 +113,7 @@ pub const MAX_ASKS_PER_ROUND: usize = 16;
 pub const HANDLER_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How long clients may cache list and discover results (`ttlMs`): 60 seconds,
-/// `cacheScope: public`. [`Service::list_caching`](crate::service::Service::list_caching).
+/// `cacheScope: public`. [`Service::with_list_caching`](crate::service::Service::with_list_caching).
 pub const LIST_CACHE_TTL: Duration = Duration::from_secs(60);
 
 // ---------------------------------------------------------------------------

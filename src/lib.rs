@@ -82,9 +82,9 @@
 //! Bottom to top (each imports only modules named before it):
 //! [`wire`] (the 2026-07-28 shapes, the carrier methods and requests; it imports
 //! nothing else of the crate), [`defaults`] (every default, in one place),
-//! [`time`], [`principal`], [`error`] (the two channels and the rule between
+//! `time` ([`Timestamp`]), [`principal`], [`error`] (the two channels and the rule between
 //! them), [`capability`] (the gate), [`answers`], [`seal`], [`metrics`] (what
-//! the core counts, through the `metrics` facade), [`replay`], [`typed`],
+//! the core counts, through the `metrics` facade), [`replay`], `typed` (arguments decoded, a mismatch named by field),
 //! [`result`] (the three carriers' typed results), [`engine`] (the round, the
 //! handler shape, and the one carrier path), `record` (how a request is
 //! recorded, crate-private), [`service`] (the JSON-RPC router),
@@ -121,8 +121,8 @@ pub mod seal;
 pub mod server;
 pub mod service;
 pub mod streamable_http;
-pub mod time;
-pub mod typed;
+mod time;
+mod typed;
 pub mod wire;
 
 pub use engine::{

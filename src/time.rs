@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// seconds avoid the "expires in" versus "expires at" ambiguity.
 ///
 /// ```
-/// use mrtr::time::Timestamp;
+/// use mrtr::Timestamp;
 /// let t = Timestamp::from_unix_secs(1_800_000_000);
 /// assert_eq!(t.add_secs(60).unix_secs(), 1_800_000_060);
 /// ```

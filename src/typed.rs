@@ -6,27 +6,8 @@
 //! never the value the client sent: arguments may hold secrets, and an error text
 //! travels to the model, to logs and back to the client.
 //!
-//! ```
-//! use mrtr::typed::{MismatchKind, decode};
-//! use serde::Deserialize;
-//! use serde_json::json;
-//!
-//! #[derive(Debug, Deserialize)]
-//! struct Restart {
-//!     service: String,
-//!     delay_ms: u32,
-//! }
-//!
-//! let ok: Restart = decode(&json!({"service": "api", "delay_ms": 250})).unwrap();
-//! assert_eq!((ok.service.as_str(), ok.delay_ms), ("api", 250));
-//!
-//! let err = decode::<Restart>(&json!({"service": "api", "delay_ms": "hunter2"})).unwrap_err();
-//! assert_eq!(err.field(), "delay_ms");
-//! assert_eq!(err.expected(), "u32");
-//! assert_eq!(err.problem(), MismatchKind::InvalidType);
-//! assert_eq!(err.to_string(), "field \"delay_ms\": expected u32");
-//! assert!(!err.describe("Argument").contains("hunter2"));
-//! ```
+//! The unit test `restart_example` shows both: a fitting value decoded, and a
+//! mismatch named by field and expected type only.
 //!
 //! # Security
 //! The text of a [`TypeMismatch`] is built only from the path of the failing
@@ -43,7 +24,7 @@ use serde_json::Value;
 
 /// The most characters kept of one path segment (a map key or enum variant the
 /// client sent); the rest is cut.
-pub const MAX_SEGMENT_CHARS: usize = 64;
+pub(crate) const MAX_SEGMENT_CHARS: usize = 64;
 
 /// The most characters kept of an "expected …" clause.
 const MAX_EXPECTED_CHARS: usize = 200;
@@ -53,14 +34,14 @@ const MAX_EXPECTED_CHARS: usize = 200;
 /// # Errors
 /// A [`TypeMismatch`] naming the first field that does not fit `T` and what `T`
 /// expected there; it never holds the value the client sent.
-pub fn decode<T: DeserializeOwned>(value: &Value) -> Result<T, TypeMismatch> {
+pub(crate) fn decode<T: DeserializeOwned>(value: &Value) -> Result<T, TypeMismatch> {
     serde_path_to_error::deserialize(value).map_err(|e| TypeMismatch::from_path_error(&e))
 }
 
 /// What was wrong with a field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum MismatchKind {
+pub(crate) enum MismatchKind {
     /// A required field was absent.
     MissingField,
     /// The value had the wrong JSON type (a string where a number belongs).
@@ -79,7 +60,7 @@ pub enum MismatchKind {
 /// expected, never what was sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct TypeMismatch {
+pub(crate) struct TypeMismatch {
     field: String,
     expected: String,
     problem: MismatchKind,
@@ -89,26 +70,29 @@ impl TypeMismatch {
     /// The path of the field, such as `service` or `items[2].name`; empty for the
     /// value itself. Each segment is at most [`MAX_SEGMENT_CHARS`] characters, with
     /// control characters removed.
-    pub fn field(&self) -> &str {
+    #[cfg(test)]
+    pub(crate) fn field(&self) -> &str {
         &self.field
     }
 
     /// What the server's type expected there, such as `u32`, `a string` or
     /// `integer between 0 and 10000`; empty when the problem is not
     /// [`MismatchKind::InvalidType`] or [`MismatchKind::InvalidValue`].
-    pub fn expected(&self) -> &str {
+    #[cfg(test)]
+    pub(crate) fn expected(&self) -> &str {
         &self.expected
     }
 
     /// What was wrong.
-    pub fn problem(&self) -> MismatchKind {
+    #[cfg(test)]
+    pub(crate) fn problem(&self) -> MismatchKind {
         self.problem
     }
 
     /// A sentence a model can act on, with `what` naming the kind of input
     /// (`"Argument"` for tool arguments, `"Field"` for form fields), for example
     /// `Argument "delay_ms" must be u32. Correct it and try again.`
-    pub fn describe(&self, what: &str) -> String {
+    pub(crate) fn describe(&self, what: &str) -> String {
         let subject = if self.field.is_empty() {
             "The input".to_owned()
         } else {
@@ -245,6 +229,28 @@ fn clean(s: &str, max: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn restart_example() {
+        use serde::Deserialize;
+        use serde_json::json;
+
+        #[derive(Debug, Deserialize)]
+        struct Restart {
+            service: String,
+            delay_ms: u32,
+        }
+
+        let ok: Restart = decode(&json!({"service": "api", "delay_ms": 250})).unwrap();
+        assert_eq!((ok.service.as_str(), ok.delay_ms), ("api", 250));
+
+        let err = decode::<Restart>(&json!({"service": "api", "delay_ms": "hunter2"})).unwrap_err();
+        assert_eq!(err.field(), "delay_ms");
+        assert_eq!(err.expected(), "u32");
+        assert_eq!(err.problem(), MismatchKind::InvalidType);
+        assert_eq!(err.to_string(), "field \"delay_ms\": expected u32");
+        assert!(!err.describe("Argument").contains("hunter2"));
+    }
     use std::collections::HashMap;
 
     use proptest::prelude::*;

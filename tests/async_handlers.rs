@@ -8,12 +8,12 @@ use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
+use mrtr::Timestamp;
 use mrtr::client::{Client, ClientError, Handlers, InProcess};
 use mrtr::engine::{Confirmation, Engine, Form};
 use mrtr::principal::Principal;
 use mrtr::seal::Keyring;
 use mrtr::service::Service;
-use mrtr::time::Timestamp;
 use mrtr::wire::{ElicitAction, ElicitResult};
 use mrtr::{PromptResult, ResourceResult, ToolResult};
 use serde_json::{Value, json};

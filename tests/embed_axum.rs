@@ -190,7 +190,7 @@ fn a_state_issued_to_alice_is_refused_to_bob() {
     assert_eq!(complete_text(&v), "Deployed web");
 }
 
-/// The field is named by `Round::arguments` (through `mrtr::typed::decode`) and,
+/// The field is named by `Round::arguments` (through the crate's typed decoding) and,
 /// for the range, by the example's own check; the value sent is never echoed.
 #[test]
 fn bad_arguments_are_tool_errors_naming_the_field_never_the_value() {

@@ -17,11 +17,11 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use mrtr::Timestamp;
 use mrtr::ToolResult;
 use mrtr::engine::{Elicited, Engine, Form, Outcome, Round};
 use mrtr::principal::Principal;
 use mrtr::replay::{Claim, ClaimOutcome, PrincipalKey, RedisReplayGuard, ReplayGuard, StoreCheck};
-use mrtr::time::Timestamp;
 use redis::aio::MultiplexedConnection;
 use serde_json::json;
 use server_support::common::{Counter, Req, accept, complete, engine, irr, text, tool, tool_error};

@@ -1,10 +1,10 @@
 //! A state opens only for the request, principal and audience it was sealed for.
 
+use mrtr::Timestamp;
 use mrtr::principal::Principal;
 use mrtr::seal::{
     Binding, BindingInput, Claims, Key, Keyring, RejectReason, SealConfig, Sealer, UntrustedState,
 };
-use mrtr::time::Timestamp;
 use serde_json::{Value, json};
 
 fn now() -> Timestamp {

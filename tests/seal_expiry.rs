@@ -2,12 +2,12 @@
 
 use std::time::Duration;
 
+use mrtr::Timestamp;
 use mrtr::principal::Principal;
 use mrtr::seal::{
     Binding, BindingInput, Claims, Key, Keyring, RejectReason, SealConfig, Sealer, UntrustedState,
     Verified,
 };
-use mrtr::time::Timestamp;
 
 const T0: u64 = 1_800_000_000;
 

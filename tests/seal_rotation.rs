@@ -1,11 +1,11 @@
 //! Key rotation in three phases, as the Keyring docs describe it.
 
+use mrtr::Timestamp;
 use mrtr::principal::Principal;
 use mrtr::seal::{
     Binding, BindingInput, Claims, Keyring, RejectReason, SealConfig, Sealer, UntrustedState,
     generate_key_string,
 };
-use mrtr::time::Timestamp;
 
 fn now() -> Timestamp {
     Timestamp::from_unix_secs(1_800_000_000)

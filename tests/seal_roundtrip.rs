@@ -3,9 +3,9 @@
 use std::collections::BTreeMap;
 
 use base64::Engine as _;
+use mrtr::Timestamp;
 use mrtr::principal::Principal;
 use mrtr::seal::{Binding, BindingInput, Claims, Key, Keyring, SealConfig, Sealer, UntrustedState};
-use mrtr::time::Timestamp;
 use proptest::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

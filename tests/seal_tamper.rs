@@ -3,12 +3,12 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use mrtr::Timestamp;
 use mrtr::principal::Principal;
 use mrtr::seal::{
     Binding, BindingInput, Claims, Key, Keyring, OpenError, RejectReason, SealConfig, Sealer,
     UntrustedState,
 };
-use mrtr::time::Timestamp;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 

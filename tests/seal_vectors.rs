@@ -10,10 +10,10 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use mrtr::Timestamp;
 use mrtr::principal::Principal;
 use mrtr::seal::primitive::xaes_seal;
 use mrtr::seal::{Binding, BindingInput, Claims, Key, Keyring, SealConfig, Sealer, UntrustedState};
-use mrtr::time::Timestamp;
 use serde_json::{Value, json};
 
 const PATH: &str = concat!(

@@ -174,9 +174,9 @@ fn keygen_prints_a_fresh_usable_key() {
 
 #[test]
 fn inspect_opens_with_the_configured_keys_or_says_why_not() {
+    use mrtr::Timestamp;
     use mrtr::principal::Principal;
     use mrtr::seal::{Binding, BindingInput, Claims, Keyring, SealConfig, Sealer};
-    use mrtr::time::Timestamp;
 
     let key = String::from_utf8(run(&["keygen"], &[]).stdout).unwrap();
     let key = key.trim();

@@ -11,12 +11,12 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use common::*;
+use mrtr::Timestamp;
 use mrtr::engine::Engine;
 use mrtr::replay::MemoryReplayGuard;
 use mrtr::seal::SealConfig;
 use mrtr::service::RequestContext;
 use mrtr::streamable_http::McpHeaders;
-use mrtr::time::Timestamp;
 use serde_json::{Map, Value, json};
 
 /// The conformance harness's default `_meta` (conformance.md §2).

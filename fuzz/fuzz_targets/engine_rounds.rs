@@ -28,7 +28,7 @@ use mrtr::principal::Principal;
 use mrtr::replay::MemoryReplayGuard;
 use mrtr::seal::Keyring;
 use mrtr::service::{RequestContext, Service};
-use mrtr::time::Timestamp;
+use mrtr::Timestamp;
 use mrtr::wire::PrimitiveSchema;
 use serde_json::{Map, Value, json};
 

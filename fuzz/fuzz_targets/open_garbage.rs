@@ -12,7 +12,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use libfuzzer_sys::fuzz_target;
 use mrtr::principal::Principal;
 use mrtr::seal::{Binding, BindingInput, Key, Keyring, SealConfig, Sealer, UntrustedState};
-use mrtr::time::Timestamp;
+use mrtr::Timestamp;
 
 static SEALER: LazyLock<Sealer> = LazyLock::new(|| {
     let ring = Keyring::new(Key::from_secret(&[0x46; 32]).unwrap())

@@ -11,7 +11,7 @@ use mrtr::principal::Principal;
 use mrtr::seal::{
     Binding, BindingInput, Claims, Key, Keyring, SealConfig, SealError, Sealer, UntrustedState,
 };
-use mrtr::time::Timestamp;
+use mrtr::Timestamp;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Arbitrary, Serialize, Deserialize)]

@@ -43,7 +43,7 @@ use mrtr::principal::Principal;
 use mrtr::seal::{Entropy, Keyring, UntrustedState};
 use mrtr::service::{Reply, RequestContext, Service};
 use mrtr::streamable_http::McpHeaders;
-use mrtr::time::Timestamp;
+use mrtr::Timestamp;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 

@@ -396,3 +396,48 @@ impl Elicited {
 
 /// A client's roots.
 pub type Roots = Vec<Root>;
+
+/// What came back for a typed form ([`Round::elicit_as`](super::Round::elicit_as)).
+#[must_use = "a form's answer may be a decline or a cancel: match on it"]
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum FormAnswer<T> {
+    /// Accepted: the content, validated against the form and decoded into `T`.
+    Accepted(T),
+    /// The user declined.
+    Declined,
+    /// The user dismissed the request.
+    Cancelled,
+    /// An optional ask the client cannot serve; it was not sent.
+    Unavailable,
+}
+
+impl<T> FormAnswer<T> {
+    /// The value when accepted.
+    pub fn accepted(self) -> Option<T> {
+        match self {
+            Self::Accepted(t) => Some(t),
+            _ => None,
+        }
+    }
+}
+
+/// Whether the user confirmed, from [`Round::confirm`](super::Round::confirm).
+#[must_use = "a confirmation guards an action: match on it"]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Confirmation {
+    /// The user accepted with `confirm: true`.
+    Accepted,
+    /// The user declined, or accepted the form with `confirm: false`.
+    Declined,
+    /// The user dismissed the question.
+    Cancelled,
+}
+
+impl Confirmation {
+    /// Whether the user accepted.
+    pub fn is_accepted(self) -> bool {
+        self == Self::Accepted
+    }
+}

@@ -38,6 +38,7 @@ mod ask;
 mod finish;
 pub mod form_type;
 mod handler;
+mod once;
 mod round;
 mod state;
 pub(crate) mod turn;
@@ -47,12 +48,13 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+pub use ask::{Confirmation, FormAnswer};
 pub use ask::{Elicited, Fields, Form, Roots, RootsAsk, Sampling, UrlVisit};
 #[cfg(feature = "rmcp")]
 pub(crate) use handler::Run;
 pub use handler::{CarrierResult, Later, Now, Output};
 pub(crate) use handler::{Handler, register};
-pub use round::{Confirmation, Flow, FormAnswer, Round, Unanswered};
+pub use round::{Flow, Round, Unanswered};
 
 use crate::defaults;
 use crate::error::{self, Channel, Error, Fallback, Retry, ToolAdvice};

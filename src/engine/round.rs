@@ -1,6 +1,5 @@
 //! One run of a handler: answers in, questions out.
 
-use std::future::Future;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -8,14 +7,12 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::ask::{Elicited, Fields, Form, RootsAsk, Sampling, UrlVisit};
+use super::ask::{Confirmation, Elicited, Fields, Form, FormAnswer, RootsAsk, Sampling, UrlVisit};
 use super::state::{FlowState, QuestionDigest};
 use super::{AnswerPolicy, Engine};
 use crate::answers::validate_content;
 use crate::capability::{self, Decision, Necessity};
 use crate::error::{Error, Fallback, Retry, ToolAdvice};
-use crate::metrics::OnceResult;
-use crate::replay::{self, Claim, ClaimOutcome, PrincipalKey, ReplayGuard};
 use crate::seal::{Binding, Claims, Verified};
 use crate::time::Timestamp;
 use crate::wire::input::{ElicitAction, ElicitParams, ElicitResult, InputResponse};
@@ -117,7 +114,7 @@ pub(super) struct Fixed {
     /// The caller's network address, when the principal is anonymous and the
     /// transport knew the peer: the replay guard's quota is keyed on it
     /// ([`PrincipalKey::of_peer`]). `None` for an authenticated principal.
-    quota_peer: Option<IpAddr>,
+    pub(super) quota_peer: Option<IpAddr>,
 }
 
 /// What the handler's asks change as it runs.
@@ -178,54 +175,7 @@ pub(super) fn lock(live: &Mutex<Live>) -> MutexGuard<'_, Live> {
     live.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Where a `once` step stands before it runs.
-enum Begin<'a, T> {
-    /// It ran in an earlier round of this flow: its sealed result.
-    Done(T),
-    /// It runs in this round, after the guard granted this claim (if any).
-    Run(Option<(&'a dyn ReplayGuard, Claim)>),
-}
-
-/// Whether a step may run after the guard's answer: only when it was claimed.
-fn claim_verdict(step: &str, outcome: ClaimOutcome) -> Result<(), Flow> {
-    crate::metrics::once_result(match outcome {
-        ClaimOutcome::Claimed => OnceResult::Claimed,
-        ClaimOutcome::AlreadyClaimed => OnceResult::Replayed,
-        _ => OnceResult::Unavailable,
-    });
-    let error = match outcome {
-        ClaimOutcome::Claimed => return Ok(()),
-        ClaimOutcome::AlreadyClaimed => Error::tool_failure(
-            ToolAdvice::new(
-                "This step was already carried out for this request (or an earlier attempt \
-                 at it was cut short), so it was not carried out again",
-                Retry::DoesNotHelp,
-            )
-            .instead("Call the tool again to start a new request if the action should really be carried out"),
-            Fallback::InvalidParams,
-            "replay",
-            format!("once-step {step:?} claimed before: replayed requestState"),
-        ),
-        // Unavailable, and any answer added later: never run on a guess.
-        _ => Error::tool_failure(
-            ToolAdvice::new(
-                "The server could not record this step in its replay store, so it was not \
-                 carried out",
-                Retry::Helps,
-            )
-            .instead(
-                "Retry in a moment; if the step is then reported as already carried out, it \
-                 was not: call the tool again to start a new request",
-            ),
-            Fallback::Internal,
-            "replay_unavailable",
-            format!("once-step {step:?} not run: the replay guard did not grant its claim ({outcome:?})"),
-        ),
-    };
-    Err(Flow::Fail(error))
-}
-
-fn finished_error() -> Flow {
+pub(super) fn finished_error() -> Flow {
     Flow::Fail(Error::internal(
         "a Round was used after its round had finished",
     ))
@@ -526,129 +476,6 @@ impl Round {
         Ok(())
     }
 
-    /// Runs a side effect at most once per flow: on later rounds its sealed result
-    /// is returned without running it again. With an engine replay guard, a
-    /// replayed `requestState` cannot run it a second time either (the replay
-    /// gets a tool error instead).
-    ///
-    /// The guard's claim is taken synchronously: its future is polled once, and a
-    /// claim that is not answered then counts as unavailable (the step does not
-    /// run). That suits an in-memory guard; a guard that goes over the network
-    /// (Redis) needs [`Round::once_async`].
-    ///
-    /// # Errors
-    /// The step's own error, or a refusal of the guard: the step was already
-    /// claimed (a tool error that retrying does not help), or the guard could not
-    /// answer (a retryable tool error; -32603 on the other carriers). See
-    /// [`crate::replay`].
-    pub fn once<T, F>(&self, step: &str, f: F) -> Result<T, Flow>
-    where
-        T: Serialize + DeserializeOwned,
-        F: FnOnce() -> Result<T, Error>,
-    {
-        match self.once_begin(step)? {
-            Begin::Done(t) => return Ok(t),
-            Begin::Run(None) => {}
-            Begin::Run(Some((guard, claim))) => {
-                claim_verdict(step, replay::claim_now(guard, &claim))?;
-            }
-        }
-        let t = f().map_err(Flow::Fail)?;
-        self.once_end(step, &t)?;
-        Ok(t)
-    }
-
-    /// [`Round::once`] for a step that awaits (an API call, a database write): the
-    /// future `f` makes runs at most once per flow, and only when this round gets
-    /// to run it (nothing runs when the step is already done or the guard refuses).
-    /// The guard's claim is awaited, so a network guard works here.
-    /// If the handler is abandoned while the step runs (its deadline passed), the
-    /// step's result is not recorded.
-    ///
-    /// # Errors
-    /// As for [`Round::once`].
-    pub async fn once_async<T, F, Fut>(&self, step: &str, f: F) -> Result<T, Flow>
-    where
-        T: Serialize + DeserializeOwned,
-        F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<T, Error>>,
-    {
-        match self.once_begin(step)? {
-            Begin::Done(t) => return Ok(t),
-            Begin::Run(None) => {}
-            Begin::Run(Some((guard, claim))) => {
-                claim_verdict(step, guard.claim(&claim).await)?;
-            }
-        }
-        let t = f().await.map_err(Flow::Fail)?;
-        self.once_end(step, &t)?;
-        Ok(t)
-    }
-
-    /// The sealed result of `step` if it already ran in this flow; else the claim
-    /// to make first, when the engine has a replay guard and this round resumes a
-    /// flow (a first round presents no state, so there is nothing to replay).
-    fn once_begin<T: DeserializeOwned>(&self, step: &str) -> Result<Begin<'_, T>, Flow> {
-        if lock(&self.shared.live).finished {
-            return Err(finished_error());
-        }
-        let fixed = &self.shared.fixed;
-        if let Some(v) = fixed
-            .prior
-            .as_ref()
-            .and_then(|p| p.state().once.get(step))
-            .cloned()
-        {
-            let t = serde_json::from_value(v.clone()).map_err(|_| {
-                Error::internal(format!(
-                    "sealed result of step {step:?} does not fit its type"
-                ))
-            })?;
-            lock(&self.shared.live)
-                .carry
-                .once
-                .insert(step.to_owned(), v);
-            crate::metrics::once_result(OnceResult::Sealed);
-            return Ok(Begin::Done(t));
-        }
-        let (Some(prior), Some(guard)) = (fixed.prior.as_ref(), fixed.engine.replay_guard()) else {
-            return Ok(Begin::Run(None));
-        };
-        // Held for as long as ANY state of this flow can open on ANY instance whose
-        // clock is within the tolerated skew of this one's, not only the presented
-        // state: a round that presented an earlier state without reaching this step
-        // sealed a sibling (same flow, later expiry, no result for the step), and the
-        // sibling may be presented after the presented state has expired. Every state
-        // of the flow opens only while `now <= deadline + skew` on the instance that
-        // opens it, and that instance's clock may lag this one's by up to the skew:
-        // hence the flow deadline plus twice the skew, on this instance's clock.
-        let skew = fixed.engine.sealer().config().clock_skew().as_secs();
-        let quota = match fixed.quota_peer {
-            Some(peer) => PrincipalKey::of_peer(prior.binding(), peer),
-            None => PrincipalKey::of(prior.binding()),
-        };
-        let claim = Claim::new(
-            prior.flow_id(),
-            step,
-            prior.issued_at(),
-            prior.deadline().add_secs(skew.saturating_mul(2)),
-            fixed.now,
-            quota,
-        );
-        Ok(Begin::Run(Some((&**guard, claim))))
-    }
-
-    fn once_end<T: Serialize>(&self, step: &str, t: &T) -> Result<(), Flow> {
-        let v =
-            serde_json::to_value(t).map_err(|e| Error::internal(format!("step result: {e}")))?;
-        let mut live = lock(&self.shared.live);
-        if live.finished {
-            return Err(finished_error());
-        }
-        live.carry.once.insert(step.to_owned(), v);
-        Ok(())
-    }
-
     /// Looks up the answer for `key`, or records the question.
     fn answer(
         &self,
@@ -765,51 +592,6 @@ impl Round {
     }
 }
 
-/// What came back for a typed form ([`Round::elicit_as`]).
-#[must_use = "a form's answer may be a decline or a cancel: match on it"]
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub enum FormAnswer<T> {
-    /// Accepted: the content, validated against the form and decoded into `T`.
-    Accepted(T),
-    /// The user declined.
-    Declined,
-    /// The user dismissed the request.
-    Cancelled,
-    /// An optional ask the client cannot serve; it was not sent.
-    Unavailable,
-}
-
-impl<T> FormAnswer<T> {
-    /// The value when accepted.
-    pub fn accepted(self) -> Option<T> {
-        match self {
-            Self::Accepted(t) => Some(t),
-            _ => None,
-        }
-    }
-}
-
-/// Whether the user confirmed, from [`Round::confirm`].
-#[must_use = "a confirmation guards an action: match on it"]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Confirmation {
-    /// The user accepted with `confirm: true`.
-    Accepted,
-    /// The user declined, or accepted the form with `confirm: false`.
-    Declined,
-    /// The user dismissed the question.
-    Cancelled,
-}
-
-impl Confirmation {
-    /// Whether the user accepted.
-    pub fn is_accepted(self) -> bool {
-        self == Self::Accepted
-    }
-}
-
 /// Checks a fresh answer against the question: the kind must match and an
 /// accepted form's content must validate. Returns the parsed answer, content
 /// reduced to the declared fields (its `to_value` is what a suspending round
@@ -851,150 +633,4 @@ pub(super) fn accept(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::engine::Outcome;
-    use crate::principal::Principal;
-    use crate::result::ToolResult;
-    use crate::seal::{Key, Keyring};
-    use serde_json::json;
-
-    fn request(state: Option<&str>, answers: Value) -> CarrierRequest {
-        let mut p = json!({"name": "t", "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}});
-        if let Some(s) = state {
-            p["requestState"] = json!(s);
-            p["inputResponses"] = answers;
-        }
-        CarrierRequest::from_params(CarrierMethod::ToolsCall, Some(&p)).unwrap()
-    }
-
-    /// The state a token seals, as the next round opens it.
-    fn sealed(engine: &Engine, token: &str, now: Timestamp) -> FlowState {
-        let round = engine
-            .begin_from(
-                request(Some(token), json!({})),
-                &Principal::anonymous(),
-                None,
-                now,
-            )
-            .unwrap();
-        let prior = round.shared.fixed.prior.as_ref().unwrap();
-        prior.state().clone()
-    }
-
-    fn token(outcome: Outcome<ToolResult>) -> String {
-        match outcome {
-            Outcome::InputRequired(irr) => irr.request_state().unwrap().to_owned(),
-            other => panic!("not input_required: {other:?}"),
-        }
-    }
-
-    fn accept(content: Value) -> Value {
-        json!({"action": "accept", "content": content})
-    }
-
-    #[test]
-    fn answers_are_sealed_only_by_a_round_that_suspends_and_as_checked() {
-        let engine = Engine::new(
-            Keyring::new(Key::from_secret(&[7; 32]).unwrap()),
-            "https://mcp.example",
-        );
-        let handler = |r: Round| -> Result<ToolResult, Flow> {
-            for key in ["a", "b", "c"] {
-                let _ = r.elicit(key, Form::new("Who?").string("name", "Name"))?;
-            }
-            Ok(ToolResult::text("done"))
-        };
-        let (who, now) = (Principal::anonymous(), Timestamp::now());
-        let run = |state: Option<&str>, answers: Value| {
-            engine.run(request(state, answers), &who, now, handler)
-        };
-        let t1 = token(run(None, json!({})));
-        assert!(sealed(&engine, &t1, now).answers.is_empty());
-        // Round 2 takes `a` (its undeclared field dropped) and suspends on `b`: `a`
-        // is sealed as the handler took it, under the digest it was asked with.
-        let asked_a = sealed(&engine, &t1, now).asked["a"].clone();
-        let t2 = token(run(
-            Some(&t1),
-            json!({"a": accept(json!({"name": "x", "extra": 1}))}),
-        ));
-        let s2 = sealed(&engine, &t2, now);
-        assert_eq!(s2.answers.len(), 1);
-        let a = &s2.answers["a"];
-        assert_eq!((a.kind, a.digest), (asked_a.kind, asked_a.digest));
-        assert_eq!(a.value, accept(json!({"name": "x"})));
-        // Round 3 answers only `b`: `a` is carried from the state as it was sealed.
-        let t3 = token(run(Some(&t2), json!({"b": accept(json!({"name": "y"}))})));
-        let s3 = sealed(&engine, &t3, now);
-        assert_eq!(s3.answers["a"], s2.answers["a"]);
-        assert_eq!(s3.answers["b"].value, accept(json!({"name": "y"})));
-        assert_eq!(s3.answers.len(), 2);
-        // Round 4 completes from the two sealed answers and the fresh third.
-        match run(Some(&t3), json!({"c": accept(json!({"name": "z"}))})) {
-            Outcome::Complete(v) => assert_eq!(v, ToolResult::text("done")),
-            other => panic!("not complete: {other:?}"),
-        }
-    }
-
-    #[test]
-    fn a_key_asked_again_is_one_question_in_its_first_place_and_never_another() {
-        let engine = Engine::new(
-            Keyring::new(Key::from_secret(&[7; 32]).unwrap()),
-            "https://mcp.example",
-        );
-        let (who, now) = (Principal::anonymous(), Timestamp::now());
-        let who_form = || Form::new("Who?").string("name", "Name");
-        // a, b, then a again with the same question: two asks, a in its first place.
-        let outcome = engine.run(request(None, json!({})), &who, now, |r: Round| {
-            let _ = r.elicit("a", who_form());
-            let _ = r.elicit("b", Form::new("Where?").string("city", "City"));
-            let _ = r.elicit("a", who_form())?;
-            Ok(ToolResult::text("done"))
-        });
-        let Outcome::InputRequired(irr) = outcome else {
-            panic!("not input_required: {outcome:?}")
-        };
-        let keys: Vec<&str> = irr
-            .input_requests()
-            .unwrap()
-            .keys()
-            .map(String::as_str)
-            .collect();
-        assert_eq!(keys, ["a", "b"]);
-        let t1 = irr.request_state().unwrap().to_owned();
-        assert_eq!(sealed(&engine, &t1, now).asked.len(), 2);
-        // Round 2: a taken twice and b, complete. Asking a again with another
-        // question is refused: one key, one question, within a round too.
-        let answers = json!({"a": accept(json!({"name": "x"})), "b": accept(json!({"city": "y"}))});
-        let outcome = engine.run(
-            request(Some(&t1), answers.clone()),
-            &who,
-            now,
-            |r: Round| {
-                let _ = r.elicit("a", who_form())?;
-                let _ = r.elicit("a", who_form())?;
-                let _ = r.elicit("b", Form::new("Where?").string("city", "City"))?;
-                Ok(ToolResult::text("done"))
-            },
-        );
-        assert!(matches!(outcome, Outcome::Complete(_)), "{outcome:?}");
-        let outcome = engine.run(request(Some(&t1), answers), &who, now, |r: Round| {
-            let _ = r.elicit("a", who_form())?;
-            let _ = r.elicit("a", Form::new("Where?").string("city", "City"))?;
-            Ok(ToolResult::text("done"))
-        });
-        match outcome {
-            Outcome::Protocol(e) => {
-                assert_eq!(e.code(), -32603);
-                assert!(
-                    e.diagnostic()
-                        .detail
-                        .contains("twice with different questions")
-                );
-            }
-            other => panic!("not refused: {other:?}"),
-        }
-    }
-}
+mod tests;

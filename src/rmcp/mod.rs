@@ -34,8 +34,8 @@
 //!   gives the `#[tool(input_schema = …)]` of a typed tool.
 //! - Prompts and resources (rmcp has no router for them): call
 //!   [`Mrtr::get_prompt`] (a handler returning a
-//!   [`PromptResult`](crate::PromptResult)) and [`Mrtr::read_resource`] (a
-//!   [`ResourceResult`](crate::ResourceResult)) from
+//!   [`PromptResult`]) and [`Mrtr::read_resource`] (a
+//!   [`ResourceResult`]) from
 //!   `ServerHandler::get_prompt` and `read_resource`.
 //! - A whole [`Service`] (its tools, prompts and resources) on rmcp:
 //!   [`Mrtr::call_service_tool`], [`Mrtr::get_service_prompt`],
@@ -63,7 +63,7 @@
 //! A client that negotiated 2025-11-25 (an `initialize` handshake, a session)
 //! cannot take an `InputRequiredResult`. For it the same handler runs to
 //! completion inside the one request: each round's asks go to the client as
-//! server-to-client requests through rmcp's [`Peer`]
+//! server-to-client requests through rmcp's [`Peer`](::rmcp::Peer)
 //! (`elicitation/create`, `sampling/createMessage`, `roots/list`, one at a
 //! time, in the order asked), their results feed the next run of the handler,
 //! and the gate reads the capabilities the client declared at `initialize`.
@@ -72,9 +72,9 @@
 //!   in memory, between the runs of one request (no client echo, so nothing to
 //!   tamper with or replay from outside);
 //! - the whole flow lives in one open request, so it gets the bounds of one:
-//!   each ask waits at most [`Mrtr::ask_timeout`] (default 2 minutes,
+//!   each ask waits at most [`Mrtr::with_ask_timeout`] (default 2 minutes,
 //!   [`DEFAULT_ASK_TIMEOUT`]) and the whole flow, asks and handler runs
-//!   included, at most [`Mrtr::legacy_flow_timeout`] (default 5 minutes,
+//!   included, at most [`Mrtr::with_legacy_flow_timeout`] (default 5 minutes,
 //!   [`DEFAULT_LEGACY_FLOW_TIMEOUT`]), not the hour a 2026-07-28 flow may take
 //!   across requests; the round limit, answer validation, re-asks and `once`
 //!   are the engine's, as for a 2026-07-28 client;

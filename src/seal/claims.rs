@@ -35,7 +35,7 @@ pub(super) fn sealed_digest(d: &[u8; 32]) -> [u8; SEALED_DIGEST_LEN] {
 /// ```
 /// use mrtr::seal::{Binding, BindingInput, Claims, SealConfig};
 /// use mrtr::principal::Principal;
-/// use mrtr::time::Timestamp;
+/// use mrtr::Timestamp;
 /// let who = Principal::anonymous();
 /// let binding = Binding::new(&BindingInput {
 ///     method: "tools/call", target: "t", arguments: None, principal: &who,

@@ -106,7 +106,7 @@ impl fmt::Display for RejectReason {
 /// ```
 /// use mrtr::seal::{Keyring, SealConfig, Sealer, UntrustedState, Binding, BindingInput, RejectReason};
 /// use mrtr::principal::Principal;
-/// use mrtr::time::Timestamp;
+/// use mrtr::Timestamp;
 /// let sealer = Sealer::new(Keyring::ephemeral(), SealConfig::default());
 /// let who = Principal::anonymous();
 /// let binding = Binding::new(&BindingInput {

@@ -7,7 +7,7 @@
 //! transport: a transport's own rules (Streamable HTTP's header agreement and
 //! statuses, [`crate::streamable_http`]) stay with the transport, which checks
 //! a message with [`ParsedMessage::check`] and maps a [`Reply`] to its status.
-//! Every request is recorded where it ends ([`crate::record`]).
+//! Every request is recorded where it ends, in one crate-private module (`record`).
 //!
 //! - [`envelope`](ParsedMessage): the JSON-RPC envelope;
 //! - registry: the tools, prompts and resources ([`PromptDefinition`],

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
+use mrtr::Timestamp;
 use mrtr::client::InProcess;
 use mrtr::engine::{Engine, Flow, Outcome, Round};
 use mrtr::error::Error;
@@ -15,7 +16,6 @@ use mrtr::principal::Principal;
 use mrtr::replay::MemoryReplayGuard;
 use mrtr::seal::Keyring;
 use mrtr::service::{RequestContext, RequestLog, Service};
-use mrtr::time::Timestamp;
 use mrtr::wire::InputRequiredResult;
 use mrtr::wire::{CarrierMethod, CarrierRequest};
 use serde_json::{Value, json};

@@ -70,7 +70,7 @@ use mrtr::principal::Principal;
 use mrtr::result::ToolResult;
 use mrtr::rmcp::{Mrtr, Principals, ToolCall};
 use mrtr::seal::{Binding, BindingInput, Claims, Key, SealConfig, Sealer, UntrustedState};
-use mrtr::time::Timestamp;
+use mrtr::Timestamp;
 use mrtr::{Engine, Keyring};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::{InputResponses, RequestState};

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use mrtr::principal::Principal;
 use mrtr::seal::{Binding, BindingInput, Key, Keyring, SealConfig, Sealer};
-use mrtr::time::Timestamp;
+use mrtr::Timestamp;
 use rmcp::model::{RequestStateCodec, SealOptions};
 
 /// Both codecs, their binding, and the time they seal at.
