@@ -21,15 +21,17 @@ use std::sync::{Arc, OnceLock};
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
+use mrtr::Timestamp;
 use mrtr::answers::validate_content;
-use mrtr::engine::{AnswerPolicy, Elicited, Engine, Flow, Form, RootsAsk, Round, Sampling, UrlVisit};
-use mrtr::{ToolResult, PromptResult, ResourceResult};
+use mrtr::engine::{
+    AnswerPolicy, Elicited, Engine, Flow, Form, RootsAsk, Round, Sampling, UrlVisit,
+};
 use mrtr::principal::Principal;
 use mrtr::replay::MemoryReplayGuard;
 use mrtr::seal::Keyring;
 use mrtr::service::{RequestContext, Service};
-use mrtr::Timestamp;
 use mrtr::wire::PrimitiveSchema;
+use mrtr::{PromptResult, ResourceResult, ToolResult};
 use serde_json::{Map, Value, json};
 
 const SECRET: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8";
@@ -136,8 +138,12 @@ fn handler(strict_who: bool) -> impl Fn(Round) -> Result<mrtr::ToolResult, Flow>
         let text = format!("{name}/{adult}");
         Ok(match r.method() {
             mrtr::wire::CarrierMethod::ToolsCall => ToolResult::text(text),
-            mrtr::wire::CarrierMethod::PromptsGet => PromptResult::new().description("d").user_text(text),
-            mrtr::wire::CarrierMethod::ResourcesRead => ResourceResult::text("fz://r", "text/plain", text),
+            mrtr::wire::CarrierMethod::PromptsGet => {
+                PromptResult::new().description("d").user_text(text)
+            }
+            mrtr::wire::CarrierMethod::ResourcesRead => {
+                ResourceResult::text("fz://r", "text/plain", text)
+            }
         })
     }
 }
@@ -146,9 +152,17 @@ fn build(engine: Engine, strict_who: bool) -> Service {
     Service::new(engine, "fuzz", "0")
         .tool("fz", "fuzz", json!({"type": "object"}), handler(strict_who))
         .prompt(
-PromptDefinition::new("fz").description("fuzz").argument("a", "arg", false), handler(strict_who))
+            PromptDefinition::new("fz")
+                .description("fuzz")
+                .argument("a", "arg", false),
+            handler(strict_who),
+        )
         .resource(
-ResourceDefinition::new("fz://r", "r").description("fuzz").mime_type("text/plain"), handler(strict_who))
+            ResourceDefinition::new("fz://r", "r")
+                .description("fuzz")
+                .mime_type("text/plain"),
+            handler(strict_who),
+        )
 }
 
 fn services() -> &'static [Service; 3] {

@@ -10,9 +10,9 @@ use std::sync::LazyLock;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use libfuzzer_sys::fuzz_target;
+use mrtr::Timestamp;
 use mrtr::principal::Principal;
 use mrtr::seal::{Binding, BindingInput, Key, Keyring, SealConfig, Sealer, UntrustedState};
-use mrtr::Timestamp;
 
 static SEALER: LazyLock<Sealer> = LazyLock::new(|| {
     let ring = Keyring::new(Key::from_secret(&[0x46; 32]).unwrap())

@@ -7,11 +7,11 @@ use std::sync::LazyLock;
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
+use mrtr::Timestamp;
 use mrtr::principal::Principal;
 use mrtr::seal::{
     Binding, BindingInput, Claims, Key, Keyring, SealConfig, SealError, Sealer, UntrustedState,
 };
-use mrtr::Timestamp;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Arbitrary, Serialize, Deserialize)]

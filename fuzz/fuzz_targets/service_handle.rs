@@ -36,14 +36,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use arbitrary::{Arbitrary, Unstructured};
 use libfuzzer_sys::fuzz_target;
+use mrtr::Timestamp;
 use mrtr::engine::{Elicited, Engine, Flow, Form, RootsAsk, Round, Sampling, UrlVisit};
-use mrtr::{ToolResult, PromptResult, ResourceResult};
 use mrtr::error::{Retry, ToolAdvice};
 use mrtr::principal::Principal;
 use mrtr::seal::{Entropy, Keyring, UntrustedState};
 use mrtr::service::{Reply, RequestContext, Service};
 use mrtr::streamable_http::McpHeaders;
-use mrtr::Timestamp;
+use mrtr::{PromptResult, ResourceResult, ToolResult};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
@@ -253,10 +253,12 @@ fn brief(r: Round) -> Result<mrtr::ToolResult, Flow> {
         "context",
         Form::new("Context?").string("context", "Context"),
     )?;
-    Ok(PromptResult::new().description("brief").user_text(c.accepted()
+    Ok(PromptResult::new().description("brief").user_text(
+        c.accepted()
             .and_then(|f| f.str("context"))
             .unwrap_or("none")
-            .to_owned()))
+            .to_owned(),
+    ))
 }
 
 fn note(r: Round) -> Result<mrtr::ToolResult, Flow> {
@@ -1066,7 +1068,8 @@ fn check(service: &Service, input: &[u8], sent_id: Option<&Value>, reply: &Reply
     }
     let Some(body) = &reply.body else {
         assert_eq!(
-            mrtr::streamable_http::reply_status(&reply), 202,
+            mrtr::streamable_http::reply_status(&reply),
+            202,
             "no body, status {}",
             mrtr::streamable_http::reply_status(&reply)
         );

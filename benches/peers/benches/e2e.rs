@@ -65,12 +65,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use mrtr::Timestamp;
 use mrtr::engine::{Elicited, Form};
 use mrtr::principal::Principal;
 use mrtr::result::ToolResult;
 use mrtr::rmcp::{Mrtr, Principals, ToolCall};
 use mrtr::seal::{Binding, BindingInput, Claims, Key, SealConfig, Sealer, UntrustedState};
-use mrtr::Timestamp;
 use mrtr::{Engine, Keyring};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::{InputResponses, RequestState};

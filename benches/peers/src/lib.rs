@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
+use mrtr::Timestamp;
 use mrtr::principal::Principal;
 use mrtr::seal::{Binding, BindingInput, Key, Keyring, SealConfig, Sealer};
-use mrtr::Timestamp;
 use rmcp::model::{RequestStateCodec, SealOptions};
 
 /// Both codecs, their binding, and the time they seal at.
