@@ -96,7 +96,8 @@ fn check(e: &Elicited, form: &Form) {
     }
 }
 
-fn handler(strict_who: bool) -> impl Fn(Round) -> Result<mrtr::ToolResult, Flow> + Send + Sync {
+/// The handler body every carrier runs; its text becomes the carrier's result.
+fn handler(strict_who: bool) -> impl Fn(Round) -> Result<String, Flow> + Send + Sync {
     move |r| {
         let who_f = who_form(strict_who);
         let who = r.elicit("who", who_f.clone());
@@ -135,33 +136,33 @@ fn handler(strict_who: bool) -> impl Fn(Round) -> Result<mrtr::ToolResult, Flow>
                 assert!(f.as_map().is_empty(), "url-mode accept carries no content");
             }
         }
-        let text = format!("{name}/{adult}");
-        Ok(match r.method() {
-            mrtr::wire::CarrierMethod::ToolsCall => ToolResult::text(text),
-            mrtr::wire::CarrierMethod::PromptsGet => {
-                PromptResult::new().description("d").user_text(text)
-            }
-            mrtr::wire::CarrierMethod::ResourcesRead => {
-                ResourceResult::text("fz://r", "text/plain", text)
-            }
-        })
+        Ok(format!("{name}/{adult}"))
     }
 }
 
 fn build(engine: Engine, strict_who: bool) -> Service {
     Service::new(engine, "fuzz", "0")
-        .tool("fz", "fuzz", json!({"type": "object"}), handler(strict_who))
+        .tool("fz", "fuzz", json!({"type": "object"}), {
+            let h = handler(strict_who);
+            move |r| h(r).map(ToolResult::text)
+        })
         .prompt(
             PromptDefinition::new("fz")
                 .description("fuzz")
                 .argument("a", "arg", false),
-            handler(strict_who),
+            {
+                let h = handler(strict_who);
+                move |r| h(r).map(|t| PromptResult::new().description("d").user_text(t))
+            },
         )
         .resource(
             ResourceDefinition::new("fz://r", "r")
                 .description("fuzz")
                 .mime_type("text/plain"),
-            handler(strict_who),
+            {
+                let h = handler(strict_who);
+                move |r| h(r).map(|t| ResourceResult::text("fz://r", "text/plain", t))
+            },
         )
 }
 

@@ -41,8 +41,9 @@ use mrtr::engine::{Elicited, Engine, Flow, Form, RootsAsk, Round, Sampling, UrlV
 use mrtr::error::{Retry, ToolAdvice};
 use mrtr::principal::Principal;
 use mrtr::seal::{Entropy, Keyring, UntrustedState};
-use mrtr::service::{Reply, RequestContext, Service};
-use mrtr::streamable_http::McpHeaders;
+use mrtr::service::{ParsedMessage, Reply, RequestContext, Service};
+use mrtr::streamable_http::{McpHeaders, check_headers};
+use mrtr::wire::CarrierMethod;
 use mrtr::{PromptResult, ResourceResult, ToolResult};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -246,7 +247,7 @@ fn deploy(r: Round) -> Result<mrtr::ToolResult, Flow> {
     Ok(ToolResult::text(format!("deployed {}", args.service)))
 }
 
-fn brief(r: Round) -> Result<mrtr::ToolResult, Flow> {
+fn brief(r: Round) -> Result<mrtr::PromptResult, Flow> {
     carried(&r)?;
     carry(&r, 1)?;
     let c = r.elicit(
@@ -261,7 +262,7 @@ fn brief(r: Round) -> Result<mrtr::ToolResult, Flow> {
     ))
 }
 
-fn note(r: Round) -> Result<mrtr::ToolResult, Flow> {
+fn note(r: Round) -> Result<mrtr::ResourceResult, Flow> {
     carried(&r)?;
     carry(&r, 1)?;
     match r.confirm("reveal", "Reveal the note?")? {
@@ -321,7 +322,7 @@ struct World {
     seeds: Vec<(String, Vec<u8>)>,
 }
 
-fn ctx(principal: bool, now: Timestamp, headers: Option<McpHeaders>) -> RequestContext {
+fn ctx(principal: bool, now: Timestamp) -> RequestContext {
     RequestContext {
         principal: if principal {
             Principal::subject("alice")
@@ -330,7 +331,6 @@ fn ctx(principal: bool, now: Timestamp, headers: Option<McpHeaders>) -> RequestC
         },
         now,
         correlation_id: "fuzz".into(),
-        http_headers: headers,
         peer: None,
     }
 }
@@ -422,7 +422,7 @@ fn answers_for<S: AsRef<str>>(keys: &[S], n: u8) -> Value {
 /// Handles `req` at T0 as the anonymous principal with every capability; the result.
 fn round(service: &Service, req: &Value) -> Value {
     let body = serde_json::to_vec(req).expect("serializes");
-    let reply = service.handle_sync(&body, &ctx(false, T0, None));
+    let reply = service.handle_sync(&body, &ctx(false, T0));
     let v: Value = serde_json::from_str(reply.body.as_deref().expect("a response")).expect("JSON");
     v["result"].clone()
 }
@@ -927,7 +927,7 @@ struct Structured {
     headers: Headers,
 }
 
-fn build_structured(s: &Structured, w: &World) -> (Value, RequestContext) {
+fn build_structured(s: &Structured, w: &World) -> (Value, RequestContext, Option<McpHeaders>) {
     let req = match &s.message {
         Message::Resume(r) => {
             let sc = &w.scenarios[usize::from(r.scenario) % w.scenarios.len()];
@@ -1024,7 +1024,7 @@ fn build_structured(s: &Structured, w: &World) -> (Value, RequestContext) {
             Some(h)
         }
     };
-    (req, ctx(s.principal, now, headers))
+    (req, ctx(s.principal, now), headers)
 }
 
 // ------------------------------------------------------------------ the checks
@@ -1179,15 +1179,22 @@ fuzz_target!(|data: &[u8]| {
             let Ok(s) = Structured::arbitrary_take_rest(Unstructured::new(&data[1..])) else {
                 return;
             };
-            let (req, ctx) = build_structured(&s, w);
+            let (req, ctx, headers) = build_structured(&s, w);
             let body = serde_json::to_vec(&req).expect("serializes");
-            let reply = w.service.handle_sync(&body, &ctx);
+            // The Streamable HTTP transport's check, as `mrtr serve` runs it.
+            let mut message = ParsedMessage::parse(&body);
+            if let Some(h) = headers {
+                message = message.check(|method, params| {
+                    check_headers(&h, method, params, CarrierMethod::from_method(method))
+                });
+            }
+            let reply = w.service.handle_parsed_sync(message, &ctx);
             // The id is echoed only when it is a string or a number.
             let sent = req.get("id").filter(|i| i.is_string() || i.is_number());
             check(&w.service, &body, sent, &reply);
         }
         _ => {
-            let reply = w.service.handle_sync(data, &ctx(false, T0, None));
+            let reply = w.service.handle_sync(data, &ctx(false, T0));
             check(&w.service, data, None, &reply);
         }
     }
