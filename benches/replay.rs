@@ -42,8 +42,8 @@ fn main() {
     // Bounds above what the bench claims (its rounds are all one principal's).
     let memory: Arc<dyn ReplayGuard> = Arc::new(
         MemoryReplayGuard::new(started)
-            .max_claims(1_000_000)
-            .max_claims_per_principal(1_000_000),
+            .with_max_claims(1_000_000)
+            .with_max_claims_per_principal(1_000_000),
     );
     report(&rt, "memory", memory);
     redis_part(&rt);

@@ -240,9 +240,9 @@ async fn metrics_listener(
     };
     let app = axum::Router::new().route(METRICS_PATH, axum::routing::get(scrape));
     let options = mrtr::server::http::ServeOptions::default()
-        .max_connections(16)
-        .header_read_timeout(Duration::from_secs(5))
-        .idle_timeout(Duration::from_secs(5));
+        .with_max_connections(16)
+        .with_header_read_timeout(Duration::from_secs(5))
+        .with_idle_timeout(Duration::from_secs(5));
     let listener = tokio::net::TcpListener::bind(listen).await?;
     let local = listener.local_addr()?;
     tracing::info!(metrics_addr = %local, "metrics on http://{local}{METRICS_PATH}");

@@ -383,7 +383,7 @@ pub(crate) fn claim_now(guard: &dyn ReplayGuard, claim: &Claim) -> ClaimOutcome 
 ///   IPv6 allocation: one /48 is 65 536 /64s), can together reach the global cap
 ///   and deny every `once` step until their claims expire (up to the flow lifetime
 ///   plus two skews). Authenticate callers, and size the caps
-///   ([`MemoryReplayGuard::max_claims`]).
+///   ([`MemoryReplayGuard::with_max_claims`]).
 /// - **Peers behind a proxy.** The peer address is the TCP peer: behind a reverse
 ///   proxy every anonymous caller has the proxy's address and shares one quota.
 ///   Authenticate at the proxy (`--principal-header`) instead.
@@ -490,10 +490,10 @@ impl MemoryReplayGuard {
 
     /// The most live claims held at once (default 1 000 000,
     /// [`defaults::REPLAY_MAX_CLAIMS`]; about 105 MiB when full); at least 1.
-    /// Keep it a large multiple of [`MemoryReplayGuard::max_claims_per_principal`]:
+    /// Keep it a large multiple of [`MemoryReplayGuard::with_max_claims_per_principal`]:
     /// the ratio is how many callers it takes to fill the guard for everyone.
     #[must_use]
-    pub fn max_claims(mut self, n: usize) -> Self {
+    pub fn with_max_claims(mut self, n: usize) -> Self {
         self.max_claims = n.max(1);
         self
     }
@@ -505,7 +505,7 @@ impl MemoryReplayGuard {
     /// ([`Engine::run_from`](crate::engine::Engine::run_from)). Without a peer
     /// (stdio, in process) the anonymous callers share one quota.
     #[must_use]
-    pub fn max_claims_per_principal(mut self, n: usize) -> Self {
+    pub fn with_max_claims_per_principal(mut self, n: usize) -> Self {
         self.max_per_principal = n.max(1);
         self
     }

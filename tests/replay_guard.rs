@@ -566,8 +566,8 @@ fn one_anonymous_peer_fills_its_own_quota_not_everyone_elses() {
     // address too (an IPv4 address, an IPv6 /64). The global cap is a hundred
     // quotas, as by default.
     let guard = MemoryReplayGuard::new(T0)
-        .max_claims(300)
-        .max_claims_per_principal(3);
+        .with_max_claims(300)
+        .with_max_claims_per_principal(3);
     let e = with_guard(Arc::new(guard));
     let runs = Counter::new(0);
     for _ in 0..3 {
@@ -601,7 +601,7 @@ fn one_anonymous_peer_fills_its_own_quota_not_everyone_elses() {
 fn the_transport_peer_reaches_the_quota_through_the_service() {
     // RequestContext::peer, as the HTTP transport sets it: two anonymous callers
     // with a quota of one claim each.
-    let guard = MemoryReplayGuard::new(T0).max_claims_per_principal(1);
+    let guard = MemoryReplayGuard::new(T0).with_max_claims_per_principal(1);
     let (s, deployments) = reference(engine().with_replay_guard(Arc::new(guard)));
     let from = |peer: &str, id: u64, body: &Value, now: mrtr::Timestamp| -> Value {
         let c = mrtr::service::RequestContext {

@@ -277,8 +277,8 @@ fn a_large_body_is_parsed_off_the_runtime_so_a_ping_overtakes_it() {
         "0",
     ));
     let options = HttpOptions::default()
-        .max_body(48 * 1024 * 1024)
-        .body_budget(48 * 1024 * 1024);
+        .with_max_body(48 * 1024 * 1024)
+        .with_body_budget(48 * 1024 * 1024);
     let (runtime, addr) = in_process(mcp_router(service, options, Anonymous));
     // 32 MiB of JSON escapes: slow to decode (about 50 ms optimized, several
     // hundred in a debug build), small once decoded.
@@ -369,7 +369,7 @@ fn requests_beyond_the_in_flight_cap_wait_their_turn() {
             Ok(mrtr::ToolResult::text("done"))
         }
     });
-    let options = HttpOptions::default().max_in_flight(1);
+    let options = HttpOptions::default().with_max_in_flight(1);
     let (runtime, addr) = in_process(mcp_router(Arc::new(service), options, Anonymous));
     let call = |id: u64| {
         json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "slow",

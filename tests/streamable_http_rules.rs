@@ -76,7 +76,7 @@ impl Running {
                 |_round| Ok(ResourceResult::text("file:///a.txt", "text/plain", "aaa")),
             );
         let options = HttpOptions::default()
-            .max_body(MAX_BODY)
+            .with_max_body(MAX_BODY)
             .allow_origin("https://app.example")
             .unwrap();
         Self::serve(mcp_router(Arc::new(service), options, Anonymous))

@@ -178,7 +178,7 @@ fn services() -> &'static [Service; 3] {
                     .with_policy(AnswerPolicy::Strict)
                     .with_max_rounds(3)
                     .with_replay_guard(Arc::new(
-                        MemoryReplayGuard::new(Timestamp::from_unix_secs(0)).max_claims(64),
+                        MemoryReplayGuard::new(Timestamp::from_unix_secs(0)).with_max_claims(64),
                     )),
                 false,
             ),

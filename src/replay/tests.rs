@@ -63,7 +63,7 @@ fn expiry_drops_the_earliest_first_and_only_what_expired() {
 fn a_claim_is_held_until_its_until_not_longer() {
     // The engine passes the round's expiry plus skew: the claim must not
     // outlive it (the guard would fill with flows nobody can replay).
-    let g = MemoryReplayGuard::new(T).max_claims(1);
+    let g = MemoryReplayGuard::new(T).with_max_claims(1);
     let c = claim(1, "s", T.add_secs(660), T, ALICE);
     assert_eq!(g.claim_sync(&c), ClaimOutcome::Claimed);
     let next = claim(2, "s", T.add_secs(2000), T.add_secs(660), ALICE);
@@ -86,7 +86,7 @@ fn a_claim_already_past_until_is_held_until_now() {
 
 #[test]
 fn full_of_live_claims_fails_closed() {
-    let g = MemoryReplayGuard::new(T).max_claims(2);
+    let g = MemoryReplayGuard::new(T).with_max_claims(2);
     for flow in [1, 2] {
         let c = claim(flow, "s", T.add_secs(10), T, ALICE);
         assert_eq!(g.claim_sync(&c), ClaimOutcome::Claimed);
@@ -100,7 +100,7 @@ fn full_of_live_claims_fails_closed() {
 
 #[test]
 fn one_principal_cannot_fill_the_guard_for_everyone() {
-    let g = MemoryReplayGuard::new(T).max_claims_per_principal(2);
+    let g = MemoryReplayGuard::new(T).with_max_claims_per_principal(2);
     for flow in [1, 2] {
         let c = claim(flow, "s", T.add_secs(10), T, ALICE);
         assert_eq!(g.claim_sync(&c), ClaimOutcome::Claimed);

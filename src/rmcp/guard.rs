@@ -88,7 +88,7 @@ const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
 /// principal that made the call, and one not served through the guard fails
 /// closed.
 ///
-/// The bindings live in memory, at most [`HttpGuard::max_sessions`] at once
+/// The bindings live in memory, at most [`HttpGuard::with_max_sessions`] at once
 /// (default [`DEFAULT_MAX_SESSIONS`]). A binding is dropped when its session is
 /// deleted, when rmcp answers 404 for it (the session ended or idled out: rmcp's
 /// `SessionConfig::keep_alive`, 5 minutes by default), and, when the map is
@@ -186,7 +186,7 @@ impl HttpGuard {
     /// longer has are dropped (at most once a second); if none is, a new
     /// `initialize` gets 503 with `Retry-After: 1`.
     #[must_use]
-    pub fn max_sessions(mut self, n: usize) -> Self {
+    pub fn with_max_sessions(mut self, n: usize) -> Self {
         self.max_sessions = n.max(1);
         self
     }
@@ -196,7 +196,7 @@ impl HttpGuard {
     /// rmcp's own limit (`StreamableHttpServerConfig::max_request_body_bytes`,
     /// 4 MiB by default) applies after it; keep this one the smaller.
     #[must_use]
-    pub fn max_body(mut self, bytes: usize) -> Self {
+    pub fn with_max_body(mut self, bytes: usize) -> Self {
         self.max_body = bytes;
         self
     }
@@ -204,7 +204,7 @@ impl HttpGuard {
     /// How long reading one request body may take (default
     /// [`DEFAULT_BODY_TIMEOUT`], 10 s); then the request gets 408.
     #[must_use]
-    pub fn body_timeout(mut self, timeout: Duration) -> Self {
+    pub fn with_body_timeout(mut self, timeout: Duration) -> Self {
         self.body_timeout = timeout;
         self
     }

@@ -136,9 +136,9 @@ struct AppState {
     service: Arc<Service>,
     options: HttpOptions,
     principal: Box<dyn PrincipalSource>,
-    /// Slots for requests past the cheap checks: [`HttpOptions::max_in_flight`].
+    /// Slots for requests past the cheap checks: [`HttpOptions::with_max_in_flight`].
     in_flight: Arc<Semaphore>,
-    /// Bytes of large bodies buffered at once: [`HttpOptions::body_budget`].
+    /// Bytes of large bodies buffered at once: [`HttpOptions::with_body_budget`].
     body_budget: Arc<Semaphore>,
     /// Large bodies parsed at once on the blocking pool: half the cores, rounded
     /// up, so the other half is always free for the runtime's workers (and few

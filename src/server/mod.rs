@@ -465,11 +465,11 @@ impl ServeConfig {
     /// The transport options of the HTTP router listening on `local`.
     fn http_options(&self, local: SocketAddr) -> Result<http::HttpOptions, ServerConfigError> {
         let options = http::HttpOptions::default()
-            .max_body(self.max_body)
-            .body_timeout(Duration::from_secs(self.body_timeout_secs))
-            .body_min_rate(self.body_min_rate)
-            .max_in_flight(self.max_in_flight)
-            .body_budget(self.body_budget);
+            .with_max_body(self.max_body)
+            .with_body_timeout(Duration::from_secs(self.body_timeout_secs))
+            .with_body_min_rate(self.body_min_rate)
+            .with_max_in_flight(self.max_in_flight)
+            .with_body_budget(self.body_budget);
         let options = self
             .allowed_origins
             .iter()
@@ -492,11 +492,11 @@ impl ServeConfig {
             0
         };
         http::ServeOptions::default()
-            .header_read_timeout(Duration::from_secs(self.header_timeout_secs))
-            .idle_timeout(Duration::from_secs(self.idle_timeout_secs))
-            .max_connections(self.max_connections)
-            .max_connections_per_peer(self.max_connections_per_peer)
-            .reserve_descriptors(reserve)
+            .with_header_read_timeout(Duration::from_secs(self.header_timeout_secs))
+            .with_idle_timeout(Duration::from_secs(self.idle_timeout_secs))
+            .with_max_connections(self.max_connections)
+            .with_max_connections_per_peer(self.max_connections_per_peer)
+            .with_reserve_descriptors(reserve)
     }
 }
 

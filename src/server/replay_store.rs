@@ -113,8 +113,8 @@ pub(super) fn guard(
     match &cfg.replay_store {
         ReplayStore::Memory => Ok(Arc::new(
             MemoryReplayGuard::new(started_at)
-                .max_claims(cfg.replay_max_claims.unwrap_or(defaults::REPLAY_MAX_CLAIMS))
-                .max_claims_per_principal(
+                .with_max_claims(cfg.replay_max_claims.unwrap_or(defaults::REPLAY_MAX_CLAIMS))
+                .with_max_claims_per_principal(
                     cfg.replay_max_claims_per_principal
                         .unwrap_or(defaults::REPLAY_MAX_CLAIMS_PER_PRINCIPAL),
                 ),

@@ -94,16 +94,16 @@ fn router(render: Render) -> Router {
 }
 
 /// The descriptors the metrics listener may hold: its connection cap and its
-/// listening socket. The MCP listener reserves them ([`http::ServeOptions::reserve_descriptors`]).
+/// listening socket. The MCP listener reserves them ([`http::ServeOptions::with_reserve_descriptors`]).
 pub(super) const RESERVED_DESCRIPTORS: u64 = defaults::METRICS_MAX_CONNECTIONS as u64 + 1;
 
 /// The accept loop's limits for the metrics listener.
 fn serve_options() -> http::ServeOptions {
     http::ServeOptions::default()
-        .max_connections(defaults::METRICS_MAX_CONNECTIONS)
-        .max_connections_per_peer(defaults::METRICS_MAX_CONNECTIONS)
-        .header_read_timeout(defaults::METRICS_TIMEOUT)
-        .idle_timeout(defaults::METRICS_TIMEOUT)
+        .with_max_connections(defaults::METRICS_MAX_CONNECTIONS)
+        .with_max_connections_per_peer(defaults::METRICS_MAX_CONNECTIONS)
+        .with_header_read_timeout(defaults::METRICS_TIMEOUT)
+        .with_idle_timeout(defaults::METRICS_TIMEOUT)
 }
 
 /// The running scrape listener: stopped when dropped.

@@ -70,7 +70,7 @@ fn guarded(max_sessions: usize) -> (Guarded<Fake>, Arc<Live>, Arc<AtomicUsize>) 
         max_body: crate::defaults::MAX_BODY,
         body_timeout: DEFAULT_BODY_TIMEOUT,
     }
-    .max_sessions(max_sessions);
+    .with_max_sessions(max_sessions);
     let fake = Fake {
         live: Arc::clone(&live),
         calls: Arc::clone(&calls),

@@ -34,9 +34,9 @@ pub(super) struct BodyLimits<'a> {
     pub(super) max: usize,
     pub(super) declared: Option<usize>,
     pub(super) budget: &'a Arc<Semaphore>,
-    /// [`HttpOptions::body_timeout`].
+    /// [`HttpOptions::with_body_timeout`].
     pub(super) timeout: Duration,
-    /// [`HttpOptions::body_min_rate`], at least 1.
+    /// [`HttpOptions::with_body_min_rate`], at least 1.
     pub(super) min_rate: u64,
 }
 

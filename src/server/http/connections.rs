@@ -4,7 +4,7 @@
 //! `axum::serve` accepts every connection and keeps it as long as the client
 //! likes; on the open internet that runs the process out of file descriptors and
 //! memory. Here one peer (an IPv4 address, or an IPv6 /64) may hold at most
-//! [`ServeOptions::max_connections_per_peer`] of the connections, so one client
+//! [`ServeOptions::with_max_connections_per_peer`] of the connections, so one client
 //! cannot take every slot with requests that never finish, and each request
 //! carries its peer's address as axum's [`ConnectInfo`] in its extensions. Here every connection has a tracker that knows whether a request is in
 //! progress and, if not, since when it has waited: for the first byte of its next
@@ -63,9 +63,9 @@ use crate::peer::Peer as PeerKey;
 /// use std::time::Duration;
 /// use mrtr::server::http::ServeOptions;
 /// let options = ServeOptions::default()
-///     .header_read_timeout(Duration::from_secs(5))
-///     .idle_timeout(Duration::from_secs(15))
-///     .max_connections(256);
+///     .with_header_read_timeout(Duration::from_secs(5))
+///     .with_idle_timeout(Duration::from_secs(15))
+///     .with_max_connections(256);
 /// # drop(options);
 /// ```
 #[derive(Debug, Clone)]
@@ -97,7 +97,7 @@ impl ServeOptions {
     /// connection is closed without a response. Default:
     /// [`defaults::HEADER_READ_TIMEOUT`] (10 s).
     #[must_use]
-    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
+    pub fn with_header_read_timeout(mut self, timeout: Duration) -> Self {
         self.header_read_timeout = timeout;
         self
     }
@@ -105,7 +105,7 @@ impl ServeOptions {
     /// How long a kept-alive connection may wait for the first byte of its next
     /// request; then it is closed. Default: [`defaults::IDLE_TIMEOUT`] (30 s).
     #[must_use]
-    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
+    pub fn with_idle_timeout(mut self, timeout: Duration) -> Self {
         self.idle_timeout = timeout;
         self
     }
@@ -117,7 +117,7 @@ impl ServeOptions {
     /// warning, to the open-file limit less [`defaults::FD_RESERVE`], so accepting
     /// never fails with `EMFILE`. Default: [`defaults::MAX_CONNECTIONS`] (512).
     #[must_use]
-    pub fn max_connections(mut self, n: usize) -> Self {
+    pub fn with_max_connections(mut self, n: usize) -> Self {
         self.max_connections = n.max(1);
         self
     }
@@ -131,7 +131,7 @@ impl ServeOptions {
     /// proxy every connection comes from the proxy: set this to the connection
     /// cap there. Default: [`defaults::MAX_CONNECTIONS_PER_PEER`] (128).
     #[must_use]
-    pub fn max_connections_per_peer(mut self, n: usize) -> Self {
+    pub fn with_max_connections_per_peer(mut self, n: usize) -> Self {
         self.max_connections_per_peer = n.max(1);
         self
     }
@@ -142,7 +142,7 @@ impl ServeOptions {
     /// connection cap here, so that listener's connections cannot starve this
     /// one of descriptors. Default: 0.
     #[must_use]
-    pub fn reserve_descriptors(mut self, n: u64) -> Self {
+    pub fn with_reserve_descriptors(mut self, n: u64) -> Self {
         self.reserve_descriptors = n;
         self
     }
@@ -150,7 +150,7 @@ impl ServeOptions {
     /// How long in-flight requests may take to finish once shutdown begins; then
     /// the remaining connections are closed. Default: [`defaults::SHUTDOWN_GRACE`] (10 s).
     #[must_use]
-    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+    pub fn with_shutdown_grace(mut self, grace: Duration) -> Self {
         self.shutdown_grace = grace;
         self
     }

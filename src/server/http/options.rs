@@ -12,9 +12,9 @@ use crate::server::ServerConfigError;
 /// ```
 /// use mrtr::server::http::HttpOptions;
 /// let options = HttpOptions::default()
-///     .max_body(64 * 1024)
-///     .max_in_flight(128)
-///     .body_budget(2 * 1024 * 1024)
+///     .with_max_body(64 * 1024)
+///     .with_max_in_flight(128)
+///     .with_body_budget(2 * 1024 * 1024)
 ///     .allow_origin("https://app.example")?
 ///     .allow_host("mcp.example.com")?;
 /// # Ok::<(), mrtr::server::ServerConfigError>(())
@@ -53,28 +53,28 @@ impl HttpOptions {
     /// get 413. Nothing is allocated from a declared `Content-Length`: the buffer
     /// grows with the bytes that arrive. Default: [`defaults::MAX_BODY`] (256 KiB).
     #[must_use]
-    pub fn max_body(mut self, bytes: usize) -> Self {
+    pub fn with_max_body(mut self, bytes: usize) -> Self {
         self.max_body = bytes.min(MAX_BODY_CEILING);
         self
     }
 
     /// How long a body may take beyond what its size needs at
-    /// [`HttpOptions::body_min_rate`]: a body must be in within this plus
+    /// [`HttpOptions::with_body_min_rate`]: a body must be in within this plus
     /// (bytes arrived so far) ÷ (minimum rate) of the start of its read, or the
     /// request gets 408. A body that stalls is cut after this long; one trickled
     /// below the minimum rate soon after. Waiting for a share of the body budget
     /// does not count. Default: [`defaults::BODY_READ_TIMEOUT`] (5 s).
     #[must_use]
-    pub fn body_timeout(mut self, timeout: Duration) -> Self {
+    pub fn with_body_timeout(mut self, timeout: Duration) -> Self {
         self.body_timeout = timeout;
         self
     }
 
     /// The slowest average rate a body may arrive at past
-    /// [`HttpOptions::body_timeout`], in bytes per second (at least 1). Default:
+    /// [`HttpOptions::with_body_timeout`], in bytes per second (at least 1). Default:
     /// [`defaults::BODY_MIN_RATE`] (16 KiB/s).
     #[must_use]
-    pub fn body_min_rate(mut self, bytes_per_sec: u64) -> Self {
+    pub fn with_body_min_rate(mut self, bytes_per_sec: u64) -> Self {
         self.body_min_rate = bytes_per_sec.max(1);
         self
     }
@@ -84,7 +84,7 @@ impl HttpOptions {
     /// [`defaults::ADMISSION_TIMEOUT`], then gets 503 with `Retry-After: 1`.
     /// Default: [`defaults::MAX_IN_FLIGHT`] (256).
     #[must_use]
-    pub fn max_in_flight(mut self, n: usize) -> Self {
+    pub fn with_max_in_flight(mut self, n: usize) -> Self {
         self.max_in_flight = n.max(1);
         self
     }
@@ -97,7 +97,7 @@ impl HttpOptions {
     /// [`defaults::ADMISSION_TIMEOUT`], then gets 503 with `Retry-After: 1`.
     /// Default: [`defaults::BODY_BUDGET`] (4 MiB).
     #[must_use]
-    pub fn body_budget(mut self, bytes: usize) -> Self {
+    pub fn with_body_budget(mut self, bytes: usize) -> Self {
         self.body_budget = bytes;
         self
     }
@@ -272,7 +272,10 @@ mod tests {
         assert_eq!(o.max_in_flight, defaults::MAX_IN_FLIGHT);
         assert_eq!(o.body_budget, defaults::BODY_BUDGET);
         assert!(o.allowed_hosts.is_empty());
-        assert_eq!(HttpOptions::default().max_in_flight(0).max_in_flight, 1);
+        assert_eq!(
+            HttpOptions::default().with_max_in_flight(0).max_in_flight,
+            1
+        );
         assert!(HttpOptions::default().allow_origin("app.example").is_err());
     }
 }
