@@ -112,6 +112,7 @@ pub mod metrics;
 mod peer;
 pub mod principal;
 mod record;
+mod registry;
 pub mod replay;
 pub mod result;
 #[cfg(feature = "rmcp")]

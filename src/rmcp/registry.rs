@@ -15,8 +15,9 @@ use super::convert::{prompt_response, resource_response, tool_response};
 use super::params::Params;
 use super::{Label, Mrtr};
 use crate::engine::Outcome;
+use crate::registry::Registered;
 use crate::result::{PromptResult, ResourceResult, ToolResult};
-use crate::service::{Registered, Service};
+use crate::service::Service;
 use crate::wire::CarrierMethod;
 
 impl Mrtr {

@@ -4,9 +4,9 @@
 
 use serde_json::{Map, Value, json};
 
-use super::registry::Registries;
 use crate::engine::Outcome;
 use crate::error::Error;
+use crate::registry::Registries;
 use crate::wire::meta::RequestMeta;
 use crate::wire::{Implementation, SUPPORTED_PROTOCOL_VERSIONS, type_name};
 

@@ -10,8 +10,9 @@
 //! Every request is recorded where it ends, in one crate-private module (`record`).
 //!
 //! - [`envelope`](ParsedMessage): the JSON-RPC envelope;
-//! - registry: the tools, prompts and resources ([`PromptDefinition`],
-//!   [`ResourceDefinition`]) and their handlers;
+//! - the tools, prompts and resources it serves ([`PromptDefinition`],
+//!   [`ResourceDefinition`]) and their handlers, kept in the crate's registry
+//!   (which the `rmcp` adapter reads too, without the router);
 //! - discover: `server/discover`, `ping` and the lists ([`ListCaching`]);
 //! - the carrier requests run on the engine's one path.
 
@@ -32,14 +33,12 @@ use crate::wire::{CarrierMethod, CarrierRequest, Implementation, JsonObject};
 
 mod discover;
 mod envelope;
-mod registry;
 
 pub use crate::record::RequestLog;
+use crate::registry::{self, Registered, Registries, Registry};
+pub use crate::registry::{PromptDefinition, ResourceDefinition};
 pub use discover::ListCaching;
 pub use envelope::ParsedMessage;
-pub(crate) use registry::Registered;
-pub use registry::{PromptDefinition, ResourceDefinition};
-use registry::{Registries, Registry};
 
 use crate::result::{PromptResult, ResourceResult, ToolResult};
 

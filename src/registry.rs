@@ -1,4 +1,5 @@
-//! What a [`Service`](super::Service) serves: for each carrier, its targets'
+//! What a server serves ([`Service`](crate::Service), or the `rmcp` adapter's
+//! `*_service_*` methods): for each carrier, its targets'
 //! definitions (as `*/list` returns them) and handlers, in registration order.
 
 use indexmap::IndexMap;
@@ -132,12 +133,12 @@ impl ResourceDefinition {
 }
 
 /// A `Prompt` definition as its list entry.
-pub(super) fn prompt_entry(definition: PromptDefinition) -> (String, Value) {
+pub(crate) fn prompt_entry(definition: PromptDefinition) -> (String, Value) {
     (definition.name.clone(), definition.into_value())
 }
 
 /// A `Resource` definition as its list entry.
-pub(super) fn resource_entry(definition: ResourceDefinition) -> (String, Value) {
+pub(crate) fn resource_entry(definition: ResourceDefinition) -> (String, Value) {
     (definition.uri.clone(), definition.into_value())
 }
 
@@ -171,7 +172,7 @@ impl<T> std::fmt::Debug for Registry<T> {
 }
 
 impl<T> Registry<T> {
-    pub(super) fn insert(&mut self, target: String, definition: Value, handler: Handler<T>) {
+    pub(crate) fn insert(&mut self, target: String, definition: Value, handler: Handler<T>) {
         self.0.insert(
             target,
             Entry {
@@ -197,7 +198,7 @@ impl<T> Registry<T> {
         self.0.values().map(|e| &e.definition)
     }
 
-    pub(super) fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 }
@@ -240,19 +241,19 @@ impl Registries {
         T::of(self)
     }
 
-    pub(super) fn of_mut<T: Registered>(&mut self) -> &mut Registry<T> {
+    pub(crate) fn of_mut<T: Registered>(&mut self) -> &mut Registry<T> {
         T::of_mut(self)
     }
 
-    pub(super) fn has_tools(&self) -> bool {
+    pub(crate) fn has_tools(&self) -> bool {
         !self.tools.is_empty()
     }
 
-    pub(super) fn has_prompts(&self) -> bool {
+    pub(crate) fn has_prompts(&self) -> bool {
         !self.prompts.is_empty()
     }
 
-    pub(super) fn has_resources(&self) -> bool {
+    pub(crate) fn has_resources(&self) -> bool {
         !self.resources.is_empty()
     }
 }
