@@ -1,4 +1,4 @@
-//! `mrtr call` (src/bin/mrtr/call.rs) in-process against a fake server on 127.0.0.1:
+//! `mrtr call` (src/bin/mrtr/call/) in-process against a fake server on 127.0.0.1:
 //! answers from `--answers`, `--sampling-reply` and `--root`, failing closed
 //! without a terminal, the exit codes, the caps as flags; and the binary on a
 //! pseudo-terminal: consent to roots and sampling, what reaches the terminal
@@ -7,7 +7,7 @@
 #![cfg(feature = "server")]
 
 /// The `mrtr call` terminal client, from the `mrtr` binary (not part of the library).
-#[path = "../src/bin/mrtr/call.rs"]
+#[path = "../src/bin/mrtr/call/mod.rs"]
 #[allow(dead_code)] // the binary's entry points other than the one tested here
 mod call;
 

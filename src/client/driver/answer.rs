@@ -1,0 +1,102 @@
+//! The answers of a round: asked of the handler (concurrently, within the cap),
+//! or given by a manual caller and checked against what was asked.
+
+use futures_util::stream::{self, StreamExt, TryStreamExt};
+
+use crate::client::error::ClientError;
+use crate::client::flow::CarrierCall;
+use crate::client::handler::InputContext;
+use crate::wire::InputRequests;
+use crate::wire::input::{InputKind, InputRequest, InputResponse, InputResponses};
+
+use super::Client;
+
+impl Client {
+    /// Asks the handler for every input request, up to the concurrency cap at a
+    /// time; the first failure wins. The answers keep the server's order.
+    pub(super) async fn answer(
+        &self,
+        call: &CarrierCall,
+        round: u32,
+        asks: &InputRequests,
+    ) -> Result<InputResponses, ClientError> {
+        let handler = &self.inner.handler;
+        let futures = asks.iter().enumerate().map(|(i, (key, ask))| {
+            let ctx = InputContext {
+                key: key.clone(),
+                method: call.method(),
+                target: call.target().to_owned(),
+                round,
+            };
+            let kind = ask.kind();
+            let key = key.clone();
+            let ask = ask.clone();
+            async move {
+                let answer = match ask {
+                    InputRequest::Elicit(p) => {
+                        handler.elicit(ctx, p).await.map(InputResponse::Elicit)
+                    }
+                    InputRequest::CreateMessage(p) => handler
+                        .create_message(ctx, p)
+                        .await
+                        .map(InputResponse::CreateMessage),
+                    InputRequest::ListRoots { .. } => {
+                        handler.list_roots(ctx).await.map(InputResponse::ListRoots)
+                    }
+                };
+                match answer {
+                    Ok(a) => Ok((i, key, a)),
+                    Err(source) => Err(ClientError::Handler { key, kind, source }),
+                }
+            }
+        });
+        // Collected first: a stream over a borrowing closure trips the `Send`
+        // check of the caller's future (higher-ranked lifetimes).
+        let futures: Vec<_> = futures.collect();
+        let mut answered: Vec<(usize, String, InputResponse)> = stream::iter(futures)
+            .buffer_unordered(self.inner.limits.concurrent_answers)
+            .try_collect()
+            .await?;
+        answered.sort_unstable_by_key(|(i, _, _)| *i);
+        Ok(answered.into_iter().map(|(_, k, a)| (k, a)).collect())
+    }
+}
+
+/// `responses` must answer exactly the keys of `asks`, each with the asked kind.
+pub(super) fn check_answers(
+    asks: &InputRequests,
+    responses: &InputResponses,
+) -> Result<(), ClientError> {
+    for (key, ask) in asks {
+        let Some(answer) = responses.get(key) else {
+            return Err(ClientError::AnswerMismatch {
+                key: key.clone(),
+                reason: "no answer given".into(),
+            });
+        };
+        let fits = matches!(
+            (ask.kind(), answer),
+            (
+                InputKind::ElicitForm | InputKind::ElicitUrl,
+                InputResponse::Elicit(_)
+            ) | (InputKind::Sampling, InputResponse::CreateMessage(_))
+                | (InputKind::Roots, InputResponse::ListRoots(_))
+        );
+        if !fits {
+            return Err(ClientError::AnswerMismatch {
+                key: key.clone(),
+                reason: format!(
+                    "the answer is not of the asked kind ({})",
+                    ask.kind().as_str()
+                ),
+            });
+        }
+    }
+    if let Some(extra) = responses.keys().find(|k| !asks.contains_key(*k)) {
+        return Err(ClientError::AnswerMismatch {
+            key: extra.clone(),
+            reason: "no such input request".into(),
+        });
+    }
+    Ok(())
+}

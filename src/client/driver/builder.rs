@@ -1,0 +1,182 @@
+//! [`ClientBuilder`]: the client's options, each with its default.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicI64;
+use std::time::Duration;
+
+use crate::client::handler::InputHandler;
+use crate::client::timer::Timer;
+use crate::client::transport::Transport;
+use crate::wire::JsonObject;
+use crate::wire::meta::Implementation;
+
+use super::{Client, Inner, Limits};
+
+// Named only in the setters' docs.
+#[cfg(doc)]
+use crate::client::error::{Cap, ClientError};
+#[cfg(doc)]
+use crate::client::handler::NoInput;
+#[cfg(doc)]
+use crate::defaults;
+
+/// Builds a [`Client`]. Mandatory things are arguments of [`Client::builder`];
+/// everything here has a default, stated on its setter.
+#[derive(Debug)]
+pub struct ClientBuilder {
+    pub(super) transport: Arc<dyn Transport>,
+    pub(super) handler: Arc<dyn InputHandler>,
+    pub(super) client_info: Implementation,
+    pub(super) max_rounds: u32,
+    pub(super) total_timeout: Option<Duration>,
+    pub(super) request_timeout: Option<Duration>,
+    pub(super) limits: Limits,
+    pub(super) timer: Option<Arc<dyn Timer>>,
+}
+
+impl ClientBuilder {
+    /// The handler that answers input requests. Default: [`NoInput`] (declares
+    /// nothing, so any input request ends the flow with `UndeclaredInput`).
+    pub fn handler(mut self, handler: impl InputHandler + 'static) -> Self {
+        self.handler = Arc::new(handler);
+        self
+    }
+
+    /// The handler, shared.
+    pub fn shared_handler(mut self, handler: Arc<dyn InputHandler>) -> Self {
+        self.handler = handler;
+        self
+    }
+
+    /// `clientInfo` sent in `_meta`. Default: `{name: "mrtr", version: <crate version>}`.
+    pub fn client_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        self.client_info = Implementation {
+            name: name.into(),
+            version: version.into(),
+            extra: JsonObject::new(),
+        };
+        self
+    }
+
+    /// The most requests one flow may send (the first plus retries). Default: 17
+    /// ([`defaults::CLIENT_MAX_ROUNDS`], a default server's 16 rounds plus the
+    /// request that completes).
+    /// A flow whose last allowed request is answered with another
+    /// `InputRequiredResult` ends with [`ClientError::MaxRounds`] (its input
+    /// requests are not shown to anyone). Values below 1 count as 1.
+    pub fn max_rounds(mut self, n: u32) -> Self {
+        self.max_rounds = n.max(1);
+        self
+    }
+
+    /// The longest one flow may take (or one `start`/`resume` step), `None` for no
+    /// cap. Default: 5 minutes ([`defaults::CLIENT_TOTAL_TIMEOUT`]).
+    /// Needs a [`Timer`]; without one the cap is not enforced.
+    pub fn total_timeout(mut self, t: Option<Duration>) -> Self {
+        self.total_timeout = t;
+        self
+    }
+
+    /// The longest one request may wait for its response, `None` for no cap.
+    /// Default: 30 seconds ([`defaults::CLIENT_REQUEST_TIMEOUT`]). A request that
+    /// gets no response in time ends the flow with [`ClientError::RequestTimeout`].
+    /// A server that holds a retry open until the user has finished a URL-mode
+    /// step needs a longer one. Needs a [`Timer`]; without one the cap is not enforced.
+    pub fn request_timeout(mut self, t: Option<Duration>) -> Self {
+        self.request_timeout = t;
+        self
+    }
+
+    /// The most questions (input requests) one round may ask. Default: 16
+    /// ([`defaults::CLIENT_MAX_QUESTIONS_PER_ROUND`], what a default server may
+    /// ask). A round that asks more ends the flow with [`ClientError::CapExceeded`]
+    /// ([`Cap::QuestionsPerRound`]) before any handler runs and without a retry.
+    /// Values below 1 count as 1.
+    pub fn max_questions_per_round(mut self, n: usize) -> Self {
+        self.limits.questions_per_round = n.max(1);
+        self
+    }
+
+    /// The most questions of one round the handler answers at the same time; the
+    /// others wait their turn (a bound on concurrency, never an error). Default: 4
+    /// ([`defaults::CLIENT_MAX_CONCURRENT_ANSWERS`]). Values below 1 count as 1
+    /// (one at a time).
+    pub fn max_concurrent_answers(mut self, n: usize) -> Self {
+        self.limits.concurrent_answers = n.max(1);
+        self
+    }
+
+    /// The most sampling requests one flow may ask, over all its rounds (each is a
+    /// call to the client's model). Default: 16
+    /// ([`defaults::CLIENT_MAX_SAMPLING_PER_FLOW`]). The round that would go over it
+    /// ends the flow with [`ClientError::CapExceeded`] ([`Cap::SamplingPerFlow`])
+    /// before any handler runs. 0 refuses every sampling request.
+    pub fn max_sampling_per_flow(mut self, n: u32) -> Self {
+        self.limits.sampling_per_flow = n;
+        self
+    }
+
+    /// The most bytes of answers (`inputResponses`, as serialized JSON) one flow may
+    /// send, over all its rounds. Default: 256 KiB ([`defaults::CLIENT_MAX_ANSWER_BYTES`]).
+    /// Answers that would go over it are not sent: the flow ends with
+    /// [`ClientError::CapExceeded`] ([`Cap::AnswerBytes`]).
+    pub fn max_answer_bytes(mut self, n: u64) -> Self {
+        self.limits.answer_bytes = n;
+        self
+    }
+
+    /// The longest `requestState` (in bytes) the client echoes. Default: 64 KiB
+    /// ([`defaults::CLIENT_MAX_STATE_BYTES`], four times the longest state a default
+    /// server seals). A round whose state is longer ends the flow with
+    /// [`ClientError::CapExceeded`] ([`Cap::StateBytes`]) before any handler runs
+    /// and before the state is sent back; the error never holds the state.
+    pub fn max_state_bytes(mut self, n: usize) -> Self {
+        self.limits.state_bytes = n;
+        self
+    }
+
+    /// The most bytes of requests (each JSON-RPC request as serialized JSON: the
+    /// original params, `_meta`, the answers and the echoed state) one flow may
+    /// send, over all its rounds. Default: 4.25 MiB
+    /// ([`defaults::CLIENT_MAX_UPLOAD_BYTES`], 17 requests of a default server's
+    /// largest body). A request that would go over it is not sent: the flow ends
+    /// with [`ClientError::CapExceeded`] ([`Cap::UploadBytes`]).
+    pub fn max_upload_bytes(mut self, n: u64) -> Self {
+        self.limits.upload_bytes = n;
+        self
+    }
+
+    /// The timer for back-off and the time cap. Default: `TokioTimer` with the
+    /// `client-http` or `client-stdio` feature (the client must then run inside a tokio runtime),
+    /// none otherwise (no back-off, no time cap).
+    pub fn timer(mut self, timer: impl Timer + 'static) -> Self {
+        self.timer = Some(Arc::new(timer));
+        self
+    }
+
+    /// No timer: no back-off pause and no total time cap (rounds are still capped).
+    /// For runtimes other than tokio, prefer [`timer`](Self::timer) with that runtime's sleep.
+    pub fn no_timer(mut self) -> Self {
+        self.timer = None;
+        self
+    }
+
+    /// Builds the client. Its capabilities are read from the handler once, here.
+    pub fn build(self) -> Client {
+        let capabilities = self.handler.capabilities();
+        Client {
+            inner: Arc::new(Inner {
+                transport: self.transport,
+                handler: self.handler,
+                capabilities,
+                client_info: self.client_info,
+                max_rounds: self.max_rounds,
+                total_timeout: self.total_timeout,
+                request_timeout: self.request_timeout,
+                limits: self.limits,
+                timer: self.timer,
+                next_id: AtomicI64::new(1),
+            }),
+        }
+    }
+}
