@@ -50,8 +50,8 @@ async fn run(url: &str) -> Result<(), ClientError> {
     let transport = HttpTransport::new(url)?;
     let handlers = Handlers::new().on_elicit(|_ctx, params| async move { Ok(accept(&params)) });
     let client = Client::builder(transport)
-        .handler(handlers)
-        .client_info("mrtr-conformance-client", env!("CARGO_PKG_VERSION"))
+        .with_handler(handlers)
+        .with_client_info("mrtr-conformance-client", env!("CARGO_PKG_VERSION"))
         .build();
 
     // 1. A pending flow, an unrelated call in between, then the retry.

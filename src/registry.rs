@@ -183,7 +183,7 @@ impl<T> Registry<T> {
     }
 
     /// The handler registered for `target`.
-    pub(crate) fn handler(&self, target: &str) -> Option<&Handler<T>> {
+    pub(crate) fn handler_of(&self, target: &str) -> Option<&Handler<T>> {
         self.0.get(target).map(|e| &e.handler)
     }
 

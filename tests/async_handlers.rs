@@ -41,7 +41,7 @@ fn client(transport: InProcess, content: Value) -> Client {
         }
     });
     Client::builder(transport)
-        .handler(handlers)
+        .with_handler(handlers)
         .no_timer()
         .build()
 }

@@ -124,8 +124,8 @@ fn elicit_handler() -> Handlers {
 fn client(fake: &Fake, handler: impl InputHandler + 'static) -> (Client, RecordingTimer) {
     let timer = RecordingTimer::default();
     let c = Client::builder(fake.clone())
-        .handler(handler)
-        .timer(timer.clone())
+        .with_handler(handler)
+        .with_timer(timer.clone())
         .build();
     (c, timer)
 }
@@ -308,9 +308,9 @@ async fn rounds_are_capped() {
     });
     let timer = RecordingTimer::default();
     let c = Client::builder(fake.clone())
-        .handler(h)
-        .timer(timer)
-        .max_rounds(3)
+        .with_handler(h)
+        .with_timer(timer)
+        .with_max_rounds(3)
         .build();
     let err = c.call_tool("t", json!({})).await.unwrap_err();
     assert_eq!(err, ClientError::MaxRounds { rounds: 3 });
@@ -594,8 +594,8 @@ async fn the_total_time_is_capped() {
     }
     let fake = Fake::new_async(|_| std::future::pending());
     let c = Client::builder(fake)
-        .timer(Instant)
-        .total_timeout(Some(Duration::from_secs(7)))
+        .with_timer(Instant)
+        .with_total_timeout(Some(Duration::from_secs(7)))
         .build();
     assert_eq!(
         c.call_tool("t", json!({})).await.unwrap_err(),

@@ -119,8 +119,8 @@ fn noting(len: usize) -> Handlers {
 
 fn client(server: &Hostile, handler: Handlers) -> mrtr::client::ClientBuilder {
     Client::builder(server.clone())
-        .handler(handler)
-        .timer(Tokio)
+        .with_handler(handler)
+        .with_timer(Tokio)
 }
 
 fn cap(err: ClientError) -> (Cap, u64) {
@@ -156,7 +156,7 @@ async fn twenty_thousand_questions_in_a_round_are_refused_unanswered() {
 
     // The manual path refuses the round before showing it, and so does `fulfil`.
     let c = client(&server, counting_model(&calls))
-        .max_questions_per_round(3)
+        .with_max_questions_per_round(3)
         .build();
     let err = c
         .start(CarrierCall::tool("t", json!({})))
@@ -187,7 +187,7 @@ async fn a_round_at_the_cap_is_answered() {
     });
     let calls = Arc::new(AtomicUsize::new(0));
     let c = client(&server, counting_model(&calls))
-        .max_questions_per_round(4)
+        .with_max_questions_per_round(4)
         .build();
     let done = c.call_tool("t", json!({})).await.unwrap();
     assert_eq!(done.result["n"], 4);
@@ -236,7 +236,7 @@ async fn questions_are_answered_a_few_at_a_time_in_the_servers_order() {
         });
         let mut b = client(&server, h);
         if let Some(n) = limit {
-            b = b.max_concurrent_answers(n);
+            b = b.with_max_concurrent_answers(n);
         }
         let done = b.build().call_tool("t", json!({})).await.unwrap();
         assert_eq!(most.load(Ordering::SeqCst), expected);
@@ -264,7 +264,7 @@ async fn sampling_is_capped_over_the_whole_flow() {
     // A lower cap, and none at all.
     calls.store(0, Ordering::SeqCst);
     let c = client(&server, counting_model(&calls))
-        .max_sampling_per_flow(3)
+        .with_max_sampling_per_flow(3)
         .build();
     assert_eq!(
         cap(c.call_tool("t", json!({})).await.unwrap_err()),
@@ -277,7 +277,7 @@ async fn sampling_is_capped_over_the_whole_flow() {
     );
     calls.store(0, Ordering::SeqCst);
     let c = client(&server, counting_model(&calls))
-        .max_sampling_per_flow(0)
+        .with_max_sampling_per_flow(0)
         .build();
     assert_eq!(
         cap(c.call_tool("t", json!({})).await.unwrap_err()),
@@ -291,7 +291,7 @@ async fn a_pending_flow_carries_its_sampling_count() {
     let server = Hostile::results(|_| input_required(json!({"a": sampling_ask()})));
     let calls = Arc::new(AtomicUsize::new(0));
     let c = client(&server, counting_model(&calls))
-        .max_sampling_per_flow(2)
+        .with_max_sampling_per_flow(2)
         .build();
     let Step::NeedsInput(p) = c.start(CarrierCall::tool("t", json!({}))).await.unwrap() else {
         panic!("expected input")
@@ -321,7 +321,9 @@ async fn a_pending_flow_carries_its_sampling_count() {
 async fn answers_over_the_byte_cap_are_not_sent() {
     let server = Hostile::results(|_| input_required(json!({"q": form_ask()})));
     // Each answer is a little over 1000 bytes of JSON: two fit under 2500, three do not.
-    let c = client(&server, noting(1000)).max_answer_bytes(2500).build();
+    let c = client(&server, noting(1000))
+        .with_max_answer_bytes(2500)
+        .build();
     assert_eq!(
         cap(c.call_tool("t", json!({})).await.unwrap_err()),
         (Cap::AnswerBytes, 2500)
@@ -344,7 +346,9 @@ async fn answers_over_the_byte_cap_are_not_sent() {
     assert_eq!(server.sent().len(), 1);
 
     // Answers given to `resume` count too.
-    let c = client(&server, noting(10)).max_answer_bytes(100).build();
+    let c = client(&server, noting(10))
+        .with_max_answer_bytes(100)
+        .build();
     let Step::NeedsInput(p) = c.start(CarrierCall::tool("t", json!({}))).await.unwrap() else {
         panic!("expected input")
     };
@@ -431,13 +435,15 @@ async fn the_state_cap_is_a_library_option() {
         _ => json!({"resultType": "input_required", "requestState": echoed,
             "inputRequests": {"q": form_ask()}}),
     });
-    let c = client(&server, noting(1)).max_state_bytes(999).build();
+    let c = client(&server, noting(1)).with_max_state_bytes(999).build();
     assert_eq!(
         cap(c.call_tool("t", json!({})).await.unwrap_err()),
         (Cap::StateBytes, 999)
     );
     assert_eq!(server.sent().len(), 1);
-    let c = client(&server, noting(1)).max_state_bytes(1000).build();
+    let c = client(&server, noting(1))
+        .with_max_state_bytes(1000)
+        .build();
     let done = c.call_tool("t", json!({})).await.unwrap();
     assert_eq!(done.rounds, 2);
     assert_eq!(server.sent()[2]["params"]["requestState"], json!(state));
@@ -458,7 +464,9 @@ async fn the_upload_cap_ends_a_flow_whose_state_keeps_growing() {
         json!({"resultType": "input_required", "requestState": state_of_len(len),
             "inputRequests": {"q": form_ask()}})
     });
-    let c = client(&server, noting(1)).max_upload_bytes(100_000).build();
+    let c = client(&server, noting(1))
+        .with_max_upload_bytes(100_000)
+        .build();
     let err = c.call_tool("t", json!({})).await.unwrap_err();
     assert!(
         err.to_string()
@@ -474,7 +482,9 @@ async fn the_upload_cap_ends_a_flow_whose_state_keeps_growing() {
     assert!(total <= 100_000 && total + 40_000 > 100_000, "{total}");
 
     // A pending flow carries the count, and `resume` counts on from it.
-    let c = client(&server, noting(1)).max_upload_bytes(25_000).build();
+    let c = client(&server, noting(1))
+        .with_max_upload_bytes(25_000)
+        .build();
     let Step::NeedsInput(p) = c.start(CarrierCall::tool("t", json!({}))).await.unwrap() else {
         panic!("expected input")
     };
@@ -571,7 +581,7 @@ async fn a_request_that_is_never_answered_times_out() {
             .then(|| json!({"jsonrpc": "2.0", "id": req["id"], "result": input_required(json!({"q": form_ask()}))}))
     });
     let c = client(&server, noting(1))
-        .request_timeout(Some(Duration::from_millis(50)))
+        .with_request_timeout(Some(Duration::from_millis(50)))
         .build();
     let err = tokio::time::timeout(Duration::from_secs(20), c.call_tool("t", json!({})))
         .await
@@ -586,7 +596,7 @@ async fn a_request_that_is_never_answered_times_out() {
     // The same for a plain request.
     let server = Hostile::responses(|_| None);
     let c = client(&server, Handlers::new())
-        .request_timeout(Some(Duration::from_millis(50)))
+        .with_request_timeout(Some(Duration::from_millis(50)))
         .build();
     let err = tokio::time::timeout(
         Duration::from_secs(20),
@@ -602,8 +612,8 @@ async fn the_flow_budget_covers_every_request() {
     // No per-request cap: only the flow's budget can end these.
     let server = Hostile::responses(|_| None);
     let c = client(&server, Handlers::new())
-        .request_timeout(None)
-        .total_timeout(Some(Duration::from_millis(50)))
+        .with_request_timeout(None)
+        .with_total_timeout(Some(Duration::from_millis(50)))
         .build();
     let budget = ClientError::Timeout {
         after: Duration::from_millis(50),

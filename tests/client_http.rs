@@ -158,7 +158,7 @@ async fn json_then_sse_through_the_driver() {
         })
     });
     let client = Client::builder(HttpTransport::new(&url).unwrap())
-        .handler(handlers)
+        .with_handler(handlers)
         .build();
     let out = tokio::time::timeout(
         Duration::from_secs(10),

@@ -141,8 +141,8 @@ fn answer_ada() -> Handlers {
 
 async fn greet(transport: HttpTransport) -> Result<String, ClientError> {
     let client = Client::builder(transport)
-        .handler(answer_ada())
-        .request_timeout(Some(Duration::from_secs(10)))
+        .with_handler(answer_ada())
+        .with_request_timeout(Some(Duration::from_secs(10)))
         .build();
     let done = client.call_tool("greet", json!({})).await?;
     assert_eq!(done.rounds, 2);

@@ -111,7 +111,7 @@ fn accept(p: &ElicitParams) -> ElicitResult {
 
 fn client(url: &str, h: Handlers) -> Client {
     Client::builder(HttpTransport::new(url).unwrap())
-        .handler(h)
+        .with_handler(h)
         .build()
 }
 

@@ -27,8 +27,8 @@ fn confirm() -> Handlers {
 
 fn client(transport: impl Transport + 'static) -> Client {
     Client::builder(transport)
-        .handler(confirm())
-        .request_timeout(Some(Duration::from_secs(20)))
+        .with_handler(confirm())
+        .with_request_timeout(Some(Duration::from_secs(20)))
         .build()
 }
 

@@ -569,13 +569,13 @@ fuzz_target!(|data: &[u8]| {
     let calls: Calls = Arc::default();
     let handler = handlers(c, &calls);
     let client = Client::builder(Transporter(script.clone()))
-        .handler(handler)
+        .with_handler(handler)
         .no_timer()
-        .max_rounds(c.rounds)
-        .max_questions_per_round(c.questions)
-        .max_concurrent_answers(c.concurrent)
-        .max_sampling_per_flow(c.sampling)
-        .max_answer_bytes(c.answer_bytes)
+        .with_max_rounds(c.rounds)
+        .with_max_questions_per_round(c.questions)
+        .with_max_concurrent_answers(c.concurrent)
+        .with_max_sampling_per_flow(c.sampling)
+        .with_max_answer_bytes(c.answer_bytes)
         .build();
     let call = match c.carrier {
         0 | 3 => CarrierCall::tool("t", json!({"a": 1})),

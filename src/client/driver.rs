@@ -252,7 +252,7 @@ impl Client {
     }
 
     /// Answers a pending flow's input requests through the handler (concurrently,
-    /// up to [`max_concurrent_answers`](ClientBuilder::max_concurrent_answers) at a
+    /// up to [`max_concurrent_answers`](ClientBuilder::with_max_concurrent_answers) at a
     /// time), e.g. to resume it later with [`resume`](Self::resume). Bounded by the
     /// total time cap.
     ///

@@ -123,19 +123,19 @@ pub enum ClientError {
 #[non_exhaustive]
 pub enum Cap {
     /// Input requests in one `InputRequiredResult`
-    /// ([`max_questions_per_round`](super::ClientBuilder::max_questions_per_round)).
+    /// ([`max_questions_per_round`](super::ClientBuilder::with_max_questions_per_round)).
     QuestionsPerRound,
     /// `sampling/createMessage` requests over the whole flow
-    /// ([`max_sampling_per_flow`](super::ClientBuilder::max_sampling_per_flow)).
+    /// ([`max_sampling_per_flow`](super::ClientBuilder::with_max_sampling_per_flow)).
     SamplingPerFlow,
     /// Bytes of `inputResponses` (serialized JSON) over the whole flow
-    /// ([`max_answer_bytes`](super::ClientBuilder::max_answer_bytes)).
+    /// ([`max_answer_bytes`](super::ClientBuilder::with_max_answer_bytes)).
     AnswerBytes,
     /// Bytes of one `requestState` the client would echo
-    /// ([`max_state_bytes`](super::ClientBuilder::max_state_bytes)).
+    /// ([`max_state_bytes`](super::ClientBuilder::with_max_state_bytes)).
     StateBytes,
     /// Bytes of requests (serialized JSON-RPC) over the whole flow
-    /// ([`max_upload_bytes`](super::ClientBuilder::max_upload_bytes)).
+    /// ([`max_upload_bytes`](super::ClientBuilder::with_max_upload_bytes)).
     UploadBytes,
 }
 

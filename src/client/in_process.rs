@@ -93,7 +93,7 @@ impl std::fmt::Debug for Clock {
 ///     Ok(ElicitResult { action: ElicitAction::Accept, content: json!({"name": "Ada"}).as_object().cloned() })
 /// });
 /// // No runtime in this example, so no timer (no back-off pause, no time cap).
-/// let client = Client::builder(transport).handler(handlers).no_timer().build();
+/// let client = Client::builder(transport).with_handler(handlers).no_timer().build();
 /// let done = block_on(client.call_tool("greet", json!({}))).unwrap();
 /// assert_eq!(done.text(), "Hello, Ada!");
 /// assert_eq!(done.rounds, 2);

@@ -71,7 +71,7 @@
 //!     Ok(ElicitResult { action: ElicitAction::Accept, content: json!({"yes": true}).as_object().cloned() })
 //! });
 //! // No runtime in this example, so no timer (no back-off pause, no time cap).
-//! let client = Client::builder(Fake).handler(handlers).no_timer().build();
+//! let client = Client::builder(Fake).with_handler(handlers).no_timer().build();
 //! let done = futures_executor_block_on(client.call_tool("deploy", json!({})));
 //! # fn futures_executor_block_on<F: std::future::Future>(f: F) -> F::Output {
 //! #     // a minimal executor for the doctest (the fake transport never waits)

@@ -471,7 +471,7 @@ impl Service {
             turn,
             |request| {
                 registry
-                    .handler(request.target())
+                    .handler_of(request.target())
                     .map(|h| move |round| h(round))
             },
             deadline,

@@ -37,19 +37,19 @@ pub struct ClientBuilder {
 impl ClientBuilder {
     /// The handler that answers input requests. Default: [`NoInput`] (declares
     /// nothing, so any input request ends the flow with `UndeclaredInput`).
-    pub fn handler(mut self, handler: impl InputHandler + 'static) -> Self {
+    pub fn with_handler(mut self, handler: impl InputHandler + 'static) -> Self {
         self.handler = Arc::new(handler);
         self
     }
 
     /// The handler, shared.
-    pub fn shared_handler(mut self, handler: Arc<dyn InputHandler>) -> Self {
+    pub fn with_shared_handler(mut self, handler: Arc<dyn InputHandler>) -> Self {
         self.handler = handler;
         self
     }
 
     /// `clientInfo` sent in `_meta`. Default: `{name: "mrtr", version: <crate version>}`.
-    pub fn client_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+    pub fn with_client_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
         self.client_info = Implementation {
             name: name.into(),
             version: version.into(),
@@ -64,7 +64,7 @@ impl ClientBuilder {
     /// A flow whose last allowed request is answered with another
     /// `InputRequiredResult` ends with [`ClientError::MaxRounds`] (its input
     /// requests are not shown to anyone). Values below 1 count as 1.
-    pub fn max_rounds(mut self, n: u32) -> Self {
+    pub fn with_max_rounds(mut self, n: u32) -> Self {
         self.max_rounds = n.max(1);
         self
     }
@@ -72,7 +72,7 @@ impl ClientBuilder {
     /// The longest one flow may take (or one `start`/`resume` step), `None` for no
     /// cap. Default: 5 minutes ([`defaults::CLIENT_TOTAL_TIMEOUT`]).
     /// Needs a [`Timer`]; without one the cap is not enforced.
-    pub fn total_timeout(mut self, t: Option<Duration>) -> Self {
+    pub fn with_total_timeout(mut self, t: Option<Duration>) -> Self {
         self.total_timeout = t;
         self
     }
@@ -82,7 +82,7 @@ impl ClientBuilder {
     /// gets no response in time ends the flow with [`ClientError::RequestTimeout`].
     /// A server that holds a retry open until the user has finished a URL-mode
     /// step needs a longer one. Needs a [`Timer`]; without one the cap is not enforced.
-    pub fn request_timeout(mut self, t: Option<Duration>) -> Self {
+    pub fn with_request_timeout(mut self, t: Option<Duration>) -> Self {
         self.request_timeout = t;
         self
     }
@@ -92,7 +92,7 @@ impl ClientBuilder {
     /// ask). A round that asks more ends the flow with [`ClientError::CapExceeded`]
     /// ([`Cap::QuestionsPerRound`]) before any handler runs and without a retry.
     /// Values below 1 count as 1.
-    pub fn max_questions_per_round(mut self, n: usize) -> Self {
+    pub fn with_max_questions_per_round(mut self, n: usize) -> Self {
         self.limits.questions_per_round = n.max(1);
         self
     }
@@ -101,7 +101,7 @@ impl ClientBuilder {
     /// others wait their turn (a bound on concurrency, never an error). Default: 4
     /// ([`defaults::CLIENT_MAX_CONCURRENT_ANSWERS`]). Values below 1 count as 1
     /// (one at a time).
-    pub fn max_concurrent_answers(mut self, n: usize) -> Self {
+    pub fn with_max_concurrent_answers(mut self, n: usize) -> Self {
         self.limits.concurrent_answers = n.max(1);
         self
     }
@@ -111,7 +111,7 @@ impl ClientBuilder {
     /// ([`defaults::CLIENT_MAX_SAMPLING_PER_FLOW`]). The round that would go over it
     /// ends the flow with [`ClientError::CapExceeded`] ([`Cap::SamplingPerFlow`])
     /// before any handler runs. 0 refuses every sampling request.
-    pub fn max_sampling_per_flow(mut self, n: u32) -> Self {
+    pub fn with_max_sampling_per_flow(mut self, n: u32) -> Self {
         self.limits.sampling_per_flow = n;
         self
     }
@@ -120,7 +120,7 @@ impl ClientBuilder {
     /// send, over all its rounds. Default: 256 KiB ([`defaults::CLIENT_MAX_ANSWER_BYTES`]).
     /// Answers that would go over it are not sent: the flow ends with
     /// [`ClientError::CapExceeded`] ([`Cap::AnswerBytes`]).
-    pub fn max_answer_bytes(mut self, n: u64) -> Self {
+    pub fn with_max_answer_bytes(mut self, n: u64) -> Self {
         self.limits.answer_bytes = n;
         self
     }
@@ -130,7 +130,7 @@ impl ClientBuilder {
     /// server seals). A round whose state is longer ends the flow with
     /// [`ClientError::CapExceeded`] ([`Cap::StateBytes`]) before any handler runs
     /// and before the state is sent back; the error never holds the state.
-    pub fn max_state_bytes(mut self, n: usize) -> Self {
+    pub fn with_max_state_bytes(mut self, n: usize) -> Self {
         self.limits.state_bytes = n;
         self
     }
@@ -141,7 +141,7 @@ impl ClientBuilder {
     /// ([`defaults::CLIENT_MAX_UPLOAD_BYTES`], 17 requests of a default server's
     /// largest body). A request that would go over it is not sent: the flow ends
     /// with [`ClientError::CapExceeded`] ([`Cap::UploadBytes`]).
-    pub fn max_upload_bytes(mut self, n: u64) -> Self {
+    pub fn with_max_upload_bytes(mut self, n: u64) -> Self {
         self.limits.upload_bytes = n;
         self
     }
@@ -149,13 +149,13 @@ impl ClientBuilder {
     /// The timer for back-off and the time cap. Default: `TokioTimer` with the
     /// `client-http` or `client-stdio` feature (the client must then run inside a tokio runtime),
     /// none otherwise (no back-off, no time cap).
-    pub fn timer(mut self, timer: impl Timer + 'static) -> Self {
+    pub fn with_timer(mut self, timer: impl Timer + 'static) -> Self {
         self.timer = Some(Arc::new(timer));
         self
     }
 
     /// No timer: no back-off pause and no total time cap (rounds are still capped).
-    /// For runtimes other than tokio, prefer [`timer`](Self::timer) with that runtime's sleep.
+    /// For runtimes other than tokio, prefer [`with_timer`](Self::with_timer) with that runtime's sleep.
     pub fn no_timer(mut self) -> Self {
         self.timer = None;
         self

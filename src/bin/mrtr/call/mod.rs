@@ -153,17 +153,17 @@ pub(crate) async fn run_call_with_output(
         .stderr_lines
         .map(|lines| tokio::spawn(show_server_stderr(lines, handler.clone())));
     let client = Client::builder(server.transport)
-        .shared_handler(handler.clone())
-        .client_info("mrtr-call", env!("CARGO_PKG_VERSION"))
-        .max_rounds(args.max_rounds)
-        .total_timeout(Some(Duration::from_secs(args.timeout)))
-        .request_timeout(Some(Duration::from_secs(args.request_timeout)))
-        .max_questions_per_round(args.max_questions_per_round)
-        .max_concurrent_answers(args.max_concurrent_answers)
-        .max_sampling_per_flow(args.max_sampling_per_flow)
-        .max_answer_bytes(args.max_answer_bytes)
-        .max_state_bytes(args.max_state_bytes)
-        .max_upload_bytes(args.max_upload_bytes)
+        .with_shared_handler(handler.clone())
+        .with_client_info("mrtr-call", env!("CARGO_PKG_VERSION"))
+        .with_max_rounds(args.max_rounds)
+        .with_total_timeout(Some(Duration::from_secs(args.timeout)))
+        .with_request_timeout(Some(Duration::from_secs(args.request_timeout)))
+        .with_max_questions_per_round(args.max_questions_per_round)
+        .with_max_concurrent_answers(args.max_concurrent_answers)
+        .with_max_sampling_per_flow(args.max_sampling_per_flow)
+        .with_max_answer_bytes(args.max_answer_bytes)
+        .with_max_state_bytes(args.max_state_bytes)
+        .with_max_upload_bytes(args.max_upload_bytes)
         .build();
     let outcome = client.call(call).await;
     drop(client);
