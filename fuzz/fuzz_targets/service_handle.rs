@@ -1182,12 +1182,10 @@ fuzz_target!(|data: &[u8]| {
             let (req, ctx, headers) = build_structured(&s, w);
             let body = serde_json::to_vec(&req).expect("serializes");
             // The Streamable HTTP transport's check, as `mrtr serve` runs it.
-            let mut message = ParsedMessage::parse(&body);
-            if let Some(h) = headers {
-                message = message.check(|method, params| {
-                    check_headers(&h, method, params, CarrierMethod::from_method(method))
-                });
-            }
+            let message = ParsedMessage::parse(&body).check(|method, params| match &headers {
+                Some(h) => check_headers(h, method, params, CarrierMethod::from_method(method)),
+                None => Ok(()),
+            });
             let reply = w.service.handle_parsed_sync(message, &ctx);
             // The id is echoed only when it is a string or a number.
             let sent = req.get("id").filter(|i| i.is_string() || i.is_number());

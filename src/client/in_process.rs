@@ -199,16 +199,16 @@ impl InProcess {
     /// the HTTP status the Streamable HTTP adapter would use, and the private log
     /// record. For tests that look past the JSON-RPC response.
     pub async fn exchange(&self, body: &[u8]) -> Reply {
-        let mut message = ParsedMessage::parse(body);
-        if self.http_headers {
-            // A body that is not JSON gets no headers; the service reports the parse error first.
-            let headers = serde_json::from_slice::<Value>(body)
+        // A body that is not JSON gets no headers; the service reports the parse error first.
+        let headers = self.http_headers.then(|| {
+            serde_json::from_slice::<Value>(body)
                 .map(|v| McpHeaders::for_request(&v, PROTOCOL_VERSION))
-                .unwrap_or_default();
-            message = message.check(|method, params| {
-                check_headers(&headers, method, params, CarrierMethod::from_method(method))
-            });
-        }
+                .unwrap_or_default()
+        });
+        let message = ParsedMessage::parse(body).check(|method, params| match &headers {
+            Some(h) => check_headers(h, method, params, CarrierMethod::from_method(method)),
+            None => Ok(()),
+        });
         let n = self.next_correlation.fetch_add(1, Ordering::Relaxed);
         let ctx = RequestContext {
             principal: self.principal.clone(),

@@ -437,10 +437,17 @@ fn context(parts: &Parts, principal: Principal, correlation_id: String) -> Reque
 /// MCP headers must agree with its method and params.
 ///
 /// This is the one place the transport builds the [`McpHeaders`] it checks.
-fn agree(parts: &Parts, message: ParsedMessage) -> ParsedMessage {
+fn agree(
+    parts: &Parts,
+    message: ParsedMessage,
+) -> ParsedMessage<impl FnOnce(&str, Option<&serde_json::Value>) -> Result<(), crate::Error>> {
     let headers = &parts.headers;
-    let mirrored = McpHeaders::read(|name| headers.get_all(name).iter().map(HeaderValue::as_bytes));
-    message.check(|method, params| {
+    // The names are the module's static lower-case ones: looked up without parsing.
+    let mirrored = McpHeaders::read(|name| {
+        let name = axum::http::HeaderName::from_static(name);
+        headers.get_all(name).iter().map(HeaderValue::as_bytes)
+    });
+    message.check(move |method, params| {
         streamable_http::check_headers(
             &mirrored,
             method,

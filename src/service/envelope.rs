@@ -30,11 +30,23 @@ use crate::wire::jsonrpc::RequestId;
 ///
 /// [`Service::handle_until`]: super::Service::handle_until
 /// [`Service::handle_parsed_until`]: super::Service::handle_parsed_until
-#[derive(Debug)]
-pub struct ParsedMessage {
+pub struct ParsedMessage<C = NoCheck> {
     message: Result<Value, Error>,
-    /// The transport's refusal of the request, from [`ParsedMessage::check`].
-    refused: Option<Error>,
+    /// The transport's rule ([`ParsedMessage::check`]), run once the envelope
+    /// has read the request's method and params.
+    rule: Option<C>,
+}
+
+/// The rule of a message no transport checks ([`ParsedMessage::parse`]).
+pub type NoCheck = fn(&str, Option<&Value>) -> Result<(), Error>;
+
+impl<C> std::fmt::Debug for ParsedMessage<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ParsedMessage")
+            .field("message", &self.message)
+            .field("checked", &self.rule.is_some())
+            .finish()
+    }
 }
 
 impl ParsedMessage {
@@ -53,28 +65,27 @@ impl ParsedMessage {
         });
         Self {
             message,
-            refused: None,
+            rule: None,
         }
     }
 
-    /// Runs a transport's own rule over the request's `method` and `params` (the
+    /// Adds a transport's own rule over the request's `method` and `params` (the
     /// Streamable HTTP transport checks that its headers agree with them:
     /// [`streamable_http::check_headers`](crate::streamable_http::check_headers)).
-    /// An `Err` answers the request with that error, under its id, instead of
-    /// routing it. A message that is no request (a notification, or one the
-    /// envelope refuses) is not checked: it is answered as without the check.
+    /// The rule runs when the message is handled, once the envelope has read the
+    /// method and params (no second look at the message); an `Err` answers the
+    /// request with that error, under its id, instead of routing it. A message
+    /// that is no request (a notification, or one the envelope refuses) is not
+    /// checked: it is answered as without the rule.
     #[must_use]
-    pub fn check<F>(mut self, rule: F) -> Self
+    pub fn check<F>(self, rule: F) -> ParsedMessage<F>
     where
         F: FnOnce(&str, Option<&Value>) -> Result<(), Error>,
     {
-        if let Ok(Value::Object(msg)) = &self.message
-            && msg.get("id").is_some()
-            && let Some(method) = msg.get("method").and_then(Value::as_str)
-        {
-            self.refused = rule(method, msg.get("params")).err();
+        ParsedMessage {
+            message: self.message,
+            rule: Some(rule),
         }
-        self
     }
 }
 
@@ -85,7 +96,7 @@ pub(super) struct Request<'a> {
     pub(super) params: Option<&'a Value>,
     /// The transport's refusal ([`ParsedMessage::check`]): answered once the
     /// request is named in the log.
-    pub(super) refused: Option<&'a Error>,
+    pub(super) refused: Option<Error>,
 }
 
 /// What the envelope makes of a message.
@@ -101,7 +112,11 @@ pub(super) enum Read<'a> {
 }
 
 /// Reads the envelope of `message`, filling in the log's id and method.
-pub(super) fn read<'a>(message: &'a ParsedMessage, log: &mut RequestLog) -> Read<'a> {
+pub(super) fn read<'a, C>(message: &'a mut ParsedMessage<C>, log: &mut RequestLog) -> Read<'a>
+where
+    C: FnOnce(&str, Option<&Value>) -> Result<(), Error>,
+{
+    let rule = message.rule.take();
     let msg = match &message.message {
         Ok(v) => v,
         Err(e) => return Read::Refused(None, e.clone()),
@@ -137,10 +152,11 @@ pub(super) fn read<'a>(message: &'a ParsedMessage, log: &mut RequestLog) -> Read
     let Some(id) = id else {
         return Read::Notification;
     };
+    let params = msg.get("params");
     Read::Request(Request {
         id,
         method,
-        params: msg.get("params"),
-        refused: message.refused.as_ref(),
+        params,
+        refused: rule.and_then(|rule| rule(method, params).err()),
     })
 }

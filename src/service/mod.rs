@@ -38,7 +38,7 @@ pub use crate::record::RequestLog;
 use crate::registry::{self, Registered, Registries, Registry};
 pub use crate::registry::{PromptDefinition, ResourceDefinition};
 pub use discover::ListCaching;
-pub use envelope::ParsedMessage;
+pub use envelope::{NoCheck, ParsedMessage};
 
 use crate::result::{PromptResult, ResourceResult, ToolResult};
 
@@ -304,17 +304,18 @@ impl Service {
     /// [`Service::handle_until`] for a message the transport parsed beforehand with
     /// [`ParsedMessage::parse`] (and perhaps checked, [`ParsedMessage::check`]),
     /// e.g. on a thread where a large body's parse cannot hold up other requests.
-    pub async fn handle_parsed_until<D>(
+    pub async fn handle_parsed_until<C, D>(
         &self,
-        message: ParsedMessage,
+        mut message: ParsedMessage<C>,
         ctx: &RequestContext,
         deadline: D,
     ) -> Reply
     where
+        C: FnOnce(&str, Option<&Value>) -> Result<(), Error>,
         D: Future<Output = ()>,
     {
         let mut log = RequestLog::default();
-        let (id, outcome) = self.dispatch(&message, ctx, &mut log, deadline).await;
+        let (id, outcome) = self.dispatch(&mut message, ctx, &mut log, deadline).await;
         self.reply(id, outcome, ctx, log)
     }
 
@@ -328,10 +329,17 @@ impl Service {
     }
 
     /// [`Service::handle_sync`] for a message parsed (and perhaps checked) beforehand.
-    pub fn handle_parsed_sync(&self, message: ParsedMessage, ctx: &RequestContext) -> Reply {
+    pub fn handle_parsed_sync<C>(
+        &self,
+        mut message: ParsedMessage<C>,
+        ctx: &RequestContext,
+    ) -> Reply
+    where
+        C: FnOnce(&str, Option<&Value>) -> Result<(), Error>,
+    {
         let mut log = RequestLog::default();
         let (id, outcome) = {
-            let mut fut = pin!(self.dispatch(&message, ctx, &mut log, std::future::ready(())));
+            let mut fut = pin!(self.dispatch(&mut message, ctx, &mut log, std::future::ready(())));
             let mut cx = Context::from_waker(Waker::noop());
             match fut.as_mut().poll(&mut cx) {
                 Poll::Ready(r) => r,
@@ -399,13 +407,17 @@ impl Service {
     }
 
     /// Returns the request id (if any) and the outcome (`None` for a notification).
-    async fn dispatch<D: Future<Output = ()>>(
+    async fn dispatch<C, D>(
         &self,
-        message: &ParsedMessage,
+        message: &mut ParsedMessage<C>,
         ctx: &RequestContext,
         log: &mut RequestLog,
         deadline: D,
-    ) -> (Option<crate::wire::jsonrpc::RequestId>, Option<Outcome>) {
+    ) -> (Option<crate::wire::jsonrpc::RequestId>, Option<Outcome>)
+    where
+        C: FnOnce(&str, Option<&Value>) -> Result<(), Error>,
+        D: Future<Output = ()>,
+    {
         let request = match envelope::read(message, log) {
             envelope::Read::Request(r) => r,
             envelope::Read::Notification => return (None, None),
@@ -420,7 +432,7 @@ impl Service {
                 .map(|t| crate::record::target(t).to_owned());
         }
         if let Some(e) = request.refused {
-            return (Some(request.id), Some(Outcome::Protocol(e.clone())));
+            return (Some(request.id), Some(Outcome::Protocol(e)));
         }
         let params = request.params;
         let outcome = match carrier {

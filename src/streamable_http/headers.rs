@@ -64,16 +64,22 @@ impl McpHeaders {
         F: FnMut(&'static str) -> I,
         I: IntoIterator<Item = &'a [u8]>,
     {
-        let mut one = |name: &'static str| {
-            let values: Vec<String> = values(name)
-                .into_iter()
-                .map(|v| String::from_utf8_lossy(v).into_owned())
-                .collect();
-            if values.is_empty() {
-                None
-            } else {
-                Some(values.join(", "))
+        // The text of one value: itself when it is UTF-8 (the usual case, checked
+        // without the lossy decoder's chunking), else its lossy text.
+        fn text(v: &[u8]) -> std::borrow::Cow<'_, str> {
+            match std::str::from_utf8(v) {
+                Ok(s) => s.into(),
+                Err(_) => String::from_utf8_lossy(v),
             }
+        }
+        let mut one = |name: &'static str| {
+            let mut values = values(name).into_iter();
+            let mut joined = text(values.next()?).into_owned();
+            for v in values {
+                joined.push_str(", ");
+                joined.push_str(&text(v));
+            }
+            Some(joined)
         };
         Self {
             protocol_version: one(HEADER_PROTOCOL_VERSION),
