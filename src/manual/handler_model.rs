@@ -34,9 +34,12 @@
 //!
 //! # Registering a handler
 //!
-//! A handler is a closure that takes the round by value. It may be `async`,
-//! registered with `Service::tool_async`, or synchronous, registered with
-//! `Service::tool`; prompts and resources take handlers of the same shape.
+//! A handler is a closure that takes the round by value and returns its
+//! carrier's result: a `ToolResult` for a tool, a `PromptResult` for a prompt, a
+//! `ResourceResult` for a resource (another carrier's result, or a bare JSON
+//! value, does not compile). It may be synchronous (`|round| { .. }`, run with no
+//! future around it) or `async` (`|round| async move { .. }`, raced against the
+//! handler deadline); `Service::tool`, `prompt` and `resource` take either.
 //!
 //! ```
 //! use mrtr::{Confirmation, Engine, Flow, Keyring, Retry, Service, ToolAdvice, ToolResult};
@@ -224,6 +227,7 @@
 //!    details in a form; send the user to a page with `visit`.
 //! 9. **Say what failed, not what was sent.** Failure text reaches the model:
 //!    name the input at fault, never its value or a secret.
-//! 10. **Suspend only by asking.** Return `Flow::Suspend` only through an ask's
-//!     `?`; a handler that suspends without having asked anything is an
-//!     internal error.
+//! 10. **Suspend only by asking.** `Flow::Suspend` comes only from an ask (its
+//!     proof, `Unanswered`, cannot be made elsewhere), passed up with `?`; the
+//!     round itself is ended by the engine, never by the handler (`Round` has no
+//!     `finish`).
