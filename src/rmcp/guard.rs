@@ -440,11 +440,12 @@ fn session_of(headers: &HeaderMap) -> Option<SessionId> {
 
 /// Whether the body is declared JSON (the one content type rmcp parses).
 fn is_json(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
+    // The Streamable HTTP rule, as `mrtr serve` applies it.
+    crate::streamable_http::is_json_content_type(
+        headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok()),
+    )
 }
 
 impl Shared {
