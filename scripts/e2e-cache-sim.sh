@@ -65,6 +65,9 @@ for v in "${variants[@]}"; do
     python3 - "$out" "$v" <<'PY'
 import glob, re, sys
 
+sys.path.insert(0, "scripts")
+from callgrind_counts import malloc_calls
+
 out, v = sys.argv[1], sys.argv[2]
 log = open(f"{out}/{v}.log").read()
 warm = int(re.search(r"warm-up (\d+) flows", log).group(1))
@@ -85,18 +88,7 @@ if best is None:
     sys.exit(f"e2e-cache-sim: {v}: no thread ran the tool")
 totals, text = best
 
-mallocs, names, callee = 0, {}, None
-for line in text.splitlines():
-    m = re.match(r"(c?fn)=\((\d+)\)(?: (.*))?", line)
-    if m:
-        if m.group(3):
-            names[m.group(2)] = m.group(3).strip()
-        if m.group(1) == "cfn":
-            callee = names.get(m.group(2))
-        continue
-    m = re.match(r"calls=(\d+)", line)
-    if m and callee == "malloc":
-        mallocs += int(m.group(1))
+mallocs = malloc_calls(text)
 
 per = lambda k: totals.get(k, 0) / flows
 print(f"{v:<8} {flows:8.0f}  {per('Ir'):12.0f}  {per('I1mr'):9.0f}  {per('ILmr'):14.0f}"

@@ -246,6 +246,9 @@ run hi "$HI"
 python3 - "$out" "$LO" "$HI" "${SERVE_CG_VERBOSE:-0}" <<'PY'
 import glob, re, sys
 
+sys.path.insert(0, "scripts")
+from callgrind_counts import malloc_calls
+
 out, lo, hi, verbose = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
 
 
@@ -257,18 +260,7 @@ def threads(name):
         events = re.search(r"^events: (.*)$", text, re.M).group(1).split()
         line = re.search(r"^(?:summary|totals): (.*)$", text, re.M).group(1).split()
         ir = dict(zip(events, map(int, line)))["Ir"]
-        mallocs, names, callee = 0, {}, None
-        for l in text.splitlines():
-            m = re.match(r"(c?fn)=\((\d+)\)(?: (.*))?", l)
-            if m:
-                if m.group(3):
-                    names[m.group(2)] = m.group(3).strip()
-                if m.group(1) == "cfn":
-                    callee = names.get(m.group(2))
-                continue
-            m = re.match(r"calls=(\d+)", l)
-            if m and callee == "malloc":
-                mallocs += int(m.group(1))
+        mallocs = malloc_calls(text)
         key = re.search(r"^thread: (\d+)$", text, re.M)
         per[int(key.group(1)) if key else path] = (ir, mallocs)
     return per

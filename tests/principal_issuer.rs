@@ -6,8 +6,7 @@
 mod common;
 
 use common::*;
-use mrtr::ToolResult;
-use mrtr::engine::{Elicited, Flow, Form, Round};
+use mrtr::engine::{Flow, Round};
 use mrtr::{Principal, RequestContext, Service};
 use serde_json::{Value, json};
 
@@ -43,16 +42,7 @@ fn the_same_subject_from_another_issuer_cannot_open_the_state() {
 
 /// A tool that asks for a name, then greets.
 fn greet(r: Round) -> Result<mrtr::ToolResult, Flow> {
-    match r.elicit(
-        "user_name",
-        Form::new("What is your name?").string("name", "Name"),
-    )? {
-        Elicited::Accepted(f) => Ok(ToolResult::text(format!(
-            "Hello, {}!",
-            f.str("name").unwrap_or_default()
-        ))),
-        _ => Ok(ToolResult::text("No name given.")),
-    }
+    ask_name(&r)
 }
 
 #[test]

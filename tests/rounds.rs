@@ -30,19 +30,6 @@ fn greet(r: Round) -> Result<mrtr::ToolResult, Flow> {
     ask_name(&r)
 }
 
-fn ask_name(r: &Round) -> Result<mrtr::ToolResult, Flow> {
-    match r.elicit(
-        "user_name",
-        Form::new("What is your name?").string("name", "Name"),
-    )? {
-        Elicited::Accepted(f) => Ok(ToolResult::text(format!(
-            "Hello, {}!",
-            f.str("name").unwrap_or_default()
-        ))),
-        _ => Ok(ToolResult::text("No name given.")),
-    }
-}
-
 #[test]
 fn single_elicitation_round_asks_then_completes() {
     let e = engine();

@@ -212,6 +212,21 @@ where
     run_as(engine, req, &Principal::anonymous(), now, f)
 }
 
+/// Asks the user's name (`user_name`), then greets them: the greeting flow
+/// several tests run.
+pub fn ask_name(r: &Round) -> Result<mrtr::ToolResult, Flow> {
+    match r.elicit(
+        "user_name",
+        mrtr::Form::new("What is your name?").string("name", "Name"),
+    )? {
+        mrtr::Elicited::Accepted(f) => Ok(mrtr::ToolResult::text(format!(
+            "Hello, {}!",
+            f.str("name").unwrap_or_default()
+        ))),
+        _ => Ok(mrtr::ToolResult::text("No name given.")),
+    }
+}
+
 /// An accepted form answer.
 pub fn accept(content: Value) -> Value {
     json!({"action": "accept", "content": content})
