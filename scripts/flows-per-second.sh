@@ -23,8 +23,8 @@ fi
 seconds=${1:-10}
 connections=${2:-8}
 
-cargo build --release --quiet --example flows_load
-[ -n "$bin" ] || { cargo build --release --quiet --bin mrtr; bin=target/release/mrtr; }
+cargo build --release --quiet -p mrtr-cli --example flows_load
+[ -n "$bin" ] || { cargo build --release --quiet -p mrtr-cli --bin mrtr; bin=target/release/mrtr; }
 driver=target/release/examples/flows_load
 
 server_cpu=() driver_cpu=()

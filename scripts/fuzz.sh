@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every cargo-fuzz target in fuzz/ for SECONDS each (default 60).
+# Runs every cargo-fuzz target in fuzz/ for SECONDS each (default 60), two at a
+# time (MRTR_FUZZ_JOBS).
 #
 #   scripts/fuzz.sh [SECONDS]
 #
@@ -37,15 +38,33 @@ fi
 logs=target/fuzz-logs
 mkdir -p "$logs"
 failed=()
-for target in "${targets[@]}"; do
-    echo "== fuzzing $target for ${per_target}s (log: $logs/$target.log)" >&2
-    if cargo +nightly fuzz run "$target" -- -max_total_time="$per_target" -print_final_stats=1 \
-        -dict="$PWD/fuzz/mcp.dict" >"$logs/$target.log" 2>&1; then
-        grep -E '^(Done|stat::number_of_executed_units|stat::peak_rss_mb)' "$logs/$target.log" >&2 || true
-    else
-        tail -n 60 "$logs/$target.log" >&2
-        failed+=("$target")
-    fi
+# Two targets at a time (one per core): each runs for the whole SECONDS, the run
+# takes half as long.
+jobs="${MRTR_FUZZ_JOBS:-2}"
+run_one() {
+    local target=$1
+    cargo +nightly fuzz run "$target" -- -max_total_time="$per_target" -print_final_stats=1 \
+        -dict="$PWD/fuzz/mcp.dict" >"$logs/$target.log" 2>&1
+}
+# Build every target first, so the parallel runs do not race one build.
+cargo +nightly fuzz build >"$logs/build.log" 2>&1 || { tail -n 60 "$logs/build.log" >&2; exit 1; }
+for ((i = 0; i < ${#targets[@]}; i += jobs)); do
+    pids=()
+    batch=("${targets[@]:i:jobs}")
+    for target in "${batch[@]}"; do
+        echo "== fuzzing $target for ${per_target}s (log: $logs/$target.log)" >&2
+        run_one "$target" &
+        pids+=($!)
+    done
+    for k in "${!batch[@]}"; do
+        target=${batch[$k]}
+        if wait "${pids[$k]}"; then
+            grep -E '^(Done|stat::number_of_executed_units|stat::peak_rss_mb)' "$logs/$target.log" | sed "s/^/$target: /" >&2 || true
+        else
+            tail -n 60 "$logs/$target.log" >&2
+            failed+=("$target")
+        fi
+    done
 done
 
 if [ "${#failed[@]}" -gt 0 ]; then

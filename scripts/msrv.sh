@@ -19,5 +19,5 @@ if ! rustup run "$msrv" rustc --version >/dev/null 2>&1; then
     rustup toolchain install "$msrv" --profile minimal
 fi
 echo "checking with $(rustup run "$msrv" rustc --version)" >&2
-cargo "+$msrv" check --all-features --all-targets --locked --target-dir target/msrv
-cargo "+$msrv" check --no-default-features --lib --locked --target-dir target/msrv
+cargo "+$msrv" check --workspace --all-features --all-targets --locked --target-dir target/msrv
+cargo "+$msrv" check -p mrtr --no-default-features --lib --locked --target-dir target/msrv

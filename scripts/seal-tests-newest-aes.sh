@@ -24,4 +24,4 @@ if grep -qw vaes /proc/cpuinfo 2>/dev/null; then
     grep -qw avx512f /proc/cpuinfo && backend="VAES-512"
 fi
 echo "sealing tests with ${version##*#} (this CPU: $backend backend)" >&2
-cargo test --all-features --test 'seal_*'
+cargo test -p mrtr --all-features --test seal

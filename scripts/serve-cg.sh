@@ -80,8 +80,8 @@ if ! command -v valgrind >/dev/null; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >&2
 fi
 
-echo "serve-cg: building (cargo build --release --bin mrtr)" >&2
-built=$(cargo build --release --bin mrtr --message-format=json-render-diagnostics 2>&1) ||
+echo "serve-cg: building (cargo build --release -p mrtr-cli --bin mrtr)" >&2
+built=$(cargo build --release -p mrtr-cli --bin mrtr --message-format=json-render-diagnostics 2>&1) ||
     { echo "$built" >&2; die "the binary did not build"; }
 bin=$(echo "$built" | python3 -c '
 import json, sys

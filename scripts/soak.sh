@@ -52,7 +52,7 @@ if [ "$flows" -lt 100 ] || [ "$minutes" -lt 1 ] || [ "$minutes" -gt 60 ] || [ "$
     exit 2
 fi
 
-cargo build --release --quiet --bin mrtr --example flows_load
+cargo build --release --quiet -p mrtr-cli --bin mrtr --example flows_load
 bin=target/release/mrtr
 driver=target/release/examples/flows_load
 

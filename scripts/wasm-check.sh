@@ -18,9 +18,9 @@ if ! rustup target list --installed | grep -qx "$target"; then
 fi
 
 echo "building the bare core for $target" >&2
-cargo build --lib --no-default-features --locked --target "$target"
+cargo build -p mrtr --lib --no-default-features --locked --target "$target"
 
-tree="$(cargo tree --no-default-features -e normal --locked --target "$target" --prefix none)"
+tree="$(cargo tree -p mrtr --no-default-features -e normal --locked --target "$target" --prefix none)"
 if forbidden="$(grep -E '^(tokio|hyper|hyper-util|axum|rand|rand_core|getrandom|rustls|rustls-native-certs|hyper-rustls|tokio-rustls|ring|aws-lc-rs|aws-lc-sys|openssl|openssl-sys) ' <<<"$tree")"; then
     echo "error: the bare core for $target depends on:" >&2
     sort -u <<<"$forbidden" >&2

@@ -146,16 +146,16 @@ pub const REPLAY_MAX_CLAIMS_PER_PRINCIPAL: usize = 10_000;
 /// full.
 pub const REPLAY_MAX_CLAIMS_CEILING: usize = 20_000_000;
 
-/// How long the Redis replay guard (feature `redis`) waits for the answer to one
+/// How long the Redis replay guard (`mrtr-redis`) waits for the answer to one
 /// claim, reconnecting included, before it answers unavailable: 250 ms.
 /// `RedisReplayGuard::command_timeout`.
 pub const REDIS_COMMAND_TIMEOUT: Duration = Duration::from_millis(250);
 
-/// How long one attempt of the Redis replay guard (feature `redis`) to connect
+/// How long one attempt of the Redis replay guard (`mrtr-redis`) to connect
 /// may take: 1 second. `RedisReplayGuard::connect_timeout`.
 pub const REDIS_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// How often the Redis replay guard (feature `redis`) reads the store's
+/// How often the Redis replay guard (`mrtr-redis`) reads the store's
 /// `maxmemory-policy` again on a connection that stays up (it reads it on every
 /// connect too): 60 seconds. `RedisReplayGuard::policy_recheck`.
 pub const REDIS_POLICY_RECHECK: Duration = Duration::from_secs(60);
@@ -237,7 +237,7 @@ pub const BACKOFF_INITIAL: Duration = Duration::from_millis(50);
 pub const BACKOFF_MAX: Duration = Duration::from_millis(250);
 
 // ---------------------------------------------------------------------------
-// Server (the transports of the `server` feature and `mrtr serve`)
+// Server (the transports of `mrtr-server` and `mrtr serve`)
 // ---------------------------------------------------------------------------
 
 /// The listen address: loopback only, so nothing else on the network can reach it.

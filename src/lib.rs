@@ -7,12 +7,14 @@
 //! echoing an opaque `requestState`. mrtr is the state engine for that: a
 //! **sans-IO core** (no tokio, no clock, no I/O: time and bytes are passed in, and
 //! randomness through one seam, [`seal::Entropy`]; it builds for
-//! `wasm32-unknown-unknown`) plus, behind the default `server` feature, a
-//! reference server and a client. The default `os-rng` feature supplies the
+//! `wasm32-unknown-unknown`). The transports, the rmcp adapter, the Redis replay
+//! guard, the client transports and the `mrtr` binary are crates of their own
+//! (`mrtr-server`, `mrtr-rmcp`, `mrtr-redis`, `mrtr-client`, `mrtr-cli`), so an
+//! embedder builds only what it uses. The default `os-rng` feature supplies the
 //! operating system's randomness ([`seal::Sealer::new`], [`seal::Keyring::ephemeral`]).
 //!
 //! ```text
-//!  HTTP / stdio adapter (feature server)        sans-IO core
+//!  HTTP / stdio adapter (mrtr-server)          sans-IO core
 //!  ────────────────────────────────────        ───────────────────────────────────────────────
 //!  bytes → ParsedMessage::parse ─────────────►  JSON-RPC envelope (-32700/-32600)
 //!    .check(streamable_http headers, -32020)    CarrierMethod::from_method        (else -32601)
@@ -88,12 +90,13 @@
 //! [`result`] (the three carriers' typed results), [`engine`] (the round, the
 //! handler shape, and the one carrier path), `record` (how a request is
 //! recorded, crate-private), [`service`] (the JSON-RPC router),
-//! [`streamable_http`] (the transport's rules, sans-IO), [`client`], and with
-//! the `server` feature the
-//! transports in `server`; with the `rmcp` feature, `rmcp` runs the same
-//! handlers on an rmcp (official Rust SDK) server. [`manual`] holds the prose:
-//! token format, security model, handler model, key rotation. The reference server's tools and the
-//! `mrtr call` terminal client belong to the `mrtr` binary, not to this API.
+//! [`streamable_http`] (the transport's rules, sans-IO), [`lines`] (the stdio
+//! transports' bounded line splitter, sans-IO) and [`client`] (the driver, without
+//! a transport). The crate `mrtr-server` holds the transports, `mrtr-rmcp` runs the
+//! same handlers on an rmcp (official Rust SDK) server, `mrtr-client` the client's
+//! transports. [`manual`] holds the prose: token format, security model, handler
+//! model, key rotation, operations. The reference server's tools and the
+//! `mrtr call` terminal client belong to the `mrtr` binary (`mrtr-cli`), not to this API.
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -103,25 +106,24 @@ pub mod client;
 pub mod defaults;
 pub mod engine;
 pub mod error;
-#[cfg(any(feature = "server", feature = "client-stdio"))]
-mod lines;
+pub mod lines;
 /// The manual: prose chapters on the token format, the security model, the handler model and key rotation.
 pub mod manual;
 mod memo;
 pub mod metrics;
 mod peer;
 pub mod principal;
-mod record;
+#[doc(hidden)]
+pub mod record;
 mod registry;
 pub mod replay;
 pub mod result;
-#[cfg(feature = "rmcp")]
-pub mod rmcp;
 pub mod seal;
-#[cfg(feature = "server")]
-pub mod server;
 pub mod service;
 pub mod streamable_http;
+#[cfg(feature = "test-vectors")]
+#[doc(hidden)]
+pub mod testing;
 mod time;
 mod typed;
 pub mod wire;
@@ -138,7 +140,20 @@ pub use service::{PromptDefinition, ResourceDefinition};
 pub use service::{RequestContext, Service};
 pub use time::Timestamp;
 
-/// The README's Rust example, compiled and run as a doctest.
-#[cfg(doctest)]
-#[doc = include_str!("../README.md")]
-struct ReadmeDoctests;
+/// Not API: what mrtr's own crates (`mrtr-server`, `mrtr-rmcp`, `mrtr-redis`,
+/// `mrtr-client`, `mrtr-cli`) share with the core, so each rule stays in one place
+/// here: the one carrier path, the one place a request is recorded, the registry
+/// the rmcp adapter serves a `Service`'s targets from, the memo of converted asks.
+/// No semver guarantee: it changes with the core, and those crates pin the core's
+/// exact version.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::engine::{Run, into_run, turn};
+    pub use crate::error::DiagContext;
+    pub use crate::memo::AskMemo;
+    pub use crate::peer::Peer;
+    pub use crate::record::{self, Named};
+    pub use crate::registry::{Registered, Registries, Registry};
+    pub use crate::wire::meta::MetaMemo;
+    pub use crate::wire::truncate;
+}

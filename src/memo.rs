@@ -26,7 +26,8 @@ const ENTRIES: usize = 256;
 /// An ask with more string bytes than this in its JSON form is not kept.
 const ASK_BYTES: usize = 4096;
 
-pub(crate) struct AskMemo<V> {
+/// Values derived from asks, each kept for an equal ask only (a bounded memo).
+pub struct AskMemo<V> {
     keys: RandomState,
     slots: RwLock<HashMap<u64, (InputRequest, V)>>,
 }
@@ -41,7 +42,7 @@ impl<V> fmt::Debug for AskMemo<V> {
 
 impl<V> AskMemo<V> {
     /// How many asks the memo holds.
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.slots
             .read()
             .unwrap_or_else(PoisonError::into_inner)
@@ -61,7 +62,7 @@ impl<V> Default for AskMemo<V> {
 impl<V: Clone> AskMemo<V> {
     /// What `derive` gives for `ask`: from the memo when an equal ask is there,
     /// else `derive` on the ask's JSON form, kept unless the ask is large.
-    pub(crate) fn get_or(&self, ask: &InputRequest, derive: impl FnOnce(&Value) -> V) -> V {
+    pub fn get_or(&self, ask: &InputRequest, derive: impl FnOnce(&Value) -> V) -> V {
         let key = self.key(ask);
         if let Some(v) = self.find(key, ask) {
             return v;
@@ -74,8 +75,8 @@ impl<V: Clone> AskMemo<V> {
 
     /// [`AskMemo::get_or`] for a derivation that may fail: `None`, and nothing
     /// kept, when `derive` gives nothing.
-    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))] // why: the rmcp adapter's
-    pub(crate) fn get_or_try(
+    #[doc(hidden)]
+    pub fn get_or_try(
         &self,
         ask: &InputRequest,
         derive: impl FnOnce(&Value) -> Option<V>,

@@ -29,7 +29,7 @@
 //! the service registered, and absent for anything else (an unknown tool, a
 //! resource URI, a list method). A client that sends a million different method or
 //! tool names adds no series. The `rmcp` adapter keeps the same set: `name` is a
-//! route of the tool router `mrtr::rmcp::Mrtr::call_tool`
+//! route of the tool router `mrtr_rmcp::Mrtr::call_tool`
 //! routed to, or a tool or prompt of the [`Service`] its `*_service_*` methods
 //! serve; a prompt name or resource URI handed to its handler-closure forms
 //! (`Mrtr::get_prompt`, `Mrtr::read_resource`, ...) is never a label.

@@ -10,14 +10,16 @@ use std::net::IpAddr;
 
 /// A peer, as the per-peer limits count it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum Peer {
+pub enum Peer {
+    /// An IPv4 address.
     V4([u8; 4]),
+    /// The /64 prefix of an IPv6 address.
     V6Prefix([u8; 8]),
 }
 
 impl Peer {
     /// The peer `ip` belongs to.
-    pub(crate) fn of(ip: IpAddr) -> Self {
+    pub fn of(ip: IpAddr) -> Self {
         match ip.to_canonical() {
             IpAddr::V4(v4) => Self::V4(v4.octets()),
             IpAddr::V6(v6) => {
@@ -29,7 +31,7 @@ impl Peer {
     }
 
     /// The address family's tag (4 or 6) and the bytes that identify the peer.
-    pub(crate) fn tagged_bytes(&self) -> (u8, &[u8]) {
+    pub fn tagged_bytes(&self) -> (u8, &[u8]) {
         match self {
             Self::V4(octets) => (4, octets),
             Self::V6Prefix(prefix) => (6, prefix),

@@ -38,10 +38,10 @@ pub struct RequestLog {
 /// (the tool or prompt name, or the resource URI, at most [`TARGET_MAX`]
 /// characters) and its round, when known.
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Named<'a> {
-    pub(crate) method: Option<&'a str>,
-    pub(crate) target: Option<&'a str>,
-    pub(crate) round: Option<u32>,
+pub struct Named<'a> {
+    pub method: Option<&'a str>,
+    pub target: Option<&'a str>,
+    pub round: Option<u32>,
 }
 
 /// The longest JSON-RPC string id written to the log, in characters (like the
@@ -50,18 +50,18 @@ const ID_MAX: usize = 128;
 
 /// The longest target (tool or prompt name, resource URI) a log line or metric
 /// label carries, in characters.
-pub(crate) const TARGET_MAX: usize = 128;
+pub const TARGET_MAX: usize = 128;
 
 /// The longest method a log line carries, in characters.
-pub(crate) const METHOD_MAX: usize = 64;
+pub const METHOD_MAX: usize = 64;
 
 /// `target` as a log names it: at most [`TARGET_MAX`] characters.
-pub(crate) fn target(target: &str) -> &str {
+pub fn target(target: &str) -> &str {
     crate::wire::truncate(target, TARGET_MAX)
 }
 
 /// The request id as the log shows it: a long string id is shortened.
-pub(crate) fn log_id(id: &RequestId) -> RequestId {
+pub fn log_id(id: &RequestId) -> RequestId {
     match id {
         RequestId::String(s) => RequestId::String(crate::wire::truncate(s, ID_MAX).to_owned()),
         other => other.clone(),
@@ -72,7 +72,7 @@ pub(crate) fn log_id(id: &RequestId) -> RequestId {
 /// (with `correlation_id` and the JSON-RPC `id`). `outcome` is `None` for a
 /// notification; `name` is the registered name of the tool or prompt, if it is
 /// one. The one place every request is recorded.
-pub(crate) fn report<T>(
+pub fn report<T>(
     outcome: Option<&Outcome<T>>,
     id: Option<&RequestId>,
     correlation_id: &str,
@@ -94,7 +94,7 @@ pub(crate) fn report<T>(
 
 /// [`report`], and the outcome's fields of the access-log line `log`: its
 /// label, and a refusal's private reason and detail.
-pub(crate) fn conclude<T>(
+pub fn conclude<T>(
     outcome: Option<&Outcome<T>>,
     id: Option<&RequestId>,
     correlation_id: &str,

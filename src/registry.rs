@@ -157,7 +157,7 @@ impl<T> std::fmt::Debug for Entry<T> {
 }
 
 /// The targets of one carrier, by name (or URI), in registration order.
-pub(crate) struct Registry<T>(IndexMap<String, Entry<T>>);
+pub struct Registry<T>(IndexMap<String, Entry<T>>);
 
 impl<T> Default for Registry<T> {
     fn default() -> Self {
@@ -183,36 +183,37 @@ impl<T> Registry<T> {
     }
 
     /// The handler registered for `target`.
-    pub(crate) fn handler_of(&self, target: &str) -> Option<&Handler<T>> {
+    pub fn handler_of(&self, target: &str) -> Option<&Handler<T>> {
         self.0.get(target).map(|e| &e.handler)
     }
 
     /// The registered spelling of `target`, if it is registered (for a metric
     /// label: never the client's own string).
-    pub(crate) fn registered(&self, target: &str) -> Option<&str> {
+    pub fn registered(&self, target: &str) -> Option<&str> {
         self.0.get_key_value(target).map(|(k, _)| k.as_str())
     }
 
     /// The list entries, in registration order.
-    pub(crate) fn definitions(&self) -> impl Iterator<Item = &Value> {
+    pub fn definitions(&self) -> impl Iterator<Item = &Value> {
         self.0.values().map(|e| &e.definition)
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
+    /// Whether nothing is registered.
+    pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 }
 
 /// The three registries of a service.
 #[derive(Debug, Default)]
-pub(crate) struct Registries {
+pub struct Registries {
     tools: Registry<ToolResult>,
     prompts: Registry<PromptResult>,
     resources: Registry<ResourceResult>,
 }
 
 /// A carrier result whose targets a [`Registries`] keeps.
-pub(crate) trait Registered: CarrierResult + Sized {
+pub trait Registered: CarrierResult + Sized {
     /// This carrier's registry.
     fn of(registries: &Registries) -> &Registry<Self>;
     /// This carrier's registry, to register in.

@@ -34,7 +34,7 @@
 //! it. The synchronous [`Round::once`](crate::engine::Round::once) polls it
 //! **once** (with a no-op waker) and takes a claim that is still pending as
 //! [`ClaimOutcome::Unavailable`]: an in-memory guard answers at once, a network
-//! guard such as `RedisReplayGuard` (feature `redis`) needs `once_async`.
+//! guard such as `mrtr_redis::RedisReplayGuard` needs `once_async`.
 //!
 //! A claim whose answer never came (a timeout, a pending poll given up, a
 //! connection lost after the command was written) may still land in the store
@@ -78,7 +78,7 @@
 //!   callers who fill it deny `once` steps (fail closed), never repeat them: see
 //!   [`MemoryReplayGuard`] for what it can and cannot promise.
 //! - A fleet (several instances, or one that must keep in-flight flows across
-//!   restarts) needs a shared store: `RedisReplayGuard` (feature `redis`,
+//!   restarts) needs a shared store: `mrtr_redis::RedisReplayGuard` (crate `mrtr-redis`,
 //!   `mrtr serve --replay-store redis://HOST:PORT[/DB]`), or any implementation
 //!   of [`ReplayGuard`]. A shared store holds only as well as it keeps its data:
 //!   a Redis restarted without persistence, one that evicts keys under memory
@@ -105,10 +105,6 @@ use crate::defaults;
 use crate::seal::Binding;
 use crate::time::Timestamp;
 
-#[cfg(feature = "redis")]
-mod redis_store;
-#[cfg(feature = "redis")]
-pub use redis_store::{RedisReplayGuard, StoreCheck, StoreUrlError};
 
 /// Domain label of [`Claim::store_key`].
 const CLAIM_LABEL: &[u8] = b"mrtr/replay/v1/claim";

@@ -107,6 +107,7 @@ impl Client {
 
     /// A builder over a shared transport.
     pub fn builder_shared(transport: Arc<dyn Transport>) -> ClientBuilder {
+        let timer = transport.timer();
         ClientBuilder {
             transport,
             handler: Arc::new(NoInput),
@@ -126,7 +127,7 @@ impl Client {
                 state_bytes: defaults::CLIENT_MAX_STATE_BYTES,
                 upload_bytes: defaults::CLIENT_MAX_UPLOAD_BYTES,
             },
-            timer: default_timer(),
+            timer,
         }
     }
 
@@ -320,14 +321,4 @@ impl Client {
             _ => fut.await,
         }
     }
-}
-
-#[cfg(any(feature = "client-http", feature = "client-stdio"))]
-fn default_timer() -> Option<Arc<dyn Timer>> {
-    Some(Arc::new(super::timer::TokioTimer))
-}
-
-#[cfg(not(any(feature = "client-http", feature = "client-stdio")))]
-fn default_timer() -> Option<Arc<dyn Timer>> {
-    None
 }

@@ -38,10 +38,10 @@
 //! The core of this module needs no runtime: a [`Transport`] sends one JSON-RPC
 //! request, an [`InputHandler`] answers input requests, a [`Timer`] sleeps.
 //! [`InProcess`] is a transport to a [`Service`](crate::Service) in the same
-//! process (tests, embedding). With the `client-http` feature, [`HttpTransport`]
-//! speaks Streamable HTTP (`http://` and `https://`); with `client-stdio`,
-//! [`StdioTransport`] spawns a server and speaks JSON-RPC on its stdin and stdout.
-//! With either, [`TokioTimer`] is the default timer.
+//! process (tests, embedding). The crate `mrtr-client` has the transports over
+//! tokio: `HttpTransport` speaks Streamable HTTP (`http://` and `https://`),
+//! `StdioTransport` spawns a server and speaks JSON-RPC on its stdin and stdout;
+//! each gives the client tokio's timer ([`Transport::timer`]).
 //!
 //! # Example
 //! ```
@@ -93,21 +93,11 @@ mod in_process;
 mod timer;
 mod transport;
 
-#[cfg(feature = "client-http")]
-pub mod http;
-#[cfg(feature = "client-stdio")]
-pub mod stdio;
 
 pub use driver::{Client, ClientBuilder};
 pub use error::{Cap, ClientError};
 pub use flow::{CarrierCall, Completion, PendingFlow, Step};
 pub use handler::{HandlerError, Handlers, InputContext, InputHandler, NoInput};
-#[cfg(feature = "client-http")]
-pub use http::{HttpTransport, HttpTransportBuilder};
 pub use in_process::InProcess;
-#[cfg(feature = "client-stdio")]
-pub use stdio::{ServerStderr, StdioTransport, StdioTransportBuilder};
 pub use timer::Timer;
-#[cfg(any(feature = "client-http", feature = "client-stdio"))]
-pub use timer::TokioTimer;
 pub use transport::{BoxFuture, Transport, TransportError};

@@ -6,6 +6,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::Timer;
+
 /// A boxed, `Send` future: what the object-safe client traits return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -46,17 +48,34 @@ pub trait Transport: Send + Sync + std::fmt::Debug {
     /// # Errors
     /// A [`TransportError`] when no JSON-RPC response object could be obtained.
     fn send(&self, request: Value) -> BoxFuture<'_, Result<Value, TransportError>>;
+
+    /// The timer of the runtime this transport runs on: the [`Client`]'s default
+    /// for back-off and its time caps ([`ClientBuilder::with_timer`] overrides it).
+    /// `None` (the default) leaves a client without one unless the builder sets it.
+    ///
+    /// [`ClientBuilder::with_timer`]: super::ClientBuilder::with_timer
+    fn timer(&self) -> Option<Arc<dyn Timer>> {
+        None
+    }
 }
 
 impl<T: Transport + ?Sized> Transport for Arc<T> {
     fn send(&self, request: Value) -> BoxFuture<'_, Result<Value, TransportError>> {
         (**self).send(request)
     }
+
+    fn timer(&self) -> Option<Arc<dyn Timer>> {
+        (**self).timer()
+    }
 }
 
 impl<T: Transport + ?Sized> Transport for Box<T> {
     fn send(&self, request: Value) -> BoxFuture<'_, Result<Value, TransportError>> {
         (**self).send(request)
+    }
+
+    fn timer(&self) -> Option<Arc<dyn Timer>> {
+        (**self).timer()
     }
 }
 

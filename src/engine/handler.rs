@@ -162,6 +162,13 @@ pub(crate) mod private {
 
 pub(crate) use private::{IntoRun, Run};
 
+/// A handler's return value as a [`Run`], for mrtr's adapters (`mrtr-rmcp`), which
+/// cannot name the sealed conversion. Not API.
+#[doc(hidden)]
+pub fn into_run<T, M, O: Output<T, M>>(output: O) -> Run<T, <O as IntoRun<T, M>>::Later> {
+    output.into_run()
+}
+
 fn convert<R: Into<T>, T>(r: Result<R, Flow>) -> Result<T, Flow> {
     r.map(Into::into)
 }

@@ -41,7 +41,8 @@ mod handler;
 mod once;
 mod round;
 mod state;
-pub(crate) mod turn;
+#[doc(hidden)]
+pub mod turn;
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -50,8 +51,10 @@ use serde_json::Value;
 
 pub use ask::{Confirmation, FormAnswer};
 pub use ask::{Elicited, Fields, Form, Roots, RootsAsk, Sampling, UrlVisit};
-#[cfg(feature = "rmcp")]
-pub(crate) use handler::Run;
+#[doc(hidden)]
+pub use handler::private::Run;
+#[doc(hidden)]
+pub use handler::into_run;
 pub use handler::{CarrierResult, Later, Now, Output};
 pub(crate) use handler::{Handler, register};
 pub use round::{Flow, Round, Unanswered};
@@ -218,7 +221,8 @@ impl Engine {
 
     /// The memo a carrier request's `_meta` is parsed through
     /// ([`CarrierRequest::from_params_memo`](crate::wire::CarrierRequest)).
-    pub(crate) fn metas(&self) -> &MetaMemo {
+    #[doc(hidden)]
+    pub fn metas(&self) -> &MetaMemo {
         &self.inner.metas
     }
 

@@ -28,29 +28,29 @@ use crate::wire::{CarrierMethod, CarrierRequest, RequestError};
 
 /// What one round of a carrier request starts from.
 #[derive(Debug)]
-pub(crate) struct Turn<'a> {
+pub struct Turn<'a> {
     /// The engine the round runs on.
-    pub(crate) engine: &'a Engine,
+    pub engine: &'a Engine,
     /// The request's params, parsed (or why they did not parse).
-    pub(crate) request: Result<CarrierRequest, RequestError>,
+    pub request: Result<CarrierRequest, RequestError>,
     /// Who is asking.
-    pub(crate) principal: &'a Principal,
+    pub principal: &'a Principal,
     /// The transport's peer address, for an anonymous principal's replay quota
     /// ([`Engine::begin_from`]).
-    pub(crate) peer: Option<IpAddr>,
+    pub peer: Option<IpAddr>,
     /// The time, read by the transport.
-    pub(crate) now: Timestamp,
+    pub now: Timestamp,
     /// The handler deadline, as the overdue error reports it.
-    pub(crate) timeout: Duration,
+    pub timeout: Duration,
 }
 
 /// How a round ended, and which round of its flow it was (`None` when it never
 /// began: the request was refused before its handler).
 #[derive(Debug)]
 #[must_use]
-pub(crate) struct Ran<T> {
-    pub(crate) outcome: Outcome<T>,
-    pub(crate) round: Option<u32>,
+pub struct Ran<T> {
+    pub outcome: Outcome<T>,
+    pub round: Option<u32>,
 }
 
 impl<T> Ran<T> {
@@ -67,7 +67,7 @@ impl<T> Ran<T> {
 /// the target is unknown); `deadline` abandons an async handler still running
 /// when it completes (a synchronous one is never raced against it, and the
 /// future is not polled for one).
-pub(crate) async fn run<T, H, L, D>(
+pub async fn run<T, H, L, D>(
     turn: Turn<'_>,
     handler_for: impl FnOnce(&CarrierRequest) -> Option<H>,
     deadline: D,
@@ -136,7 +136,7 @@ where
 
 /// [`run`] for a handler that returns at once: the same path, here and now (the
 /// future of a synchronous handler's round is ready on its first poll).
-pub(crate) fn run_now<T, H>(turn: Turn<'_>, handler: H) -> Ran<T>
+pub fn run_now<T, H>(turn: Turn<'_>, handler: H) -> Ran<T>
 where
     T: CarrierResult,
     H: FnOnce(Round) -> Result<T, Flow>,

@@ -18,7 +18,7 @@
 //! 2026-07-28, by page and section name, for example "MCP 2026-07-28, Multi
 //! Round-Trip Requests §Server Requirements (Basic Workflow)" or "MCP 2026-07-28,
 //! Base Protocol §Error Codes". Nothing in the crate's documentation depends on a
-//! document outside this repository; `tests/docs_links.rs` keeps it so.
+//! document outside this repository; `tests/core/docs_links.rs` keeps it so.
 
 pub mod handler_model;
 pub mod operations;

@@ -173,7 +173,7 @@
 //! Embedding the engine, swap the ring yourself: [`Sealer::try_replace_keyring`]
 //! makes the check above (every clone of the sealer, the engine's and the
 //! service's, sees the new ring; [`Sealer::replace_keyring`] swaps without
-//! checking), or, with the `server` feature, `mrtr::server::reload_keys` with a
+//! checking), or, in the `mrtr` binary, `mrtr_cli::serve::reload_keys` with a
 //! `KeySource` from your own trigger.
 //!
 //! # Checking a rotation

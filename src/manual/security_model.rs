@@ -122,8 +122,8 @@
 //!   states up to one more skew later, while a shared store drops the claim by
 //!   its own clock. (Before this rule a claim lasted until the presented state's
 //!   expiry plus one skew, and both a sibling state and a lagging instance could
-//!   run the step a second time; `tests/replay_guard.rs` and
-//!   `tests/replay_redis.rs` replay both.) The price is that a claim lives up to
+//!   run the step a second time; the tests `reference::replay_guard` and
+//!   `redis::replay_redis` of `mrtr-cli` replay both.) The price is that a claim lives up to
 //!   the flow lifetime plus two skews, 1 h 2 min by default.
 //! - **Already claimed**: the replay gets a failure instead of a second
 //!   effect: on `tools/call` a tool error (`This step was already carried out
@@ -174,7 +174,7 @@
 //!   another instance's claims: behind a load balancer, a replay sent to
 //!   another instance is not caught.
 //! - **A fleet** (several instances, or one that must keep flows across
-//!   restarts) needs a shared store: the Redis guard of the `redis` feature
+//!   restarts) needs a shared store: the Redis guard of `mrtr-redis`
 //!   (`mrtr serve --replay-store redis://HOST:PORT[/DB]`, `rediss://` for TLS),
 //!   or any implementation of [`ReplayGuard`]. Each claim is one `SET NX PX`
 //!   under `mrtr:<hash of the audience>:<hash of flow id and step>`: no token,

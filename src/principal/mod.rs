@@ -5,15 +5,16 @@
 //! mrtr makes the principal a required argument: an unauthenticated server must
 //! say [`Principal::anonymous`] explicitly, so forgetting to bind is not silent.
 //!
-//! With the feature `http` (which `server` and `rmcp` turn on; it brings only the
-//! `http` types crate), [`PrincipalSource`] is the one way a transport learns the
-//! principal of a request from its HTTP head: the Streamable HTTP transport
-//! (`mrtr::server::http`) and the rmcp adapter (`mrtr::rmcp`) both take it.
+//! With the feature `http` (which `mrtr-server` and `mrtr-rmcp` turn on; it brings
+//! only the `http` types crate), [`PrincipalSource`] is the one way a transport
+//! learns the principal of a request from its HTTP head: the Streamable HTTP
+//! transport (`mrtr_server::http`) and the rmcp adapter (`mrtr_rmcp`) both take it.
 
 #[cfg(feature = "http")]
 mod source;
-#[cfg(feature = "server")]
-pub(crate) use source::is_principal_name;
+#[cfg(feature = "http")]
+#[doc(hidden)]
+pub use source::is_principal_name;
 #[cfg(feature = "http")]
 pub use source::{Anonymous, FromExtension, FromHeader, PrincipalSource, Rejection};
 

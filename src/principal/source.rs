@@ -11,8 +11,8 @@ use super::Principal;
 /// Where the principal of a request comes from: the identity every `requestState`
 /// issued to that request is bound to, and that a retry must present again.
 ///
-/// The one resolver of both transports: `mrtr::server::http::mcp_router` and
-/// `mrtr::rmcp::Mrtr::new` take it. Implemented by [`FromExtension`],
+/// The one resolver of both transports: `mrtr_server::http::mcp_router` and
+/// `mrtr_rmcp::Mrtr::new` take it. Implemented by [`FromExtension`],
 /// [`FromHeader`], [`Anonymous`], and any
 /// `Fn(&Parts) -> Result<Principal, Rejection>` (annotate the closure's argument,
 /// `|parts: &Parts| ...`). It is synchronous: authentication that awaits (a token
@@ -41,34 +41,6 @@ pub trait PrincipalSource: Send + Sync + 'static {
     /// A [`Rejection`] when the request carries no identity this source accepts:
     /// the request is refused and never reaches a handler.
     fn principal(&self, parts: &Parts) -> Result<Principal, Rejection>;
-
-    /// The principal of an rmcp request (feature `rmcp`), from rmcp's whole
-    /// request context.
-    ///
-    /// The default asks [`PrincipalSource::principal`] with the HTTP request
-    /// parts rmcp's Streamable HTTP service puts into the context's extensions,
-    /// so every source above works on rmcp as it does on mrtr's own transport;
-    /// a request without them (rmcp over stdio) is refused, except by
-    /// [`Anonymous`]. Override it to read what else the context holds (its
-    /// extensions, its peer) on a transport without an HTTP head; over HTTP the
-    /// override must agree with [`PrincipalSource::principal`], which is what
-    /// `mrtr::rmcp::HttpGuard` binds sessions with.
-    ///
-    /// # Errors
-    /// A [`Rejection`] when the context carries no identity this source accepts.
-    #[cfg(feature = "rmcp")]
-    fn principal_of_rmcp(
-        &self,
-        context: &::rmcp::service::RequestContext<::rmcp::RoleServer>,
-    ) -> Result<Principal, Rejection> {
-        match context.extensions.get::<Parts>() {
-            Some(parts) => self.principal(parts),
-            None => Err(Rejection::new(
-                "no HTTP request parts in rmcp's request context (a transport other \
-                 than rmcp's Streamable HTTP service): this principal source reads them",
-            )),
-        }
-    }
 }
 
 /// A request without an acceptable identity.
@@ -204,19 +176,11 @@ impl PrincipalSource for Anonymous {
     fn principal(&self, _parts: &Parts) -> Result<Principal, Rejection> {
         Ok(Principal::anonymous())
     }
-
-    #[cfg(feature = "rmcp")]
-    fn principal_of_rmcp(
-        &self,
-        _context: &::rmcp::service::RequestContext<::rmcp::RoleServer>,
-    ) -> Result<Principal, Rejection> {
-        Ok(Principal::anonymous())
-    }
 }
 
 /// Whether `name` can be a principal's subject from a header or the command line:
 /// not empty, visible ASCII only.
-pub(crate) fn is_principal_name(name: &str) -> bool {
+pub fn is_principal_name(name: &str) -> bool {
     !name.is_empty() && name.bytes().all(|b| b.is_ascii_graphic())
 }
 

@@ -15,7 +15,7 @@ use crate::time::Timestamp;
 ///
 /// The ring is built from bytes and text only ([`Keyring::parse_keys`],
 /// [`Keyring::parse_key_file`]): reading `MRTR_KEYS` or a key file is the edge's
-/// job (with the `server` feature, `mrtr::server::KeySource`).
+/// job (`mrtr_server::keys::KeySource`).
 ///
 /// # Rotation runbook
 ///

@@ -48,7 +48,7 @@
 //! it needs from the [`Entropy`] it was built with: 24 bytes per seal for the
 //! nonce, and 16 more when it seals a flow's first round, for the flow id. Keys
 //! come in as bytes ([`Key::from_secret`], [`Keyring::parse_keys`]); reading them
-//! from a file or the environment is the edge's job (the `server` feature's
+//! from a file or the environment is the edge's job (`mrtr-server`'s
 //! `KeySource`). So the core builds without an operating system, for
 //! `wasm32-unknown-unknown` among others, given an `Entropy` from the host.
 //!

@@ -1,6 +1,6 @@
 //! The sans-IO JSON-RPC router: one message in, one reply out.
 //!
-//! Transports (the Streamable HTTP and stdio adapters of the `server` feature, or
+//! Transports (the Streamable HTTP and stdio adapters of `mrtr-server`, or
 //! your own) read bytes, call [`Service::handle`], and write the reply. What the
 //! protocol decides (parse errors, `_meta`, routing, the round engine, the error
 //! channels) happens here, without I/O or a clock, and without knowing the
@@ -163,7 +163,7 @@ impl Service {
     }
 
     /// The per-request deadline of a handler (default 30 s, [`defaults::HANDLER_TIMEOUT`]).
-    /// The transports of the `server` feature enforce it through
+    /// The transports of `mrtr-server` enforce it through
     /// [`Service::handle_until`]: an async handler still running then is
     /// abandoned (its future dropped, nothing it did in that run sealed) and the
     /// request gets a retryable tool error on `tools/call`, -32603 elsewhere. A
@@ -277,8 +277,8 @@ impl Service {
 
     /// The targets registered for the carrier whose result is `T`, for the
     /// `rmcp` adapter's `*_service_*` methods.
-    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))] // why: the rmcp adapter's
-    pub(crate) fn registry<T: Registered>(&self) -> &Registry<T> {
+    #[doc(hidden)]
+    pub fn registry<T: Registered>(&self) -> &Registry<T> {
         self.registries.of::<T>()
     }
 

@@ -1,9 +1,8 @@
 //! The Streamable HTTP rules of MCP 2026-07-28, sans-IO, for both ends: plain
 //! values in (`&str`, `&[u8]`, `Option<&str>` for a header), plain values out
-//! (`bool`, `u16` statuses, `String` bodies). The axum server of the `server`
-//! feature (`server::http`) and the client's HTTP transport
-//! (`client::HttpTransport`, feature `client-http`) both use this module and keep no rule of
-//! their own; [`crate::service::Service`] calls [`check_headers`] and the status
+//! (`bool`, `u16` statuses, `String` bodies). The axum server (`mrtr_server::http`),
+//! the client's HTTP transport (`mrtr_client::HttpTransport`) and the rmcp adapter's
+//! `HttpGuard` use this module and keep no rule of their own; [`crate::service::Service`] calls [`check_headers`] and the status
 //! table. No HTTP library is involved: the core builds without features, for
 //! wasm32 too.
 //!

@@ -306,7 +306,7 @@ const META_BYTES: usize = 4096;
 /// three keys and at most [`META_BYTES`] of strings is kept (one with a
 /// `progressToken` or trace context differs per request: it is parsed, not kept);
 /// a new one replaces the oldest. Never printed: `_meta` is the client's.
-pub(crate) struct MetaMemo {
+pub struct MetaMemo {
     slots: RwLock<Vec<(JsonObject, Arc<RequestMeta>)>>,
     next: AtomicUsize,
 }
@@ -341,7 +341,7 @@ impl MetaMemo {
     ///
     /// # Errors
     /// As [`RequestMeta::from_meta`].
-    pub(crate) fn parse_value(&self, meta: Option<&Value>) -> Result<Arc<RequestMeta>, MetaError> {
+    pub fn parse_value(&self, meta: Option<&Value>) -> Result<Arc<RequestMeta>, MetaError> {
         match meta {
             Some(Value::Object(object)) => self.parse(Some(object)),
             other => RequestMeta::from_meta(other).map(Arc::new),
@@ -353,7 +353,7 @@ impl MetaMemo {
     ///
     /// # Errors
     /// As [`RequestMeta::from_object`] (a refused `_meta` is never kept).
-    pub(crate) fn parse(&self, meta: Option<&JsonObject>) -> Result<Arc<RequestMeta>, MetaError> {
+    pub fn parse(&self, meta: Option<&JsonObject>) -> Result<Arc<RequestMeta>, MetaError> {
         let Some(object) = meta.filter(|o| o.keys().all(|k| REPEATED.contains(&k.as_str()))) else {
             return RequestMeta::from_object(meta).map(Arc::new);
         };

@@ -76,7 +76,7 @@ pub type JsonObject = serde_json::Map<String, serde_json::Value>;
 
 /// Shortens client-provided text to at most `max` characters (for a message or a
 /// log line), never splitting a character.
-pub(crate) fn truncate(s: &str, max: usize) -> &str {
+pub fn truncate(s: &str, max: usize) -> &str {
     match s.char_indices().nth(max) {
         Some((i, _)) => &s[..i],
         None => s,

@@ -124,7 +124,8 @@ impl CarrierRequest {
     }
 
     /// [`CarrierRequest::from_params`] with `_meta` parsed through `metas`.
-    pub(crate) fn from_params_memo(
+    #[doc(hidden)]
+    pub fn from_params_memo(
         method: CarrierMethod,
         params: Option<&Value>,
         metas: &MetaMemo,
@@ -238,8 +239,8 @@ impl CarrierRequest {
     }
 
     /// [`CarrierRequest::from_fields`] with `_meta` parsed through `metas`.
-    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))] // why: the rmcp adapter's
-    pub(crate) fn from_fields_memo(
+    #[doc(hidden)]
+    pub fn from_fields_memo(
         method: CarrierMethod,
         meta: Option<&JsonObject>,
         metas: &MetaMemo,

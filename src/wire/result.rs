@@ -145,8 +145,8 @@ impl InputRequiredResult {
     }
 
     /// The `requestState`, the result given up for it (moved, not copied).
-    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))] // why: only the rmcp adapter moves it out
-    pub(crate) fn into_request_state(self) -> Option<String> {
+    #[doc(hidden)]
+    pub fn into_request_state(self) -> Option<String> {
         self.request_state
     }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the official MCP conformance suite's MRTR scenarios against `mrtr serve`
-# and against the rmcp example (examples/rmcp_server.rs: the same fixtures as
+# and against the rmcp example (crates/mrtr-rmcp/examples/rmcp_server.rs: the same fixtures as
 # mrtr handlers on rmcp's Streamable HTTP service).
 #
 # Usage:
@@ -149,11 +149,11 @@ for server in "${servers[@]}"; do
   case "$server" in
     mrtr)
       say "building mrtr (debug)"
-      (cd "$REPO" && cargo build --quiet --bin mrtr)
+      (cd "$REPO" && cargo build --quiet -p mrtr-cli --bin mrtr)
       ;;
     rmcp)
       say "building the rmcp example (debug)"
-      (cd "$REPO" && cargo build --quiet --example rmcp_server --features rmcp-http,server)
+      (cd "$REPO" && cargo build --quiet -p mrtr-rmcp --example rmcp_server --features http)
       ;;
   esac
 done

@@ -7,7 +7,7 @@
 //!   `InputRequiredResult` with one form elicitation and a signed `requestState`
 //!   (bound to the tool and its arguments, 600 s TTL); round 2 verifies the echoed
 //!   state and reads the answer. What an rmcp user writes today with rmcp alone.
-//! - **mrtr**: the same tool as an mrtr handler through `mrtr::rmcp` (`Mrtr`,
+//! - **mrtr**: the same tool as an mrtr handler through `mrtr_rmcp` (`Mrtr`,
 //!   `ToolCall::run`): capability gate, XAES-256-GCM sealed and bound state,
 //!   answer validation against the form.
 //! - **floor** (only with `E2E_FLOOR=1`): the rmcp tool with the security work
@@ -69,7 +69,7 @@ use mrtr::Timestamp;
 use mrtr::engine::{Elicited, Form};
 use mrtr::principal::Principal;
 use mrtr::result::ToolResult;
-use mrtr::rmcp::{Mrtr, Principals, ToolCall};
+use mrtr_rmcp::{Mrtr, Principals, ToolCall};
 use mrtr::seal::{Binding, BindingInput, Claims, Key, SealConfig, Sealer, UntrustedState};
 use mrtr::{Engine, Keyring};
 use rmcp::handler::server::router::tool::ToolRouter;

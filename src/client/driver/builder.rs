@@ -146,8 +146,9 @@ impl ClientBuilder {
         self
     }
 
-    /// The timer for back-off and the time cap. Default: `TokioTimer` with the
-    /// `client-http` or `client-stdio` feature (the client must then run inside a tokio runtime),
+    /// The timer for back-off and the time cap. Default: the transport's
+    /// ([`Transport::timer`](crate::client::Transport::timer); `mrtr-client`'s
+    /// transports give tokio's, so the client must then run inside a tokio runtime),
     /// none otherwise (no back-off, no time cap).
     pub fn with_timer(mut self, timer: impl Timer + 'static) -> Self {
         self.timer = Some(Arc::new(timer));

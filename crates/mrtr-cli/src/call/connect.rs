@@ -1,0 +1,112 @@
+//! The server to call: a Streamable HTTP endpoint, or a stdio server started
+//! from the command after `--` (and its stderr, shown on ours).
+
+use std::io::Write;
+use std::sync::Arc;
+
+use mrtr_client::{HttpTransport, ServerStderr, StdioTransport, Transport, TransportError};
+
+use super::args::{CallArgs, StderrArg};
+use super::handler::CliHandler;
+use super::sanitize::{Sanitized, one_line};
+
+/// Lines of the server's stderr held while a question is on the terminal; more are dropped.
+const STDERR_BACKLOG: usize = 1024;
+
+/// The server to call, ready: the transport, and for stdio the process to stop
+/// at the end and the lines of its stderr to show.
+pub(super) struct Server {
+    pub(super) transport: Arc<dyn Transport>,
+    pub(super) stdio: Option<Arc<StdioTransport>>,
+    pub(super) stderr_lines: Option<tokio::sync::mpsc::Receiver<String>>,
+}
+
+/// Why there is no server to call.
+pub(super) enum Connect {
+    /// The arguments do not name one (exit 2).
+    Usage(String),
+    /// It could not be reached or started (exit 3).
+    Failed(TransportError),
+}
+
+/// The transport the arguments name: a URL, or a command after `--`.
+pub(super) fn connect(args: &CallArgs) -> Result<Server, Connect> {
+    match (&args.url, args.command.split_first()) {
+        (Some(_), Some(_)) => Err(Connect::Usage(
+            "give a URL or a server command after --, not both".into(),
+        )),
+        (None, None) => Err(Connect::Usage(
+            "no server: give its URL (mrtr call URL tool NAME) or the command that starts it \
+             (mrtr call tool NAME -- PROGRAM ARGS...)"
+                .into(),
+        )),
+        (Some(url), None) => {
+            let mut builder = HttpTransport::builder(url);
+            if let Some(path) = &args.cacert {
+                if !url
+                    .get(..8)
+                    .is_some_and(|s| s.eq_ignore_ascii_case("https://"))
+                {
+                    return Err(Connect::Usage("--cacert is for https:// URLs".into()));
+                }
+                let shown = path.display();
+                let pem = std::fs::read(path).map_err(|e| {
+                    Connect::Usage(format!("--cacert {shown}: cannot read it: {e}"))
+                })?;
+                builder = builder
+                    .add_root_pem(&pem)
+                    .map_err(|e| Connect::Usage(format!("--cacert {shown}: {e}")))?
+                    .platform_roots(false);
+            }
+            let transport = builder.build().map_err(|e| match e {
+                TransportError::InvalidRequest(msg) => Connect::Usage(msg),
+                e => Connect::Failed(e),
+            })?;
+            Ok(Server {
+                transport: Arc::new(transport),
+                stdio: None,
+                stderr_lines: None,
+            })
+        }
+        (None, Some((program, rest))) => {
+            if args.cacert.is_some() {
+                return Err(Connect::Usage("--cacert is for https:// URLs".into()));
+            }
+            let mut command = std::process::Command::new(program);
+            command.args(rest);
+            let (stderr, stderr_lines) = match args.server_stderr {
+                StderrArg::Discard => (ServerStderr::Discard, None),
+                StderrArg::Show => {
+                    let (tx, rx) = tokio::sync::mpsc::channel(STDERR_BACKLOG);
+                    let sink = ServerStderr::lines(move |line| {
+                        let _ = tx.try_send(line.to_owned());
+                    });
+                    (sink, Some(rx))
+                }
+            };
+            let stdio = StdioTransport::builder(command)
+                .stderr(stderr)
+                .spawn()
+                .map_err(Connect::Failed)?;
+            let stdio = Arc::new(stdio);
+            Ok(Server {
+                transport: stdio.clone(),
+                stdio: Some(stdio),
+                stderr_lines,
+            })
+        }
+    }
+}
+
+/// Shows the stdio server's stderr on ours, a line at a time, filtered as any
+/// server text, and never while a question is on the terminal.
+pub(super) async fn show_server_stderr(
+    mut lines: tokio::sync::mpsc::Receiver<String>,
+    handler: Arc<CliHandler>,
+) {
+    while let Some(line) = lines.recv().await {
+        let _dialog = handler.terminal.lock().await;
+        let mut err = Sanitized::new(std::io::stderr());
+        let _ = writeln!(err, "server| {}", one_line(&line));
+    }
+}

@@ -1,0 +1,245 @@
+//! `mrtr call`: a terminal client for trying any MRTR server, built on
+//! `mrtr_client`. Part of the `mrtr` binary, not a stable API (its tests reach it
+//! as `mrtr_cli::call`).
+//!
+//! ```text
+//! mrtr call URL tool NAME [--args JSON]        Streamable HTTP (http:// or https://)
+//! mrtr call URL prompt NAME [--args JSON]
+//! mrtr call URL resource URI
+//! mrtr call tool NAME [OPTIONS] -- PROGRAM [ARGS]...   stdio: starts the server
+//!     [--cacert FILE] [--server-stderr show|discard]
+//!     [--answers JSON|@FILE] [--sampling-reply TEXT] [--root PATH]... [--no-input]
+//!     [--json] [--max-rounds N] [--timeout SECS] [--request-timeout SECS]
+//!     [--max-questions-per-round N] [--max-concurrent-answers N]
+//!     [--max-sampling-per-flow N] [--max-answer-bytes N]
+//!     [--max-state-bytes N] [--max-upload-bytes N]
+//! ```
+//!
+//! Input requests are answered in this order: an entry of `--answers` with the
+//! request's key (an `InputResponse` in wire shape); otherwise roots from
+//! `--root`, sampling from `--sampling-reply`; otherwise the user is asked on the
+//! terminal: form elicitations field by field (types checked with the library's
+//! answer validation, choices listed, defaults offered, `:decline` / `:cancel`),
+//! url elicitations as a link with its host and a y/n consent, sampling as "here
+//! is what the server asks the model; type the model's reply", roots as "share the
+//! current directory? y/n". Prompts go to stderr, the result to stdout.
+//!
+//! # Consent
+//! The client declares only what it can answer with the user's consent:
+//! `sampling` only with `--sampling-reply`, an `--answers` entry of that shape, or
+//! a terminal to ask on; `roots` likewise with `--root`. Nothing is shared by
+//! default: without `--root`, the current directory is offered only after the user
+//! says yes on the terminal.
+//!
+//! # What a server can make it do
+//! Every cap of the client driver is a flag (defaults in `mrtr::defaults`): rounds,
+//! questions per round, questions answered at once, sampling requests per flow,
+//! bytes answered per flow, the longest `requestState` echoed, bytes uploaded per
+//! flow, time per request and per flow. Everything a server
+//! wrote goes to the terminal through [`Sanitized`] (no control characters, no
+//! bidirectional overrides), on one line where one line is meant, and with every
+//! line after the first behind a `|` where a message may have several, so a
+//! server cannot draw the tool's own prompts. Links are offered only over
+//! `https` (or `http` to this machine), with their host on a line of its own.
+//!
+//! Without a terminal on stdin (or with `--no-input`) nothing is asked: a
+//! question that `--answers` does not cover fails the call closed, naming the
+//! key and showing how to answer it.
+//!
+//! # Where the server is
+//! A URL is Streamable HTTP: `http://`, or `https://` checked against the system's
+//! CA certificates, or with `--cacert FILE` against the CAs in FILE only (as curl
+//! does). A command after `--` is started as the server and spoken to on its stdin
+//! and stdout (stdio transport); its stderr is shown on ours a line at a time,
+//! filtered as server text is, behind `server| `, and never in the middle of a
+//! question. When the call ends the server's stdin is closed and it gets a moment
+//! to exit before it is killed.
+//!
+//! Exit codes: 0 complete; 1 tool error (`isError: true`, printed on stderr);
+//! 2 usage (bad arguments, a malformed `--answers` entry, or input needed that
+//! cannot be given); 3 protocol or transport error (a cap reached included).
+//!
+//! The files, one job each: [`args`] (the arguments and what they mean),
+//! [`sanitize`] (what reaches the terminal), [`connect`](mod@connect) (the
+//! server, over HTTP or stdio), [`handler`] (who answers an input request),
+//! [`prompt`] (the questions on the terminal).
+
+mod args;
+mod connect;
+mod handler;
+mod prompt;
+mod sanitize;
+
+use std::io::{IsTerminal, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use mrtr::client::{Cap, Client, ClientError, TransportError};
+use mrtr::wire::input::InputKind;
+
+pub use args::CallArgs;
+use args::{build_call, parse_answers, roots_of};
+use connect::{Connect, connect, show_server_stderr};
+use handler::CliHandler;
+use sanitize::{Sanitized, one_line, quoted, shown_json};
+
+/// Exit code: the call completed.
+pub const EXIT_OK: i32 = 0;
+/// Exit code: the tool ran and failed (`isError: true`).
+pub const EXIT_TOOL_ERROR: i32 = 1;
+/// Exit code: bad arguments, or input was needed that could not be given.
+pub const EXIT_USAGE: i32 = 2;
+/// Exit code: a protocol or transport error.
+pub const EXIT_PROTOCOL: i32 = 3;
+
+/// How long a stdio server gets to exit after its stdin closes, before it is killed.
+const STDIO_GRACE: Duration = Duration::from_secs(2);
+
+/// How long the last lines of a stopped stdio server's stderr are waited for (only a
+/// process it left behind, holding the pipe open, makes the wait this long).
+const STDERR_DRAIN: Duration = Duration::from_secs(2);
+
+/// Runs `mrtr call`, printing the result on stdout and messages on stderr.
+/// Returns the process exit code.
+pub async fn run_call(args: CallArgs) -> i32 {
+    let mut out = Sanitized::new(std::io::stdout());
+    let mut err = Sanitized::new(std::io::stderr());
+    run_call_with_output(args, &mut out, &mut err).await
+}
+
+/// [`run_call`] writing the result to `out` and messages to `err` (for tests and embedding).
+/// Interactive questions, if any, still use the process's terminal.
+pub async fn run_call_with_output(
+    args: CallArgs,
+    out: &mut (dyn Write + Send),
+    err: &mut (dyn Write + Send),
+) -> i32 {
+    let call = match build_call(&args.target) {
+        Ok(c) => c,
+        Err(msg) => return usage(err, &msg),
+    };
+    let answers = match args.answers.as_deref().map(parse_answers).transpose() {
+        Ok(a) => a.unwrap_or_default(),
+        Err(msg) => return usage(err, &msg),
+    };
+    let roots = if args.roots.is_empty() {
+        None
+    } else {
+        match roots_of(&args.roots) {
+            Ok(r) => Some(r),
+            Err(msg) => return usage(err, &msg),
+        }
+    };
+    let server = match connect(&args) {
+        Ok(s) => s,
+        Err(Connect::Usage(msg)) => return usage(err, &msg),
+        Err(Connect::Failed(e)) => {
+            let _ = writeln!(err, "error: {}", one_line(&e.to_string()));
+            return EXIT_PROTOCOL;
+        }
+    };
+    let interactive = !args.no_input && std::io::stdin().is_terminal();
+    let handler = Arc::new(CliHandler {
+        answers,
+        sampling_reply: args.sampling_reply.clone(),
+        roots,
+        interactive,
+        terminal: tokio::sync::Mutex::new(()),
+        failed_closed: AtomicBool::new(false),
+    });
+    let printer = server
+        .stderr_lines
+        .map(|lines| tokio::spawn(show_server_stderr(lines, handler.clone())));
+    let client = Client::builder(server.transport)
+        .with_shared_handler(handler.clone())
+        .with_client_info("mrtr-call", env!("CARGO_PKG_VERSION"))
+        .with_max_rounds(args.max_rounds)
+        .with_total_timeout(Some(Duration::from_secs(args.timeout)))
+        .with_request_timeout(Some(Duration::from_secs(args.request_timeout)))
+        .with_max_questions_per_round(args.max_questions_per_round)
+        .with_max_concurrent_answers(args.max_concurrent_answers)
+        .with_max_sampling_per_flow(args.max_sampling_per_flow)
+        .with_max_answer_bytes(args.max_answer_bytes)
+        .with_max_state_bytes(args.max_state_bytes)
+        .with_max_upload_bytes(args.max_upload_bytes)
+        .build();
+    let outcome = client.call(call).await;
+    drop(client);
+    if let Some(stdio) = server.stdio {
+        stdio.shutdown(STDIO_GRACE).await;
+        drop(stdio);
+    }
+    if let Some(printer) = printer {
+        // The server's last lines, once its stderr has closed.
+        let _ = tokio::time::timeout(STDERR_DRAIN, printer).await;
+    }
+    match outcome {
+        Ok(done) => {
+            let shown = if args.json || done.text().is_empty() {
+                shown_json(&done.result)
+            } else {
+                done.text()
+            };
+            if done.is_tool_error() {
+                let _ = writeln!(err, "tool error: {}", quoted(&shown));
+                EXIT_TOOL_ERROR
+            } else {
+                let _ = writeln!(out, "{shown}");
+                EXIT_OK
+            }
+        }
+        Err(e) => {
+            let _ = writeln!(err, "error: {}", one_line(&e.to_string()));
+            if let ClientError::JsonRpc { data: Some(d), .. } = &e {
+                let _ = writeln!(err, "data: {}", one_line(&shown_json(d)));
+            }
+            if let Some(hint) = hint(&e) {
+                let _ = writeln!(err, "hint: {hint}");
+            }
+            if handler.failed_closed.load(Ordering::Relaxed) {
+                EXIT_USAGE
+            } else {
+                EXIT_PROTOCOL
+            }
+        }
+    }
+}
+
+/// What to do about an error the user can fix with a flag.
+fn hint(e: &ClientError) -> Option<&'static str> {
+    match e {
+        ClientError::UndeclaredInput {
+            kind: InputKind::Sampling,
+            ..
+        } => Some("to answer sampling requests, pass --sampling-reply TEXT or run on a terminal"),
+        ClientError::UndeclaredInput {
+            kind: InputKind::Roots,
+            ..
+        } => Some("to share roots, pass --root PATH or run on a terminal"),
+        ClientError::CapExceeded {
+            cap: Cap::StateBytes,
+            ..
+        } => Some(
+            "--max-state-bytes BYTES raises this cap; raise it only for a server you trust \
+             (the state is sent back on every round)",
+        ),
+        ClientError::CapExceeded {
+            cap: Cap::UploadBytes,
+            ..
+        } => Some("--max-upload-bytes BYTES raises this cap; raise it only for a server you trust"),
+        ClientError::CapExceeded { .. } => {
+            Some("the caps are flags (see mrtr call --help); raise one only for a server you trust")
+        }
+        ClientError::RequestTimeout { .. } => Some("--request-timeout SECS waits longer"),
+        ClientError::Transport(TransportError::Tls(_)) => {
+            Some("for a server whose certificate comes from a private CA, pass --cacert FILE (PEM)")
+        }
+        _ => None,
+    }
+}
+
+fn usage(err: &mut (dyn Write + Send), msg: &str) -> i32 {
+    let _ = writeln!(err, "error: {}", one_line(msg));
+    EXIT_USAGE
+}

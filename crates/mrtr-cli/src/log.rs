@@ -1,0 +1,54 @@
+//! The binary's logging set-up: tracing to stderr, and panic reports without
+//! their message. (The one line per request is written by the library's
+//! transports, under the `mrtr::request` target.)
+
+use std::io::IsTerminal;
+
+use clap::ValueEnum;
+use tracing_subscriber::EnvFilter;
+
+/// How log lines are written to stderr (`--log-format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum LogFormat {
+    /// One human-readable line per event.
+    #[default]
+    Human,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Installs the global subscriber: stderr, `RUST_LOG` (default `info`), human or JSON.
+///
+/// Calling it twice is harmless (the second call changes nothing).
+pub fn init(format: LogFormat) {
+    let (filter, bad_filter) = match std::env::var("RUST_LOG") {
+        Ok(s) if !s.trim().is_empty() => match EnvFilter::try_new(&s) {
+            Ok(f) => (f, false),
+            Err(_) => (EnvFilter::new("info"), true),
+        },
+        _ => (EnvFilter::new("info"), false),
+    };
+    let builder = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none());
+    let installed = match format {
+        LogFormat::Human => builder.try_init().is_ok(),
+        LogFormat::Json => builder.json().try_init().is_ok(),
+    };
+    if installed && bad_filter {
+        tracing::warn!("RUST_LOG is not a valid filter; using `info`");
+    }
+}
+
+/// Routes panic reports through tracing (ERROR, on stderr) with the location
+/// only: a panic message could quote a request's arguments, which the log never
+/// holds. The transports turn the panic itself into a -32603 reply.
+pub fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let location = info
+            .location()
+            .map(|l| format!("{}:{}", l.file(), l.line()));
+        tracing::error!(location = location.as_deref(), "panic (message withheld)");
+    }));
+}

@@ -1,0 +1,366 @@
+//! `mrtr`: the reference MRTR server and operator tools.
+//!
+//! Exit codes: 0 success; 1 runtime failure (e.g. the listen address is taken);
+//! 2 usage or configuration error (message on stderr).
+//!
+//! The reference server's tools (`mrtr_cli::reference`) and the terminal client
+//! (`mrtr_cli::call`) are this crate's library: `mrtr serve` hands
+//! `mrtr_cli::serve::serve` a builder for its service.
+
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use clap::{Args, Parser, Subcommand};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
+use mrtr::defaults;
+use mrtr_cli::serve::{
+    self as server, KEYS_ENV, KeySource, PrincipalConfig, ServeConfig, ServeError, ServerConfigError,
+};
+use mrtr_cli::{call, log, reference};
+use mrtr_server::MetricsEndpoint;
+
+/// Multi Round-Trip Requests (MCP 2026-07-28): reference server and operator tools.
+#[derive(Debug, Parser)]
+#[command(name = "mrtr", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the stateless reference server (Streamable HTTP on POST /mcp, or stdio).
+    Serve(ServeArgs),
+    /// Print a new random key for MRTR_KEYS.
+    Keygen,
+    /// Call a tool, prompt or resource on any MRTR server and answer its questions
+    /// on the terminal (or from --answers).
+    Call(call::CallArgs),
+    /// Open a requestState token with the configured keys and print its claims,
+    /// or the private reason it does not open.
+    Inspect {
+        /// The requestState token.
+        token: String,
+        /// File holding the keys (MRTR_KEYS format). Default: $MRTR_KEYS.
+        #[arg(long, value_name = "PATH")]
+        keys_file: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Who the caller is must be chosen: every requestState is bound to it, \
+so that one user cannot present another's. Over HTTP, give --principal-header NAME (only behind \
+an authenticating reverse proxy) or --anonymous; with --stdio, --principal NAME (or \
+MRTR_PRINCIPAL) or --anonymous."
+)]
+struct ServeArgs {
+    /// Address to listen on; port 0 picks a free port (the bound address is
+    /// logged as `listening on http://ADDR/mcp`).
+    #[arg(long, value_name = "ADDR", default_value_t = defaults::LISTEN, conflicts_with = "stdio")]
+    listen: SocketAddr,
+    /// Speak newline-delimited JSON-RPC on stdin/stdout instead of HTTP (logs stay on stderr).
+    #[arg(long)]
+    stdio: bool,
+    /// File holding the sealing keys (MRTR_KEYS format; the first seals). Re-read on
+    /// SIGHUP (`kill -HUP PID`), logged as `key ring reloaded`; a file that cannot be
+    /// read or parsed keeps the keys in force, and so does one that drops the key
+    /// this process seals with or one it sealed with within the flow lifetime (1 h;
+    /// a restart takes any ring). Write it to a temporary name in the same directory,
+    /// then rename it over the old file, so a reload never reads it half written.
+    /// Default: $MRTR_KEYS (not reloadable), else an ephemeral per-process key.
+    #[arg(long, value_name = "PATH")]
+    keys_file: Option<PathBuf>,
+    /// Lifetime of one round's requestState, in seconds (1..=86400).
+    #[arg(long, value_name = "SECONDS", default_value_t = defaults::STATE_TTL.as_secs())]
+    state_ttl: u64,
+    /// Clock skew tolerated on expiry checks, in seconds (0..=3600).
+    #[arg(long, value_name = "SECONDS", default_value_t = defaults::CLOCK_SKEW.as_secs())]
+    clock_skew: u64,
+    /// Audience a requestState is bound to; every instance of a fleet must use the same one.
+    #[arg(long, value_name = "STR", default_value = defaults::AUDIENCE)]
+    audience: String,
+    /// Maximum rounds of one flow.
+    #[arg(long, value_name = "N", default_value_t = defaults::MAX_ROUNDS)]
+    max_rounds: u32,
+    /// Maximum request size (HTTP body or stdio line), in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = defaults::MAX_BODY)]
+    max_body: usize,
+    /// An extra allowed Origin (scheme://host[:port]); repeatable. Always allowed: no
+    /// Origin, http://localhost, http://127.0.0.1 and http://[::1] on any port.
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    allow_origin: Vec<String>,
+    /// A Host this server answers for (NAME, NAME:PORT, an IPv4 address or [IPv6];
+    /// without a port, any port); repeatable. A request for another Host, or
+    /// without one, gets 421 (a DNS-rebinding defence beside the Origin check).
+    /// Default: on a loopback --listen address, localhost, 127.0.0.1 and [::1];
+    /// on any other address, every Host (list your public names here).
+    #[arg(long = "allow-host", value_name = "NAME[:PORT]")]
+    allow_host: Vec<String>,
+    /// Seconds a client may take to send a request's head (request line and
+    /// headers), from its first byte; then the connection is closed (1..=3600).
+    #[arg(long, value_name = "SECONDS", default_value_t = defaults::HEADER_READ_TIMEOUT.as_secs())]
+    header_timeout: u64,
+    /// Seconds a kept-alive connection may wait for its next request (1..=3600).
+    #[arg(long, value_name = "SECONDS", default_value_t = defaults::IDLE_TIMEOUT.as_secs())]
+    idle_timeout: u64,
+    /// Connections open at once. At the cap, the one that has waited longest
+    /// without a request in progress is closed; if all are busy, new connections
+    /// wait. Lowered to the open-file limit (ulimit -n) less 64.
+    #[arg(long, value_name = "N", default_value_t = defaults::MAX_CONNECTIONS)]
+    max_connections: usize,
+    /// Connections one peer (an IPv4 address, or an IPv6 /64) holds open at once.
+    /// At its cap, its longest-waiting idle connection is closed to make room; if
+    /// all of its connections are busy, the new one is closed. Behind a reverse
+    /// proxy every connection is the proxy's: set it to --max-connections there.
+    #[arg(long, value_name = "N", default_value_t = defaults::MAX_CONNECTIONS_PER_PEER)]
+    max_connections_per_peer: usize,
+    /// Seconds a request body may take beyond what its size needs at
+    /// --body-min-rate (1..=3600); a body that stalls is answered 408 after this.
+    #[arg(long, value_name = "SECONDS", default_value_t = defaults::BODY_READ_TIMEOUT.as_secs())]
+    body_timeout: u64,
+    /// The slowest a request body may arrive past --body-timeout, in bytes per
+    /// second (at least 1); a slower trickle is answered 408.
+    #[arg(long, value_name = "BYTES", default_value_t = defaults::BODY_MIN_RATE)]
+    body_min_rate: u64,
+    /// Requests handled at once, counted from when a request's body is in; more
+    /// wait up to 10 s, then get 503.
+    #[arg(long, value_name = "N", default_value_t = defaults::MAX_IN_FLIGHT)]
+    max_in_flight: usize,
+    /// Bytes of request bodies buffered at once beyond the first 16 KiB of each
+    /// (at least --max-body); a larger body waits up to 10 s for its share, then gets 503.
+    #[arg(long, value_name = "BYTES", default_value_t = defaults::BODY_BUDGET)]
+    body_budget: usize,
+    /// Log format on stderr.
+    #[arg(long, value_enum, default_value_t = log::LogFormat::Human)]
+    log_format: log::LogFormat,
+    /// HTTP: the caller is the subject in request header NAME (e.g. X-Forwarded-User);
+    /// a request without it gets 401. RISK: the header is trusted as is. Use this only
+    /// behind a reverse proxy that authenticates every request, sets NAME itself and
+    /// strips any NAME the client sent; anyone who can reach mrtr directly can claim
+    /// any identity.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["stdio", "anonymous", "principal"])]
+    principal_header: Option<String>,
+    /// stdio: the caller's principal (a subject; visible ASCII, no spaces).
+    /// Default: $MRTR_PRINCIPAL.
+    #[arg(long, value_name = "NAME", conflicts_with = "anonymous")]
+    principal: Option<String>,
+    /// Every caller is the anonymous principal. All callers then share one identity, so
+    /// binding stops no user from presenting another's requestState: only for a
+    /// single-user server or one on loopback.
+    #[arg(long)]
+    anonymous: bool,
+    /// Serve Prometheus metrics (GET /metrics) on ADDR, a listener of its own that
+    /// never shares the MCP port; e.g. 127.0.0.1:9464. Keep it on loopback or reach it
+    /// only from the scraper: it shows the private requestState rejection reasons. Port
+    /// 0 picks a free port (logged as `metrics on http://ADDR/metrics`). Default: off.
+    #[arg(long, value_name = "ADDR")]
+    metrics_listen: Option<SocketAddr>,
+    /// Where `once` steps are claimed, so a replayed request never repeats a side effect:
+    /// `memory` (this process only; a restart refuses the flows in flight) or
+    /// redis://HOST:PORT[/DB] (rediss:// for TLS), shared by a fleet. While Redis is unreachable, `once` steps fail closed. A Redis
+    /// that may evict keys (maxmemory-policy other than noeviction) is refused at
+    /// start and by every claim; `?wait=N&wait_timeout_ms=T` makes each claim wait
+    /// for N replicas to acknowledge it (fewer: the step fails closed).
+    #[arg(
+        long,
+        value_name = "STORE",
+        env = "MRTR_REPLAY_STORE",
+        hide_env_values = true,
+        default_value = "memory"
+    )]
+    replay_store: String,
+    /// Use a Redis replay store even though it may evict claims (maxmemory-policy other
+    /// than noeviction), or its policy cannot be read (CONFIG GET forbidden, as on many
+    /// managed services). Risk: an evicted claim is forgotten, and a replay of its flow
+    /// runs the once step again. Only for a store you know never evicts.
+    #[arg(long)]
+    replay_store_allow_eviction: bool,
+    /// The in-memory replay store's cap on live claims, about 110 bytes each; beyond it
+    /// once steps fail closed. 1 to 20000000. [default: 1000000]
+    #[arg(long, value_name = "N")]
+    replay_max_claims: Option<usize>,
+    /// The in-memory replay store's cap on one principal's live claims (one peer
+    /// address, or IPv6 /64, for anonymous callers). 1 to --replay-max-claims.
+    /// [default: 10000]
+    #[arg(long, value_name = "N")]
+    replay_max_claims_per_principal: Option<usize>,
+}
+
+impl ServeArgs {
+    fn into_config(self) -> Result<ServeConfig, ServerConfigError> {
+        let keys = KeySource::resolve(self.keys_file, std::env::var_os(KEYS_ENV))?;
+        let principal = PrincipalConfig::resolve(
+            self.stdio,
+            self.anonymous,
+            self.principal,
+            self.principal_header.as_deref(),
+            std::env::var_os(server::PRINCIPAL_ENV),
+        )?;
+        let mut cfg = ServeConfig::default();
+        cfg.listen = self.listen;
+        cfg.stdio = self.stdio;
+        cfg.keys = keys;
+        cfg.state_ttl_secs = self.state_ttl;
+        cfg.clock_skew_secs = self.clock_skew;
+        cfg.audience = self.audience;
+        cfg.max_rounds = self.max_rounds;
+        cfg.max_body = self.max_body;
+        cfg.allowed_origins = self.allow_origin;
+        cfg.allowed_hosts = self.allow_host;
+        cfg.header_timeout_secs = self.header_timeout;
+        cfg.idle_timeout_secs = self.idle_timeout;
+        cfg.max_connections = self.max_connections;
+        cfg.max_connections_per_peer = self.max_connections_per_peer;
+        cfg.body_timeout_secs = self.body_timeout;
+        cfg.body_min_rate = self.body_min_rate;
+        cfg.max_in_flight = self.max_in_flight;
+        cfg.body_budget = self.body_budget;
+        cfg.principal = principal;
+        cfg.metrics = self.metrics_listen.map(prometheus).transpose()?;
+        cfg.replay_store = server::ReplayStore::parse(&self.replay_store)?;
+        cfg.replay_allow_eviction = self.replay_store_allow_eviction;
+        cfg.replay_max_claims = self.replay_max_claims;
+        cfg.replay_max_claims_per_principal = self.replay_max_claims_per_principal;
+        cfg.validate()
+    }
+}
+
+/// How often the Prometheus recorder folds recorded histogram samples into its
+/// buckets between scrapes, so memory stays bounded when nobody scrapes.
+const METRICS_UPKEEP: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Installs the Prometheus recorder (the process's one global recorder; the library
+/// never installs one) with mrtr's histogram buckets, and the endpoint serving it.
+fn prometheus(listen: SocketAddr) -> Result<MetricsEndpoint, ServerConfigError> {
+    let buckets = mrtr::metrics::HISTOGRAM_BUCKETS
+        .iter()
+        .try_fold(PrometheusBuilder::new(), |b, (name, bounds)| {
+            b.set_buckets_for_metric(Matcher::Full((*name).to_owned()), bounds)
+        });
+    let handle = buckets
+        .and_then(PrometheusBuilder::install_recorder)
+        .map_err(|e| ServerConfigError(format!("--metrics-listen: {e}")))?;
+    mrtr::metrics::describe();
+    let upkeep = handle.clone();
+    std::thread::Builder::new()
+        .name("metrics-upkeep".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(METRICS_UPKEEP);
+                upkeep.run_upkeep();
+            }
+        })
+        .map_err(|e| ServerConfigError(format!("--metrics-listen: cannot start upkeep: {e}")))?;
+    Ok(MetricsEndpoint::new(listen, move || handle.render()))
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve(args) => serve(args),
+        Command::Keygen => {
+            println!("{}", mrtr::seal::generate_key_string());
+            ExitCode::SUCCESS
+        }
+        Command::Inspect { token, keys_file } => inspect(&token, keys_file),
+        Command::Call(args) => call(args),
+    }
+}
+
+/// Runs `mrtr call` on a small runtime; exit codes 0 complete, 1 tool error,
+/// 2 usage, 3 protocol or transport error.
+fn call(args: call::CallArgs) -> ExitCode {
+    let runtime = match runtime(tokio::runtime::Builder::new_current_thread()) {
+        Ok(rt) => rt,
+        Err(code) => return code,
+    };
+    let code = runtime.block_on(call::run_call(args));
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
+/// Opens a token for an operator: claims on stdout, or the private reason on stderr (exit 1).
+fn inspect(token: &str, keys_file: Option<PathBuf>) -> ExitCode {
+    let keys = match KeySource::resolve(keys_file, std::env::var_os(KEYS_ENV)) {
+        Ok(KeySource::Ephemeral) => {
+            eprintln!("mrtr: error: no keys: pass --keys-file or set {}", KEYS_ENV);
+            return ExitCode::from(2);
+        }
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("mrtr: error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let keyring = match keys.keyring() {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("mrtr: error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let sealer = mrtr::seal::Sealer::new(keyring, mrtr::seal::SealConfig::default());
+    match sealer.inspect(&mrtr::seal::UntrustedState::new(token.trim())) {
+        Ok(claims) => {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&claims).unwrap_or_default()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!(
+                "mrtr inspect: the token does not open: {}",
+                e.reason().as_str()
+            );
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn serve(args: ServeArgs) -> ExitCode {
+    let log_format = args.log_format;
+    let cfg = match args.into_config() {
+        Ok(cfg) => cfg,
+        Err(e) => {
+            eprintln!("mrtr: error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    log::init(log_format);
+    log::install_panic_hook();
+    let runtime = match runtime(tokio::runtime::Builder::new_multi_thread()) {
+        Ok(rt) => rt,
+        Err(code) => return code,
+    };
+    // The reference tools; the deploy demo's counter is not read by anyone here.
+    let service = |engine| reference::service(engine, Arc::new(AtomicU64::new(0)));
+    let result = runtime.block_on(server::serve(cfg, service));
+    // Do not wait for a blocking stdin read that will never finish (stdio mode
+    // stopped by a signal while stdin is still open).
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(ServeError::Config(e)) => {
+            eprintln!("mrtr: error: {e}");
+            ExitCode::from(2)
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "server stopped");
+            eprintln!("mrtr: error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Builds a tokio runtime, or says why not (exit 1).
+fn runtime(mut builder: tokio::runtime::Builder) -> Result<tokio::runtime::Runtime, ExitCode> {
+    builder.enable_all().build().map_err(|e| {
+        eprintln!("mrtr: error: cannot start the async runtime: {e}");
+        ExitCode::from(1)
+    })
+}

@@ -1,0 +1,6 @@
+//! `call`: one module per former test target.
+
+mod cli;
+mod reference;
+mod stdio;
+mod https;

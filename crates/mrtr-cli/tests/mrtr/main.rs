@@ -1,0 +1,11 @@
+//! The `mrtr` binary and the reference server, from outside: one test binary,
+//! a module per area. `support` spawns the binary (`CARGO_BIN_EXE_mrtr`, which
+//! cargo gives only this package's tests) and holds the reference service in
+//! process; the helpers every crate's tests share are the core's `mrtr::testing`.
+
+mod support;
+
+mod call;
+mod redis;
+mod reference;
+mod serve;

@@ -1,0 +1,5 @@
+//! `redis`: one module per former test target.
+
+mod replay_redis;
+mod restart;
+mod fleet;

@@ -1,0 +1,73 @@
+//! The README's rmcp server ("Using mrtr with rmcp"), compiled and run: its code
+//! is tests/rmcp/greeter.rs, which must match the README's block line for
+//! line (the first test checks that), and a two-round flow runs against it over
+//! HTTP.
+
+use crate::support as server_support;
+
+use crate::greeter;
+
+use mrtr::Keyring;
+use serde_json::{Value, json};
+use server_support::common::{accept, asked_keys, carrier, retry, state_of};
+use server_support::{borrow, headers_for, request};
+
+const GREETER: &str = include_str!("greeter.rs");
+
+#[test]
+fn the_readme_block_is_this_code() {
+    let readme = include_str!("../../../../README.md");
+    let section = readme
+        .split("## Using mrtr with rmcp")
+        .nth(1)
+        .expect("README section");
+    let block = section
+        .split("```rust,ignore\n")
+        .nth(1)
+        .and_then(|b| b.split("```\n").next())
+        .expect("the section's rust block");
+    assert_eq!(
+        block, GREETER,
+        "README and tests/rmcp/greeter.rs differ"
+    );
+}
+
+fn post(addr: std::net::SocketAddr, body: &Value) -> Value {
+    let owned = headers_for(body);
+    let mut headers = borrow(&owned);
+    headers.push(("Content-Type", "application/json"));
+    headers.push(("Accept", "application/json, text/event-stream"));
+    let r = request(addr, "POST", "/mcp", &headers, body.to_string().as_bytes());
+    assert_eq!(r.status, 200, "{}", r.text());
+    // The README's server answers with SSE (rmcp's default): one event, one message.
+    let text = r.text();
+    let data = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(str::trim)
+        .find(|d| !d.is_empty())
+        .unwrap_or(text.as_str());
+    serde_json::from_str(data).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+#[test]
+fn the_readme_server_greets_in_two_rounds() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    rt.spawn(async move { axum::serve(listener, greeter::app(Keyring::ephemeral())).await });
+
+    let first = carrier(1, "tools/call", "greet", None);
+    let v = post(addr, &first);
+    assert_eq!(asked_keys(&v), ["name"]);
+    let answers = json!({"name": accept(json!({"name": "Ada"}))});
+    let v = post(addr, &retry(&first, 2, Some(answers), &state_of(&v)));
+    assert_eq!(v["result"]["content"][0]["text"], "Hello, Ada!", "{v}");
+    rt.shutdown_background();
+}

@@ -1,0 +1,10 @@
+//! seal: integration tests, one module per former test target.
+
+mod binding;
+mod expiry;
+mod primitive;
+mod rotation;
+mod roundtrip;
+mod tamper;
+mod vectors;
+mod keys;
