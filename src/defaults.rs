@@ -251,7 +251,7 @@ pub const LISTEN: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALH
 /// message, a list of roots). 256 KiB is sixteen times the largest state, room for
 /// generous arguments and answers, and a quarter of the old 1 MiB: every body the
 /// server holds, and every parse it does, costs at most a quarter as much.
-/// [`HttpOptions::with_max_body`](crate::server::http::HttpOptions::with_max_body),
+/// `mrtr_server::http::HttpOptions::with_max_body`,
 /// `mrtr serve --max-body`.
 pub const MAX_BODY: usize = 256 * 1024;
 
@@ -267,14 +267,14 @@ pub const AUDIENCE: &str = "mrtr-reference";
 /// a body that stalls is cut after 5 s and one trickled slower than the minimum
 /// rate soon after, whatever it declared; a 256 KiB body ([`MAX_BODY`]) has 21 s.
 /// Waiting for a share of [`BODY_BUDGET`] does not count.
-/// [`HttpOptions::with_body_timeout`](crate::server::http::HttpOptions::with_body_timeout),
+/// `mrtr_server::http::HttpOptions::with_body_timeout`,
 /// `mrtr serve --body-timeout`.
 pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The slowest a request body may arrive, on average, past [`BODY_READ_TIMEOUT`]:
 /// 16 KiB per second (128 kbit/s, a poor mobile link). A trickle below it cannot
 /// stretch its read: its deadline grows only with the bytes that arrived.
-/// [`HttpOptions::with_body_min_rate`](crate::server::http::HttpOptions::with_body_min_rate),
+/// `mrtr_server::http::HttpOptions::with_body_min_rate`,
 /// `mrtr serve --body-min-rate`.
 pub const BODY_MIN_RATE: u64 = 16 * 1024;
 
@@ -293,7 +293,7 @@ pub const STDIO_MAX_IN_FLIGHT: usize = 64;
 /// headers), from its first byte, or from the accept for a new connection: 10
 /// seconds. A client that trickles its headers (slowloris) is closed then. A head
 /// is a few hundred bytes; even a slow mobile link sends it in well under a second.
-/// [`ServeOptions::with_header_read_timeout`](crate::server::http::ServeOptions::with_header_read_timeout),
+/// `mrtr_server::http::ServeOptions::with_header_read_timeout`,
 /// `mrtr serve --header-timeout`.
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -301,7 +301,7 @@ pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// Long enough for a client to reuse its connection across the rounds of a flow
 /// that the model answers; a round a human answers usually takes longer, and the
 /// client simply reconnects.
-/// [`ServeOptions::with_idle_timeout`](crate::server::http::ServeOptions::with_idle_timeout),
+/// `mrtr_server::http::ServeOptions::with_idle_timeout`,
 /// `mrtr serve --idle-timeout`.
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -310,7 +310,7 @@ pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// is closed to make room; when every connection has a request in progress, new
 /// connections wait in the listen backlog. Lowered at start-up to the open-file
 /// limit less [`FD_RESERVE`].
-/// [`ServeOptions::with_max_connections`](crate::server::http::ServeOptions::with_max_connections),
+/// `mrtr_server::http::ServeOptions::with_max_connections`,
 /// `mrtr serve --max-connections`.
 pub const MAX_CONNECTIONS: usize = 512;
 
@@ -323,7 +323,7 @@ pub const MAX_CONNECTIONS: usize = 512;
 /// load generators and pooled clients (a few dozen connections) never notice.
 /// Behind a reverse proxy every connection comes from the proxy: raise it to
 /// [`MAX_CONNECTIONS`] there, and let the proxy limit its clients.
-/// [`ServeOptions::with_max_connections_per_peer`](crate::server::http::ServeOptions::with_max_connections_per_peer),
+/// `mrtr_server::http::ServeOptions::with_max_connections_per_peer`,
 /// `mrtr serve --max-connections-per-peer`.
 pub const MAX_CONNECTIONS_PER_PEER: usize = 128;
 
@@ -356,7 +356,7 @@ pub const METRICS_TIMEOUT: Duration = Duration::from_secs(5);
 /// bodies slowly (or never) cannot keep anyone else's request out. Handlers that
 /// await (a database, an API) hold their slot while they wait, so the cap is
 /// generous.
-/// [`HttpOptions::with_max_in_flight`](crate::server::http::HttpOptions::with_max_in_flight),
+/// `mrtr_server::http::HttpOptions::with_max_in_flight`,
 /// `mrtr serve --max-in-flight`.
 pub const MAX_IN_FLIGHT: usize = 256;
 
@@ -366,7 +366,7 @@ pub const MAX_IN_FLIGHT: usize = 256;
 /// [`MAX_BODY`] for a chunked one) before any of it is read, and waits (at most
 /// [`ADMISSION_TIMEOUT`]) while the budget is spent; the reservation lasts until
 /// the reply is built, so it also bounds the parsed copies.
-/// [`HttpOptions::with_body_budget`](crate::server::http::HttpOptions::with_body_budget),
+/// `mrtr_server::http::HttpOptions::with_body_budget`,
 /// `mrtr serve --body-budget`.
 pub const BODY_BUDGET: usize = 4 * 1024 * 1024;
 

@@ -41,6 +41,11 @@ impl<V> fmt::Debug for AskMemo<V> {
 }
 
 impl<V> AskMemo<V> {
+    /// Whether the memo holds no ask.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// How many asks the memo holds.
     pub fn len(&self) -> usize {
         self.slots

@@ -49,7 +49,7 @@ pub trait Transport: Send + Sync + std::fmt::Debug {
     /// A [`TransportError`] when no JSON-RPC response object could be obtained.
     fn send(&self, request: Value) -> BoxFuture<'_, Result<Value, TransportError>>;
 
-    /// The timer of the runtime this transport runs on: the [`Client`]'s default
+    /// The timer of the runtime this transport runs on: the [`Client`](super::Client)'s default
     /// for back-off and its time caps ([`ClientBuilder::with_timer`] overrides it).
     /// `None` (the default) leaves a client without one unless the builder sets it.
     ///

@@ -36,7 +36,7 @@ pub struct Turn<'a> {
     /// Who is asking.
     pub principal: &'a Principal,
     /// The transport's peer address, for an anonymous principal's replay quota
-    /// ([`Engine::begin_from`]).
+    /// (`Engine::begin_from`).
     pub peer: Option<IpAddr>,
     /// The time, read by the transport.
     pub now: Timestamp,

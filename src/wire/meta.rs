@@ -303,7 +303,7 @@ const META_BYTES: usize = 4096;
 /// the typed form of an object exactly equal to one it parsed, its keys in the
 /// same order at every depth, so a hit is what parsing would give; it never
 /// carries anything over between objects that differ. Only an object of those
-/// three keys and at most [`META_BYTES`] of strings is kept (one with a
+/// three keys and at most `META_BYTES` of strings is kept (one with a
 /// `progressToken` or trace context differs per request: it is parsed, not kept);
 /// a new one replaces the oldest. Never printed: `_meta` is the client's.
 pub struct MetaMemo {

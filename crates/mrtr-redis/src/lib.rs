@@ -1,8 +1,8 @@
 //! A [`ReplayGuard`] a fleet shares through Redis.
 //!
-//! The guard, its options and its keys are here; [`claim`] has the claims
-//! (`SET NX`, and `WAIT`), [`connection`] the task that keeps the connection,
-//! and [`policy`] what the store's `maxmemory-policy` means for claims.
+//! The guard, its options and its keys are here; `claim` has the claims
+//! (`SET NX`, and `WAIT`), `connection` the task that keeps the connection,
+//! and `policy` what the store's `maxmemory-policy` means for claims.
 
 mod claim;
 mod connection;

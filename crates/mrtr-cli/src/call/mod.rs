@@ -36,7 +36,7 @@
 //! questions per round, questions answered at once, sampling requests per flow,
 //! bytes answered per flow, the longest `requestState` echoed, bytes uploaded per
 //! flow, time per request and per flow. Everything a server
-//! wrote goes to the terminal through [`Sanitized`] (no control characters, no
+//! wrote goes to the terminal through `Sanitized` (no control characters, no
 //! bidirectional overrides), on one line where one line is meant, and with every
 //! line after the first behind a `|` where a message may have several, so a
 //! server cannot draw the tool's own prompts. Links are offered only over
@@ -59,10 +59,10 @@
 //! 2 usage (bad arguments, a malformed `--answers` entry, or input needed that
 //! cannot be given); 3 protocol or transport error (a cap reached included).
 //!
-//! The files, one job each: [`args`] (the arguments and what they mean),
-//! [`sanitize`] (what reaches the terminal), [`connect`](mod@connect) (the
-//! server, over HTTP or stdio), [`handler`] (who answers an input request),
-//! [`prompt`] (the questions on the terminal).
+//! The files, one job each: `args` (the arguments and what they mean),
+//! `sanitize` (what reaches the terminal), `connect` (the
+//! server, over HTTP or stdio), `handler` (who answers an input request),
+//! `prompt` (the questions on the terminal).
 
 mod args;
 mod connect;
