@@ -64,6 +64,8 @@ rmcp_alone=$(tree_of rmcp-alone)
 rmcp_mrtr=$(tree_of rmcp-mrtr)
 axum_server=$(tree_of axum-server)
 cli=$(cargo tree --offline -p mrtr-cli -e normal --prefix none 2>/dev/null | count)
+redis=$(cargo tree --offline -p mrtr-redis -e normal --prefix none 2>/dev/null | count)
+client=$(cargo tree --offline -p mrtr-client -e normal --prefix none 2>/dev/null | count)
 added=$((rmcp_mrtr - rmcp_alone))
 
 printf '| build | crates |\n|---|---|\n'
@@ -72,6 +74,8 @@ printf '| `mrtr` alone, `default-features = false` (wasm32) | %d |\n' "$core_bar
 printf '| rmcp server alone (rmcp `server`, `macros`, `transport-streamable-http-server`; axum; tokio) | %d |\n' "$rmcp_alone"
 printf '| the same with `mrtr` and `mrtr-rmcp` (`http`) | %d (+%d) |\n' "$rmcp_mrtr" "$added"
 printf '| axum app with `mrtr` and `mrtr-server` | %d |\n' "$axum_server"
+printf '| `mrtr-redis` alone | %d |\n' "$redis"
+printf '| `mrtr-client` alone (`http`, `stdio`) | %d |\n' "$client"
 printf '| the `mrtr` binary (`mrtr-cli`) | %d |\n' "$cli"
 
 if $check; then

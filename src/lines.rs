@@ -152,7 +152,10 @@ mod tests {
     fn a_line_of_exactly_the_limit_is_whole() {
         assert_eq!(
             lines(b"12345\n123456\n", 5, 2),
-            vec![(Line::Whole, b"12345".to_vec()), (Line::TooLong, Vec::new())]
+            vec![
+                (Line::Whole, b"12345".to_vec()),
+                (Line::TooLong, Vec::new())
+            ]
         );
     }
 }

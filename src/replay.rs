@@ -105,7 +105,6 @@ use crate::defaults;
 use crate::seal::Binding;
 use crate::time::Timestamp;
 
-
 /// Domain label of [`Claim::store_key`].
 const CLAIM_LABEL: &[u8] = b"mrtr/replay/v1/claim";
 /// Domain label of [`PrincipalKey::of`].

@@ -9,9 +9,9 @@
 use std::future::Future;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::time::Duration;
 use std::sync::atomic::Ordering;
 use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 
 use crate::Timestamp;
 use crate::engine::{Engine, Flow, Outcome, Round};

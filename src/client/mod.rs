@@ -93,7 +93,6 @@ mod in_process;
 mod timer;
 mod transport;
 
-
 pub use driver::{Client, ClientBuilder};
 pub use error::{Cap, ClientError};
 pub use flow::{CarrierCall, Completion, PendingFlow, Step};

@@ -52,9 +52,9 @@ use serde_json::Value;
 pub use ask::{Confirmation, FormAnswer};
 pub use ask::{Elicited, Fields, Form, Roots, RootsAsk, Sampling, UrlVisit};
 #[doc(hidden)]
-pub use handler::private::Run;
-#[doc(hidden)]
 pub use handler::into_run;
+#[doc(hidden)]
+pub use handler::private::Run;
 pub use handler::{CarrierResult, Later, Now, Output};
 pub(crate) use handler::{Handler, register};
 pub use round::{Flow, Round, Unanswered};

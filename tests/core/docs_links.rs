@@ -43,7 +43,10 @@ fn src_names_no_document_outside_the_repository() {
     }
     files.push(root.join("README.md"));
     files.sort();
-    assert!(files.len() > 20, "too few .rs files found under src/ and crates/*/src/");
+    assert!(
+        files.len() > 20,
+        "too few .rs files found under src/ and crates/*/src/"
+    );
     let mut hits = Vec::new();
     for file in &files {
         let text = std::fs::read_to_string(file)

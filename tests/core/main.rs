@@ -3,12 +3,12 @@
 mod answers;
 mod async_handlers;
 mod capabilities;
+mod docs_links;
+mod duplicate_keys;
 mod engine_capabilities;
 mod errors;
+mod peers_lock;
+mod readme_flow;
 mod rounds;
 mod typed_handlers;
-mod duplicate_keys;
 mod wire;
-mod readme_flow;
-mod docs_links;
-mod peers_lock;

@@ -2,9 +2,9 @@
 
 mod binding;
 mod expiry;
+mod keys;
 mod primitive;
 mod rotation;
 mod roundtrip;
 mod tamper;
 mod vectors;
-mod keys;

@@ -7,7 +7,6 @@
 //! (`mrtr_cli::call`) are this crate's library: `mrtr serve` hands
 //! `mrtr_cli::serve::serve` a builder for its service.
 
-
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -18,7 +17,8 @@ use clap::{Args, Parser, Subcommand};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
 use mrtr::defaults;
 use mrtr_cli::serve::{
-    self as server, KEYS_ENV, KeySource, PrincipalConfig, ServeConfig, ServeError, ServerConfigError,
+    self as server, KEYS_ENV, KeySource, PrincipalConfig, ServeConfig, ServeError,
+    ServerConfigError,
 };
 use mrtr_cli::{call, log, reference};
 use mrtr_server::MetricsEndpoint;

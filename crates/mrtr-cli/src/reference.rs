@@ -218,9 +218,7 @@ pub type DeployRun = Pin<Box<dyn Future<Output = Result<ToolResult, Flow>> + Sen
 /// The `deploy` demo's handler; `deployments` counts its side effect. Shared by
 /// `mrtr serve` and the rmcp example (crates/mrtr-rmcp/examples/rmcp_server.rs), which registers it
 /// as an rmcp `#[tool]`.
-pub fn deploy(
-    deployments: Arc<AtomicU64>,
-) -> impl Fn(Round) -> DeployRun + Send + Sync + 'static {
+pub fn deploy(deployments: Arc<AtomicU64>) -> impl Fn(Round) -> DeployRun + Send + Sync + 'static {
     move |r| {
         let deployments = deployments.clone();
         Box::pin(async move {

@@ -14,12 +14,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use mrtr::Timestamp;
 use mrtr::defaults;
 use mrtr::engine::Engine;
 use mrtr::principal::Principal;
 use mrtr::seal::SealConfig;
 use mrtr::service::Service;
-use mrtr::Timestamp;
 
 pub use replay_store::ReplayStore;
 

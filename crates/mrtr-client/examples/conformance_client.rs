@@ -19,8 +19,8 @@
 
 use std::process::ExitCode;
 
-use mrtr_client::{CarrierCall, Client, ClientError, Handlers, HttpTransport, Step};
 use mrtr::wire::{ElicitAction, ElicitParams, ElicitResult, JsonObject, PrimitiveSchema};
+use mrtr_client::{CarrierCall, Client, ClientError, Handlers, HttpTransport, Step};
 use serde_json::{Value, json};
 
 const SCENARIO: &str = "sep-2322-client-request-state";

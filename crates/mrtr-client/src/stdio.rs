@@ -583,7 +583,6 @@ async fn read_stderr<R: AsyncBufRead + Unpin>(mut stderr: R, sink: LineSink) {
     }
 }
 
-
 /// Reads the next line through `splitter` (the core's bounded splitter) into `buf`.
 async fn read_line<R: AsyncBufRead + Unpin>(
     reader: &mut R,

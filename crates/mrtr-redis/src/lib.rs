@@ -17,8 +17,8 @@ use std::time::Duration;
 use ::redis::{Client, RedisError};
 use sha2::{Digest, Sha256};
 
-use mrtr::replay::Claim;
 use mrtr::defaults;
+use mrtr::replay::Claim;
 
 use connection::{Link, State};
 pub use policy::StoreCheck;

@@ -5,8 +5,8 @@ use ::redis::Value;
 
 use super::policy::policy_of;
 use super::*;
-use mrtr::replay::{ClaimOutcome, PrincipalKey, ReplayGuard};
 use mrtr::Timestamp;
+use mrtr::replay::{ClaimOutcome, PrincipalKey, ReplayGuard};
 
 fn claim(step: &str) -> Claim {
     let t = Timestamp::from_unix_secs(1_800_000_000);

@@ -32,12 +32,12 @@ use std::time::Duration;
 use clap::Parser;
 use mrtr::Service;
 use mrtr::replay::MemoryReplayGuard;
+use mrtr::seal::SealConfig;
+use mrtr::{Engine, Keyring, Timestamp};
 use mrtr_rmcp::{
     HttpGuard, Mrtr, Principals, ToolCall, service_prompts, service_resources, service_tools,
 };
-use mrtr::seal::SealConfig;
 use mrtr_server::{KEYS_ENV, keyring_from_env};
-use mrtr::{Engine, Keyring, Timestamp};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, GetPromptRequestParams, GetPromptResponse,

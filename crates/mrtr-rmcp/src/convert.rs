@@ -23,9 +23,9 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use mrtr::__private::AskMemo;
 use mrtr::engine::{CarrierResult, Outcome};
 use mrtr::error::Error;
-use mrtr::__private::AskMemo;
 use mrtr::result::{PromptResult, ResourceResult, ToolResult};
 use mrtr::wire::{InputRequest, InputRequiredResult};
 
@@ -141,7 +141,9 @@ fn response<T, C: DeserializeOwned, R>(
         Outcome::Protocol(e) => Err(error_data(&e)),
         // Outcome is non-exhaustive; this crate is built against one core version,
         // whose every outcome is matched above.
-        _ => Err(error_data(&Error::internal("an outcome this adapter does not know"))),
+        _ => Err(error_data(&Error::internal(
+            "an outcome this adapter does not know",
+        ))),
     }
 }
 

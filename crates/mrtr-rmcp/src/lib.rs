@@ -156,13 +156,13 @@ use ::rmcp::model::{
 use ::rmcp::service::RequestContext as RmcpContext;
 use ::rmcp::{ErrorData, RoleServer};
 
+use mrtr::Timestamp;
 use mrtr::engine::turn::{self, Turn};
 use mrtr::engine::{CarrierResult, Engine, Flow, Outcome, Output, Round, Run};
 use mrtr::error::Error;
 use mrtr::principal::Principal;
 use mrtr::record::{self, Named};
 use mrtr::result::{PromptResult, ResourceResult};
-use mrtr::Timestamp;
 use mrtr::wire::jsonrpc::RequestId;
 use mrtr::wire::{CarrierMethod, CarrierRequest, RequestError};
 #[cfg(doc)]

@@ -104,11 +104,11 @@ use axum::response::Response;
 use axum::routing::post;
 
 use super::log;
+use mrtr::Timestamp;
 use mrtr::defaults;
 use mrtr::principal::Principal;
 use mrtr::service::{ParsedMessage, RequestContext, RequestLog, Service};
 use mrtr::streamable_http::{self, McpHeaders, Refusal};
-use mrtr::Timestamp;
 use mrtr::wire::CarrierMethod;
 
 mod body;

@@ -15,11 +15,11 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::http::error_body;
 use super::log;
+use mrtr::Timestamp;
 use mrtr::defaults;
 use mrtr::lines::{Line, LineSplitter};
 use mrtr::principal::Principal;
 use mrtr::service::{RequestContext, RequestLog, Service};
-use mrtr::Timestamp;
 
 /// The most requests handled at once on one stdio connection.
 const MAX_IN_FLIGHT: usize = defaults::STDIO_MAX_IN_FLIGHT;

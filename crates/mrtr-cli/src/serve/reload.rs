@@ -10,8 +10,8 @@
 
 use std::future::Future;
 
-use mrtr::seal::{KeysInUse, Kid, Sealer};
 use mrtr::Timestamp;
+use mrtr::seal::{KeysInUse, Kid, Sealer};
 
 use super::{KEYS_ENV, KeySource, ServerConfigError};
 

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::{ServeConfig, ServerConfigError};
+use mrtr::Timestamp;
 use mrtr::defaults;
 use mrtr::replay::{MemoryReplayGuard, ReplayGuard};
-use mrtr::Timestamp;
 
 /// The replay guard of `mrtr serve` (`--replay-store`, `MRTR_REPLAY_STORE`).
 #[derive(Clone, PartialEq, Eq, Default)]

@@ -511,7 +511,6 @@ pub fn open_fds(pid: u32) -> Option<usize> {
     Some(std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count())
 }
 
-
 /// The reference service on an engine, with its deployment counter.
 pub fn reference(engine: Engine) -> (Service, Arc<AtomicU64>) {
     let n = Arc::new(AtomicU64::new(0));

@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mrtr_client::{Client, ClientError, Handlers, HttpTransport, Transport, TransportError};
 use mrtr::wire::{ElicitAction, ElicitResult};
+use mrtr_client::{Client, ClientError, Handlers, HttpTransport, Transport, TransportError};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};

@@ -1,8 +1,8 @@
 use std::sync::Arc;
 
 use mrtr::engine::{Elicited, Form};
-use mrtr_rmcp::{Mrtr, Principals, ToolCall};
 use mrtr::{Engine, Keyring, ToolResult};
+use mrtr_rmcp::{Mrtr, Principals, ToolCall};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, ServerCapabilities, ServerConfig};
 use rmcp::service::RequestContext;

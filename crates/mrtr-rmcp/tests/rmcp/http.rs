@@ -12,9 +12,9 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use mrtr::replay::MemoryReplayGuard;
-use mrtr_rmcp::{Mrtr, Principals};
 use mrtr::seal::SealConfig;
 use mrtr::{Engine, Keyring, Timestamp};
+use mrtr_rmcp::{Mrtr, Principals};
 use rmcp_support::{NOTE, PROMPT, USER_HEADER, text_of};
 use serde_json::{Value, json};
 use server_support::common::{

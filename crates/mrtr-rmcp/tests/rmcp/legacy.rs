@@ -13,8 +13,8 @@ use crate::rmcp_support;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use mrtr_rmcp::{Mrtr, Principals};
 use mrtr::{Engine, Keyring};
+use mrtr_rmcp::{Mrtr, Principals};
 use rmcp::model::{
     CallToolRequestParams, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
     ElicitResult, GetPromptRequestParams, InitializeRequestParams, ListRootsResult,

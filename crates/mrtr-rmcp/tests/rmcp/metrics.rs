@@ -13,8 +13,8 @@ use std::net::SocketAddr;
 use std::sync::OnceLock;
 
 use metrics_util::debugging::{DebuggingRecorder, Snapshotter};
-use mrtr_rmcp::{Mrtr, Principals};
 use mrtr::{Engine, Keyring};
+use mrtr_rmcp::{Mrtr, Principals};
 use rmcp::ServiceExt;
 use rmcp::model::{GetPromptRequestParams, InitializeRequestParams, ReadResourceRequestParams};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -204,12 +204,17 @@ fn client_chosen_targets_never_become_metric_labels() {
     // their servers' registered names may be there too, and their series.)
     let names = names();
     for registered in ["greet", server_support::common::PROMPT] {
-        assert!(names.contains(registered), "{registered} is counted: {names:?}");
+        assert!(
+            names.contains(registered),
+            "{registered} is counted: {names:?}"
+        );
     }
-    let chosen = |n: &String| {
-        n.starts_with("prompt-") || n.starts_with("unknown-") || n.contains("://")
-    };
-    assert!(!names.iter().any(chosen), "a client-chosen target is a label: {names:?}");
+    let chosen =
+        |n: &String| n.starts_with("prompt-") || n.starts_with("unknown-") || n.contains("://");
+    assert!(
+        !names.iter().any(chosen),
+        "a client-chosen target is a label: {names:?}"
+    );
     // Hundreds of distinct targets (4 x DISTINCT) added a handful of series
     // (method x outcome x code x name), not one per target.
     let added = request_series().len() - before;

@@ -26,10 +26,7 @@ fn the_readme_block_is_this_code() {
         .nth(1)
         .and_then(|b| b.split("```\n").next())
         .expect("the section's rust block");
-    assert_eq!(
-        block, GREETER,
-        "README and tests/rmcp/greeter.rs differ"
-    );
+    assert_eq!(block, GREETER, "README and tests/rmcp/greeter.rs differ");
 }
 
 fn post(addr: std::net::SocketAddr, body: &Value) -> Value {

@@ -10,11 +10,11 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use mrtr::engine::{Elicited, Form, RootsAsk, Sampling};
 use mrtr::error::{Retry, ToolAdvice};
+use mrtr::{Flow, Principal, ToolResult};
+use mrtr::{PromptResult, ResourceResult};
 #[cfg(feature = "http")]
 use mrtr_rmcp::HttpGuard;
 use mrtr_rmcp::{Mrtr, Principals, ToolCall};
-use mrtr::{Flow, Principal, ToolResult};
-use mrtr::{PromptResult, ResourceResult};
 use rmcp::handler::server::common::FromContextPart;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;

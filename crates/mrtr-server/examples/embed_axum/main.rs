@@ -26,11 +26,11 @@ use axum::response::{IntoResponse, Response};
 use clap::Parser;
 use mrtr::ToolResult;
 use mrtr::replay::MemoryReplayGuard;
-use mrtr_server::http::{FromExtension, HttpOptions, mcp_router};
-use mrtr_server::{KEYS_ENV, keyring_from_env};
 use mrtr::{
     Confirmation, Engine, Flow, Keyring, Principal, Retry, Round, Service, Timestamp, ToolAdvice,
 };
+use mrtr_server::http::{FromExtension, HttpOptions, mcp_router};
+use mrtr_server::{KEYS_ENV, keyring_from_env};
 use serde::Deserialize;
 use serde_json::json;
 

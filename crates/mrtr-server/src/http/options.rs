@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use mrtr::defaults;
 use crate::ServerConfigError;
+use mrtr::defaults;
 
 /// The router's limits: the body size, the requests in flight, the body bytes
 /// buffered at once, and the allowed `Origin` and `Host` values.

@@ -26,12 +26,12 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use axum::routing::post;
 use futures_util::stream;
-use mrtr_client::{Client, ClientError, HttpTransport, Transport};
-use mrtr_server::http::{Anonymous, HttpOptions, mcp_router};
 use mrtr::streamable_http::{
     self, ACCEPT_JSON_AND_EVENT_STREAM, McpHeaders, Refusal, SseParser, error_status, sse_event,
 };
 use mrtr::{Engine, Keyring, ResourceResult, Service, ToolResult};
+use mrtr_client::{Client, ClientError, HttpTransport, Transport};
+use mrtr_server::http::{Anonymous, HttpOptions, mcp_router};
 use serde_json::{Value, json};
 
 use server_support::{HttpResponse, MCP_HEADERS, request, rpc_error, tools_list};

@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 
 use axum::Json;
 use axum::routing::post;
-use mrtr_cli::call::{CallArgs, run_call_with_output};
 use clap::Parser;
+use mrtr_cli::call::{CallArgs, run_call_with_output};
 use serde_json::{Value, json};
 
 #[derive(Debug, Parser)]

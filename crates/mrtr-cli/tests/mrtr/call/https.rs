@@ -11,11 +11,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mrtr::ToolResult;
-use mrtr_client::{Client, ClientError, Handlers, HttpTransport, TransportError};
 use mrtr::engine::{Elicited, Engine, Form};
-use mrtr_server::http::{Anonymous, HttpOptions, mcp_router};
 use mrtr::wire::{ElicitAction, ElicitResult};
 use mrtr::{Keyring, Service};
+use mrtr_client::{Client, ClientError, Handlers, HttpTransport, TransportError};
+use mrtr_server::http::{Anonymous, HttpOptions, mcp_router};
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, KeyUsagePurpose,
 };

@@ -1,6 +1,6 @@
 //! `call`: one module per former test target.
 
 mod cli;
+mod https;
 mod reference;
 mod stdio;
-mod https;

@@ -7,11 +7,11 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use mrtr_client::{CarrierCall, Client, ClientError, Handlers, HttpTransport, PendingFlow, Step};
 use mrtr::wire::{
     CreateMessageResult, ElicitAction, ElicitParams, ElicitResult, JsonObject, ListRootsResult,
     PrimitiveSchema, Root,
 };
+use mrtr_client::{CarrierCall, Client, ClientError, Handlers, HttpTransport, PendingFlow, Step};
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};

@@ -8,10 +8,10 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use mrtr::wire::{ElicitAction, ElicitResult};
 use mrtr_client::{
     Client, ClientError, Handlers, ServerStderr, StdioTransport, Transport, TransportError,
 };
-use mrtr::wire::{ElicitAction, ElicitResult};
 use serde_json::{Value, json};
 
 const MRTR: &str = env!("CARGO_BIN_EXE_mrtr");

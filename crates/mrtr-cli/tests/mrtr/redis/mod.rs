@@ -1,5 +1,5 @@
 //! `redis`: one module per former test target.
 
+mod fleet;
 mod replay_redis;
 mod restart;
-mod fleet;

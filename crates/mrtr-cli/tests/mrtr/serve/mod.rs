@@ -1,11 +1,11 @@
 //! `serve`: one module per former test target.
 
 mod cli;
+mod dns_rebinding;
 mod flows;
-mod limits;
-mod metrics;
+mod http;
 mod keys;
 mod keys_reload;
-mod http;
+mod limits;
+mod metrics;
 mod principal;
-mod dns_rebinding;
