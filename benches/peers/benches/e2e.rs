@@ -69,9 +69,9 @@ use mrtr::Timestamp;
 use mrtr::engine::{Elicited, Form};
 use mrtr::principal::Principal;
 use mrtr::result::ToolResult;
-use mrtr_rmcp::{Mrtr, Principals, ToolCall};
 use mrtr::seal::{Binding, BindingInput, Claims, Key, SealConfig, Sealer, UntrustedState};
 use mrtr::{Engine, Keyring};
+use mrtr_rmcp::{Mrtr, Principals, ToolCall};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::{InputResponses, RequestState};
 use rmcp::model::{
