@@ -9,7 +9,7 @@
 # e2e bench is two to three times what its extra instructions would take at the rate
 # the rest of the server runs; about 2 µs of it is code fetched again every flow, and
 # the rest is instructions that run slower than the server's average, with more
-# mispredicted branches and data misses (README, "Performance"). Wall-clock runs
+# mispredicted branches and data misses (benches/README.md). Wall-clock runs
 # cannot resolve a change of one or two percent on that host; these counts can, and
 # they say where it goes.
 #

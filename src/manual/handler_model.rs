@@ -188,7 +188,9 @@
 //!
 //! # Deadline and panics
 //!
-//! Each run of a handler has a deadline. A run that overruns it is aborted: on
+//! Each run of a handler has a deadline (`Service::with_handler_timeout`, 30 s by
+//! default; `mrtr_rmcp::Mrtr::with_handler_timeout` on rmcp). Only an async
+//! handler can be cut short, at an `.await`. A run that overruns it is aborted: on
 //! `tools/call` the client gets a tool error saying that retrying may succeed,
 //! elsewhere `-32603`. Nothing from the aborted run is recorded, including
 //! the results of `once` steps that finished in it, so a side effect that can

@@ -32,6 +32,26 @@
 //! the quota lets one caller start about 2.7 `once` steps a second, sustained;
 //! beyond a cap steps fail closed (`mrtr_once_total{result="unavailable"}`).
 //!
+//! # Who the caller is
+//!
+//! Every flow is bound to a principal, and `mrtr serve` does not start until told
+//! where it comes from:
+//!
+//! - `--anonymous`: every caller is the one anonymous principal. Binding then
+//!   stops no user from presenting another user's state: use it for a single
+//!   user, or on loopback (it warns when it listens anywhere else).
+//! - `--principal-header NAME`: the subject is read from request header `NAME`
+//!   and trusted as is (a request without it gets 401). Run it only behind a
+//!   reverse proxy that authenticates every request, sets `NAME` itself and
+//!   strips any `NAME` the client sent: anyone who can reach mrtr directly can
+//!   claim any identity.
+//! - `--principal NAME` (or `MRTR_PRINCIPAL`), on `--stdio`: the user at the other
+//!   end of the pipe.
+//!
+//! An embedding application passes a `PrincipalSource` instead (its own
+//! authentication layer's principal, from the request's extensions); see
+//! [`security_model`](super::security_model).
+//!
 //! # Rotating keys
 //!
 //! The three-phase rotation of the [rotation chapter](super::rotation) works on a
@@ -68,8 +88,17 @@
 //! # Metrics
 //!
 //! `--metrics-listen ADDR` serves Prometheus text on `GET /metrics` on its own
-//! listener (keep it on a private address: it shows the private rejection
-//! reasons). No label carries a string the client chose.
+//! listener, never on the MCP port (default: off; port 0 picks a free port, logged
+//! as `metrics on http://ADDR/metrics`). Keep it on a private address, or reachable
+//! only by the scraper: it shows the private rejection reasons. No label carries a
+//! string the client chose: a method the server does not route is `other`, and a
+//! tool name nobody registered is no label at all.
+//!
+//! The library records through the `metrics` facade and installs no recorder
+//! ([`metrics`](crate::metrics) has the names, labels and histogram buckets): the
+//! `mrtr` binary installs the Prometheus exporter. An application embedding mrtr
+//! installs its own recorder, and can serve its text on a listener of its own with
+//! `mrtr_server::MetricsEndpoint` (the same hardened accept loop as below).
 //!
 //! | metric | what |
 //! |---|---|
@@ -144,7 +173,7 @@
 //!   the guard cannot tell the policy, says so in its log line, and refuses
 //!   claims as for an evicting store. Set `noeviction` in the service's own
 //!   settings, then pass `--replay-store-allow-eviction`
-//!   (`RedisReplayGuard::allow_eviction(true)` when embedding), which runs
+//!   (`mrtr_redis::RedisReplayGuard::allow_eviction(true)` when embedding), which runs
 //!   without the check and logs a WARN on each connect. The same flag runs on a
 //!   store that reports an evicting policy: its risk is exactly a replayed `once`
 //!   step running again after an eviction, so use it only for a store you know
@@ -213,6 +242,15 @@
 //! burst of 1 000 bodies just under the limit, all sent at once, peaked at about
 //! 30 MiB over the idle process (the same burst of 1 MiB bodies against the old
 //! unbounded transport: 1.5 GiB).
+//!
+//! An application embedding `mrtr-server` sets the same limits in code:
+//! `mrtr_server::http::HttpOptions` per router (body size, body deadline and
+//! minimum rate, requests in flight, body budget, allowed origins and hosts) and
+//! `mrtr_server::http::ServeOptions` per listener (header and idle timeouts, the
+//! connection caps), served with `mrtr_server::http::serve_with`. An application
+//! that serves the router with `axum::serve` or a server of its own has no
+//! connection-level limits from mrtr: put them there, or in front of it; without a
+//! per-peer cap, one client can hold every connection with bodies it never sends.
 //!
 //! The metrics listener (`--metrics-listen`) runs the same accept loop with
 //! limits of its own: at most 16 connections, 5 s to send a head, 5 s idle. Its

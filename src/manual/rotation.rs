@@ -46,7 +46,7 @@
 //! entries with the same kid (usually the same key twice) are refused. In code:
 //! [`Keyring::parse_keys`] and [`Keyring::parse_key_file`] parse the two formats
 //! (the core reads no file and no environment: your application reads
-//! `MRTR_KEYS` or the file and passes the text, as `server::KeySource` does for
+//! `MRTR_KEYS` or the file and passes the text, as `mrtr_cli::serve::KeySource` does for
 //! `mrtr serve`; decide explicitly what your server does when neither is set),
 //! and [`Keyring::new`] with [`Keyring::with_open_only`] build a ring in code.
 //!
@@ -173,8 +173,8 @@
 //! Embedding the engine, swap the ring yourself: [`Sealer::try_replace_keyring`]
 //! makes the check above (every clone of the sealer, the engine's and the
 //! service's, sees the new ring; [`Sealer::replace_keyring`] swaps without
-//! checking), or, in the `mrtr` binary, `mrtr_cli::serve::reload_keys` with a
-//! `KeySource` from your own trigger.
+//! checking), or, from the `mrtr-cli` crate's library, `mrtr_cli::serve::reload_keys`
+//! with a `mrtr_cli::serve::KeySource` from your own trigger.
 //!
 //! # Checking a rotation
 //!

@@ -174,8 +174,9 @@
 //!   another instance's claims: behind a load balancer, a replay sent to
 //!   another instance is not caught.
 //! - **A fleet** (several instances, or one that must keep flows across
-//!   restarts) needs a shared store: the Redis guard of `mrtr-redis`
-//!   (`mrtr serve --replay-store redis://HOST:PORT[/DB]`, `rediss://` for TLS),
+//!   restarts) needs a shared store: the Redis guard of the `mrtr-redis` crate
+//!   (`mrtr_redis::RedisReplayGuard`; `mrtr serve --replay-store
+//!   redis://HOST:PORT[/DB]`, `rediss://` for TLS),
 //!   or any implementation of [`ReplayGuard`]. Each claim is one `SET NX PX`
 //!   under `mrtr:<hash of the audience>:<hash of flow id and step>`: no token,
 //!   flow id or step name reaches the store. A claim is bounded by a command
@@ -191,8 +192,9 @@
 //!   Where `CONFIG GET` is forbidden (managed services: `ERR unknown command`,
 //!   `NOPERM`), the guard cannot rule eviction out and refuses in the same way,
 //!   saying so. Only the operator's explicit opt-in
-//!   (`--replay-store-allow-eviction`, `RedisReplayGuard::allow_eviction`) lets
-//!   claims through then, with a WARN on each connect. A Redis restarted without
+//!   (`--replay-store-allow-eviction`,
+//!   `mrtr_redis::RedisReplayGuard::allow_eviction`) lets claims through then,
+//!   with a WARN on each connect. A Redis restarted without
 //!   persistence forgets the claims of open flows, and a failover to a replica
 //!   the claim had not reached yet loses it; `?wait=N` on the store URL makes a
 //!   claim count only once `N` replicas acknowledged it (fewer is a refusal,
@@ -302,7 +304,8 @@
 //!   authorization credentials (subject, issuer, client id). Every anonymous
 //!   caller shares [`Principal::anonymous`], so binding to it prevents no replay
 //!   between users. Over HTTP the principal comes from the request
-//!   (`server::http::PrincipalSource`: the one your authentication layer put in the
+//!   (`principal::PrincipalSource`, feature `http`, which `mrtr_server::http` and
+//!   `mrtr_rmcp` take: the one your authentication layer put in the
 //!   request's extensions, or a header an authenticating proxy sets); `mrtr serve`
 //!   refuses to start until told `--principal-header NAME`, `--principal NAME`
 //!   (stdio) or `--anonymous`, listens on loopback by default, and warns when an

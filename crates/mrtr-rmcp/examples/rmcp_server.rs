@@ -5,7 +5,7 @@
 //!
 //! ```sh
 //! export MRTR_KEYS=$(cargo run -q -- keygen)   # unset: an ephemeral key, with a warning
-//! cargo run --release --example rmcp_server --features rmcp-http -- --listen 127.0.0.1:3000 \
+//! cargo run --release -p mrtr-rmcp --example rmcp_server --features http -- --listen 127.0.0.1:3000 \
 //!     [--state-ttl SECONDS] [--clock-skew SECONDS] [--metrics-listen ADDR] \
 //!     [--ask-timeout SECONDS] [--legacy-flow-timeout SECONDS]
 //! ```

@@ -2,8 +2,8 @@
 //! caller is, and every `requestState` is bound to that principal.
 //!
 //! ```sh
-//! export MRTR_KEYS=$(cargo run -q -- keygen)  # from the repository root   # unset: an ephemeral key, with a warning
-//! cargo run --release --example embed_axum -- --listen 127.0.0.1:3000
+//! export MRTR_KEYS=$(cargo run -q -- keygen)   # from the repository root; unset: an ephemeral key, with a warning
+//! cargo run --release -p mrtr-server --example embed_axum -- --listen 127.0.0.1:3000
 //! ```
 //!
 //! MCP is served on `POST /mcp`. A toy authentication layer maps
