@@ -6,7 +6,7 @@
 #   scripts/redis.sh url     # prints the URL of the running one
 #   scripts/redis.sh stop    # stops it and removes its directory
 #
-#   MRTR_TEST_REDIS_URL=$(scripts/redis.sh start) cargo test -p mrtr-cli --all-features --test mrtr redis::
+#   MRTR_TEST_REDIS_URL=$(scripts/redis.sh start) cargo test -p mrtr-cli --all-features --test mrtr -- redis::
 #
 # The server listens on 127.0.0.1 only, on a free port, with no persistence (no
 # RDB, no AOF) in a temporary directory. Its state (port, pid) lives in
