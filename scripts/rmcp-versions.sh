@@ -70,7 +70,9 @@ for v in "${versions[@]}"; do
         cargo check --quiet --locked -p mrtr-rmcp --lib --no-default-features
         cargo check --quiet --locked -p mrtr-rmcp --lib --all-features
         echo "rmcp $v: cargo test -p mrtr-rmcp --all-features --test rmcp (http and legacy)" >&2
-        cargo test --quiet --locked -p mrtr-rmcp --all-features --test rmcp -- http:: legacy::
+        # The cfg leaves out the modules that need a newer rmcp (tests/rmcp/main.rs).
+        RUSTFLAGS="${RUSTFLAGS:-} --cfg mrtr_rmcp_lowest" \
+            cargo test --quiet --locked -p mrtr-rmcp --all-features --test rmcp -- http:: legacy::
     )
     echo "rmcp $v: ok" >&2
 done
