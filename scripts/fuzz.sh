@@ -1,53 +1,83 @@
 #!/usr/bin/env bash
-# Runs every cargo-fuzz target in fuzz/ for SECONDS each (default 60), two at a
-# time (MRTR_FUZZ_JOBS).
+# Builds every fuzz target in fuzz/ under libFuzzer with the address sanitizer and
+# runs each for SECONDS (default 60), two at a time (MRTR_FUZZ_JOBS).
 #
 #   scripts/fuzz.sh [SECONDS]
+#   scripts/fuzz.sh --build-only
 #
-# Needs the nightly toolchain (libFuzzer and sanitizers); installs it and cargo-fuzz if missing.
-# Targets come from `cargo fuzz list`, so targets added later run too; each gets the
-# dictionary of MCP keys fuzz/mcp.dict. A longer run with counts and coverage per
-# target: scripts/fuzz-campaign.sh (fuzz/README.md).
+# Needs the nightly toolchain (the sanitizer); installs it if missing. It builds
+# with cargo itself and the flags cargo-fuzz passes by default (SanitizerCoverage
+# with 8-bit counters, PC table, compare tracing and stack depth; `--cfg fuzzing`;
+# ASan; release with debug assertions and overflow checks; for the host target
+# only, so build scripts and proc macros are not instrumented), so a clean
+# machine needs no `cargo install cargo-fuzz`. The binaries are the ones
+# `cargo fuzz build` makes, in the same place. The targets are fuzz/Cargo.toml's
+# [[bin]]s, so targets added later run too; each gets the dictionary of MCP keys
+# fuzz/mcp.dict and reads the committed seeds in fuzz/corpus/TARGET, and what it
+# finds new goes to a scratch corpus under target/, so the worktree is left as it
+# was. Crash inputs go to fuzz/artifacts/TARGET/. A longer run with counts and
+# coverage per target: scripts/fuzz-campaign.sh (fuzz/README.md).
 set -euo pipefail
 
-per_target="${1:-60}"
-case "$per_target" in
-    '' | *[!0-9]*) echo "usage: $0 [SECONDS]  (a whole number of seconds per target)" >&2; exit 2 ;;
+build_only=""
+per_target=60
+case "${1:-}" in
+    --build-only) build_only=1 ;;
+    '') ;;
+    *[!0-9]*) echo "usage: $0 [SECONDS] | --build-only  (SECONDS: a whole number per target)" >&2; exit 2 ;;
+    *) per_target=$1 ;;
 esac
 
 cd "$(dirname "$0")/.."
+repo=$PWD
 
 if ! rustup run nightly rustc --version >/dev/null 2>&1; then
-    echo "installing the nightly toolchain (cargo-fuzz needs it)" >&2
+    echo "installing the nightly toolchain (the address sanitizer needs it)" >&2
     rustup toolchain install nightly --profile minimal
 fi
 
-if ! cargo fuzz --version >/dev/null 2>&1; then
-    echo "installing cargo-fuzz" >&2
-    cargo install cargo-fuzz --locked
-fi
-
-mapfile -t targets < <(cargo +nightly fuzz list)
+host="$(rustup run nightly rustc -vV | sed -n 's/^host: //p')"
+mapfile -t targets < <(sed -n '/^\[\[bin\]\]/,/^$/{s/^name = "\(.*\)"$/\1/p}' fuzz/Cargo.toml)
 if [ "${#targets[@]}" -eq 0 ]; then
-    echo "error: no fuzz targets found in fuzz/" >&2
+    echo "error: no [[bin]] fuzz targets in fuzz/Cargo.toml" >&2
     exit 1
 fi
 
-# libFuzzer is chatty: each target's output goes to a log file; the summary line
-# (executions, coverage) is printed, and the log's tail when a target fails.
+# libFuzzer is chatty: the build's and each target's output go to log files; the
+# summary lines (executions, memory) are printed, and a log's tail on failure.
 logs=target/fuzz-logs
 mkdir -p "$logs"
+flags=(
+    -Cpasses=sancov-module
+    -Cllvm-args=-sanitizer-coverage-level=4
+    -Cllvm-args=-sanitizer-coverage-inline-8bit-counters
+    -Cllvm-args=-sanitizer-coverage-pc-table
+    -Cllvm-args=-sanitizer-coverage-trace-compares
+    -Cllvm-args=-sanitizer-coverage-stack-depth
+    --cfg fuzzing
+    -Zsanitizer=address
+    -Cdebug-assertions
+    -Coverflow-checks
+)
+echo "building ${#targets[@]} fuzz targets (nightly, $host, address sanitizer; log: $logs/build.log)" >&2
+RUSTFLAGS="${flags[*]}" cargo +nightly build --manifest-path fuzz/Cargo.toml --release --locked \
+    --target "$host" --bins >"$logs/build.log" 2>&1 || { tail -n 60 "$logs/build.log" >&2; exit 1; }
+[ -z "$build_only" ] || exit 0
+
+bin_dir=fuzz/target/$host/release
+scratch=target/fuzz-corpus
 failed=()
+run_one() {
+    local target=$1
+    mkdir -p "$scratch/$target" "fuzz/corpus/$target" "fuzz/artifacts/$target"
+    ASAN_OPTIONS="${ASAN_OPTIONS:-} detect_odr_violation=0" \
+        "$bin_dir/$target" -max_total_time="$per_target" -print_final_stats=1 \
+        -dict="$repo/fuzz/mcp.dict" -artifact_prefix="$repo/fuzz/artifacts/$target/" \
+        "$scratch/$target" "fuzz/corpus/$target" >"$logs/$target.log" 2>&1
+}
 # Two targets at a time (one per core): each runs for the whole SECONDS, the run
 # takes half as long.
 jobs="${MRTR_FUZZ_JOBS:-2}"
-run_one() {
-    local target=$1
-    cargo +nightly fuzz run "$target" -- -max_total_time="$per_target" -print_final_stats=1 \
-        -dict="$PWD/fuzz/mcp.dict" >"$logs/$target.log" 2>&1
-}
-# Build every target first, so the parallel runs do not race one build.
-cargo +nightly fuzz build >"$logs/build.log" 2>&1 || { tail -n 60 "$logs/build.log" >&2; exit 1; }
 for ((i = 0; i < ${#targets[@]}; i += jobs)); do
     pids=()
     batch=("${targets[@]:i:jobs}")

@@ -49,9 +49,10 @@ pub struct BindingInput<'a> {
 /// use mrtr::seal::{Binding, BindingInput};
 /// use mrtr::principal::Principal;
 /// let alice = Principal::subject("alice");
+/// let arguments = serde_json::json!({"env": "prod", "force": false});
 /// let input = BindingInput {
 ///     method: "tools/call", target: "deploy",
-///     arguments: Some(&serde_json::json!({"env": "prod", "force": false})),
+///     arguments: Some(&arguments),
 ///     principal: &alice, audience: "https://mcp.example", protocol_version: "2026-07-28",
 /// };
 /// let reordered = serde_json::json!({"force": false, "env": "prod"});

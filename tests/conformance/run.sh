@@ -5,6 +5,7 @@
 #
 # Usage:
 #   tests/conformance/run.sh [--server mrtr|rmcp|both] [--client CMD] [SCENARIO...]
+#   tests/conformance/run.sh --install   # only install the suite and Node (CI does it early)
 #
 #   SCENARIO   one or more of the 14 server scenarios, by full name
 #              (input-required-result-multi-round) or short name (multi-round);
@@ -69,8 +70,13 @@ CLIENT_CMD=${MRTR_CONFORMANCE_CLIENT:-}
 SERVERS=${MRTR_CONFORMANCE_SERVER:-both}
 
 selected=()
+INSTALL_ONLY=
 while [ $# -gt 0 ]; do
   case "$1" in
+    --install)
+      INSTALL_ONLY=1
+      shift
+      ;;
     --client)
       [ $# -ge 2 ] || usage
       CLIENT_CMD=$2
@@ -144,6 +150,7 @@ else
     exit 1
   }
 fi
+[ -z "$INSTALL_ONLY" ] || exit 0
 
 # --- build ----------------------------------------------------------------------
 TARGET=${CARGO_TARGET_DIR:-$REPO/target}
