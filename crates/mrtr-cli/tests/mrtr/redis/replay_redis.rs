@@ -775,6 +775,11 @@ fn wait_counts_a_claim_only_once_replicas_acknowledge_it() {
         up
     });
     assert!(linked, "the replica synced with the primary");
+    // With a replica, WAIT returns as soon as it acknowledges: a timeout of
+    // seconds costs nothing here, and keeps a busy machine (CI builds beside the
+    // tests) from turning a late acknowledgement into a refusal.
+    let url = format!("{}?wait=1&wait_timeout_ms=5000", primary.url());
+    let g = RedisReplayGuard::new(&url, &unique("wait-replica")).unwrap();
     let c = claim(flow_id("replica"), "deploy", 60);
     assert_eq!(claim_on(&rt, &g, &c), ClaimOutcome::Claimed);
     assert_eq!(claim_on(&rt, &g, &c), ClaimOutcome::AlreadyClaimed);
