@@ -106,4 +106,10 @@ pub enum TransportError {
     /// root of trust that is not a certificate, no root of trust at all).
     #[error("tls: {0}")]
     Tls(String),
+    /// The server refused the request's credentials (HTTP 401): none were sent,
+    /// or the token was refused, again after a fresh one where the transport has a
+    /// source to ask. The text says which, with the server's `error` code if it
+    /// gave one; never a token or a header value.
+    #[error("unauthorized: {0}")]
+    Unauthorized(String),
 }

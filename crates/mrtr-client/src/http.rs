@@ -14,13 +14,25 @@
 //! package, or the file `$SSL_CERT_FILE` names), plus any private CA added with
 //! [`HttpTransportBuilder::add_root_pem`]; [`HttpTransportBuilder::platform_roots`]
 //! turns the system's off, to trust a private CA alone.
+//!
+//! Credentials: [`HttpTransportBuilder::header`] adds a header to every request
+//! (an API key, a fixed `Authorization`), [`HttpTransportBuilder::bearer`] a fixed
+//! bearer token, and [`HttpTransportBuilder::token_source`] a [`TokenSource`]
+//! that is asked for the token before each request and once more for a fresh one
+//! when the server refuses it as invalid (`401` with `WWW-Authenticate: Bearer
+//! error="invalid_token"`). Every value given so is marked sensitive and left out
+//! of `Debug` output and error messages; a `401` is
+//! [`TransportError::Unauthorized`].
 
+use std::fmt;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
-use hyper::{Request, Uri};
+use hyper::header::{
+    ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, WWW_AUTHENTICATE,
+};
+use hyper::{Request, Response, StatusCode, Uri};
 use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -56,21 +68,213 @@ pub const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
 ///     .build()?;
 /// # Ok(()) }
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct HttpTransport {
     client: HyperClient<HttpsConnector<HttpConnector>, Full<Bytes>>,
     uri: Uri,
+    headers: HeaderMap,
+    auth: Auth,
 }
 
-/// Builds an [`HttpTransport`]: which roots of trust `https://` uses.
-#[derive(Debug, Clone)]
+impl fmt::Debug for HttpTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpTransport")
+            .field("uri", &self.uri)
+            .field("headers", &HeaderNames(&self.headers))
+            .field("auth", &self.auth)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds an [`HttpTransport`]: which roots of trust `https://` uses, and the
+/// credentials every request carries.
+#[derive(Clone)]
 pub struct HttpTransportBuilder {
     url: String,
     added_roots: RootCertStore,
     platform_roots: bool,
+    headers: HeaderMap,
+    auth: Auth,
 }
 
+impl fmt::Debug for HttpTransportBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpTransportBuilder")
+            .field("url", &self.url)
+            .field("added_roots", &self.added_roots.len())
+            .field("platform_roots", &self.platform_roots)
+            .field("headers", &HeaderNames(&self.headers))
+            .field("auth", &self.auth)
+            .finish()
+    }
+}
+
+/// A bearer token: its `Debug` never shows it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct BearerToken(String);
+
+impl BearerToken {
+    /// The token (the part after `Bearer `).
+    pub fn new(token: impl Into<String>) -> Self {
+        Self(token.into())
+    }
+
+    /// The token itself, to store or send.
+    pub fn secret(&self) -> &str {
+        &self.0
+    }
+
+    fn header_value(&self) -> Result<HeaderValue, TransportError> {
+        let mut v = HeaderValue::try_from(format!("Bearer {}", self.0)).map_err(|_| {
+            TransportError::InvalidRequest(
+                "the bearer token has characters an Authorization header cannot carry".into(),
+            )
+        })?;
+        v.set_sensitive(true);
+        Ok(v)
+    }
+}
+
+impl fmt::Debug for BearerToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("BearerToken(..)")
+    }
+}
+
+/// Where the bearer token of each request comes from, for a server behind OAuth
+/// or any bearer check (see [`HttpTransportBuilder::token_source`]).
+///
+/// `token(false)` is asked before every request: return the token in hand (a
+/// source caches it and renews it when it knows it has expired). `token(true)`
+/// is asked at most once per request, after the server refused the token as
+/// invalid (`401`, `error="invalid_token"`): return a fresh one (refresh it, log
+/// in again), or an error, which the request then ends with.
+///
+/// ```
+/// use mrtr_client::{BearerToken, BoxFuture, TokenSource, TransportError};
+///
+/// #[derive(Debug)]
+/// struct FromEnv;
+/// impl TokenSource for FromEnv {
+///     fn token(&self, _refresh: bool) -> BoxFuture<'_, Result<BearerToken, TransportError>> {
+///         Box::pin(async {
+///             std::env::var("MCP_TOKEN")
+///                 .map(BearerToken::new)
+///                 .map_err(|_| TransportError::Unauthorized("MCP_TOKEN is not set".into()))
+///         })
+///     }
+/// }
+/// let transport = mrtr_client::HttpTransport::builder("http://127.0.0.1:8808/mcp")
+///     .token_source(std::sync::Arc::new(FromEnv))
+///     .build()?;
+/// # Ok::<(), TransportError>(())
+/// ```
+pub trait TokenSource: fmt::Debug + Send + Sync {
+    /// The token to send; `refresh` asks for a fresh one (the last was refused).
+    fn token(&self, refresh: bool) -> BoxFuture<'_, Result<BearerToken, TransportError>>;
+}
+
+/// The credentials of a transport.
+#[derive(Clone, Default)]
+enum Auth {
+    #[default]
+    None,
+    Fixed(HeaderValue),
+    Source(Arc<dyn TokenSource>),
+}
+
+impl fmt::Debug for Auth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Auth::None => "none",
+            Auth::Fixed(_) => "bearer token",
+            Auth::Source(_) => "token source",
+        })
+    }
+}
+
+/// Header names only, for `Debug`: the values may be credentials.
+struct HeaderNames<'a>(&'a HeaderMap);
+
+impl fmt::Debug for HeaderNames<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.0.keys()).finish()
+    }
+}
+
+/// Headers the transport writes itself, or that HTTP/1.1 framing owns: refused
+/// by [`HttpTransportBuilder::header`].
+const OWN_HEADERS: &[&str] = &[
+    "accept",
+    "connection",
+    "content-length",
+    "content-type",
+    "host",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    streamable_http::HEADER_PROTOCOL_VERSION,
+    streamable_http::HEADER_METHOD,
+    streamable_http::HEADER_NAME,
+];
+
 impl HttpTransportBuilder {
+    /// Sends `name: value` with every request: an API key, a fixed
+    /// `Authorization`, a tenant header. The value is marked sensitive (never
+    /// shown by `Debug`, never in an error). Given twice, the name is sent with
+    /// both values.
+    ///
+    /// # Errors
+    /// [`TransportError::InvalidRequest`] (naming the header, never the value)
+    /// when `name` is not a header name, `value` is not a header value, or `name`
+    /// is one the transport writes itself (`Accept`, `Content-Type`, the MCP
+    /// headers `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`) or HTTP framing
+    /// owns (`Host`, `Content-Length`, `Transfer-Encoding`, `Connection`, ...).
+    pub fn header(mut self, name: &str, value: &str) -> Result<Self, TransportError> {
+        let parsed = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+            TransportError::InvalidRequest(format!(
+                "not a header name: {:?}",
+                name.escape_debug().to_string()
+            ))
+        })?;
+        if OWN_HEADERS.contains(&parsed.as_str()) {
+            return Err(TransportError::InvalidRequest(format!(
+                "the {parsed} header is the transport's own; it cannot be set"
+            )));
+        }
+        let mut value = HeaderValue::from_str(value).map_err(|_| {
+            TransportError::InvalidRequest(format!(
+                "the {parsed} header cannot carry this value (control characters or non-ASCII)"
+            ))
+        })?;
+        value.set_sensitive(true);
+        self.headers.append(parsed, value);
+        Ok(self)
+    }
+
+    /// Sends `Authorization: Bearer <token>` with every request. A `401` is then
+    /// [`TransportError::Unauthorized`] (no fresh token to ask for: use
+    /// [`token_source`](Self::token_source) for that).
+    ///
+    /// # Errors
+    /// [`TransportError::InvalidRequest`] when the token has characters a header
+    /// cannot carry (the message does not show it).
+    pub fn bearer(mut self, token: &BearerToken) -> Result<Self, TransportError> {
+        self.auth = Auth::Fixed(token.header_value()?);
+        Ok(self)
+    }
+
+    /// Asks `source` for the bearer token of every request, and for a fresh one
+    /// once when the server refuses it as invalid (see [`TokenSource`]).
+    #[must_use]
+    pub fn token_source(mut self, source: Arc<dyn TokenSource>) -> Self {
+        self.auth = Auth::Source(source);
+        self
+    }
+
     /// Trusts the CA certificates in `pem` as well (PEM text: one or more
     /// `CERTIFICATE` blocks; other blocks, such as keys, are skipped), e.g. the CA of
     /// a private deployment. Each is a root of trust: a server certificate that
@@ -111,10 +315,16 @@ impl HttpTransportBuilder {
     ///
     /// # Errors
     /// [`TransportError::InvalidRequest`] when the URL is not an absolute
-    /// `http://` or `https://` URL with a host; [`TransportError::Tls`] for an
+    /// `http://` or `https://` URL with a host, or when an `Authorization` header
+    /// and a bearer token (or token source) are both given; [`TransportError::Tls`] for an
     /// `https://` URL when no root of trust is left (the system has no CA
     /// certificates and none was added).
     pub fn build(self) -> Result<HttpTransport, TransportError> {
+        if self.headers.contains_key(AUTHORIZATION) && !matches!(self.auth, Auth::None) {
+            return Err(TransportError::InvalidRequest(
+                "an Authorization header and a bearer token: give one of them".into(),
+            ));
+        }
         let url = &self.url;
         let uri: Uri = url
             .parse()
@@ -168,7 +378,12 @@ impl HttpTransportBuilder {
             .enable_http1()
             .build();
         let client = HyperClient::builder(TokioExecutor::new()).build(connector);
-        Ok(HttpTransport { client, uri })
+        Ok(HttpTransport {
+            client,
+            uri,
+            headers: self.headers,
+            auth: self.auth,
+        })
     }
 }
 
@@ -190,6 +405,8 @@ impl HttpTransport {
             url: url.to_owned(),
             added_roots: RootCertStore::empty(),
             platform_roots: true,
+            headers: HeaderMap::new(),
+            auth: Auth::None,
         }
     }
 
@@ -198,7 +415,11 @@ impl HttpTransport {
         &self.uri
     }
 
-    fn build(&self, request: &Value) -> Result<Request<Full<Bytes>>, TransportError> {
+    fn build(
+        &self,
+        request: &Value,
+        authorization: Option<HeaderValue>,
+    ) -> Result<Request<Full<Bytes>>, TransportError> {
         let headers = McpHeaders::for_request(request, PROTOCOL_VERSION);
         let mut b = Request::post(self.uri.clone())
             .header(CONTENT_TYPE, streamable_http::JSON)
@@ -206,11 +427,136 @@ impl HttpTransport {
         for (name, value) in headers.pairs() {
             b = b.header(name, header_value(name, value)?);
         }
+        if let Some(extra) = b.headers_mut() {
+            extra.extend(self.headers.clone());
+            if let Some(a) = authorization {
+                extra.insert(AUTHORIZATION, a);
+            }
+        }
         let body = serde_json::to_vec(request)
             .map_err(|e| TransportError::InvalidRequest(e.to_string()))?;
         b.body(Full::new(Bytes::from(body)))
             .map_err(|e| TransportError::InvalidRequest(e.to_string()))
     }
+
+    /// The `Authorization` value of the next request (`refresh`: after a refusal).
+    async fn authorization(&self, refresh: bool) -> Result<Option<HeaderValue>, TransportError> {
+        match &self.auth {
+            Auth::None => Ok(None),
+            Auth::Fixed(v) => Ok(Some(v.clone())),
+            Auth::Source(source) => Ok(Some(source.token(refresh).await?.header_value()?)),
+        }
+    }
+
+    /// Posts `request` and returns the response, asking the token source for a
+    /// fresh token once if the server refuses the first as invalid.
+    async fn post(
+        &self,
+        request: &Value,
+    ) -> Result<Response<hyper::body::Incoming>, TransportError> {
+        let mut refreshed = false;
+        loop {
+            let req = self.build(request, self.authorization(refreshed).await?)?;
+            let resp = self
+                .client
+                .request(req)
+                .await
+                .map_err(|e| connect_error(&e))?;
+            if resp.status() != StatusCode::UNAUTHORIZED {
+                return Ok(resp);
+            }
+            let error = bearer_error(resp.headers());
+            let code = error
+                .as_deref()
+                .map(|e| format!(", error={e}"))
+                .unwrap_or_default();
+            let why = match &self.auth {
+                Auth::Source(_) if !refreshed && error.as_deref() == Some("invalid_token") => {
+                    refreshed = true;
+                    continue;
+                }
+                Auth::None if self.headers.contains_key(AUTHORIZATION) => {
+                    format!("the server refused the Authorization header (HTTP 401{code})")
+                }
+                Auth::None => {
+                    format!("the server asks for credentials and none were sent (HTTP 401{code})")
+                }
+                Auth::Fixed(_) => format!("the server refused the bearer token (HTTP 401{code})"),
+                Auth::Source(_) if refreshed => {
+                    format!("the server refused a fresh token as well (HTTP 401{code})")
+                }
+                Auth::Source(_) => format!("the server refused the token (HTTP 401{code})"),
+            };
+            return Err(TransportError::Unauthorized(why));
+        }
+    }
+}
+
+/// The `error` parameter of the response's `WWW-Authenticate: Bearer` challenge
+/// (RFC 6750 section 3), if it is a plain error code: a server's free text is
+/// never echoed.
+fn bearer_error(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(WWW_AUTHENTICATE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find_map(|v| auth_param(v, "Bearer", "error"))
+        .filter(|e| {
+            !e.is_empty()
+                && e.len() <= 64
+                && e.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        })
+}
+
+/// The parameter `key` of the `scheme` challenge in one `WWW-Authenticate` value
+/// (`Bearer realm="x", error="invalid_token"`): quoted or a bare token. Several
+/// challenges in one value are told apart by their scheme names.
+fn auth_param(value: &str, scheme: &str, key: &str) -> Option<String> {
+    let mut rest = value.trim_start();
+    let mut in_scheme = false;
+    while !rest.is_empty() {
+        // A name: a scheme (no `=` after it) or a parameter's key.
+        let end = rest
+            .find(|c: char| c == '=' || c == ',' || c.is_ascii_whitespace())
+            .unwrap_or(rest.len());
+        let name = &rest[..end];
+        rest = rest[end..].trim_start();
+        if let Some(after) = rest.strip_prefix('=') {
+            let after = after.trim_start();
+            let (val, tail) = if let Some(q) = after.strip_prefix('"') {
+                let mut out = String::new();
+                let mut chars = q.char_indices();
+                let mut close = None;
+                while let Some((i, c)) = chars.next() {
+                    match c {
+                        '\\' => {
+                            if let Some((_, n)) = chars.next() {
+                                out.push(n);
+                            }
+                        }
+                        '"' => {
+                            close = Some(i + 1);
+                            break;
+                        }
+                        c => out.push(c),
+                    }
+                }
+                (out, &q[close?..])
+            } else {
+                let end = after.find(',').unwrap_or(after.len());
+                (after[..end].trim().to_owned(), &after[end..])
+            };
+            if in_scheme && name.eq_ignore_ascii_case(key) {
+                return Some(val);
+            }
+            rest = tail.trim_start();
+        } else if !name.is_empty() {
+            in_scheme = name.eq_ignore_ascii_case(scheme);
+        }
+        rest = rest.trim_start_matches(|c: char| c == ',' || c.is_ascii_whitespace());
+    }
+    None
 }
 
 fn header_value(name: &str, v: &str) -> Result<HeaderValue, TransportError> {
@@ -228,12 +574,7 @@ impl Transport for HttpTransport {
     fn send(&self, request: Value) -> BoxFuture<'_, Result<Value, TransportError>> {
         Box::pin(async move {
             let id = request.get("id").cloned().unwrap_or(Value::Null);
-            let req = self.build(&request)?;
-            let resp = self
-                .client
-                .request(req)
-                .await
-                .map_err(|e| connect_error(&e))?;
+            let resp = self.post(&request).await?;
             let status = resp.status();
             let content_type = resp
                 .headers()
@@ -437,6 +778,102 @@ mod tests {
         assert!(
             matches!(nothing, Err(TransportError::Tls(_))),
             "{nothing:?}"
+        );
+    }
+
+    #[test]
+    fn bearer_challenges_are_read_without_echoing_free_text() {
+        for (value, want) in [
+            (r#"Bearer error="invalid_token""#, Some("invalid_token")),
+            (
+                r#"Bearer realm="mcp", error="invalid_token", error_description="expired""#,
+                Some("invalid_token"),
+            ),
+            ("Bearer error=invalid_token", Some("invalid_token")),
+            (
+                r#"Basic realm="x", Bearer error="insufficient_scope""#,
+                Some("insufficient_scope"),
+            ),
+            (r#"Basic error="invalid_token""#, None),
+            ("Bearer", None),
+            (
+                r#"Bearer resource_metadata="https://x/.well-known/oauth-protected-resource""#,
+                None,
+            ),
+            (r#"Bearer error="a \"quoted\" code""#, None),
+            (r#"Bearer error="unterminated"#, None),
+            ("", None),
+        ] {
+            let mut h = HeaderMap::new();
+            h.insert(WWW_AUTHENTICATE, HeaderValue::from_str(value).unwrap());
+            assert_eq!(bearer_error(&h).as_deref(), want, "{value}");
+        }
+        assert_eq!(
+            auth_param(r#"Bearer error="a \"quoted\" code""#, "bearer", "error").as_deref(),
+            Some(r#"a "quoted" code"#)
+        );
+    }
+
+    #[test]
+    fn headers_are_checked_and_never_shown() {
+        let b = || HttpTransport::builder("http://127.0.0.1:1/mcp");
+        for own in [
+            "Content-Type",
+            "accept",
+            "MCP-Protocol-Version",
+            "mcp-method",
+            "Mcp-Name",
+            "Host",
+            "content-length",
+            "Transfer-Encoding",
+            "connection",
+        ] {
+            match b().header(own, "x") {
+                Err(TransportError::InvalidRequest(m)) => {
+                    assert!(m.contains("transport's own"), "{own}: {m}")
+                }
+                other => panic!("{own}: {other:?}"),
+            }
+        }
+        match b().header("bad name", "x") {
+            Err(TransportError::InvalidRequest(m)) => {
+                assert!(m.contains("not a header name"), "{m}")
+            }
+            other => panic!("{other:?}"),
+        }
+        match b().header("X-Api-Key", "s3cret\nline") {
+            Err(TransportError::InvalidRequest(m)) => {
+                assert!(m.contains("x-api-key") && !m.contains("s3cret"), "{m}");
+            }
+            other => panic!("{other:?}"),
+        }
+        match b().bearer(&BearerToken::new("s3cret\r\nline")) {
+            Err(TransportError::InvalidRequest(m)) => assert!(!m.contains("s3cret"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        let both = b()
+            .header("Authorization", "Bearer a")
+            .unwrap()
+            .bearer(&BearerToken::new("b"))
+            .unwrap()
+            .build();
+        assert!(
+            matches!(both, Err(TransportError::InvalidRequest(_))),
+            "{both:?}"
+        );
+
+        let t = b()
+            .header("X-Api-Key", "s3cret-key")
+            .unwrap()
+            .bearer(&BearerToken::new("s3cret-token"))
+            .unwrap()
+            .build()
+            .unwrap();
+        let shown = format!("{t:?} {:?}", BearerToken::new("s3cret-token"));
+        assert!(!shown.contains("s3cret"), "{shown}");
+        assert!(
+            shown.contains("x-api-key") && shown.contains("bearer token"),
+            "{shown}"
         );
     }
 

@@ -9,7 +9,7 @@ pub mod stdio;
 mod timer;
 
 #[cfg(feature = "http")]
-pub use http::{HttpTransport, HttpTransportBuilder};
+pub use http::{BearerToken, HttpTransport, HttpTransportBuilder, TokenSource};
 #[cfg(feature = "stdio")]
 pub use stdio::{ServerStderr, StdioTransport, StdioTransportBuilder};
 pub use timer::TokioTimer;

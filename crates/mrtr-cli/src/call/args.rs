@@ -17,6 +17,7 @@ use mrtr::wire::input::Root;
     after_help = "Servers:\n  \
   mrtr call http://127.0.0.1:8808/mcp tool deploy --args '{\"service\":\"web\"}'\n  \
   mrtr call https://mcp.example.com/mcp --cacert ca.pem tool deploy ...\n  \
+  MCP_TOKEN=... mrtr call https://mcp.example.com/mcp --bearer-env MCP_TOKEN tool deploy ...\n  \
   mrtr call tool deploy --args '{\"service\":\"web\"}' -- mrtr serve --stdio --anonymous\n\n\
 A URL is Streamable HTTP; https checks the server's certificate against the system's CA \
 certificates, or with --cacert against the CAs in FILE only. Everything after -- is a \
@@ -40,6 +41,20 @@ pub struct CallArgs {
     /// system's, e.g. a private CA.
     #[arg(long, global = true, value_name = "FILE")]
     pub cacert: Option<PathBuf>,
+    /// http(s): send this header with every request, as `Name: value`
+    /// (repeatable), e.g. an API key. The MCP headers and HTTP's own cannot be
+    /// set. For a token, prefer --bearer-env: a command line is visible to `ps`.
+    #[arg(
+        short = 'H',
+        long = "header",
+        global = true,
+        value_name = "NAME: VALUE"
+    )]
+    pub headers: Vec<String>,
+    /// http(s): send `Authorization: Bearer <token>` with the token read from the
+    /// environment variable VAR (never from the command line, where `ps` shows it).
+    #[arg(long, global = true, value_name = "VAR")]
+    pub bearer_env: Option<String>,
     /// stdio: show the server's stderr on ours (filtered, behind `server| `) or discard it.
     #[arg(long, global = true, value_enum, default_value_t = StderrArg::Show, value_name = "WHERE")]
     pub server_stderr: StderrArg,

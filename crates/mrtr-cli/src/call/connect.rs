@@ -4,7 +4,10 @@
 use std::io::Write;
 use std::sync::Arc;
 
-use mrtr_client::{HttpTransport, ServerStderr, StdioTransport, Transport, TransportError};
+use mrtr_client::{
+    BearerToken, HttpTransport, HttpTransportBuilder, ServerStderr, StdioTransport, Transport,
+    TransportError,
+};
 
 use super::args::{CallArgs, StderrArg};
 use super::handler::CliHandler;
@@ -58,6 +61,7 @@ pub(super) fn connect(args: &CallArgs) -> Result<Server, Connect> {
                     .map_err(|e| Connect::Usage(format!("--cacert {shown}: {e}")))?
                     .platform_roots(false);
             }
+            builder = credentials(builder, args)?;
             let transport = builder.build().map_err(|e| match e {
                 TransportError::InvalidRequest(msg) => Connect::Usage(msg),
                 e => Connect::Failed(e),
@@ -71,6 +75,13 @@ pub(super) fn connect(args: &CallArgs) -> Result<Server, Connect> {
         (None, Some((program, rest))) => {
             if args.cacert.is_some() {
                 return Err(Connect::Usage("--cacert is for https:// URLs".into()));
+            }
+            if !args.headers.is_empty() || args.bearer_env.is_some() {
+                return Err(Connect::Usage(
+                    "-H and --bearer-env are for http:// and https:// URLs (a stdio server \
+                     takes its credentials from its own arguments or environment)"
+                        .into(),
+                ));
             }
             let mut command = std::process::Command::new(program);
             command.args(rest);
@@ -95,6 +106,64 @@ pub(super) fn connect(args: &CallArgs) -> Result<Server, Connect> {
                 stderr_lines,
             })
         }
+    }
+}
+
+/// The `-H` headers and the `--bearer-env` token on the HTTP transport. No error
+/// names a header's value or the token.
+fn credentials(
+    mut builder: HttpTransportBuilder,
+    args: &CallArgs,
+) -> Result<HttpTransportBuilder, Connect> {
+    for h in &args.headers {
+        let Some((name, value)) = h.split_once(':') else {
+            return Err(Connect::Usage(
+                "-H takes `Name: value` (a header name, a colon, the value)".into(),
+            ));
+        };
+        builder = builder
+            .header(name.trim(), value.trim())
+            .map_err(|e| Connect::Usage(format!("-H: {}", message(&e))))?;
+    }
+    if let Some(var) = &args.bearer_env {
+        let token = match std::env::var(var) {
+            Ok(t) if !t.trim().is_empty() => BearerToken::new(t.trim()),
+            Ok(_) => {
+                return Err(Connect::Usage(format!(
+                    "--bearer-env {var}: {var} is empty"
+                )));
+            }
+            Err(std::env::VarError::NotPresent) => {
+                return Err(Connect::Usage(format!(
+                    "--bearer-env {var}: {var} is not set"
+                )));
+            }
+            Err(std::env::VarError::NotUnicode(_)) => {
+                return Err(Connect::Usage(format!(
+                    "--bearer-env {var}: {var} is not valid UTF-8"
+                )));
+            }
+        };
+        if args.headers.iter().any(|h| {
+            h.split_once(':')
+                .is_some_and(|(n, _)| n.trim().eq_ignore_ascii_case("authorization"))
+        }) {
+            return Err(Connect::Usage(
+                "--bearer-env and -H 'Authorization: ...': give one of them".into(),
+            ));
+        }
+        builder = builder
+            .bearer(&token)
+            .map_err(|e| Connect::Usage(format!("--bearer-env {var}: {}", message(&e))))?;
+    }
+    Ok(builder)
+}
+
+/// An `InvalidRequest`'s text alone (the builder's messages never hold a value).
+fn message(e: &TransportError) -> String {
+    match e {
+        TransportError::InvalidRequest(m) => m.clone(),
+        e => e.to_string(),
     }
 }
 

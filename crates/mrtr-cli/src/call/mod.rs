@@ -235,6 +235,10 @@ fn hint(e: &ClientError) -> Option<&'static str> {
         ClientError::Transport(TransportError::Tls(_)) => {
             Some("for a server whose certificate comes from a private CA, pass --cacert FILE (PEM)")
         }
+        ClientError::Transport(TransportError::Unauthorized(_)) => Some(
+            "send credentials with --bearer-env VAR (a token read from the environment) or \
+             -H 'Name: value'",
+        ),
         _ => None,
     }
 }

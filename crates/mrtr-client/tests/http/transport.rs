@@ -6,7 +6,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mrtr::wire::{ElicitAction, ElicitResult};
-use mrtr_client::{Client, ClientError, Handlers, HttpTransport, Transport, TransportError};
+use mrtr_client::{
+    BearerToken, BoxFuture, Client, ClientError, Handlers, HttpTransport, TokenSource, Transport,
+    TransportError,
+};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -28,6 +31,8 @@ enum Reply {
     Sse(Vec<String>),
     /// Any status with a body and content type.
     Raw(u16, &'static str, String),
+    /// `401` with this `WWW-Authenticate` value.
+    Unauthorized(&'static str),
 }
 
 type Script = Arc<dyn Fn(&Value, usize) -> Reply + Send + Sync>;
@@ -96,6 +101,14 @@ async fn handle(mut sock: TcpStream, script: Script, log: Arc<Mutex<Vec<Seen>>>)
         Reply::Raw(status, ct, b) => {
             let r = format!(
                 "HTTP/1.1 {status} X\r\ncontent-type: {ct}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{b}",
+                b.len()
+            );
+            sock.write_all(r.as_bytes()).await.unwrap();
+        }
+        Reply::Unauthorized(challenge) => {
+            let b = r#"{"error":"unauthorized"}"#;
+            let r = format!(
+                "HTTP/1.1 401 Unauthorized\r\nwww-authenticate: {challenge}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{b}",
                 b.len()
             );
             sock.write_all(r.as_bytes()).await.unwrap();
@@ -275,4 +288,146 @@ async fn http_failures_are_transport_errors() {
         t.send(req).await.unwrap_err(),
         TransportError::Connection(_)
     ));
+}
+
+/// A token source that hands out `tokens[i]` on its i-th call and records whether
+/// each call asked for a fresh token.
+#[derive(Debug)]
+struct Tokens {
+    tokens: Vec<&'static str>,
+    asked: Mutex<Vec<bool>>,
+}
+
+impl TokenSource for Tokens {
+    fn token(&self, refresh: bool) -> BoxFuture<'_, Result<BearerToken, TransportError>> {
+        Box::pin(async move {
+            let mut asked = self.asked.lock().unwrap();
+            asked.push(refresh);
+            let t = self
+                .tokens
+                .get(asked.len() - 1)
+                .or(self.tokens.last())
+                .unwrap();
+            Ok(BearerToken::new(*t))
+        })
+    }
+}
+
+#[tokio::test]
+async fn headers_and_bearer_tokens_are_sent_and_a_refused_token_is_refreshed_once() {
+    let (url, seen) = serve(Arc::new(|req, n| {
+        // The fake server sees only the body here; the log is checked below, and
+        // the script answers by request number.
+        match n {
+            0 => {
+                Reply::Unauthorized(r#"Bearer error="invalid_token", error_description="expired""#)
+            }
+            _ => Reply::Json(ok(req, json!({"tools": []}))),
+        }
+    }))
+    .await;
+    let source = Arc::new(Tokens {
+        tokens: vec!["old-token", "new-token"],
+        asked: Mutex::default(),
+    });
+    let t = HttpTransport::builder(&url)
+        .header("X-Tenant", "blue")
+        .unwrap()
+        .token_source(source.clone())
+        .build()
+        .unwrap();
+    let req = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}});
+    let v = t.send(req).await.unwrap();
+    assert_eq!(v["result"], json!({"tools": []}));
+    assert_eq!(*source.asked.lock().unwrap(), vec![false, true]);
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[0].headers["authorization"], "Bearer old-token");
+    assert_eq!(seen[1].headers["authorization"], "Bearer new-token");
+    for s in &seen {
+        assert_eq!(s.headers["x-tenant"], "blue");
+        assert_eq!(s.headers["mcp-method"], "tools/list");
+    }
+}
+
+#[tokio::test]
+async fn a_401_is_unauthorized_and_never_shows_the_token() {
+    let refuse: Script = Arc::new(|_, _| {
+        Reply::Unauthorized(r#"Bearer error="invalid_token", error_description="see <script>""#)
+    });
+    let req = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}});
+
+    // A source whose fresh token is refused too: two requests, then the error.
+    let (url, seen) = serve(refuse.clone()).await;
+    let source = Arc::new(Tokens {
+        tokens: vec!["s3cret-1", "s3cret-2"],
+        asked: Mutex::default(),
+    });
+    let t = HttpTransport::builder(&url)
+        .token_source(source.clone())
+        .build()
+        .unwrap();
+    let e = t.send(req.clone()).await.unwrap_err();
+    let TransportError::Unauthorized(m) = &e else {
+        panic!("{e:?}")
+    };
+    assert!(
+        m.contains("fresh token") && m.contains("error=invalid_token"),
+        "{m}"
+    );
+    assert_eq!(seen.lock().unwrap().len(), 2);
+    assert_eq!(*source.asked.lock().unwrap(), vec![false, true]);
+
+    // A fixed token: refused at once, no second request.
+    let (url, seen) = serve(refuse.clone()).await;
+    let t = HttpTransport::builder(&url)
+        .bearer(&BearerToken::new("s3cret-fixed"))
+        .unwrap()
+        .build()
+        .unwrap();
+    let e = t.send(req.clone()).await.unwrap_err();
+    assert!(
+        matches!(&e, TransportError::Unauthorized(m) if m.contains("refused the bearer token")),
+        "{e:?}"
+    );
+    assert_eq!(seen.lock().unwrap().len(), 1);
+
+    // No credentials at all.
+    let (url, _) = serve(Arc::new(|_, _| {
+        Reply::Unauthorized(
+            r#"Bearer resource_metadata="http://x/.well-known/oauth-protected-resource""#,
+        )
+    }))
+    .await;
+    let e = HttpTransport::new(&url)
+        .unwrap()
+        .send(req.clone())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&e, TransportError::Unauthorized(m) if m.contains("none were sent")),
+        "{e:?}"
+    );
+
+    // A source is not asked again when the refusal is not about the token.
+    let (url, seen) = serve(Arc::new(|_, _| Reply::Unauthorized("Bearer"))).await;
+    let source = Arc::new(Tokens {
+        tokens: vec!["s3cret-3"],
+        asked: Mutex::default(),
+    });
+    let t = HttpTransport::builder(&url)
+        .token_source(source.clone())
+        .build()
+        .unwrap();
+    let e = t.send(req).await.unwrap_err();
+    assert!(
+        matches!(&e, TransportError::Unauthorized(m) if m.contains("refused the token")),
+        "{e:?}"
+    );
+    assert_eq!(seen.lock().unwrap().len(), 1);
+    assert_eq!(*source.asked.lock().unwrap(), vec![false]);
+
+    for e in [e.to_string(), format!("{e:?}"), format!("{t:?}")] {
+        assert!(!e.contains("s3cret") && !e.contains("<script>"), "{e}");
+    }
 }

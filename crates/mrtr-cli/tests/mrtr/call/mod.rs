@@ -1,5 +1,6 @@
 //! `call`: one module per former test target.
 
+mod auth;
 mod cli;
 mod https;
 mod reference;
