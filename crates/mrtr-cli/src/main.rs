@@ -54,8 +54,9 @@ enum Command {
 #[derive(Debug, Args)]
 #[command(
     after_help = "Who the caller is must be chosen: every requestState is bound to it, \
-so that one user cannot present another's. Over HTTP, give --principal-header NAME (only behind \
-an authenticating reverse proxy) or --anonymous; with --stdio, --principal NAME (or \
+so that one user cannot present another's. Over HTTP, give --oauth-issuer URL --oauth-audience URI \
+(an OAuth resource server: the caller is the access token's issuer and subject), --principal-header \
+NAME (only behind an authenticating reverse proxy) or --anonymous; with --stdio, --principal NAME (or \
 MRTR_PRINCIPAL) or --anonymous."
 )]
 struct ServeArgs {
@@ -145,6 +146,42 @@ struct ServeArgs {
     /// any identity.
     #[arg(long, value_name = "NAME", conflicts_with_all = ["stdio", "anonymous", "principal"])]
     principal_header: Option<String>,
+    /// HTTP: be an OAuth 2.1 resource server for the authorization server at URL:
+    /// requests need a JWT access token of this issuer (checked against the keys
+    /// in its JWKS, found through its metadata at start); the caller is the token's
+    /// issuer and subject. A request without a valid token gets 401 with the
+    /// WWW-Authenticate header that lets a client find where to log in
+    /// (/.well-known/oauth-protected-resource is served). Needs --oauth-audience.
+    #[arg(
+        long,
+        value_name = "URL",
+        requires = "oauth_audience",
+        conflicts_with_all = ["stdio", "anonymous", "principal", "principal_header"]
+    )]
+    oauth_issuer: Option<String>,
+    /// The audience tokens must name (their `aud`): this server's canonical URL,
+    /// e.g. https://mcp.example.com/mcp.
+    #[arg(long, value_name = "URI", requires = "oauth_issuer")]
+    oauth_audience: Option<String>,
+    /// A scope every request's token must carry (repeatable).
+    #[arg(long, value_name = "SCOPE", requires = "oauth_issuer")]
+    oauth_scope: Vec<String>,
+    /// A scope a tool needs on top, as TOOL=SCOPE (repeatable): a call without it
+    /// gets 403 with error="insufficient_scope".
+    #[arg(long, value_name = "TOOL=SCOPE", requires = "oauth_issuer", value_parser = tool_scope)]
+    oauth_tool_scope: Vec<(String, String)>,
+    /// Seconds of clock skew allowed on a token's exp and nbf.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 60,
+        requires = "oauth_issuer"
+    )]
+    oauth_skew: u64,
+    /// A PEM file of CA certificates trusted, beside the system's, to fetch the
+    /// issuer's metadata and keys.
+    #[arg(long, value_name = "PATH", requires = "oauth_issuer")]
+    oauth_ca: Option<PathBuf>,
     /// stdio: the caller's principal (a subject; visible ASCII, no spaces).
     /// Default: $MRTR_PRINCIPAL.
     #[arg(long, value_name = "NAME", conflicts_with = "anonymous")]
@@ -199,6 +236,16 @@ impl ServeArgs {
             self.anonymous,
             self.principal,
             self.principal_header.as_deref(),
+            self.oauth_issuer.map(|issuer| {
+                let mut o = server::OAuthSettings::default();
+                o.issuer = issuer;
+                o.audience = self.oauth_audience.unwrap_or_default();
+                o.scopes = self.oauth_scope;
+                o.tool_scopes = self.oauth_tool_scope;
+                o.skew_secs = self.oauth_skew;
+                o.ca = self.oauth_ca;
+                o
+            }),
             std::env::var_os(server::PRINCIPAL_ENV),
         )?;
         let mut cfg = ServeConfig::default();
@@ -227,6 +274,16 @@ impl ServeArgs {
         cfg.replay_max_claims = self.replay_max_claims;
         cfg.replay_max_claims_per_principal = self.replay_max_claims_per_principal;
         cfg.validate()
+    }
+}
+
+/// `--oauth-tool-scope TOOL=SCOPE`.
+fn tool_scope(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((tool, scope)) if !tool.is_empty() && !scope.is_empty() => {
+            Ok((tool.to_owned(), scope.to_owned()))
+        }
+        _ => Err("expected TOOL=SCOPE".into()),
     }
 }
 

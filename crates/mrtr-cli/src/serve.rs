@@ -55,6 +55,62 @@ pub enum PrincipalConfig {
     /// `--principal-header NAME` (HTTP only): the subject in this header, set by an
     /// authenticating reverse proxy. See [`http::FromHeader`] for the risk.
     Header(::http::HeaderName),
+    /// `--oauth-issuer URL --oauth-audience URI` (HTTP only): an OAuth resource
+    /// server; the caller is the token's issuer and subject.
+    OAuth(OAuthSettings),
+}
+
+/// `mrtr serve --oauth-*`: the resource server's settings, as given.
+#[doc(hidden)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct OAuthSettings {
+    /// `--oauth-issuer`: the authorization server whose tokens are accepted.
+    pub issuer: String,
+    /// `--oauth-audience`: this server's canonical URL, the tokens' `aud`.
+    pub audience: String,
+    /// `--oauth-scope`: scopes every request's token must carry.
+    pub scopes: Vec<String>,
+    /// `--oauth-tool-scope TOOL=SCOPE`: scopes a tool needs on top.
+    pub tool_scopes: Vec<(String, String)>,
+    /// `--oauth-skew`: seconds of clock skew allowed on `exp` and `nbf`.
+    pub skew_secs: u64,
+    /// `--oauth-ca`: a PEM file of CA certificates trusted (beside the
+    /// system's) to fetch the issuer's metadata and keys.
+    pub ca: Option<std::path::PathBuf>,
+}
+
+impl OAuthSettings {
+    /// The resource server's configuration.
+    ///
+    /// # Errors
+    /// [`ServerConfigError`] naming the flag that is not usable.
+    pub fn config(&self) -> Result<mrtr_server::oauth::ResourceServerConfig, ServerConfigError> {
+        let mut c = mrtr_server::oauth::ResourceServerConfig::new(&self.issuer, &self.audience)?
+            .with_skew(std::time::Duration::from_secs(self.skew_secs));
+        for s in &self.scopes {
+            check_scope("--oauth-scope", s)?;
+            c = c.with_required_scope(s);
+        }
+        for (tool, s) in &self.tool_scopes {
+            check_scope("--oauth-tool-scope", s)?;
+            c = c.with_tool_scope(tool, s);
+        }
+        Ok(c)
+    }
+}
+
+/// A scope is visible ASCII without spaces, quotes or backslashes (RFC 6749 section 3.3).
+fn check_scope(flag: &str, scope: &str) -> Result<(), ServerConfigError> {
+    if !scope.is_empty()
+        && scope
+            .bytes()
+            .all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\')
+    {
+        Ok(())
+    } else {
+        Err(ServerConfigError(format!("{flag}: not a scope: {scope:?}")))
+    }
 }
 
 impl PrincipalConfig {
@@ -82,16 +138,19 @@ impl PrincipalConfig {
         anonymous: bool,
         principal: Option<String>,
         header: Option<&str>,
+        oauth: Option<OAuthSettings>,
         env_value: Option<std::ffi::OsString>,
     ) -> Result<Self, ServerConfigError> {
-        match (anonymous, principal, header) {
-            (false, None, None) => {}
-            (true, None, None) => return Ok(Self::Anonymous),
-            (false, Some(name), None) => return Ok(Self::Named(name)),
-            (false, None, Some(h)) => return Self::header(h),
+        match (anonymous, principal, header, oauth) {
+            (false, None, None, None) => {}
+            (true, None, None, None) => return Ok(Self::Anonymous),
+            (false, Some(name), None, None) => return Ok(Self::Named(name)),
+            (false, None, Some(h), None) => return Self::header(h),
+            (false, None, None, Some(o)) => return Ok(Self::OAuth(o)),
             _ => {
                 return Err(ServerConfigError(
-                    "choose one of --principal-header, --principal and --anonymous".into(),
+                    "choose one of --oauth-issuer, --principal-header, --principal and --anonymous"
+                        .into(),
                 ));
             }
         }
@@ -309,7 +368,8 @@ impl ServeConfig {
             }
             (PrincipalConfig::Unset, false) => {
                 return Err(ServerConfigError(
-                    "say who the caller is: --principal-header NAME (only behind an \
+                    "say who the caller is: --oauth-issuer URL --oauth-audience URI (an OAuth \
+                     resource server), --principal-header NAME (only behind an \
                      authenticating reverse proxy), or --anonymous"
                         .into(),
                 ));
@@ -323,6 +383,14 @@ impl ServeConfig {
                 return Err(ServerConfigError(
                     "--principal-header is for HTTP; with --stdio use --principal NAME".into(),
                 ));
+            }
+            (PrincipalConfig::OAuth(_), true) => {
+                return Err(ServerConfigError(
+                    "--oauth-issuer is for HTTP; with --stdio use --principal NAME".into(),
+                ));
+            }
+            (PrincipalConfig::OAuth(o), false) => {
+                let _checked = o.config()?;
             }
             (PrincipalConfig::Named(name), true) if !mrtr::principal::is_principal_name(name) => {
                 return Err(ServerConfigError(format!(
@@ -542,6 +610,19 @@ where
             );
             http::standalone_router(service, options, http::FromHeader::new(name.clone()))
         }
+        PrincipalConfig::OAuth(o) => {
+            let oauth = resource_server(o).await?;
+            tracing::info!(
+                issuer = %o.issuer,
+                audience = %o.audience,
+                "the caller is the subject of a JWT access token of this issuer for this audience"
+            );
+            oauth.protect(http::standalone_router(
+                service,
+                options,
+                http::FromExtension,
+            ))
+        }
         _ => return Err(ServerConfigError("no principal source for HTTP".into()).into()),
     };
     tracing::info!(local_addr = %local, "listening on http://{local}/mcp");
@@ -553,6 +634,28 @@ where
         })?;
     tracing::info!("shut down");
     Ok(())
+}
+
+/// The resource server of `--oauth-issuer`: the issuer's metadata and keys are
+/// fetched before the server reports that it is up (a failure stops the start).
+async fn resource_server(
+    o: &OAuthSettings,
+) -> Result<mrtr_server::oauth::ResourceServer, ServeError> {
+    let mut http = mrtr_client::HttpClient::builder();
+    if let Some(path) = &o.ca {
+        let pem = std::fs::read(path).map_err(|e| {
+            ServerConfigError(format!("--oauth-ca: cannot read {}: {e}", path.display()))
+        })?;
+        http = http
+            .add_root_pem(&pem)
+            .map_err(|e| ServerConfigError(format!("--oauth-ca: {e}")))?;
+    }
+    let http = http
+        .build()
+        .map_err(|e| ServerConfigError(format!("--oauth-issuer: {e}")))?;
+    mrtr_server::oauth::ResourceServer::discover(o.config()?, http)
+        .await
+        .map_err(|e| ServerConfigError(format!("--oauth-issuer: {e}")).into())
 }
 
 #[cfg(test)]

@@ -144,22 +144,30 @@ impl fmt::Debug for BearerToken {
 /// Where the bearer token of each request comes from, for a server behind OAuth
 /// or any bearer check (see [`HttpTransportBuilder::token_source`]).
 ///
-/// `token(false)` is asked before every request: return the token in hand (a
-/// source caches it and renews it when it knows it has expired). `token(true)`
-/// is asked at most once per request, after the server refused the token as
-/// invalid (`401`, `error="invalid_token"`): return a fresh one (refresh it, log
-/// in again), or an error, which the request then ends with.
+/// `token(None)` is asked before every request: return the token in hand (a
+/// source caches it and renews it when it knows it has expired), or `None` to
+/// send the request without one (a source that logs in only when the server asks).
+/// `token(Some(challenge))` is asked at most once per request, after the server
+/// refused it (`401`, or `403` with `error="insufficient_scope"`): return a fresh
+/// token (refresh it, log in again with what the [`Challenge`] says), `None` to
+/// give up, or an error, which the request then ends with.
 ///
 /// ```
-/// use mrtr_client::{BearerToken, BoxFuture, TokenSource, TransportError};
+/// use mrtr_client::{BearerToken, BoxFuture, Challenge, TokenSource, TransportError};
 ///
 /// #[derive(Debug)]
 /// struct FromEnv;
 /// impl TokenSource for FromEnv {
-///     fn token(&self, _refresh: bool) -> BoxFuture<'_, Result<BearerToken, TransportError>> {
-///         Box::pin(async {
+///     fn token<'a>(
+///         &'a self,
+///         refused: Option<&'a Challenge>,
+///     ) -> BoxFuture<'a, Result<Option<BearerToken>, TransportError>> {
+///         Box::pin(async move {
+///             if refused.is_some() {
+///                 return Ok(None); // the same variable would be refused again
+///             }
 ///             std::env::var("MCP_TOKEN")
-///                 .map(BearerToken::new)
+///                 .map(|t| Some(BearerToken::new(t)))
 ///                 .map_err(|_| TransportError::Unauthorized("MCP_TOKEN is not set".into()))
 ///         })
 ///     }
@@ -170,8 +178,77 @@ impl fmt::Debug for BearerToken {
 /// # Ok::<(), TransportError>(())
 /// ```
 pub trait TokenSource: fmt::Debug + Send + Sync {
-    /// The token to send; `refresh` asks for a fresh one (the last was refused).
-    fn token(&self, refresh: bool) -> BoxFuture<'_, Result<BearerToken, TransportError>>;
+    /// The token to send; `refused` is the server's challenge when it refused the
+    /// request just sent (asked at most once per request).
+    fn token<'a>(
+        &'a self,
+        refused: Option<&'a Challenge>,
+    ) -> BoxFuture<'a, Result<Option<BearerToken>, TransportError>>;
+}
+
+/// A server's refusal of a request's credentials: the status and the
+/// `WWW-Authenticate: Bearer` parameters a client acts on (RFC 6750 section 3,
+/// RFC 9728 section 5.1). Only well-formed values are kept: an error code or a
+/// scope of token characters, a `resource_metadata` that is an `http(s)` URL.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Challenge {
+    status: u16,
+    error: Option<String>,
+    scope: Option<String>,
+    resource_metadata: Option<String>,
+}
+
+impl Challenge {
+    /// The challenge of a response with `status` and `headers`.
+    pub fn from_response(status: u16, headers: &HeaderMap) -> Self {
+        let param = |key: &str| {
+            headers
+                .get_all(WWW_AUTHENTICATE)
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .find_map(|v| auth_param(v, "Bearer", key))
+        };
+        let token_chars = |s: &String, max: usize| {
+            !s.is_empty()
+                && s.len() <= max
+                && s.bytes()
+                    .all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\' || b == b' ')
+        };
+        Self {
+            status,
+            error: param("error").filter(|e| {
+                token_chars(e, 64)
+                    && e.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+            }),
+            scope: param("scope").filter(|s| token_chars(s, 1024)),
+            resource_metadata: param("resource_metadata").filter(|u| {
+                token_chars(u, 2048)
+                    && !u.contains(' ')
+                    && (u.starts_with("https://") || u.starts_with("http://"))
+            }),
+        }
+    }
+
+    /// The HTTP status of the refusal (401 or 403).
+    pub fn status(&self) -> u16 {
+        self.status
+    }
+
+    /// The `error` code (`invalid_token`, `insufficient_scope`), if given.
+    pub fn error(&self) -> Option<&str> {
+        self.error.as_deref()
+    }
+
+    /// The scopes the server asks for (space-separated), if given.
+    pub fn scope(&self) -> Option<&str> {
+        self.scope.as_deref()
+    }
+
+    /// Where the server's protected resource metadata is (RFC 9728), if given.
+    pub fn resource_metadata(&self) -> Option<&str> {
+        self.resource_metadata.as_deref()
+    }
 }
 
 /// The credentials of a transport.
@@ -284,19 +361,7 @@ impl HttpTransportBuilder {
     /// [`TransportError::Tls`] when `pem` holds no certificate, a block that is
     /// not valid PEM, or a certificate that cannot be a root (not DER X.509).
     pub fn add_root_pem(mut self, pem: &[u8]) -> Result<Self, TransportError> {
-        let mut added = 0usize;
-        for cert in CertificateDer::pem_slice_iter(pem) {
-            let cert = cert.map_err(|e| TransportError::Tls(format!("not valid PEM: {e}")))?;
-            self.added_roots.add(cert).map_err(|e| {
-                TransportError::Tls(format!("certificate {} cannot be a root: {e}", added + 1))
-            })?;
-            added += 1;
-        }
-        if added == 0 {
-            return Err(TransportError::Tls(
-                "no certificate in the PEM data (a -----BEGIN CERTIFICATE----- block)".into(),
-            ));
-        }
+        add_roots(&mut self.added_roots, pem)?;
         Ok(self)
     }
 
@@ -343,40 +408,9 @@ impl HttpTransportBuilder {
                 "no host in {url:?}"
             )));
         }
-        let mut roots = self.added_roots;
         // Plain http never reads the system's certificates (the transport posts to
         // its one URL and follows no redirect, so no TLS connection is ever made).
-        if https && self.platform_roots {
-            let native = rustls_native_certs::load_native_certs();
-            let (found, _unusable) = roots.add_parsable_certificates(native.certs);
-            if found == 0 && roots.is_empty() {
-                let why = native
-                    .errors
-                    .first()
-                    .map(|e| format!(" ({e})"))
-                    .unwrap_or_default();
-                return Err(TransportError::Tls(format!(
-                    "no CA certificates found on this system{why}; install them (Debian: the \
-                     ca-certificates package), set SSL_CERT_FILE, or add a root of trust"
-                )));
-            }
-        }
-        if https && roots.is_empty() {
-            return Err(TransportError::Tls(
-                "no root of trust: add one, or trust the system's CA certificates".into(),
-            ));
-        }
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let tls = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(|e| TransportError::Tls(e.to_string()))?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        let connector = HttpsConnectorBuilder::new()
-            .with_tls_config(tls)
-            .https_or_http()
-            .enable_http1()
-            .build();
+        let connector = connector(self.added_roots, https && self.platform_roots, https)?;
         let client = HyperClient::builder(TokioExecutor::new()).build(connector);
         Ok(HttpTransport {
             client,
@@ -385,6 +419,65 @@ impl HttpTransportBuilder {
             auth: self.auth,
         })
     }
+}
+
+/// Adds the certificates in `pem` to `roots`; at least one must be there.
+pub(crate) fn add_roots(roots: &mut RootCertStore, pem: &[u8]) -> Result<(), TransportError> {
+    let mut added = 0usize;
+    for cert in CertificateDer::pem_slice_iter(pem) {
+        let cert = cert.map_err(|e| TransportError::Tls(format!("not valid PEM: {e}")))?;
+        roots.add(cert).map_err(|e| {
+            TransportError::Tls(format!("certificate {} cannot be a root: {e}", added + 1))
+        })?;
+        added += 1;
+    }
+    if added == 0 {
+        return Err(TransportError::Tls(
+            "no certificate in the PEM data (a -----BEGIN CERTIFICATE----- block)".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The connector of every client in this crate: rustls (ring, TLS 1.2 and 1.3)
+/// trusting `roots`, plus the system's CA certificates when `platform` is set;
+/// plain `http://` as well. With `require_roots`, no root of trust is an error.
+pub(crate) fn connector(
+    mut roots: RootCertStore,
+    platform: bool,
+    require_roots: bool,
+) -> Result<HttpsConnector<HttpConnector>, TransportError> {
+    if platform {
+        let native = rustls_native_certs::load_native_certs();
+        let (found, _unusable) = roots.add_parsable_certificates(native.certs);
+        if found == 0 && roots.is_empty() && require_roots {
+            let why = native
+                .errors
+                .first()
+                .map(|e| format!(" ({e})"))
+                .unwrap_or_default();
+            return Err(TransportError::Tls(format!(
+                "no CA certificates found on this system{why}; install them (Debian: the \
+                 ca-certificates package), set SSL_CERT_FILE, or add a root of trust"
+            )));
+        }
+    }
+    if require_roots && roots.is_empty() {
+        return Err(TransportError::Tls(
+            "no root of trust: add one, or trust the system's CA certificates".into(),
+        ));
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| TransportError::Tls(e.to_string()))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_or_http()
+        .enable_http1()
+        .build())
 }
 
 impl HttpTransport {
@@ -439,74 +532,78 @@ impl HttpTransport {
             .map_err(|e| TransportError::InvalidRequest(e.to_string()))
     }
 
-    /// The `Authorization` value of the next request (`refresh`: after a refusal).
-    async fn authorization(&self, refresh: bool) -> Result<Option<HeaderValue>, TransportError> {
-        match &self.auth {
-            Auth::None => Ok(None),
-            Auth::Fixed(v) => Ok(Some(v.clone())),
-            Auth::Source(source) => Ok(Some(source.token(refresh).await?.header_value()?)),
-        }
-    }
-
-    /// Posts `request` and returns the response, asking the token source for a
-    /// fresh token once if the server refuses the first as invalid.
+    /// Posts `request` and returns the response. A token source is asked again
+    /// once if the server refuses the request (401, or 403 `insufficient_scope`).
     async fn post(
         &self,
         request: &Value,
     ) -> Result<Response<hyper::body::Incoming>, TransportError> {
-        let mut refreshed = false;
+        let mut refused: Option<Challenge> = None;
+        let mut sent_token = false;
         loop {
-            let req = self.build(request, self.authorization(refreshed).await?)?;
+            let authorization = match &self.auth {
+                Auth::None => None,
+                Auth::Fixed(v) => Some(v.clone()),
+                Auth::Source(source) => match source.token(refused.as_ref()).await? {
+                    Some(token) => Some(token.header_value()?),
+                    None if refused.is_some() => {
+                        return Err(TransportError::Unauthorized(refusal(
+                            if sent_token {
+                                "the server refused the token and the token source has no other"
+                            } else {
+                                "the server asks for credentials and none were sent"
+                            },
+                            refused.as_ref(),
+                        )));
+                    }
+                    None => None,
+                },
+            };
+            sent_token = authorization.is_some();
+            let req = self.build(request, authorization)?;
             let resp = self
                 .client
                 .request(req)
                 .await
                 .map_err(|e| connect_error(&e))?;
-            if resp.status() != StatusCode::UNAUTHORIZED {
+            let challenge = Challenge::from_response(resp.status().as_u16(), resp.headers());
+            let is_refusal = resp.status() == StatusCode::UNAUTHORIZED
+                || (resp.status() == StatusCode::FORBIDDEN
+                    && challenge.error() == Some("insufficient_scope"));
+            if !is_refusal {
                 return Ok(resp);
             }
-            let error = bearer_error(resp.headers());
-            let code = error
-                .as_deref()
-                .map(|e| format!(", error={e}"))
-                .unwrap_or_default();
             let why = match &self.auth {
-                Auth::Source(_) if !refreshed && error.as_deref() == Some("invalid_token") => {
-                    refreshed = true;
+                Auth::Source(_) if refused.is_none() => {
+                    refused = Some(challenge);
                     continue;
                 }
+                Auth::Source(_) if sent_token => "the server refused a fresh token as well",
+                Auth::Source(_) => "the server asks for credentials and none were sent",
                 Auth::None if self.headers.contains_key(AUTHORIZATION) => {
-                    format!("the server refused the Authorization header (HTTP 401{code})")
+                    "the server refused the Authorization header"
                 }
-                Auth::None => {
-                    format!("the server asks for credentials and none were sent (HTTP 401{code})")
-                }
-                Auth::Fixed(_) => format!("the server refused the bearer token (HTTP 401{code})"),
-                Auth::Source(_) if refreshed => {
-                    format!("the server refused a fresh token as well (HTTP 401{code})")
-                }
-                Auth::Source(_) => format!("the server refused the token (HTTP 401{code})"),
+                Auth::None => "the server asks for credentials and none were sent",
+                Auth::Fixed(_) => "the server refused the bearer token",
             };
-            return Err(TransportError::Unauthorized(why));
+            return Err(TransportError::Unauthorized(refusal(why, Some(&challenge))));
         }
     }
 }
 
-/// The `error` parameter of the response's `WWW-Authenticate: Bearer` challenge
-/// (RFC 6750 section 3), if it is a plain error code: a server's free text is
-/// never echoed.
-fn bearer_error(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get_all(WWW_AUTHENTICATE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find_map(|v| auth_param(v, "Bearer", "error"))
-        .filter(|e| {
-            !e.is_empty()
-                && e.len() <= 64
-                && e.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-        })
+/// `why`, with the status and error code of the server's challenge (never its
+/// free text).
+fn refusal(why: &str, challenge: Option<&Challenge>) -> String {
+    match challenge {
+        Some(c) => {
+            let code = c
+                .error()
+                .map(|e| format!(", error={e}"))
+                .unwrap_or_default();
+            format!("{why} (HTTP {}{code})", c.status())
+        }
+        None => why.to_owned(),
+    }
 }
 
 /// The parameter `key` of the `scheme` challenge in one `WWW-Authenticate` value
@@ -648,7 +745,7 @@ impl Transport for HttpTransport {
 
 /// A failed connection: [`TransportError::Tls`] when TLS refused it, else
 /// [`TransportError::Connection`].
-fn connect_error(e: &(dyn std::error::Error + 'static)) -> TransportError {
+pub(crate) fn connect_error(e: &(dyn std::error::Error + 'static)) -> TransportError {
     match find_tls_error(e, 0) {
         Some(tls) => TransportError::Tls(tls_reason(tls)),
         None => TransportError::Connection(error_chain(e)),
@@ -806,7 +903,34 @@ mod tests {
         ] {
             let mut h = HeaderMap::new();
             h.insert(WWW_AUTHENTICATE, HeaderValue::from_str(value).unwrap());
-            assert_eq!(bearer_error(&h).as_deref(), want, "{value}");
+            assert_eq!(Challenge::from_response(401, &h).error(), want, "{value}");
+        }
+        let mut h = HeaderMap::new();
+        h.append(
+            WWW_AUTHENTICATE,
+            HeaderValue::from_static(
+                r#"Bearer error="insufficient_scope", scope="mcp mcp:admin", resource_metadata="https://mcp.example/.well-known/oauth-protected-resource/mcp""#,
+            ),
+        );
+        let c = Challenge::from_response(403, &h);
+        assert_eq!(c.status(), 403);
+        assert_eq!(c.scope(), Some("mcp mcp:admin"));
+        assert_eq!(
+            c.resource_metadata(),
+            Some("https://mcp.example/.well-known/oauth-protected-resource/mcp")
+        );
+        for bad in [
+            r#"Bearer resource_metadata="javascript:alert(1)""#,
+            r#"Bearer resource_metadata="https://x/a b""#,
+            "Bearer resource_metadata=\"\"",
+        ] {
+            let mut h = HeaderMap::new();
+            h.insert(WWW_AUTHENTICATE, HeaderValue::from_str(bad).unwrap());
+            assert_eq!(
+                Challenge::from_response(401, &h).resource_metadata(),
+                None,
+                "{bad}"
+            );
         }
         assert_eq!(
             auth_param(r#"Bearer error="a \"quoted\" code""#, "bearer", "error").as_deref(),

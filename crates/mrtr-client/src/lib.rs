@@ -3,13 +3,19 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[cfg(feature = "http")]
+pub mod fetch;
+#[cfg(feature = "http")]
 pub mod http;
+#[cfg(feature = "oauth")]
+pub mod oauth;
 #[cfg(feature = "stdio")]
 pub mod stdio;
 mod timer;
 
 #[cfg(feature = "http")]
-pub use http::{BearerToken, HttpTransport, HttpTransportBuilder, TokenSource};
+pub use fetch::{HttpClient, HttpClientBuilder};
+#[cfg(feature = "http")]
+pub use http::{BearerToken, Challenge, HttpTransport, HttpTransportBuilder, TokenSource};
 #[cfg(feature = "stdio")]
 pub use stdio::{ServerStderr, StdioTransport, StdioTransportBuilder};
 pub use timer::TokioTimer;

@@ -34,6 +34,8 @@
 pub mod http;
 pub mod keys;
 mod log;
+#[cfg(feature = "oauth")]
+pub mod oauth;
 mod scrape;
 pub mod stdio;
 

@@ -18,11 +18,16 @@ use mrtr::wire::input::Root;
   mrtr call http://127.0.0.1:8808/mcp tool deploy --args '{\"service\":\"web\"}'\n  \
   mrtr call https://mcp.example.com/mcp --cacert ca.pem tool deploy ...\n  \
   MCP_TOKEN=... mrtr call https://mcp.example.com/mcp --bearer-env MCP_TOKEN tool deploy ...\n  \
+  mrtr call https://mcp.example.com/mcp --logout\n  \
   mrtr call tool deploy --args '{\"service\":\"web\"}' -- mrtr serve --stdio --anonymous\n\n\
 A URL is Streamable HTTP; https checks the server's certificate against the system's CA \
 certificates, or with --cacert against the CAs in FILE only. Everything after -- is a \
 command that starts the server, spoken to over its stdin and stdout (stdio transport); \
 its stderr is shown on ours behind `server| `, and it is stopped when the call ends.\n\n\
+A server behind OAuth (HTTP 401 with a resource_metadata challenge) is logged in to as the MCP \
+authorization spec says: its metadata is read, a client registered if no --client-id is given, \
+and the login URL printed (opened with --open); the tokens are kept in a file only you can read \
+(--token-cache) and refreshed. --client-credentials logs in without a browser.\n\n\
 Exit codes: 0 complete, 1 tool error, 2 usage or input that cannot be given, \
 3 protocol or transport error."
 )]
@@ -30,9 +35,9 @@ pub struct CallArgs {
     /// The MCP endpoint over Streamable HTTP, http:// or https://, e.g.
     /// http://127.0.0.1:8080/mcp. Leave it out to start a stdio server with `-- PROGRAM [ARGS]...`.
     pub url: Option<String>,
-    /// What to call.
+    /// What to call (not needed with --logout).
     #[command(subcommand)]
-    pub target: CallTarget,
+    pub target: Option<CallTarget>,
     /// The stdio server to start instead of a URL: a program and its arguments,
     /// after `--`, e.g. `-- mrtr serve --stdio --anonymous`.
     #[arg(last = true, global = true, value_name = "PROGRAM [ARGS]")]
@@ -55,6 +60,38 @@ pub struct CallArgs {
     /// environment variable VAR (never from the command line, where `ps` shows it).
     #[arg(long, global = true, value_name = "VAR")]
     pub bearer_env: Option<String>,
+    /// OAuth: the client id registered with the server's authorization server
+    /// (else a client is registered dynamically, if the server allows it).
+    #[arg(long, global = true, value_name = "ID")]
+    pub client_id: Option<String>,
+    /// OAuth: the client secret, read from the environment variable VAR (a
+    /// confidential client; never from the command line).
+    #[arg(long, global = true, value_name = "VAR", requires = "client_id")]
+    pub client_secret_env: Option<String>,
+    /// OAuth: get tokens with the client credentials grant (no browser, no user):
+    /// needs --client-id and --client-secret-env.
+    #[arg(long, global = true, requires = "client_secret_env")]
+    pub client_credentials: bool,
+    /// OAuth: a scope to ask for (repeatable). Default: the ones the server's
+    /// challenge names, else the ones its metadata lists.
+    #[arg(long = "scope", global = true, value_name = "SCOPE")]
+    pub scopes: Vec<String>,
+    /// OAuth: open the login URL in a browser (xdg-open or open) as well as printing it.
+    #[arg(long, global = true)]
+    pub open: bool,
+    /// OAuth: never log in; use and refresh only the tokens in the cache.
+    #[arg(long, global = true, conflicts_with = "client_credentials")]
+    pub no_login: bool,
+    /// OAuth: how long a login waits for the browser to come back.
+    #[arg(long, global = true, value_name = "SECS", default_value_t = 300)]
+    pub login_timeout: u64,
+    /// OAuth: the token cache file (mode 0600). Default:
+    /// $XDG_CACHE_HOME/mrtr/tokens.json, else ~/.cache/mrtr/tokens.json.
+    #[arg(long, global = true, value_name = "PATH", env = "MRTR_TOKEN_CACHE")]
+    pub token_cache: Option<PathBuf>,
+    /// OAuth: forget the tokens kept for URL, and call nothing.
+    #[arg(long, global = true)]
+    pub logout: bool,
     /// stdio: show the server's stderr on ours (filtered, behind `server| `) or discard it.
     #[arg(long, global = true, value_enum, default_value_t = StderrArg::Show, value_name = "WHERE")]
     pub server_stderr: StderrArg,
@@ -148,7 +185,10 @@ pub enum CallTarget {
     },
 }
 
-pub(super) fn build_call(target: &CallTarget) -> Result<CarrierCall, String> {
+pub(super) fn build_call(target: Option<&CallTarget>) -> Result<CarrierCall, String> {
+    let Some(target) = target else {
+        return Err("say what to call: tool NAME, prompt NAME or resource URI".into());
+    };
     let args = |a: &Option<String>| -> Result<Value, String> {
         match a {
             None => Ok(Value::Null),

@@ -62,6 +62,9 @@ pub(super) fn connect(args: &CallArgs) -> Result<Server, Connect> {
                     .platform_roots(false);
             }
             builder = credentials(builder, args)?;
+            if let Some(source) = super::login::token_source(args, url)? {
+                builder = builder.token_source(source);
+            }
             let transport = builder.build().map_err(|e| match e {
                 TransportError::InvalidRequest(msg) => Connect::Usage(msg),
                 e => Connect::Failed(e),
@@ -76,10 +79,10 @@ pub(super) fn connect(args: &CallArgs) -> Result<Server, Connect> {
             if args.cacert.is_some() {
                 return Err(Connect::Usage("--cacert is for https:// URLs".into()));
             }
-            if !args.headers.is_empty() || args.bearer_env.is_some() {
+            if !args.headers.is_empty() || args.bearer_env.is_some() || super::login::wanted(args) {
                 return Err(Connect::Usage(
-                    "-H and --bearer-env are for http:// and https:// URLs (a stdio server \
-                     takes its credentials from its own arguments or environment)"
+                    "-H, --bearer-env and the OAuth options are for http:// and https:// URLs (a \
+                     stdio server takes its credentials from its own arguments or environment)"
                         .into(),
                 ));
             }

@@ -59,14 +59,21 @@
 //! 2 usage (bad arguments, a malformed `--answers` entry, or input needed that
 //! cannot be given); 3 protocol or transport error (a cap reached included).
 //!
+//! # Logging in
+//! Without `-H` or `--bearer-env`, a server that answers `401` with an OAuth
+//! challenge is logged in to (`login`, on `mrtr_client::oauth`): the login URL
+//! goes to stderr (and to a browser with `--open`), the tokens to a cache file
+//! of mode 0600, refreshed when they expire; `--logout` forgets them.
+//!
 //! The files, one job each: `args` (the arguments and what they mean),
 //! `sanitize` (what reaches the terminal), `connect` (the
-//! server, over HTTP or stdio), `handler` (who answers an input request),
-//! `prompt` (the questions on the terminal).
+//! server, over HTTP or stdio), `login` (OAuth), `handler` (who answers an input
+//! request), `prompt` (the questions on the terminal).
 
 mod args;
 mod connect;
 mod handler;
+mod login;
 mod prompt;
 mod sanitize;
 
@@ -115,7 +122,10 @@ pub async fn run_call_with_output(
     out: &mut (dyn Write + Send),
     err: &mut (dyn Write + Send),
 ) -> i32 {
-    let call = match build_call(&args.target) {
+    if args.logout {
+        return login::logout(&args, out, err);
+    }
+    let call = match build_call(args.target.as_ref()) {
         Ok(c) => c,
         Err(msg) => return usage(err, &msg),
     };
@@ -237,7 +247,8 @@ fn hint(e: &ClientError) -> Option<&'static str> {
         }
         ClientError::Transport(TransportError::Unauthorized(_)) => Some(
             "send credentials with --bearer-env VAR (a token read from the environment) or \
-             -H 'Name: value'",
+             -H 'Name: value'; a server behind OAuth is logged in to when neither is given \
+             (--client-credentials without a browser)",
         ),
         _ => None,
     }

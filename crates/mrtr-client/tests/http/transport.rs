@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use mrtr::wire::{ElicitAction, ElicitResult};
 use mrtr_client::{
-    BearerToken, BoxFuture, Client, ClientError, Handlers, HttpTransport, TokenSource, Transport,
-    TransportError,
+    BearerToken, BoxFuture, Challenge, Client, ClientError, Handlers, HttpTransport, TokenSource,
+    Transport, TransportError,
 };
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -291,7 +291,7 @@ async fn http_failures_are_transport_errors() {
 }
 
 /// A token source that hands out `tokens[i]` on its i-th call and records whether
-/// each call asked for a fresh token.
+/// each call came after a refusal.
 #[derive(Debug)]
 struct Tokens {
     tokens: Vec<&'static str>,
@@ -299,16 +299,24 @@ struct Tokens {
 }
 
 impl TokenSource for Tokens {
-    fn token(&self, refresh: bool) -> BoxFuture<'_, Result<BearerToken, TransportError>> {
+    fn token<'a>(
+        &'a self,
+        refused: Option<&'a Challenge>,
+    ) -> BoxFuture<'a, Result<Option<BearerToken>, TransportError>> {
         Box::pin(async move {
             let mut asked = self.asked.lock().unwrap();
-            asked.push(refresh);
+            // A refusal that is not about the token gets no other token.
+            if refused.is_some_and(|c| c.error() != Some("invalid_token")) {
+                asked.push(true);
+                return Ok(None);
+            }
+            asked.push(refused.is_some());
             let t = self
                 .tokens
                 .get(asked.len() - 1)
                 .or(self.tokens.last())
                 .unwrap();
-            Ok(BearerToken::new(*t))
+            Ok(Some(BearerToken::new(*t)))
         })
     }
 }
@@ -409,7 +417,8 @@ async fn a_401_is_unauthorized_and_never_shows_the_token() {
         "{e:?}"
     );
 
-    // A source is not asked again when the refusal is not about the token.
+    // A source that has no other token for a refusal that is not about the
+    // token: asked once more, declines, and no second request is sent.
     let (url, seen) = serve(Arc::new(|_, _| Reply::Unauthorized("Bearer"))).await;
     let source = Arc::new(Tokens {
         tokens: vec!["s3cret-3"],
@@ -421,11 +430,11 @@ async fn a_401_is_unauthorized_and_never_shows_the_token() {
         .unwrap();
     let e = t.send(req).await.unwrap_err();
     assert!(
-        matches!(&e, TransportError::Unauthorized(m) if m.contains("refused the token")),
+        matches!(&e, TransportError::Unauthorized(m) if m.contains("has no other") && m.contains("HTTP 401")),
         "{e:?}"
     );
     assert_eq!(seen.lock().unwrap().len(), 1);
-    assert_eq!(*source.asked.lock().unwrap(), vec![false]);
+    assert_eq!(*source.asked.lock().unwrap(), vec![false, true]);
 
     for e in [e.to_string(), format!("{e:?}"), format!("{t:?}")] {
         assert!(!e.contains("s3cret") && !e.contains("<script>"), "{e}");

@@ -1,0 +1,162 @@
+//! Logging in to a server behind OAuth: the `mrtr_client::oauth` token source
+//! the OAuth options make, and `--logout`.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mrtr_client::HttpClient;
+use mrtr_client::oauth::{ClientSecretValue, OAuthTokenSource, TokenCache};
+
+use super::EXIT_OK;
+use super::args::CallArgs;
+use super::connect::Connect;
+use super::sanitize::{Sanitized, one_line};
+
+/// Whether any OAuth option was given.
+pub(super) fn wanted(args: &CallArgs) -> bool {
+    args.client_id.is_some()
+        || args.client_secret_env.is_some()
+        || args.client_credentials
+        || !args.scopes.is_empty()
+        || args.open
+        || args.no_login
+        || args.logout
+}
+
+fn cache(args: &CallArgs) -> Option<TokenCache> {
+    args.token_cache
+        .clone()
+        .or_else(TokenCache::default_path)
+        .map(TokenCache::new)
+}
+
+/// The token source for `url`, unless the caller gives credentials of their own
+/// (`-H`, `--bearer-env`): then the OAuth options are a usage error.
+pub(super) fn token_source(
+    args: &CallArgs,
+    url: &str,
+) -> Result<Option<Arc<OAuthTokenSource>>, Connect> {
+    if !args.headers.is_empty() || args.bearer_env.is_some() {
+        if wanted(args) {
+            return Err(Connect::Usage(
+                "-H or --bearer-env, or the OAuth options (--client-id, --scope, ...): give one \
+                 kind of credentials"
+                    .into(),
+            ));
+        }
+        return Ok(None);
+    }
+    let mut http = HttpClient::builder();
+    if let Some(path) = &args.cacert {
+        // The authorization server may be a public one: the system's CAs stay trusted.
+        let pem = std::fs::read(path).map_err(|e| {
+            Connect::Usage(format!("--cacert {}: cannot read it: {e}", path.display()))
+        })?;
+        http = http
+            .add_root_pem(&pem)
+            .map_err(|e| Connect::Usage(format!("--cacert {}: {e}", path.display())))?;
+    }
+    let http = http.build().map_err(Connect::Failed)?;
+    let mut b = OAuthTokenSource::builder(url, http);
+    if let Some(cache) = cache(args) {
+        b = b.cache(cache);
+    }
+    if let Some(id) = &args.client_id {
+        b = b.client_id(id);
+    }
+    if let Some(var) = &args.client_secret_env {
+        match std::env::var(var) {
+            Ok(s) if !s.trim().is_empty() => b = b.client_secret(ClientSecretValue::new(s.trim())),
+            Ok(_) => {
+                return Err(Connect::Usage(format!(
+                    "--client-secret-env {var}: {var} is empty"
+                )));
+            }
+            Err(_) => {
+                return Err(Connect::Usage(format!(
+                    "--client-secret-env {var}: {var} is not set (or not UTF-8)"
+                )));
+            }
+        }
+    }
+    for s in &args.scopes {
+        b = b.scope(s);
+    }
+    if args.client_credentials {
+        b = b.client_credentials();
+    } else if !args.no_login {
+        let open = args.open;
+        let timeout = Duration::from_secs(args.login_timeout);
+        let secs = args.login_timeout;
+        b = b.interactive(
+            Arc::new(move |login_url: &str| {
+                let mut err = Sanitized::new(std::io::stderr());
+                let _ = writeln!(
+                    err,
+                    "The server asks you to log in. Open this URL in a browser (waiting up to {secs} s):"
+                );
+                let _ = writeln!(err, "  {}", one_line(login_url));
+                if open {
+                    open_browser(login_url);
+                }
+            }),
+            timeout,
+        );
+    }
+    b.build()
+        .map(|s| Some(Arc::new(s)))
+        .map_err(|e| Connect::Usage(e.to_string()))
+}
+
+/// Opens `url` with the desktop's opener, without a shell; a failure is only
+/// reported (the URL is printed anyway).
+fn open_browser(url: &str) {
+    let opener = if cfg!(target_os = "macos") {
+        "open"
+    } else {
+        "xdg-open"
+    };
+    let spawned = std::process::Command::new(opener)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    if spawned.is_err() {
+        eprintln!("(could not run {opener}: open the URL yourself)");
+    }
+}
+
+/// `mrtr call URL --logout`: forgets the tokens kept for URL.
+pub(super) fn logout(
+    args: &CallArgs,
+    out: &mut (dyn Write + Send),
+    err: &mut (dyn Write + Send),
+) -> i32 {
+    let Some(url) = &args.url else {
+        return super::usage(err, "--logout needs the server's URL");
+    };
+    let Some(cache) = cache(args) else {
+        return super::usage(
+            err,
+            "--logout: no token cache (set --token-cache, HOME or XDG_CACHE_HOME)",
+        );
+    };
+    match cache.forget(url) {
+        Ok(0) => {
+            let _ = writeln!(out, "no saved login for {}", one_line(url));
+            EXIT_OK
+        }
+        Ok(n) => {
+            let _ = writeln!(
+                out,
+                "logged out of {} ({n} saved token{} removed)",
+                one_line(url),
+                if n == 1 { "" } else { "s" }
+            );
+            EXIT_OK
+        }
+        Err(e) => super::usage(err, &e.to_string()),
+    }
+}
