@@ -75,8 +75,9 @@ impl TypeMismatch {
         &self.field
     }
 
-    /// What the server's type expected there, such as `u32`, `a string` or
-    /// `integer between 0 and 10000`; empty when the problem is not
+    /// What the server's type expected there, in words: `a whole number from 0 to
+    /// 4294967295` for a `u32`, `a string`, or a clause the type wrote itself such
+    /// as `integer between 0 and 10000`; empty when the problem is not
     /// [`MismatchKind::InvalidType`] or [`MismatchKind::InvalidValue`].
     #[cfg(test)]
     pub(crate) fn expected(&self) -> &str {
@@ -91,7 +92,8 @@ impl TypeMismatch {
 
     /// A sentence a model can act on, with `what` naming the kind of input
     /// (`"Argument"` for tool arguments, `"Field"` for form fields), for example
-    /// `Argument "delay_ms" must be u32. Correct it and try again.`
+    /// `Argument "delay_ms" must be a whole number from 0 to 4294967295. Correct it
+    /// and try again.`
     pub(crate) fn describe(&self, what: &str) -> String {
         let subject = if self.field.is_empty() {
             "The input".to_owned()
@@ -196,10 +198,81 @@ fn classify(message: &str) -> (MismatchKind, String) {
             if expected.is_empty() {
                 (MismatchKind::Other, String::new())
             } else {
-                (problem, expected)
+                (problem, in_words(expected))
             }
         }
         None => (MismatchKind::Other, String::new()),
+    }
+}
+
+/// serde's "expected …" clause in words a model and a person read: the Rust
+/// names of serde's own types (`u32`, `f64`, `struct Deploy`, `a sequence`)
+/// become the JSON value that fits. A clause a type wrote itself (`integer
+/// between 0 and 10000`, or the variants of an enum) is kept as it is.
+fn in_words(expected: String) -> String {
+    fn whole(min: impl fmt::Display, max: impl fmt::Display) -> String {
+        format!("a whole number from {min} to {max}")
+    }
+    fn list_of(n: &str) -> String {
+        if n == "1" {
+            "a list of 1 item".to_owned()
+        } else {
+            format!("a list of {n} items")
+        }
+    }
+    match expected.as_str() {
+        "u8" => whole(u8::MIN, u8::MAX),
+        "u16" => whole(u16::MIN, u16::MAX),
+        "u32" => whole(u32::MIN, u32::MAX),
+        "u64" => whole(u64::MIN, u64::MAX),
+        "u128" => whole(u128::MIN, u128::MAX),
+        "usize" => whole(usize::MIN, usize::MAX),
+        "i8" => whole(i8::MIN, i8::MAX),
+        "i16" => whole(i16::MIN, i16::MAX),
+        "i32" => whole(i32::MIN, i32::MAX),
+        "i64" => whole(i64::MIN, i64::MAX),
+        "i128" => whole(i128::MIN, i128::MAX),
+        "isize" => whole(isize::MIN, isize::MAX),
+        "a nonzero u8" => whole(1, u8::MAX),
+        "a nonzero u16" => whole(1, u16::MAX),
+        "a nonzero u32" => whole(1, u32::MAX),
+        "a nonzero u64" => whole(1, u64::MAX),
+        "a nonzero u128" => whole(1, u128::MAX),
+        "a nonzero usize" => whole(1, usize::MAX),
+        "a nonzero i8" => whole(i8::MIN, i8::MAX) + " other than 0",
+        "a nonzero i16" => whole(i16::MIN, i16::MAX) + " other than 0",
+        "a nonzero i32" => whole(i32::MIN, i32::MAX) + " other than 0",
+        "a nonzero i64" => whole(i64::MIN, i64::MAX) + " other than 0",
+        "a nonzero i128" => whole(i128::MIN, i128::MAX) + " other than 0",
+        "a nonzero isize" => whole(isize::MIN, isize::MAX) + " other than 0",
+        "f32" | "f64" => "a number".to_owned(),
+        "a boolean" => "true or false".to_owned(),
+        "a character" => "a single character".to_owned(),
+        "a borrowed string" | "a string" => "a string".to_owned(),
+        "a sequence" => "a list".to_owned(),
+        "a map" => "an object".to_owned(),
+        "unit" => "null".to_owned(),
+        "string or map" => "a string or an object".to_owned(),
+        other => {
+            if let Some(n) = other
+                .strip_prefix("a tuple of size ")
+                .or_else(|| other.strip_prefix("an array of length "))
+            {
+                list_of(n)
+            } else if other.starts_with("struct ")
+                || other.starts_with("struct variant ")
+                || other.starts_with("internally tagged enum ")
+                || other.starts_with("adjacently tagged enum ")
+            {
+                "an object".to_owned()
+            } else if other.starts_with("tuple struct ") || other.starts_with("tuple variant ") {
+                "a list".to_owned()
+            } else if other.starts_with("enum ") {
+                "one of the allowed values".to_owned()
+            } else {
+                expected
+            }
+        }
     }
 }
 
@@ -230,6 +303,11 @@ fn clean(s: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
 
+    /// What a mismatch says a `u32`, `u8` and `i64` need.
+    const U32: &str = "a whole number from 0 to 4294967295";
+    const U8: &str = "a whole number from 0 to 255";
+    const I64: &str = "a whole number from -9223372036854775808 to 9223372036854775807";
+
     #[test]
     fn restart_example() {
         use serde::Deserialize;
@@ -246,9 +324,12 @@ mod tests {
 
         let err = decode::<Restart>(&json!({"service": "api", "delay_ms": "hunter2"})).unwrap_err();
         assert_eq!(err.field(), "delay_ms");
-        assert_eq!(err.expected(), "u32");
+        assert_eq!(err.expected(), U32);
         assert_eq!(err.problem(), MismatchKind::InvalidType);
-        assert_eq!(err.to_string(), "field \"delay_ms\": expected u32");
+        assert_eq!(
+            err.to_string(),
+            "field \"delay_ms\": expected a whole number from 0 to 4294967295"
+        );
         assert!(!err.describe("Argument").contains("hunter2"));
     }
     use std::collections::HashMap;
@@ -305,15 +386,20 @@ mod tests {
     fn each_primitive_names_field_and_expected_type() {
         let cases = [
             ("s", json!(5), "a string", MismatchKind::InvalidType),
-            ("b", json!("yes"), "a boolean", MismatchKind::InvalidType),
-            ("i", json!("12"), "i64", MismatchKind::InvalidType),
-            ("i", json!(1.5), "i64", MismatchKind::InvalidType),
-            ("u", json!(-1), "u32", MismatchKind::InvalidValue),
-            ("u", json!("7"), "u32", MismatchKind::InvalidType),
-            ("small", json!(300), "u8", MismatchKind::InvalidValue),
-            ("f", json!("1.5"), "f64", MismatchKind::InvalidType),
-            ("opt", json!("seven"), "u32", MismatchKind::InvalidType),
-            ("tags", json!("a"), "a sequence", MismatchKind::InvalidType),
+            (
+                "b",
+                json!("yes"),
+                "true or false",
+                MismatchKind::InvalidType,
+            ),
+            ("i", json!("12"), I64, MismatchKind::InvalidType),
+            ("i", json!(1.5), I64, MismatchKind::InvalidType),
+            ("u", json!(-1), U32, MismatchKind::InvalidValue),
+            ("u", json!("7"), U32, MismatchKind::InvalidType),
+            ("small", json!(300), U8, MismatchKind::InvalidValue),
+            ("f", json!("1.5"), "a number", MismatchKind::InvalidType),
+            ("opt", json!("seven"), U32, MismatchKind::InvalidType),
+            ("tags", json!("a"), "a list", MismatchKind::InvalidType),
         ];
         for (field, v, expected, problem) in cases {
             let e = mismatch(field, v.clone());
@@ -325,6 +411,65 @@ mod tests {
             assert_eq!(
                 e.to_string(),
                 format!("field \"{field}\": expected {expected}")
+            );
+        }
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[allow(dead_code)] // decoded to see the mismatch, never read
+    struct One<T> {
+        n: T,
+    }
+
+    /// What a model is told when `n` does not fit `T`.
+    fn said<T: DeserializeOwned + fmt::Debug>(v: Value) -> String {
+        decode::<One<T>>(&json!({ "n": v }))
+            .unwrap_err()
+            .describe("Argument")
+    }
+
+    #[test]
+    fn rust_type_names_are_said_in_words() {
+        let whole = |min: &dyn fmt::Display, max: &dyn fmt::Display| {
+            format!("a whole number from {min} to {max}")
+        };
+        let cases = [
+            (said::<u8>(json!(-1)), whole(&0, &255)),
+            (said::<u16>(json!(70_000)), whole(&0, &65_535)),
+            (said::<u32>(json!("7")), whole(&0, &4_294_967_295u32)),
+            (said::<u64>(json!(-1)), whole(&0, &u64::MAX)),
+            (said::<u128>(json!(-1)), whole(&0, &u128::MAX)),
+            (said::<usize>(json!(1.5)), whole(&0, &usize::MAX)),
+            (said::<i8>(json!(200)), whole(&-128, &127)),
+            (said::<i16>(json!(40_000)), whole(&i16::MIN, &i16::MAX)),
+            (said::<i32>(json!(true)), whole(&i32::MIN, &i32::MAX)),
+            (said::<i64>(json!(0.5)), whole(&i64::MIN, &i64::MAX)),
+            (said::<i128>(json!("1")), whole(&i128::MIN, &i128::MAX)),
+            (said::<isize>(json!([])), whole(&isize::MIN, &isize::MAX)),
+            (said::<std::num::NonZeroU32>(json!(0)), whole(&1, &u32::MAX)),
+            (
+                said::<std::num::NonZeroI8>(json!(0)),
+                whole(&-128, &127) + " other than 0",
+            ),
+            (said::<f32>(json!("1.5")), "a number".to_owned()),
+            (said::<f64>(json!(null)), "a number".to_owned()),
+            (said::<bool>(json!(1)), "true or false".to_owned()),
+            (said::<String>(json!(1)), "a string".to_owned()),
+            (said::<char>(json!("ab")), "a single character".to_owned()),
+            (said::<Vec<u8>>(json!({})), "a list".to_owned()),
+            (
+                said::<HashMap<String, u8>>(json!([])),
+                "an object".to_owned(),
+            ),
+            (said::<(u8, u8)>(json!([1])), "a list of 2 items".to_owned()),
+            (said::<[u8; 1]>(json!([])), "a list of 1 item".to_owned()),
+            (said::<Strict>(json!(1)), "an object".to_owned()),
+            (said::<()>(json!(1)), "null".to_owned()),
+        ];
+        for (said, words) in cases {
+            assert_eq!(
+                said,
+                format!("Argument \"n\" must be {words}. Correct it and try again.")
             );
         }
     }
@@ -414,7 +559,10 @@ mod tests {
         );
         let v = json!({"items": [], "meta": {"k": {"name": "a", "qty": 70000}}});
         let e = decode::<Order>(&v).unwrap_err();
-        assert_eq!((e.field(), e.expected()), ("meta.k.qty", "u16"));
+        assert_eq!(
+            (e.field(), e.expected()),
+            ("meta.k.qty", "a whole number from 0 to 65535")
+        );
     }
 
     #[test]
@@ -435,14 +583,14 @@ mod tests {
     fn root_mismatch() {
         let e = decode::<Strict>(&json!("just a string")).unwrap_err();
         assert_eq!((e.field(), e.problem()), ("", MismatchKind::InvalidType));
-        assert_eq!(e.expected(), "struct Strict");
-        assert_eq!(e.to_string(), "the value: expected struct Strict");
+        assert_eq!(e.expected(), "an object");
+        assert_eq!(e.to_string(), "the value: expected an object");
         assert_eq!(
             e.describe("Argument"),
-            "The input must be struct Strict. Correct it and try again."
+            "The input must be an object. Correct it and try again."
         );
         let e = decode::<u32>(&json!(-4)).unwrap_err();
-        assert_eq!((e.field(), e.expected()), ("", "u32"));
+        assert_eq!((e.field(), e.expected()), ("", U32));
     }
 
     /// A type whose `Deserialize` quotes the value in a custom error.
@@ -528,7 +676,7 @@ mod tests {
         );
         assert_eq!(
             classify("invalid length 3, expected a tuple of size 2").1,
-            "a tuple of size 2"
+            "a list of 2 items"
         );
         assert_eq!(classify("something else entirely").0, MismatchKind::Other);
     }

@@ -32,18 +32,43 @@ type Handler = fn(Round) -> Result<mrtr::ToolResult, Flow>;
 fn argument_cases() -> Vec<(&'static str, Value, Handler, &'static str)> {
     vec![
         ("string", json!(7_340_011), typed_tool::<String>, "a string"),
-        ("bool", json!(SECRET), typed_tool::<bool>, "a boolean"),
-        ("i64", json!(SECRET), typed_tool::<i64>, "i64"),
-        ("u32", json!(-7_340_011), typed_tool::<u32>, "u32"),
-        ("u8", json!(7_340_011), typed_tool::<u8>, "u8"),
-        ("f64", json!(SECRET), typed_tool::<f64>, "f64"),
+        (
+            "bool",
+            json!(SECRET),
+            typed_tool::<bool>,
+            "must be true or false",
+        ),
+        (
+            "i64",
+            json!(SECRET),
+            typed_tool::<i64>,
+            "must be a whole number from -9223372036854775808 to 9223372036854775807",
+        ),
+        (
+            "u32",
+            json!(-7_340_011),
+            typed_tool::<u32>,
+            "must be a whole number from 0 to 4294967295",
+        ),
+        (
+            "u8",
+            json!(7_340_011),
+            typed_tool::<u8>,
+            "must be a whole number from 0 to 255",
+        ),
+        ("f64", json!(SECRET), typed_tool::<f64>, "must be a number"),
         (
             "vec",
             json!(SECRET),
             typed_tool::<Vec<String>>,
-            "a sequence",
+            "must be a list",
         ),
-        ("option", json!(SECRET), typed_tool::<Option<u16>>, "u16"),
+        (
+            "option",
+            json!(SECRET),
+            typed_tool::<Option<u16>>,
+            "must be a whole number from 0 to 65535",
+        ),
     ]
 }
 
@@ -138,7 +163,7 @@ fn form_content_that_fits_the_form_but_not_the_type_is_asked_again_with_a_note()
             Box::new(typed_form::<u8>(
                 Form::new("n?").number("field", "N", None, None),
             )),
-            "u8",
+            "a whole number from 0 to 255",
         ),
         (
             "i64 from a fraction",
@@ -146,19 +171,19 @@ fn form_content_that_fits_the_form_but_not_the_type_is_asked_again_with_a_note()
             Box::new(typed_form::<i64>(
                 Form::new("n?").number("field", "N", None, None),
             )),
-            "i64",
+            "a whole number from -9223372036854775808",
         ),
         (
             "bool from a string",
             json!(SECRET),
             Box::new(typed_form::<bool>(Form::new("b?").string("field", "B"))),
-            "a boolean",
+            "true or false",
         ),
         (
             "f64 from a string",
             json!(SECRET),
             Box::new(typed_form::<f64>(Form::new("f?").string("field", "F"))),
-            "f64",
+            "must be a number",
         ),
         (
             "string from a boolean",
