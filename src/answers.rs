@@ -265,52 +265,44 @@ fn is_date(s: &str) -> bool {
     (1..=days).contains(&d)
 }
 
+/// RFC 3339 §5.6 `date-time`: `full-date "T" partial-time time-offset`, where
+/// `partial-time` is `HH:MM:SS` with an optional `.` and fraction digits, and
+/// `time-offset` is `Z` or `+HH:MM` / `-HH:MM`. A second of 60 is a leap second;
+/// `T` and `Z` may be lower case (§5.6, NOTE).
 fn is_date_time(s: &str) -> bool {
-    // RFC 3339: full-date "T" partial-time time-offset
-    let Some(t) = s.find(['T', 't']) else {
+    let Some((date, time)) = s.split_once(['T', 't']) else {
         return false;
     };
-    if !is_date(&s[..t]) {
+    if !is_date(date) {
         return false;
     }
-    let rest = &s[t + 1..];
-    let (time, offset) = if let Some(stripped) = rest.strip_suffix(['Z', 'z']) {
-        (stripped, None)
-    } else if let Some(i) = rest.rfind(['+', '-']) {
-        (&rest[..i], Some(&rest[i + 1..]))
+    let (time, offset) = if let Some(time) = time.strip_suffix(['Z', 'z']) {
+        (time, None)
+    } else if let Some(at) = time.rfind(['+', '-']) {
+        (&time[..at], Some(&time[at + 1..]))
     } else {
         return false;
     };
-    let (hms, frac) = match time.split_once('.') {
-        Some((a, f)) => (a, Some(f)),
+    let (hms, fraction) = match time.split_once('.') {
+        Some((hms, fraction)) => (hms, Some(fraction)),
         None => (time, None),
     };
-    if frac.is_some_and(|f| {
-        digits(f).is_none() && !f.bytes().all(|b| b.is_ascii_digit()) || f.is_empty()
-    }) {
+    if fraction.is_some_and(|f| f.is_empty() || !f.bytes().all(|b| b.is_ascii_digit())) {
         return false;
     }
-    let parts: Vec<&str> = hms.split(':').collect();
-    if parts.len() != 3 || parts.iter().any(|p| p.len() != 2) {
-        return false;
-    }
-    let (Some(h), Some(mi), Some(se)) = (digits(parts[0]), digits(parts[1]), digits(parts[2]))
-    else {
-        return false;
-    };
-    if h > 23 || mi > 59 || se > 60 {
-        return false;
-    }
-    match offset {
-        None => true,
-        Some(o) => {
-            let p: Vec<&str> = o.split(':').collect();
-            p.len() == 2
-                && p.iter().all(|x| x.len() == 2)
-                && digits(p[0]).is_some_and(|x| x <= 23)
-                && digits(p[1]).is_some_and(|x| x <= 59)
-        }
-    }
+    clock(hms, true) && offset.is_none_or(|o| clock(o, false))
+}
+
+/// `HH:MM:SS` (with `seconds`) or `HH:MM`, two digits each, hours 00-23,
+/// minutes 00-59, seconds 00-60.
+fn clock(s: &str, seconds: bool) -> bool {
+    let parts: Vec<&str> = s.split(':').collect();
+    let limits: &[u32] = if seconds { &[23, 59, 60] } else { &[23, 59] };
+    parts.len() == limits.len()
+        && parts
+            .iter()
+            .zip(limits)
+            .all(|(p, max)| p.len() == 2 && digits(p).is_some_and(|n| n <= *max))
 }
 
 #[cfg(test)]
@@ -364,30 +356,178 @@ mod tests {
     }
 
     #[test]
-    fn formats() {
-        assert!(
-            is_email("a.b@example.com")
-                && !is_email("a@b")
-                && !is_email("@x.com")
-                && !is_email("a b@x.com")
+    fn date_is_a_real_calendar_day() {
+        for ok in [
+            "2024-02-29", // leap year
+            "2000-02-29", // divisible by 400
+            "2023-02-28",
+            "2026-01-31",
+            "2026-04-30",
+            "2026-12-31",
+            "0000-01-01",
+            "9999-12-31",
+        ] {
+            assert!(is_date(ok), "{ok}");
+        }
+        for bad in [
+            "2023-02-29", // not a leap year
+            "1900-02-29", // divisible by 100, not by 400
+            "2024-02-30",
+            "2026-04-31",
+            "2026-13-01",
+            "2026-00-10",
+            "2026-01-00",
+            "2026-01-32",
+            "24-01-01",
+            "2026-1-01",
+            "2026-01-1",
+            "2026/01/01",
+            "2026-01-01 ",
+            " 2026-01-01",
+            "+2026-01-01",
+            "2026-01-0a",
+            "２０２６-01-01", // full-width digits
+            "2026-é-01",
+            "",
+        ] {
+            assert!(!is_date(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn date_time_is_rfc_3339_with_an_offset() {
+        for ok in [
+            "2026-07-28T10:00:00Z",
+            "2026-07-28t10:00:00z",
+            "2026-07-28T00:00:00Z",
+            "2026-07-28T23:59:59Z",
+            "2016-12-31T23:59:60Z", // a leap second
+            "2026-07-28T10:00:00.123+02:00",
+            "2026-07-28T10:00:00.5-05:30",
+            "2026-07-28T10:00:00+23:59",
+            "2024-02-29T10:00:00Z",
+        ] {
+            assert!(is_date_time(ok), "{ok}");
+        }
+        for bad in [
+            "2026-07-28T24:00:00Z", // hours stop at 23
+            "2026-07-28T25:00:00Z",
+            "2026-07-28T10:60:00Z",
+            "2026-07-28T10:00:61Z",
+            "2026-07-28T10:00:00", // no offset
+            "2026-07-28 10:00:00Z",
+            "2026-07-28T10:00Z",
+            "2026-07-28T1:00:00Z",
+            "2026-07-28T10:00:00.Z",
+            "2026-07-28T10:00:00.1a+02:00",
+            "2026-07-28T10:00:00+0200",
+            "2026-07-28T10:00:00+24:00",
+            "2026-07-28T10:00:00+02:60",
+            "2026-07-28T10:00:00+02",
+            "2026-07-28T10:00:00Z+02:00",
+            "2026-07-28T10:00:00ZZ",
+            "2023-02-29T10:00:00Z",
+            "2026-07-28",
+            "T10:00:00Z",
+            "2026-07-28Té0:00:00Z",
+            "",
+        ] {
+            assert!(!is_date_time(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn email_is_a_pragmatic_addr_spec() {
+        for ok in [
+            "a@example.com",
+            "a.b+tag@example.com",
+            "first_last@sub.example.co.uk",
+            "x@xn--bcher-kva.example",
+            "ü@例え.jp",
+        ] {
+            assert!(is_email(ok), "{ok}");
+        }
+        for bad in [
+            "a@b", // no dot in the domain
+            "@example.com",
+            "a@",
+            "a",
+            "a@@example.com",
+            "a@b@example.com",
+            "a b@example.com",
+            "a@exa mple.com",
+            "a@example.com ",
+            "a\t@example.com",
+            "a\n@example.com",
+            "a@.example.com",
+            "a@example.com.",
+            "a@example..com",
+            "a@exa_mple.com",
+            "",
+        ] {
+            assert!(!is_email(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn uri_is_absolute() {
+        for ok in [
+            "https://example.com/a?b=c#d",
+            "http://127.0.0.1:8808/mcp",
+            "urn:isbn:0451450523",
+            "mailto:a@example.com",
+            "file:///tmp",
+            "git+ssh://host/repo",
+            "a.b-c+d:x",
+            "HTTPS://EXAMPLE.COM",
+        ] {
+            assert!(is_uri(ok), "{ok}");
+        }
+        for bad in [
+            "no scheme",
+            "example.com/a",
+            "/relative/path",
+            "//host/path",
+            "1http://x",
+            "+http://x",
+            "ht tp://x",
+            "ht_tp://x",
+            "https:",
+            ":nothing",
+            "https://exa mple.com",
+            "https://example.com/\n",
+            "https://example.com/\u{7f}",
+            "é://x",
+            "",
+        ] {
+            assert!(!is_uri(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_wrong_format_is_named_by_its_format() {
+        let s = schema(json!({"type":"object","properties":{
+            "d":{"type":"string","format":"date"},
+            "t":{"type":"string","format":"date-time"},
+            "e":{"type":"string","format":"email"},
+            "u":{"type":"string","format":"uri"}}}));
+        let ok = json!({"d":"2024-02-29","t":"2026-07-28T10:00:00Z","e":"a@b.co","u":"https://x"});
+        assert!(run(&s, ok).is_ok());
+        let bad = json!({"d":"2023-02-29","t":"2026-07-28T24:00:00Z","e":"a@b","u":"x"});
+        let problems: Vec<String> = run(&s, bad)
+            .unwrap_err()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            problems,
+            [
+                "d: must be a valid date",
+                "t: must be a valid date-time",
+                "e: must be a valid email",
+                "u: must be a valid uri"
+            ]
         );
-        assert!(
-            is_uri("https://x.y/z")
-                && is_uri("urn:isbn:1")
-                && !is_uri("no scheme")
-                && !is_uri("1http://x")
-        );
-        assert!(
-            is_date("2024-02-29")
-                && !is_date("2023-02-29")
-                && !is_date("2024-13-01")
-                && !is_date("24-01-01")
-        );
-        assert!(is_date_time("2026-07-28T10:00:00Z"));
-        assert!(is_date_time("2026-07-28T10:00:00.123+02:00"));
-        assert!(!is_date_time("2026-07-28 10:00:00Z"));
-        assert!(!is_date_time("2026-07-28T25:00:00Z"));
-        assert!(!is_date_time("2026-07-28T10:00:00"));
     }
 
     #[test]

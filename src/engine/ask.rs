@@ -6,7 +6,7 @@ use crate::capability::Necessity;
 use crate::wire::input::{
     CreateMessageParams, ElicitFormParams, ElicitParams, ElicitUrlParams, InputRequest,
 };
-use crate::wire::schema::{EnumOption, EnumStyle, PrimitiveSchema, RequestedSchema};
+use crate::wire::schema::{EnumOption, EnumStyle, PrimitiveSchema, RequestedSchema, StringFormat};
 use crate::wire::{JsonObject, Root};
 
 /// A form elicitation: a message and a flat schema of primitive fields.
@@ -66,6 +66,50 @@ impl Form {
     pub fn string(self, name: impl Into<String>, title: impl Into<String>) -> Self {
         let mut s = PrimitiveSchema::string();
         set_title(&mut s, title.into());
+        self.field(name, s, true)
+    }
+
+    /// A required email address field (`format: "email"`). An answer that is not
+    /// an address (one `@`, a name before it, a domain with a dot after it, no
+    /// spaces) is asked again.
+    pub fn email(self, name: impl Into<String>, title: impl Into<String>) -> Self {
+        self.formatted(name, title, StringFormat::Email)
+    }
+
+    /// A required absolute URI field (`format: "uri"`), such as
+    /// `https://example.com/a`. An answer without a scheme is asked again.
+    pub fn uri(self, name: impl Into<String>, title: impl Into<String>) -> Self {
+        self.formatted(name, title, StringFormat::Uri)
+    }
+
+    /// A required date field (`format: "date"`): an RFC 3339 full-date such as
+    /// `2026-07-28`. An answer that is not a real calendar day is asked again.
+    pub fn date(self, name: impl Into<String>, title: impl Into<String>) -> Self {
+        self.formatted(name, title, StringFormat::Date)
+    }
+
+    /// A required date and time field (`format: "date-time"`): an RFC 3339
+    /// date-time with its offset, such as `2026-07-28T10:00:00Z` or
+    /// `2026-07-28T12:00:00+02:00`. Any other answer is asked again.
+    pub fn date_time(self, name: impl Into<String>, title: impl Into<String>) -> Self {
+        self.formatted(name, title, StringFormat::DateTime)
+    }
+
+    /// A required text field of one of the formats MCP elicitation allows.
+    fn formatted(
+        self,
+        name: impl Into<String>,
+        title: impl Into<String>,
+        format: StringFormat,
+    ) -> Self {
+        let s = PrimitiveSchema::String {
+            title: Some(title.into()),
+            description: None,
+            min_length: None,
+            max_length: None,
+            format: Some(format),
+            default: None,
+        };
         self.field(name, s, true)
     }
 
@@ -439,5 +483,34 @@ impl Confirmation {
     /// Whether the user accepted.
     pub fn is_accepted(self) -> bool {
         self == Self::Accepted
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::Form;
+
+    #[test]
+    fn format_helpers_write_the_spec_string_schema() {
+        let form = Form::new("About you")
+            .email("mail", "Email")
+            .uri("site", "Site")
+            .date("born", "Birthday")
+            .date_time("at", "When");
+        assert_eq!(
+            form.schema().to_value(),
+            json!({"type": "object", "properties": {
+                "mail": {"type": "string", "title": "Email", "format": "email"},
+                "site": {"type": "string", "title": "Site", "format": "uri"},
+                "born": {"type": "string", "title": "Birthday", "format": "date"},
+                "at": {"type": "string", "title": "When", "format": "date-time"}
+            }, "required": ["mail", "site", "born", "at"]})
+        );
+        // Without its title, exactly the spec's `{"type":"string","format":"date"}`.
+        let mut born = form.schema().to_value()["properties"]["born"].clone();
+        born.as_object_mut().unwrap().remove("title");
+        assert_eq!(born.to_string(), r#"{"type":"string","format":"date"}"#);
     }
 }

@@ -250,6 +250,68 @@ fn schema_invalid_answers_are_asked_again_with_what_was_wrong_and_never_the_valu
     }
 }
 
+/// A form of the four string formats, through the builder's helpers.
+fn formats_handler(seen: &Seen) -> impl Fn(Round) -> Result<mrtr::ToolResult, Flow> + Copy + '_ {
+    move |r| {
+        let form = Form::new("Contact and appointment")
+            .email("mail", "Email")
+            .uri("site", "Web site")
+            .date("day", "Day")
+            .date_time("at", "Start");
+        let e = r.elicit("when", form)?;
+        seen.borrow_mut().push(e.clone());
+        Ok(ToolResult::text("booked"))
+    }
+}
+
+#[test]
+fn a_wrong_format_from_a_builder_helper_is_asked_again_and_a_right_one_taken() {
+    let seen = Seen::default();
+    let e = engine();
+    let r1 = irr(run(&e, &tool("f"), T0, formats_handler(&seen)));
+    let props = &request_json(&r1, "when")["params"]["requestedSchema"]["properties"];
+    assert_eq!(
+        props["day"],
+        json!({"type": "string", "title": "Day", "format": "date"})
+    );
+    assert_eq!(props["at"]["format"], "date-time");
+    let wrong = json!({"mail": format!("{MARKER}@localhost"), "site": "example.com",
+                       "day": "2023-02-29", "at": "2026-07-28T24:00:00Z"});
+    let again = irr(run(
+        &e,
+        &tool("f")
+            .resume(&r1)
+            .answers(json!({"when": accept(wrong)})),
+        T0.add_secs(1),
+        formats_handler(&seen),
+    ));
+    let m = message(&again, "when");
+    for part in [
+        "mail: must be a valid email",
+        "site: must be a valid uri",
+        "day: must be a valid date",
+        "at: must be a valid date-time",
+    ] {
+        assert!(m.contains(part), "{m}");
+    }
+    assert!(!m.contains(MARKER), "{m}");
+    assert!(seen.borrow().is_empty(), "never handed to the handler");
+    let right = json!({"mail": "ada@example.com", "site": "https://example.com",
+                       "day": "2024-02-29", "at": "2026-07-28T10:00:00+02:00"});
+    complete(run(
+        &e,
+        &tool("f")
+            .resume(&again)
+            .answers(json!({"when": accept(right)})),
+        T0.add_secs(2),
+        formats_handler(&seen),
+    ));
+    assert_eq!(
+        seen.borrow()[0].accepted().unwrap().str("day"),
+        Some("2024-02-29")
+    );
+}
+
 #[test]
 fn every_problem_is_listed_in_one_re_ask() {
     let e = engine();
