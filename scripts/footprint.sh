@@ -57,15 +57,19 @@ app rmcp-mrtr "$rmcp_line" "$axum_line" "$tokio_line" "$core_line" \
     "mrtr-rmcp = { path = \"$repo/crates/mrtr-rmcp\", features = [\"http\"] }"
 app axum-server "$axum_line" "$tokio_line" "$core_line" \
     "mrtr-server = { path = \"$repo/crates/mrtr-server\" }"
+app axum-oauth "$axum_line" "$tokio_line" "$core_line" \
+    "mrtr-server = { path = \"$repo/crates/mrtr-server\", features = [\"oauth\"] }"
 
 core=$(cargo tree --offline -p mrtr -e normal --prefix none 2>/dev/null | count)
 core_bare=$(cargo tree --offline -p mrtr --no-default-features -e normal --prefix none 2>/dev/null | count)
 rmcp_alone=$(tree_of rmcp-alone)
 rmcp_mrtr=$(tree_of rmcp-mrtr)
 axum_server=$(tree_of axum-server)
+axum_oauth=$(tree_of axum-oauth)
 cli=$(cargo tree --offline -p mrtr-cli -e normal --prefix none 2>/dev/null | count)
 redis=$(cargo tree --offline -p mrtr-redis -e normal --prefix none 2>/dev/null | count)
 client=$(cargo tree --offline -p mrtr-client -e normal --prefix none 2>/dev/null | count)
+client_oauth=$(cargo tree --offline -p mrtr-client --features oauth -e normal --prefix none 2>/dev/null | count)
 added=$((rmcp_mrtr - rmcp_alone))
 
 printf '| build | crates |\n|---|---|\n'
@@ -74,8 +78,10 @@ printf '| `mrtr` alone, `default-features = false` (wasm32) | %d |\n' "$core_bar
 printf '| rmcp server alone (rmcp `server`, `macros`, `transport-streamable-http-server`; axum; tokio) | %d |\n' "$rmcp_alone"
 printf '| the same with `mrtr` and `mrtr-rmcp` (`http`) | %d (+%d) |\n' "$rmcp_mrtr" "$added"
 printf '| axum app with `mrtr` and `mrtr-server` | %d |\n' "$axum_server"
+printf '| the same with `mrtr-server`'"'"'s `oauth` (a JWT resource server) | %d |\n' "$axum_oauth"
 printf '| `mrtr-redis` alone | %d |\n' "$redis"
 printf '| `mrtr-client` alone (`http`, `stdio`) | %d |\n' "$client"
+printf '| `mrtr-client` with `oauth` (MCP authorization) | %d |\n' "$client_oauth"
 printf '| the `mrtr` binary (`mrtr-cli`) | %d |\n' "$cli"
 
 if $check; then
