@@ -86,7 +86,7 @@
 //! nothing else of the crate), [`defaults`] (every default, in one place),
 //! `time` ([`Timestamp`]), [`principal`], [`error`] (the two channels and the rule between
 //! them), [`capability`] (the gate), [`answers`], [`seal`], [`metrics`] (what
-//! the core counts, through the `metrics` facade), [`replay`], `typed` (arguments decoded, a mismatch named by field),
+//! the core counts, through the `metrics` facade), [`replay`], `typed` (arguments decoded, a mismatch named by field, a [`Refusal`]),
 //! [`result`] (the three carriers' typed results), [`engine`] (the round, the
 //! handler shape, and the one carrier path), `record` (how a request is
 //! recorded, crate-private), [`service`] (the JSON-RPC router),
@@ -139,6 +139,7 @@ pub use seal::Keyring;
 pub use service::{PromptDefinition, ResourceDefinition};
 pub use service::{RequestContext, Service};
 pub use time::Timestamp;
+pub use typed::Refusal;
 
 /// Not API: what mrtr's own crates (`mrtr-server`, `mrtr-rmcp`, `mrtr-redis`,
 /// `mrtr-client`, `mrtr-cli`) share with the core, so each rule stays in one place

@@ -15,8 +15,11 @@
 //! type. The path's map keys come from the client, so each segment is cut to
 //! [`MAX_SEGMENT_CHARS`] characters and stripped of control characters. An error
 //! message serde cannot classify (a `Deserialize` impl's custom error, which may
-//! quote the value) is reduced to "has an invalid value".
+//! quote the value) is reduced to "has an invalid value". The one exception is a
+//! [`Refusal`], the handler's own reason for turning an answer down: its text is
+//! the application's, written for its user, and is shown as written.
 
+use std::cell::RefCell;
 use std::fmt;
 
 use serde::de::DeserializeOwned;
@@ -29,13 +32,118 @@ pub(crate) const MAX_SEGMENT_CHARS: usize = 64;
 /// The most characters kept of an "expected …" clause.
 const MAX_EXPECTED_CHARS: usize = 200;
 
+/// The most characters kept of a [`Refusal`]'s text (its docs say the number).
+const MAX_REFUSAL_CHARS: usize = 500;
+
+thread_local! {
+    /// While [`decode`] runs on this thread, the text of the last [`Refusal`]
+    /// serde turned into an error (`Some(None)` until one is). serde keeps only an
+    /// error's text, so this is how a refusal is told apart from any other custom
+    /// error: only a `Refusal` writes here, and only the application makes one.
+    static REFUSED: RefCell<Option<Option<String>>> = const { RefCell::new(None) };
+}
+
+/// An answer or argument the handler's own type turns down, with the reason its
+/// user reads.
+///
+/// Make it the error of the `TryFrom` behind serde's `#[serde(try_from = "…")]`
+/// (or pass it to `serde::de::Error::custom` in a `Deserialize` impl). When a form
+/// answer for [`Round::elicit_as`](crate::Round::elicit_as) fails with it, the
+/// question is asked again with this text as its note; when a tool's
+/// [`Round::arguments`](crate::Round::arguments) fail with it, it is the tool
+/// error the model reads. Any other custom error shows only as "has an invalid
+/// value", since it may quote what the client sent.
+///
+/// The text reaches the user as written (without control characters other than
+/// line breaks, cut to 500 characters), and is not logged: write
+/// it for the user, and leave out what they sent if it may be secret.
+///
+/// ```
+/// use mrtr::{Flow, Form, FormAnswer, Refusal, Round, ToolResult};
+/// use serde::Deserialize;
+///
+/// #[derive(Deserialize)]
+/// struct Days {
+///     first: String,
+///     last: String,
+/// }
+///
+/// /// A stay: the form's two dates, the first not after the last.
+/// #[derive(Deserialize)]
+/// #[serde(try_from = "Days")]
+/// struct Stay(Days);
+///
+/// impl TryFrom<Days> for Stay {
+///     type Error = Refusal;
+///     fn try_from(d: Days) -> Result<Self, Refusal> {
+///         // The form checked both are dates (YYYY-MM-DD): as text they sort as days do.
+///         if d.first > d.last {
+///             return Err(Refusal::new("The first night must not come after the last."));
+///         }
+///         Ok(Stay(d))
+///     }
+/// }
+///
+/// fn book(round: Round) -> Result<ToolResult, Flow> {
+///     let form = Form::new("Which nights?").date("first", "First night").date("last", "Last night");
+///     match round.elicit_as::<Stay>("stay", form)? {
+///         FormAnswer::Accepted(Stay(d)) => Ok(ToolResult::text(format!("Booked {} to {}.", d.first, d.last))),
+///         _ => Ok(ToolResult::text("Nothing was booked.")),
+///     }
+/// }
+/// # let _ = book;
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    text: String,
+}
+
+impl Refusal {
+    /// A refusal the user reads as `text`.
+    pub fn new(text: impl Into<String>) -> Self {
+        let text: String = text.into();
+        Self {
+            text: text
+                .chars()
+                .filter(|c| *c == '\n' || !c.is_control())
+                .take(MAX_REFUSAL_CHARS)
+                .collect(),
+        }
+    }
+
+    /// The text the user reads.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // serde writes the refusal into its error here: note the text for `decode`.
+        REFUSED.with(|slot| {
+            if let Ok(mut slot) = slot.try_borrow_mut()
+                && let Some(seen) = slot.as_mut()
+            {
+                *seen = Some(self.text.clone());
+            }
+        });
+        f.write_str(&self.text)
+    }
+}
+
+impl std::error::Error for Refusal {}
+
 /// Decodes `value` into `T`.
 ///
 /// # Errors
 /// A [`TypeMismatch`] naming the first field that does not fit `T` and what `T`
-/// expected there; it never holds the value the client sent.
+/// expected there; it never holds the value the client sent, only the text of a
+/// [`Refusal`] the handler's type returned.
 pub(crate) fn decode<T: DeserializeOwned>(value: &Value) -> Result<T, TypeMismatch> {
-    serde_path_to_error::deserialize(value).map_err(|e| TypeMismatch::from_path_error(&e))
+    let outer = REFUSED.with(|slot| slot.replace(Some(None)));
+    let decoded = serde_path_to_error::deserialize(value);
+    let refused = REFUSED.with(|slot| slot.replace(outer)).flatten();
+    decoded.map_err(|e| TypeMismatch::from_path_error(&e, refused))
 }
 
 /// What was wrong with a field.
@@ -51,6 +159,9 @@ pub(crate) enum MismatchKind {
     InvalidValue,
     /// A field the type does not know (with `#[serde(deny_unknown_fields)]`).
     UnknownField,
+    /// The handler's type turned the value down with a [`Refusal`], whose text
+    /// is kept.
+    Refused,
     /// Anything else, such as a custom error from a `Deserialize` impl; its text is
     /// not kept, because it may quote the value.
     Other,
@@ -64,6 +175,8 @@ pub(crate) struct TypeMismatch {
     field: String,
     expected: String,
     problem: MismatchKind,
+    /// A [`Refusal`]'s text, for [`MismatchKind::Refused`]; else empty.
+    refusal: String,
 }
 
 impl TypeMismatch {
@@ -94,7 +207,12 @@ impl TypeMismatch {
     /// (`"Argument"` for tool arguments, `"Field"` for form fields), for example
     /// `Argument "delay_ms" must be a whole number from 0 to 4294967295. Correct it
     /// and try again.`
+    ///
+    /// For a [`Refusal`], its text as the handler wrote it.
     pub(crate) fn describe(&self, what: &str) -> String {
+        if self.problem == MismatchKind::Refused {
+            return self.refusal.clone();
+        }
         let subject = if self.field.is_empty() {
             "The input".to_owned()
         } else {
@@ -117,7 +235,22 @@ impl TypeMismatch {
         }
     }
 
-    fn from_path_error(e: &serde_path_to_error::Error<serde_json::Error>) -> Self {
+    /// The note a form question is asked again with: a [`Refusal`]'s text as the
+    /// handler wrote it, else what [`describe`](Self::describe) says of the field.
+    pub(crate) fn re_ask_note(&self) -> String {
+        if self.problem == MismatchKind::Refused {
+            self.refusal.clone()
+        } else {
+            format!("Please correct: {}", self.describe("Field"))
+        }
+    }
+
+    /// `refused` is the text of the last [`Refusal`] serde wrote into an error
+    /// while decoding: the error is that refusal only if its message is that text.
+    fn from_path_error(
+        e: &serde_path_to_error::Error<serde_json::Error>,
+        refused: Option<String>,
+    ) -> Self {
         let mut field = String::new();
         for segment in e.path() {
             match segment {
@@ -131,6 +264,14 @@ impl TypeMismatch {
         }
         let message = e.inner().to_string();
         let message = strip_position(&message, e.inner());
+        if let Some(refusal) = refused.filter(|r| !r.is_empty() && r == message) {
+            return Self {
+                field,
+                expected: String::new(),
+                problem: MismatchKind::Refused,
+                refusal,
+            };
+        }
         let (problem, expected) = classify(message);
         if problem == MismatchKind::MissingField {
             // `missing field `name``: the name comes from the server's type, and the
@@ -146,6 +287,7 @@ impl TypeMismatch {
             field,
             expected,
             problem,
+            refusal: String::new(),
         }
     }
 }
@@ -163,6 +305,11 @@ impl fmt::Display for TypeMismatch {
             }
             MismatchKind::MissingField => write!(f, "field \"{}\" is missing", self.field),
             MismatchKind::UnknownField => write!(f, "unknown field \"{}\"", self.field),
+            // The refusal's text is for the user, not the log (it may name what they sent).
+            MismatchKind::Refused if root => f.write_str("the value was refused by the handler"),
+            MismatchKind::Refused => {
+                write!(f, "field \"{}\" was refused by the handler", self.field)
+            }
             _ if root => f.write_str("the value is invalid"),
             _ => write!(f, "field \"{}\" has an invalid value", self.field),
         }
@@ -679,6 +826,107 @@ mod tests {
             "a list of 2 items"
         );
         assert_eq!(classify("something else entirely").0, MismatchKind::Other);
+    }
+
+    #[derive(Debug, Deserialize)]
+    struct Span {
+        from: u32,
+        to: u32,
+    }
+
+    /// A span whose end is not before its start, checked by `TryFrom`.
+    #[derive(Debug, Deserialize)]
+    #[serde(try_from = "Span")]
+    #[allow(dead_code)] // decoded to see the refusal
+    struct Ordered(Span);
+
+    impl TryFrom<Span> for Ordered {
+        type Error = Refusal;
+        fn try_from(s: Span) -> Result<Self, Refusal> {
+            if s.to < s.from {
+                return Err(Refusal::new("The end must not come before the start."));
+            }
+            Ok(Self(s))
+        }
+    }
+
+    /// The same check, with a `String` error: text the application did not mark
+    /// as written for the user.
+    #[derive(Debug, Deserialize)]
+    #[serde(try_from = "Span")]
+    #[allow(dead_code)]
+    struct Unmarked(Span);
+
+    impl TryFrom<Span> for Unmarked {
+        type Error = String;
+        fn try_from(s: Span) -> Result<Self, String> {
+            if s.to < s.from {
+                return Err(format!("end {} is before start {}", s.to, s.from));
+            }
+            Ok(Self(s))
+        }
+    }
+
+    #[test]
+    fn a_refusal_is_said_in_the_handlers_words_and_kept_out_of_the_log() {
+        const TEXT: &str = "The end must not come before the start.";
+        let e = decode::<Ordered>(&json!({"from": 7_340_011, "to": 2})).unwrap_err();
+        assert_eq!((e.field(), e.problem()), ("", MismatchKind::Refused));
+        assert_eq!(e.describe("Field"), TEXT);
+        assert_eq!(e.re_ask_note(), TEXT);
+        assert_eq!(e.to_string(), "the value was refused by the handler");
+        // In a field: the path names it in the log, the text is the same.
+        let e = decode::<One<Ordered>>(&json!({"n": {"from": 9, "to": 2}})).unwrap_err();
+        assert_eq!((e.field(), e.describe("Argument").as_str()), ("n", TEXT));
+        assert_eq!(e.to_string(), "field \"n\" was refused by the handler");
+        // A mismatch inside the refused type is still named by field and type.
+        let e = decode::<Ordered>(&json!({"from": "x", "to": 2})).unwrap_err();
+        assert_eq!(e.problem(), MismatchKind::InvalidType);
+        assert_eq!(
+            e.re_ask_note(),
+            format!("Please correct: Field \"from\" must be {U32}. Correct it and try again.")
+        );
+        assert!(decode::<Ordered>(&json!({"from": 2, "to": 9})).is_ok());
+    }
+
+    #[test]
+    fn only_a_refusal_is_shown_never_other_custom_text() {
+        // A `String` error may quote the value: reduced as any custom error.
+        let e = decode::<Unmarked>(&json!({"from": 7_340_011, "to": 2})).unwrap_err();
+        assert_eq!(e.problem(), MismatchKind::Other);
+        assert!(!e.describe("Field").contains("7340011"));
+        // A refusal serde wrote and then dropped (an untagged enum tries each
+        // variant) is not the error: and it is forgotten before the next decode.
+        #[derive(Debug, Deserialize)]
+        #[serde(untagged)]
+        #[allow(dead_code)]
+        enum Either {
+            Span(Ordered),
+            Number(u8),
+        }
+        let e = decode::<Either>(&json!({"from": 9, "to": 2})).unwrap_err();
+        assert_eq!(e.problem(), MismatchKind::Other);
+        // A type that errs with exactly what the client sent: the client's text is
+        // never taken for a refusal, even one made just before.
+        #[derive(Debug)]
+        struct Echo;
+        impl<'de> Deserialize<'de> for Echo {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                Err(serde::de::Error::custom(String::deserialize(d)?))
+            }
+        }
+        assert!(decode::<Ordered>(&json!({"from": 9, "to": 2})).is_err());
+        let e = decode::<Echo>(&json!("The end must not come before the start.")).unwrap_err();
+        assert_eq!(e.problem(), MismatchKind::Other);
+    }
+
+    #[test]
+    fn a_refusal_keeps_line_breaks_only_and_is_cut() {
+        let r = Refusal::new("Pick\u{1b}[31m a weekday.\nSundays are closed.\r\u{7}");
+        assert_eq!(r.text(), "Pick[31m a weekday.\nSundays are closed.");
+        assert_eq!(r.to_string(), r.text());
+        let long = Refusal::new("é".repeat(2 * MAX_REFUSAL_CHARS));
+        assert_eq!(long.text().chars().count(), MAX_REFUSAL_CHARS);
     }
 
     fn secret_value() -> impl Strategy<Value = Value> {

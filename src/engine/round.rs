@@ -234,7 +234,8 @@ impl Round {
     /// # Errors
     /// When the arguments do not fit `T`: on `tools/call` a tool error (`isError`)
     /// naming the field and the type it expects (never the value that was sent), so
-    /// the model can correct its call; -32602 on the other carriers.
+    /// the model can correct its call, or the text of the [`Refusal`](crate::Refusal)
+    /// `T` returned; -32602 on the other carriers.
     pub fn arguments<T: DeserializeOwned>(&self) -> Result<T, Flow> {
         let empty = Value::Object(JsonObject::new());
         let value = self
@@ -293,7 +294,9 @@ impl Round {
     ///
     /// An accepted answer that validates against the form but does not fit `T` is
     /// not taken: the question is asked again, with a note naming the field and the
-    /// type expected (never the value), as for any invalid answer.
+    /// type expected (never the value), as for any invalid answer. When `T` turns
+    /// the answer down with a [`Refusal`](crate::Refusal) (the error of its
+    /// `TryFrom`, say), the note is the refusal's text.
     ///
     /// # Errors
     /// `Flow::Suspend` when the answer is not there yet.
@@ -306,7 +309,7 @@ impl Round {
         let fits = |content: &Value| {
             crate::typed::decode::<T>(content)
                 .map(drop)
-                .map_err(|m| m.describe("Field"))
+                .map_err(|m| m.re_ask_note())
         };
         let answer = self.answer_checked(key, req, necessity, issued_only, &fits)?;
         match answer {
@@ -488,7 +491,8 @@ impl Round {
     }
 
     /// [`Round::answer`] with a further check of an accepted form's content (the
-    /// handler's type); a content that fails it is asked again with its note.
+    /// handler's type); a content that fails it is asked again with the note the
+    /// check returns.
     fn answer_checked(
         &self,
         key: &str,
@@ -593,9 +597,9 @@ impl Round {
 }
 
 /// Checks a fresh answer against the question: the kind must match and an
-/// accepted form's content must validate. Returns the parsed answer, content
-/// reduced to the declared fields (its `to_value` is what a suspending round
-/// seals), or a note for the re-ask.
+/// accepted form's content must validate, then pass `fits`. Returns the parsed
+/// answer, content reduced to the declared fields (its `to_value` is what a
+/// suspending round seals), or a note for the re-ask (from `fits`, its own).
 pub(super) fn accept(
     kind: InputKind,
     request: &InputRequest,
@@ -620,7 +624,7 @@ pub(super) fn accept(
                 },
             )?;
             let kept = Value::Object(kept);
-            fits(&kept).map_err(|note| format!("Please correct: {note}"))?;
+            fits(&kept)?;
             // Always an object: it was made one just above.
             match kept {
                 Value::Object(m) => Some(m),

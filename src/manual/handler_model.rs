@@ -94,7 +94,10 @@
 //!
 //! An accepted form decodes the same way: `round.elicit_as::<T>(key, form)?`
 //! returns `FormAnswer::Accepted(T)`; content that fits the form's schema but not
-//! `T` is asked again with a note naming the field. With the `schemars` feature,
+//! `T` is asked again with a note naming the field. To turn an answer down for a
+//! reason of its own (a check across fields, a date in the past), the type's
+//! `TryFrom` (serde's `try_from`) returns a [`Refusal`](crate::Refusal): the
+//! question is asked again with its text as the note. With the `schemars` feature,
 //! `round.ask::<T>(key, message)?` builds the form from `T` itself (a flat struct
 //! of primitives, as MCP elicitation allows; anything else is refused when the
 //! form is built, before anything reaches a client).

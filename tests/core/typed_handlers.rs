@@ -7,7 +7,7 @@
 use mrtr::testing as common;
 
 use common::*;
-use mrtr::{Flow, Form, FormAnswer, Round};
+use mrtr::{Flow, Form, FormAnswer, Refusal, Round};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -227,6 +227,88 @@ fn form_content_that_fits_decodes() {
         &h,
     ));
     assert_eq!(text(&done), "200");
+}
+
+#[derive(Debug, Deserialize)]
+struct Nights {
+    first: String,
+    last: String,
+}
+
+/// Two nights from a form of dates, checked by the handler's own type.
+#[derive(Debug, Deserialize)]
+#[serde(try_from = "Nights")]
+struct Stay(Nights);
+
+/// What the handler's type says when the nights are the wrong way round.
+const BACKWARDS: &str = "The first night must not come after the last.";
+
+impl TryFrom<Nights> for Stay {
+    type Error = Refusal;
+    fn try_from(n: Nights) -> Result<Self, Refusal> {
+        // Dates the form checked (YYYY-MM-DD) sort as text as they do as days.
+        if n.first > n.last {
+            return Err(Refusal::new(BACKWARDS));
+        }
+        Ok(Self(n))
+    }
+}
+
+fn stay_handler(r: Round) -> Result<mrtr::ToolResult, Flow> {
+    let form = Form::new("Which nights?")
+        .date("first", "First night")
+        .date("last", "Last night");
+    match r.elicit_as::<Stay>("stay", form)? {
+        FormAnswer::Accepted(Stay(n)) => {
+            Ok(mrtr::ToolResult::text(format!("{} to {}", n.first, n.last)))
+        }
+        _ => Ok(mrtr::ToolResult::text("no")),
+    }
+}
+
+#[test]
+fn a_refusal_by_the_handlers_type_asks_again_with_the_handlers_text() {
+    let e = engine();
+    let r1 = irr(run(&e, &tool("t"), T0, stay_handler));
+    let original = message(&r1, "stay");
+    let backwards = json!({"first": "2026-08-09", "last": "2026-08-02"});
+    let r2 = irr(run(
+        &e,
+        &tool("t").reply(&r1, json!({"stay": accept(backwards)})),
+        T0.add_secs(1),
+        stay_handler,
+    ));
+    assert_eq!(keys(&r2), ["stay"]);
+    // The note is the handler's own text, as written, and nothing else.
+    assert_eq!(message(&r2, "stay"), format!("{original}\n\n{BACKWARDS}"));
+    let done = complete(run(
+        &e,
+        &tool("t").reply(
+            &r2,
+            json!({"stay": accept(json!({"first": "2026-08-02", "last": "2026-08-09"}))}),
+        ),
+        T0.add_secs(2),
+        stay_handler,
+    ));
+    assert_eq!(text(&done), "2026-08-02 to 2026-08-09");
+}
+
+#[test]
+fn a_refusal_of_the_arguments_is_the_tool_error_and_not_logged() {
+    let e = engine();
+    let req = tool("t").args(json!({"first": SECRET, "last": "2026-08-02"}));
+    let (result, err) = tool_error(run(&e, &req, T0, |r: Round| {
+        let _: Stay = r.arguments()?;
+        Ok(mrtr::ToolResult::text("ok"))
+    }));
+    // The handler's text, then the engine's word on retrying.
+    assert!(text(&result).starts_with(BACKWARDS), "{}", text(&result));
+    assert!(!text(&result).contains(SECRET));
+    let detail = &err.diagnostic().detail;
+    assert!(
+        !detail.contains(BACKWARDS) && !detail.contains(SECRET),
+        "{detail}"
+    );
 }
 
 #[cfg(feature = "schemars")]
