@@ -19,14 +19,12 @@
 #
 # Environment:
 #   MRTR_BIN            the mrtr binary (default target/debug/mrtr; not built here)
-#   MRTR_PY_OAUTH_SCOPE scope mrtr serve requires (--oauth-scope; default mcp).
-#                       Empty: no --oauth-scope. mrtr's protected resource
-#                       metadata then says "scopes_supported": [], which mcp 2.3.0
-#                       takes as the scope "" and, the provider listing
-#                       offline_access, registers with scope " offline_access"
-#                       (leading space); the provider refuses that with
-#                       invalid_client_metadata and the flow fails. Omitting an
-#                       empty scopes_supported from the metadata fixes it.
+#   MRTR_PY_OAUTH_SCOPE a scope mrtr serve requires (--oauth-scope; default none).
+#                       Without one, mrtr's protected resource metadata names no
+#                       scopes and the SDK asks for the provider's; with one, the
+#                       401 challenge and the metadata name it. (An empty
+#                       "scopes_supported": [] once made mcp 2.3.0 register the
+#                       scope " offline_access", which the provider refused.)
 #   MRTR_PY_SDK_CACHE   venv dir parent (default $REPO/.cache/python-sdk)
 #   PYTHON              python used to create the venv (default python3)
 #   NODE                node binary (default: node in PATH)
@@ -99,7 +97,7 @@ run_test() {
   }
   eval "$prov_out"
 
-  scope=${MRTR_PY_OAUTH_SCOPE-mcp}
+  scope=${MRTR_PY_OAUTH_SCOPE-}
   serve_log=$(mktemp "$STATE/serve-XXXXXX.log")
   "$MRTR_BIN" serve --listen "127.0.0.1:$port" --oauth-issuer "$MRTR_OIDC_ISSUER" --oauth-audience "$url" \
     ${scope:+--oauth-scope "$scope"} </dev/null >/dev/null 2>"$serve_log" &

@@ -343,12 +343,19 @@ impl ResourceServer {
         }
         let mut scopes: BTreeSet<&str> = config.scopes.iter().map(String::as_str).collect();
         scopes.extend(config.tool_scopes.values().flatten().map(String::as_str));
-        let metadata = json!({
+        let mut metadata = json!({
             "resource": config.audience,
             "authorization_servers": [config.issuer],
             "bearer_methods_supported": ["header"],
-            "scopes_supported": scopes,
         });
+        // `scopes_supported` is optional (RFC 9728 section 2), and an empty list
+        // is not the same as none to every client: the Python SDK takes `[]` as
+        // the scope "" and registers " offline_access", which an authorization
+        // server refuses. Without scopes, the client falls back on the
+        // authorization server's own (the MCP authorization scope selection).
+        if !scopes.is_empty() {
+            metadata["scopes_supported"] = json!(scopes);
+        }
         let challenge = HeaderValue::try_from(format!(
             "Bearer resource_metadata=\"{metadata_url}\"{}",
             scope_param(&config.scopes)
@@ -786,6 +793,29 @@ mod tests {
                 "https://a.example/.well-known/openid-configuration/tenant",
             ]
         );
+    }
+
+    #[test]
+    fn the_metadata_lists_scopes_only_when_there_are_some() {
+        let jwks: JwkSet = serde_json::from_value(json!({"keys": [{
+            "kty": "OKP", "crv": "Ed25519", "kid": "k", "use": "sig", "alg": "EdDSA",
+            "x": "zMUeVR4jyJVzJmOkxn0WGKTO3UJAzneoYSeP0Oi1PE0",
+        }]}))
+        .unwrap();
+        let config = || {
+            ResourceServerConfig::new("https://auth.example", "https://mcp.example/mcp").unwrap()
+        };
+        let bare = ResourceServer::with_keys(config(), &jwks).unwrap();
+        assert_eq!(
+            bare.metadata().get("scopes_supported"),
+            None,
+            "{}",
+            bare.metadata()
+        );
+        let scoped =
+            ResourceServer::with_keys(config().with_tool_scope("deploy", "mcp:deploy"), &jwks)
+                .unwrap();
+        assert_eq!(scoped.metadata()["scopes_supported"], json!(["mcp:deploy"]));
     }
 
     #[test]
