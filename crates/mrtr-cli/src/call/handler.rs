@@ -1,7 +1,9 @@
 //! [`CliHandler`]: answers input requests from `--answers`, the flags, or the
 //! terminal, and declares only what it can answer.
 
+use std::collections::HashMap;
 use std::io::{BufRead, Write};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Map, Value, json};
@@ -32,21 +34,127 @@ pub(super) struct CliHandler {
     pub(super) terminal: tokio::sync::Mutex<()>,
     /// Set when the flow failed for want of a usable answer: exit 2 (usage), not 3.
     pub(super) failed_closed: AtomicBool,
+    /// The questions answered from the command line, by key: a server that asks
+    /// one of them again did not take the answer, and would not take it resent.
+    pub(super) sent: Mutex<HashMap<String, Sent>>,
+    /// Set when the server asked again for an answer given on the command line:
+    /// exit 4 (refused).
+    pub(super) refused: AtomicBool,
+}
+
+/// A question answered from the command line (`--answers`, `--sampling-reply`,
+/// `--root`).
+#[derive(Debug)]
+pub(super) struct Sent {
+    /// The round whose result asked it.
+    round: u32,
+    kind: InputKind,
+    /// What the question asks for: a form's schema or a link. A question with
+    /// another one is a new question, not the same one asked again.
+    asks: Option<Value>,
+    /// The question's message, to tell the server's note on a re-ask apart from it.
+    message: Option<String>,
+}
+
+/// A question, as far as telling it from a re-ask of itself goes.
+struct Question<'a> {
+    kind: InputKind,
+    asks: Option<Value>,
+    message: Option<&'a str>,
+}
+
+impl<'a> Question<'a> {
+    fn of_elicit(params: &'a ElicitParams) -> Option<Self> {
+        Some(match params {
+            ElicitParams::Form(f) => Self {
+                kind: InputKind::ElicitForm,
+                asks: Some(f.requested_schema.to_value()),
+                message: Some(&f.message),
+            },
+            ElicitParams::Url(u) => Self {
+                kind: InputKind::ElicitUrl,
+                asks: Some(Value::String(u.url.clone())),
+                message: Some(&u.message),
+            },
+            _ => return None,
+        })
+    }
+
+    /// A sampling or roots request: its key and kind are all that is compared.
+    fn bare(kind: InputKind) -> Self {
+        Self {
+            kind,
+            asks: None,
+            message: None,
+        }
+    }
 }
 
 impl CliHandler {
-    /// The `--answers` entry for `key`, parsed as the asked kind.
-    fn given(&self, key: &str, kind: InputKind) -> Option<Result<InputResponse, HandlerError>> {
-        self.answers.get(key).map(|v| {
-            InputResponse::parse_as(kind, v).map_err(|e| {
-                // A bad answer on the command line is a usage error.
-                self.failed_closed.store(true, Ordering::Relaxed);
-                HandlerError::Failed(format!(
-                    "--answers[{key:?}] is not a valid {} answer: {e}",
-                    kind.as_str()
-                ))
-            })
-        })
+    /// The `--answers` entry for the question, parsed as the asked kind; an error
+    /// when the server asks again for a question it was already sent for.
+    fn given(
+        &self,
+        ctx: &InputContext,
+        question: &Question<'_>,
+    ) -> Option<Result<InputResponse, HandlerError>> {
+        let (key, kind) = (&ctx.key, question.kind);
+        let v = self.answers.get(key)?;
+        if let Err(e) = self.first_ask(ctx, question, &format!("--answers[{key:?}]")) {
+            return Some(Err(e));
+        }
+        Some(InputResponse::parse_as(kind, v).map_err(|e| {
+            // A bad answer on the command line is a usage error.
+            self.failed_closed.store(true, Ordering::Relaxed);
+            HandlerError::Failed(format!(
+                "--answers[{key:?}] is not a valid {} answer: {e}",
+                kind.as_str()
+            ))
+        }))
+    }
+
+    /// Records that `source` (a flag) answers the question, or fails when it
+    /// already answered the same question in an earlier round: the server did not
+    /// take that answer, and the same answer sent again would only be refused
+    /// again, round after round. The error shows the server's note, the part of
+    /// the message the question did not have before (MRTR servers say there why
+    /// an answer was not taken).
+    fn first_ask(
+        &self,
+        ctx: &InputContext,
+        question: &Question<'_>,
+        source: &str,
+    ) -> Result<(), HandlerError> {
+        let mut sent = self.sent.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(before) = sent.get(&ctx.key)
+            && before.round < ctx.round
+            && before.kind == question.kind
+            && before.asks == question.asks
+        {
+            self.refused.store(true, Ordering::Relaxed);
+            let note = match (question.message, before.message.as_deref()) {
+                (Some(now), Some(then)) => now.strip_prefix(then).unwrap_or(now).trim(),
+                _ => "",
+            };
+            let why = if note.is_empty() {
+                "without saying why".to_owned()
+            } else {
+                format!("with this note: {note}")
+            };
+            return Err(HandlerError::Failed(format!(
+                "the server did not take the answer from {source} and asks again, {why}"
+            )));
+        }
+        sent.insert(
+            ctx.key.clone(),
+            Sent {
+                round: ctx.round,
+                kind: question.kind,
+                asks: question.asks.clone(),
+                message: question.message.map(str::to_owned),
+            },
+        );
+        Ok(())
     }
 
     /// Whether some `--answers` entry has the shape of an answer to `kind`.
@@ -142,13 +250,14 @@ impl InputHandler for CliHandler {
         params: ElicitParams,
     ) -> BoxFuture<'_, Result<ElicitResult, HandlerError>> {
         Box::pin(async move {
-            let (kind, schema) = match &params {
-                ElicitParams::Form(f) => (InputKind::ElicitForm, Some(&f.requested_schema)),
-                ElicitParams::Url(_) => (InputKind::ElicitUrl, None),
-                // An elicitation mode this client does not know (`ElicitParams` may grow).
-                _ => return Err(HandlerError::Unsupported),
+            let schema = match &params {
+                ElicitParams::Form(f) => Some(&f.requested_schema),
+                _ => None,
             };
-            if let Some(r) = self.given(&ctx.key, kind) {
+            // None: an elicitation mode this client does not know (`ElicitParams` may grow).
+            let question = Question::of_elicit(&params).ok_or(HandlerError::Unsupported)?;
+            let kind = question.kind;
+            if let Some(r) = self.given(&ctx, &question) {
                 let mut answer = r.map(expect_elicit)?;
                 // An accepted form from the command line is checked like a typed one,
                 // and sent without keys the form does not define.
@@ -185,13 +294,15 @@ impl InputHandler for CliHandler {
         params: CreateMessageParams,
     ) -> BoxFuture<'_, Result<CreateMessageResult, HandlerError>> {
         Box::pin(async move {
-            if let Some(r) = self.given(&ctx.key, InputKind::Sampling) {
+            let question = Question::bare(InputKind::Sampling);
+            if let Some(r) = self.given(&ctx, &question) {
                 return r.map(|a| match a {
                     InputResponse::CreateMessage(m) => m,
                     _ => model_reply(String::new()),
                 });
             }
             if let Some(text) = &self.sampling_reply {
+                self.first_ask(&ctx, &question, "--sampling-reply")?;
                 return Ok(model_reply(text.clone()));
             }
             if !self.interactive {
@@ -210,13 +321,15 @@ impl InputHandler for CliHandler {
         ctx: InputContext,
     ) -> BoxFuture<'_, Result<ListRootsResult, HandlerError>> {
         Box::pin(async move {
-            if let Some(r) = self.given(&ctx.key, InputKind::Roots) {
+            let question = Question::bare(InputKind::Roots);
+            if let Some(r) = self.given(&ctx, &question) {
                 return r.map(|a| match a {
                     InputResponse::ListRoots(l) => l,
                     _ => ListRootsResult { roots: vec![] },
                 });
             }
             if let Some(roots) = &self.roots {
+                self.first_ask(&ctx, &question, "--root")?;
                 return Ok(ListRootsResult {
                     roots: roots.clone(),
                 });

@@ -44,7 +44,10 @@
 //!
 //! Without a terminal on stdin (or with `--no-input`) nothing is asked: a
 //! question that `--answers` does not cover fails the call closed, naming the
-//! key and showing how to answer it.
+//! key and showing how to answer it. An answer given on the command line is sent
+//! once: a server that asks the same question again did not take it, so the call
+//! stops there and shows the server's note on why (exit 4), rather than send the
+//! same answer until the round cap.
 //!
 //! # Where the server is
 //! A URL is Streamable HTTP: `http://`, or `https://` checked against the system's
@@ -57,7 +60,10 @@
 //!
 //! Exit codes: 0 complete; 1 tool error (`isError: true`, printed on stderr);
 //! 2 usage (bad arguments, a malformed `--answers` entry, or input needed that
-//! cannot be given); 3 protocol or transport error (a cap reached included).
+//! cannot be given); 3 protocol or transport error (a cap reached included);
+//! 4 an answer given on the command line (`--answers`, `--sampling-reply`,
+//! `--root`) refused: the server asked the same question again, and its note is
+//! printed on stderr.
 //!
 //! # Logging in
 //! Without `-H` or `--bearer-env`, a server that answers `401` with an OAuth
@@ -78,8 +84,8 @@ mod prompt;
 mod sanitize;
 
 use std::io::{IsTerminal, Write};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mrtr::client::{Cap, Client, ClientError, TransportError};
@@ -99,6 +105,9 @@ pub const EXIT_TOOL_ERROR: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
 /// Exit code: a protocol or transport error.
 pub const EXIT_PROTOCOL: i32 = 3;
+/// Exit code: the server did not take an answer given on the command line and
+/// asked the same question again (its note on stderr).
+pub const EXIT_REFUSED: i32 = 4;
 
 /// How long a stdio server gets to exit after its stdin closes, before it is killed.
 const STDIO_GRACE: Duration = Duration::from_secs(2);
@@ -157,6 +166,8 @@ pub async fn run_call_with_output(
         interactive,
         terminal: tokio::sync::Mutex::new(()),
         failed_closed: AtomicBool::new(false),
+        sent: Mutex::default(),
+        refused: AtomicBool::new(false),
     });
     let printer = server
         .stderr_lines
@@ -204,10 +215,20 @@ pub async fn run_call_with_output(
             if let ClientError::JsonRpc { data: Some(d), .. } = &e {
                 let _ = writeln!(err, "data: {}", one_line(&shown_json(d)));
             }
-            if let Some(hint) = hint(&e) {
+            let refused = handler.refused.load(Ordering::Relaxed);
+            let hint = if refused {
+                Some(
+                    "correct the answer on the command line, or leave it out to be asked on a terminal",
+                )
+            } else {
+                hint(&e)
+            };
+            if let Some(hint) = hint {
                 let _ = writeln!(err, "hint: {hint}");
             }
-            if handler.failed_closed.load(Ordering::Relaxed) {
+            if refused {
+                EXIT_REFUSED
+            } else if handler.failed_closed.load(Ordering::Relaxed) {
                 EXIT_USAGE
             } else {
                 EXIT_PROTOCOL

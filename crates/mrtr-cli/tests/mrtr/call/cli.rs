@@ -59,7 +59,8 @@ fn every_kind_form() -> Value {
 /// round, then completes with what it got; `fail` is a tool error; `boom` a
 /// JSON-RPC error; `hostile` puts control characters and fake prompts in every
 /// text of a form, a link and a sampling request; `kinds` asks a form of every
-/// field kind; `hang` never answers; `bigstate` sends 1 MiB of `requestState`
+/// field kind; `again` asks the same questions every round; `reworded` asks a
+/// new question under a key already answered; `hang` never answers; `bigstate` sends 1 MiB of `requestState`
 /// and completes once it is echoed.
 async fn server() -> (String, Arc<Mutex<Vec<Value>>>) {
     let log: Arc<Mutex<Vec<Value>>> = Arc::default();
@@ -112,6 +113,29 @@ async fn server() -> (String, Arc<Mutex<Vec<Value>>>) {
                         "resultType": "input_required", "inputRequests": {"k": every_kind_form()}}),
                     "kinds" => json!({"resultType": "complete", "content": [{"type": "text",
                         "text": format!("kinds {}", p["inputResponses"]["k"]["content"])}]}),
+                    // Asks the same three questions every round, whatever it is sent.
+                    "again" => json!({
+                        "resultType": "input_required",
+                        "requestState": "st",
+                        "inputRequests": {
+                            "when": {"method": "elicitation/create", "params": {"message": "When?",
+                                "requestedSchema": {"type": "object", "properties": {"day": {"type": "string"}}, "required": ["day"]}}},
+                            "llm": {"method": "sampling/createMessage", "params": {
+                                "messages": [{"role": "user", "content": {"type": "text", "text": "Say hi"}}], "maxTokens": 10}},
+                            "where": {"method": "roots/list"}
+                        }
+                    }),
+                    // Asks `when` for a day, then (a new question under the same key) for a time.
+                    "reworded" if p.get("requestState").is_none() => json!({
+                        "resultType": "input_required", "requestState": "day",
+                        "inputRequests": {"when": {"method": "elicitation/create", "params": {"message": "Which day?",
+                            "requestedSchema": {"type": "object", "properties": {"day": {"type": "string"}}, "required": ["day"]}}}}}),
+                    "reworded" if p["requestState"] == "day" => json!({
+                        "resultType": "input_required", "requestState": "time",
+                        "inputRequests": {"when": {"method": "elicitation/create", "params": {"message": "Which time?",
+                            "requestedSchema": {"type": "object", "properties": {"time": {"type": "string"}}, "required": ["time"]}}}}}),
+                    "reworded" => json!({"resultType": "complete", "content": [{"type": "text",
+                        "text": format!("at {}", p["inputResponses"]["when"]["content"]["time"])}]}),
                     "hang" => std::future::pending().await,
                     "bigstate" if p.get("requestState").is_none() => json!({
                         "resultType": "input_required", "requestState": big_state()}),
@@ -218,6 +242,38 @@ async fn an_answer_of_the_wrong_shape_fails_closed() {
     let (code, _, err) = call(&[&url, "tool", "book", "--answers", answers, "--no-input"]).await;
     assert_eq!(code, 2, "stderr: {err}");
     assert!(err.contains("--answers[\"when\"]"), "{err}");
+}
+
+#[tokio::test]
+async fn answers_from_flags_asked_for_again_are_not_resent() {
+    let (url, log) = server().await;
+    let when = r#"{"when": {"action": "accept", "content": {"day": "monday"}}}"#;
+    let (code, out, err) = call(&[
+        &url,
+        "tool",
+        "again",
+        "--answers",
+        when,
+        "--sampling-reply",
+        "hi",
+        "--root",
+        "/tmp",
+        "--no-input",
+    ])
+    .await;
+    assert_eq!(code, 4, "stderr: {err}");
+    assert!(out.is_empty());
+    assert!(
+        err.contains("did not take the answer from") && err.contains("without saying why"),
+        "{err}"
+    );
+    assert!(err.contains("hint: correct the answer"), "{err}");
+    assert_eq!(log.lock().unwrap().len(), 2, "sent once, not resent");
+    // A new question under the same key is answered (here by the same entry).
+    let both = r#"{"when": {"action": "accept", "content": {"day": "monday", "time": "noon"}}}"#;
+    let (code, out, err) = call(&[&url, "tool", "reworded", "--answers", both, "--no-input"]).await;
+    assert_eq!(code, 0, "stderr: {err}");
+    assert_eq!(out.trim(), r#"at "noon""#);
 }
 
 #[tokio::test]

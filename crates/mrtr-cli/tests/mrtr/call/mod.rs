@@ -4,4 +4,5 @@ mod auth;
 mod cli;
 mod https;
 mod reference;
+mod refusals;
 mod stdio;
