@@ -89,6 +89,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mrtr::client::{Cap, Client, ClientError, TransportError};
+use mrtr::error::code;
 use mrtr::wire::input::InputKind;
 
 pub use args::CallArgs;
@@ -237,17 +238,41 @@ pub async fn run_call_with_output(
     }
 }
 
+/// The hint for a sampling request this call did not declare it could answer.
+const SAMPLING_HINT: &str =
+    "to answer sampling requests, pass --sampling-reply TEXT or run on a terminal";
+/// The hint for a roots request this call did not declare it could answer.
+const ROOTS_HINT: &str = "to share roots, pass --root PATH or run on a terminal";
+
 /// What to do about an error the user can fix with a flag.
 fn hint(e: &ClientError) -> Option<&'static str> {
     match e {
         ClientError::UndeclaredInput {
             kind: InputKind::Sampling,
             ..
-        } => Some("to answer sampling requests, pass --sampling-reply TEXT or run on a terminal"),
+        } => Some(SAMPLING_HINT),
         ClientError::UndeclaredInput {
             kind: InputKind::Roots,
             ..
-        } => Some("to share roots, pass --root PATH or run on a terminal"),
+        } => Some(ROOTS_HINT),
+        // The server needs a capability this call did not declare (-32021): its
+        // `data.requiredCapabilities` names which. Elicitation is always declared.
+        ClientError::JsonRpc {
+            code: code::MISSING_REQUIRED_CLIENT_CAPABILITY,
+            data: Some(data),
+            ..
+        } => {
+            let required = &data["requiredCapabilities"];
+            match (required.get("sampling"), required.get("roots")) {
+                (Some(_), Some(_)) => Some(
+                    "to answer sampling requests and share roots, pass --sampling-reply TEXT \
+                     and --root PATH, or run on a terminal",
+                ),
+                (Some(_), None) => Some(SAMPLING_HINT),
+                (None, Some(_)) => Some(ROOTS_HINT),
+                (None, None) => None,
+            }
+        }
         ClientError::CapExceeded {
             cap: Cap::StateBytes,
             ..

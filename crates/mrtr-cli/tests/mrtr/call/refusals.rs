@@ -1,6 +1,8 @@
 //! `mrtr call` against a server on the engine (the library's MCP router, in
 //! process) that turns it down: an `--answers` entry the handler refuses is sent
-//! once, and the call stops with the server's note, sanitized, and exit 4.
+//! once, and the call stops with the server's note, sanitized, and exit 4; a
+//! required sampling or roots ask the call did not declare ends in -32021 with
+//! the hint naming the flag that answers it.
 
 use std::process::Stdio;
 use std::sync::Arc;
@@ -9,7 +11,7 @@ use std::time::Duration;
 
 use axum::extract::Request;
 use axum::middleware::{self, Next};
-use mrtr::engine::{Engine, Form, FormAnswer};
+use mrtr::engine::{Engine, Form, FormAnswer, RootsAsk, Sampling};
 use mrtr::{Keyring, Refusal, Service, ToolResult};
 use mrtr_server::http::{Anonymous, HttpOptions, mcp_router};
 use serde::Deserialize;
@@ -41,7 +43,8 @@ impl TryFrom<Nights> for Stay {
     }
 }
 
-/// `stay` asks two dates and refuses them the wrong way round.
+/// `stay` asks two dates and refuses them the wrong way round; `summarize` needs
+/// the client's model, `workspace` its roots, `both` the two.
 fn service() -> Service {
     Service::new(
         Engine::new(Keyring::ephemeral(), "refusal-test"),
@@ -63,6 +66,38 @@ fn service() -> Service {
                 ))),
                 _ => Ok(ToolResult::text("Nothing was booked.")),
             }
+        },
+    )
+    .tool(
+        "summarize",
+        "Asks the client's model for a summary.",
+        json!({"type": "object"}),
+        |round| {
+            let m = round.sample("summary", Sampling::prompt("Summarize: hello", 50))?;
+            Ok(ToolResult::text(m.map(|m| m.text()).unwrap_or_default()))
+        },
+    )
+    .tool(
+        "workspace",
+        "Lists the client's roots.",
+        json!({"type": "object"}),
+        |round| {
+            let roots = round.roots("roots", RootsAsk::new())?.unwrap_or_default();
+            Ok(ToolResult::text(format!("{} roots", roots.len())))
+        },
+    )
+    .tool(
+        "both",
+        "Asks the client's model and its roots.",
+        json!({"type": "object"}),
+        |round| {
+            let m = round.sample("summary", Sampling::prompt("Summarize: hello", 50));
+            let roots = round.roots("roots", RootsAsk::new());
+            let (_, roots) = (m?, roots?);
+            Ok(ToolResult::text(format!(
+                "{} roots",
+                roots.unwrap_or_default().len()
+            )))
         },
     )
 }
@@ -142,4 +177,40 @@ async fn a_refused_answer_is_sent_once_and_the_servers_note_shown_with_exit_4() 
         mrtr_call(&[&url, "tool", "stay", "--answers", &forwards, "--no-input"]).await;
     assert_eq!(code, 0, "stderr: {err}");
     assert_eq!(out.trim(), "Booked 2026-08-02 to 2026-08-09.");
+}
+
+#[tokio::test]
+async fn a_required_ask_the_call_did_not_declare_hints_at_the_flag_that_answers_it() {
+    let (url, _) = serve().await;
+    for (tool, hint) in [
+        (
+            "summarize",
+            "hint: to answer sampling requests, pass --sampling-reply TEXT",
+        ),
+        ("workspace", "hint: to share roots, pass --root PATH"),
+        (
+            "both",
+            "hint: to answer sampling requests and share roots, pass --sampling-reply TEXT and --root PATH",
+        ),
+    ] {
+        let (code, out, err) = mrtr_call(&[&url, "tool", tool, "--no-input"]).await;
+        assert_eq!(code, 3, "{tool}: {err}");
+        assert!(out.is_empty(), "{tool}: {out}");
+        assert!(err.contains("-32021"), "{tool}: {err}");
+        assert!(err.lines().any(|l| l.starts_with(hint)), "{tool}: {err}");
+    }
+    // With the flags, the same tools complete.
+    let (code, out, err) = mrtr_call(&[
+        &url,
+        "tool",
+        "both",
+        "--sampling-reply",
+        "hi",
+        "--root",
+        "/tmp",
+        "--no-input",
+    ])
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.trim(), "1 roots");
 }
