@@ -1,7 +1,7 @@
 //! The README's rmcp server ("Using mrtr with rmcp"), compiled and run: its code
 //! is tests/rmcp/greeter.rs, which must match the README's block line for
 //! line (the first test checks that), and a two-round flow runs against it over
-//! HTTP.
+//! HTTP. The curl walkthrough's note on rmcp's framing holds for that server.
 
 use crate::support as server_support;
 
@@ -66,5 +66,57 @@ fn the_readme_server_greets_in_two_rounds() {
     let answers = json!({"name": accept(json!({"name": "Ada"}))});
     let v = post(addr, &retry(&first, 2, Some(answers), &state_of(&v)));
     assert_eq!(v["result"]["content"][0]["text"], "Hello, Ada!", "{v}");
+    rt.shutdown_background();
+}
+
+#[test]
+fn the_curl_walkthrough_says_which_rmcp_server_answers_plain_json_and_it_is_so() {
+    let readme = include_str!("../../../../README.md");
+    let section = readme
+        .split("## The reference server: two rounds with curl")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("README section");
+    let prose = section.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        prose.contains("no `Accept` gets plain JSON")
+            && prose.contains("`StreamableHttpServerConfig` sets `.with_json_response(true)`"),
+        "{prose}"
+    );
+    // The README's server keeps rmcp's default: SSE for the walkthrough's `Accept`,
+    // and no plain JSON for any other (rmcp wants both types named).
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    rt.spawn(async move { axum::serve(listener, greeter::app(Keyring::ephemeral())).await });
+    let first = carrier(1, "tools/call", "greet", None);
+    let owned = headers_for(&first);
+    for (accept, status, framing) in [
+        (
+            "application/json, text/event-stream",
+            200,
+            Some("text/event-stream"),
+        ),
+        ("application/json", 406, None),
+    ] {
+        let mut headers = borrow(&owned);
+        headers.push(("Content-Type", "application/json"));
+        headers.push(("Accept", accept));
+        let r = request(addr, "POST", "/mcp", &headers, first.to_string().as_bytes());
+        assert_eq!(r.status, status, "{accept}: {}", r.text());
+        if let Some(framing) = framing {
+            let content_type = r.header("content-type").unwrap_or_default();
+            assert!(
+                content_type.starts_with(framing),
+                "{accept}: {content_type}"
+            );
+        }
+    }
     rt.shutdown_background();
 }
