@@ -51,8 +51,6 @@ from mcp_types import (
     ElicitRequest,
     ElicitRequestFormParams,
     InputRequiredResult,
-    PromptMessage,
-    TextContent,
 )
 from starlette.middleware.authentication import AuthenticationMiddleware
 
@@ -60,6 +58,7 @@ from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend
 from mcp.server.auth.provider import AccessToken
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.prompts.base import UserMessage
 from mcp.server.request_state import RequestStateSecurity
 
 SERVER_NAME = "mrtr-audit-peer"
@@ -143,7 +142,7 @@ async def ask_name(ctx: Context) -> str | InputRequiredResult:
 
 
 @mcp.prompt()
-async def review(ctx: Context) -> list[PromptMessage] | InputRequiredResult:
+async def review(ctx: Context) -> list[UserMessage] | InputRequiredResult:
     """A review prompt that asks what to focus on."""
     res = answer(ctx, "focus")
     focus = (res.content or {}).get("focus") if res is not None and res.action == "accept" else None
@@ -152,7 +151,7 @@ async def review(ctx: Context) -> list[PromptMessage] | InputRequiredResult:
             input_requests=form("focus", "What should the review focus on?", {"type": "string"}),
             request_state=json.dumps({"asked": "focus"}),
         )
-    return [PromptMessage(role="user", content=TextContent(type="text", text=f"Please review the code, focusing on {focus}."))]
+    return [UserMessage(f"Please review the code, focusing on {focus}.")]
 
 
 async def main() -> None:
