@@ -4,12 +4,13 @@
 //!
 //! The `mrtr` binary is `src/main.rs`: argument parsing and exit codes. What it
 //! runs is this crate's library, so the tests reach it as any code does:
-//! [`serve`] (the settings and the process around `mrtr-server`'s transports),
+//! [`audit`] (the black-box audit of any MRTR server), [`serve`] (the settings and the process around `mrtr-server`'s transports),
 //! [`reference`](mod@reference) (the reference server's tools, prompts and resources), [`call`]
 //! (the terminal client) and [`log`] (the logging set-up). None of it is a
 //! stable API: it changes with the binary.
 #![forbid(unsafe_code)]
 
+pub mod audit;
 pub mod call;
 pub mod log;
 pub mod reference;

@@ -20,7 +20,7 @@ use mrtr_cli::serve::{
     self as server, KEYS_ENV, KeySource, PrincipalConfig, ServeConfig, ServeError,
     ServerConfigError,
 };
-use mrtr_cli::{call, log, reference};
+use mrtr_cli::{audit, call, log, reference};
 use mrtr_server::MetricsEndpoint;
 
 /// Multi Round-Trip Requests (MCP 2026-07-28): reference server and operator tools.
@@ -40,6 +40,9 @@ enum Command {
     /// Call a tool, prompt or resource on any MRTR server and answer its questions
     /// on the terminal (or from --answers).
     Call(call::CallArgs),
+    /// Audit any MRTR server (on any SDK) for the spec's request-state rules, and
+    /// report what to fix.
+    Audit(audit::AuditArgs),
     /// Open a requestState token with the configured keys and print its claims,
     /// or the private reason it does not open.
     Inspect {
@@ -326,11 +329,22 @@ fn main() -> ExitCode {
         }
         Command::Inspect { token, keys_file } => inspect(&token, keys_file),
         Command::Call(args) => call(args),
+        Command::Audit(args) => audit(args),
     }
 }
 
+/// `mrtr audit`: the report on stdout, progress on stderr.
+fn audit(args: audit::AuditArgs) -> ExitCode {
+    let runtime = match runtime(tokio::runtime::Builder::new_current_thread()) {
+        Ok(rt) => rt,
+        Err(code) => return code,
+    };
+    let code = runtime.block_on(audit::run_audit(args));
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
 /// Runs `mrtr call` on a small runtime; exit codes 0 complete, 1 tool error,
-/// 2 usage, 3 protocol or transport error.
+/// 2 usage, 3 protocol or transport error, 4 an answer given on the command line refused.
 fn call(args: call::CallArgs) -> ExitCode {
     let runtime = match runtime(tokio::runtime::Builder::new_current_thread()) {
         Ok(rt) => rt,

@@ -1,0 +1,513 @@
+//! The state presented where it does not belong: other arguments, another tool,
+//! another method, another user, another key; and where it must still open
+//! (another instance of the fleet) or no longer (after its lifetime).
+
+use std::io::Write;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use super::super::answer::{self, Marks};
+use super::super::args::Severity;
+use super::super::flow::{Baseline, Outcome, carrier, retry};
+use super::super::target::{Exchange, McpHeaders, Spent, Who, all_caps};
+use super::{CheckId, CheckResult, Context, Findings, evidence, skip};
+
+const FIX_BINDING: &str = "Put the method, the tool (or prompt or resource) name and a digest of the \
+     canonical arguments inside the integrity-protected state, and refuse a state presented on \
+     any other request with the one JSON-RPC error used for every bad state.";
+
+/// Why a binding check cannot tell anything: the server needs no state there,
+/// and took the misplaced one as it would take none.
+const STATE_FREE: &str = "the server completes this retry without any state (the control) and \
+     took the misplaced one too: the state binds nothing here, so this shows nothing";
+
+/// How a misplaced state was answered.
+enum Verdict {
+    /// Refused: an error, the question asked again, a tool error, an HTTP 4xx.
+    Refused,
+    /// The flow went on: the state was taken.
+    Taken,
+    /// Something else (described).
+    Other,
+}
+
+fn verdict(ex: &Exchange, asked: &Map<String, Value>) -> Verdict {
+    let o = Outcome::of(ex);
+    if o.progressed(asked) {
+        return Verdict::Taken;
+    }
+    match o {
+        Outcome::Error { .. } | Outcome::Complete { is_error: true } => Verdict::Refused,
+        Outcome::Http(s) if (400..500).contains(&s) => Verdict::Refused,
+        o if o.asks_again(asked) => Verdict::Refused,
+        _ => Verdict::Other,
+    }
+}
+
+/// Records the verdict of one misplaced state as a finding (or not). A state
+/// taken where the flow goes on without any state (`state_free`) shows
+/// nothing: the result is `None`, and the check is skipped.
+#[allow(clippy::too_many_arguments)]
+fn judge(
+    f: &mut Findings,
+    ex: &Exchange,
+    asked: &Map<String, Value>,
+    sent: &str,
+    severity: Severity,
+    title: &str,
+    fix: &str,
+    state_free: bool,
+) -> Option<bool> {
+    Some(match verdict(ex, asked) {
+        Verdict::Refused => true,
+        Verdict::Taken if state_free => return None,
+        Verdict::Taken => {
+            f.add(severity, title, fix, evidence(sent, ex));
+            false
+        }
+        Verdict::Other => {
+            f.add(
+                Severity::Low,
+                "a misplaced state gets neither a refusal nor the flow",
+                "Answer a state presented on the wrong request with the one JSON-RPC error used \
+                 for every bad state.",
+                evidence(sent, ex),
+            );
+            false
+        }
+    })
+}
+
+/// `args` with the value of one argument changed: the audit's marked string
+/// replaced by another, else the first string, number or boolean changed.
+fn changed(args: &Value, marks: &Marks) -> Option<(String, Value)> {
+    let obj = args.as_object()?;
+    let name = answer::marked_argument(args, marks).or_else(|| {
+        obj.iter()
+            .find(|(_, v)| v.is_string() || v.is_number() || v.is_boolean())
+            .map(|(k, _)| k.clone())
+    })?;
+    let mut out = obj.clone();
+    let new = match &obj[&name] {
+        Value::String(s) if *s == marks.arg() => json!(marks.other_arg()),
+        Value::String(s) => json!(format!("{s}-other")),
+        Value::Number(n) => json!(n.as_f64().unwrap_or(0.0) + 1.0),
+        Value::Bool(b) => json!(!b),
+        _ => return None,
+    };
+    out.insert(name.clone(), new);
+    Some((name, Value::Object(out)))
+}
+
+pub(super) async fn arguments(ctx: &mut Context<'_>, b: &Baseline) -> Result<CheckResult, Spent> {
+    let id = CheckId::BindingArguments;
+    let Some(state) = b.state() else {
+        return Ok(skip(id, "the server hands out no requestState"));
+    };
+    let Some((name, args)) = changed(&b.arguments, &ctx.marks) else {
+        return Ok(skip(
+            id,
+            "the tool takes no argument the audit can change (give --tool and --args with a string argument)",
+        ));
+    };
+    let round = b.key_round().clone();
+    let mut first = b.first.clone();
+    first["params"]["arguments"] = args;
+    let rid = ctx.target.id();
+    let body = retry(&first, rid, Some(state), Some(&round.answers));
+    let ex = ctx.target.send(Who::Main, &body).await?;
+    let sent = format!("the state with another value of the argument {name:?}");
+    ctx.keep_refusal(id, &sent, &ex);
+    let mut f = Findings::new(id);
+    let judged = judge(
+        &mut f,
+        &ex,
+        &b.asked(),
+        &sent,
+        Severity::High,
+        "a state opens for other arguments than its own",
+        FIX_BINDING,
+        !b.needs_state,
+    );
+    if judged.is_none() {
+        return Ok(skip(id, STATE_FREE));
+    }
+    Ok(f.done(format!("the argument {name:?} changed under the state")))
+}
+
+/// The first call of `method` `name` with `arguments`: its first request and
+/// what it asked, when it answers input_required.
+async fn asking(
+    ctx: &mut Context<'_>,
+    method: &str,
+    name: &str,
+    arguments: &Value,
+) -> Result<Option<(Value, Map<String, Value>)>, Spent> {
+    let rid = ctx.target.id();
+    let first = carrier(rid, method, name, arguments, &all_caps());
+    let ex = ctx.target.send(Who::Main, &first).await?;
+    Ok(match Outcome::of(&ex) {
+        Outcome::InputRequired { requests, .. } if !requests.is_empty() => Some((first, requests)),
+        _ => None,
+    })
+}
+
+/// The state of the baseline presented on `method` `name` (another tool, or a
+/// prompt) with both flows' answers; `None` when nothing there asks, or the
+/// other flow needs no state.
+async fn transplant(
+    ctx: &mut Context<'_>,
+    b: &Baseline,
+    id: CheckId,
+    method: &str,
+    candidates: &[(String, Value)],
+) -> Result<Result<CheckResult, String>, Spent> {
+    let Some(state) = b.state() else {
+        return Ok(Err("the server hands out no requestState".into()));
+    };
+    let mut found = None;
+    for (name, args) in candidates.iter().take(6) {
+        if let Some((first, requests)) = asking(ctx, method, name, args).await? {
+            found = Some((name.clone(), first, requests));
+            break;
+        }
+    }
+    let Some((name, first, requests)) = found else {
+        return Ok(Err(String::new()));
+    };
+    let mut answers = answer::answers(&requests, &ctx.marks);
+    for (k, v) in &b.key_round().answers {
+        answers.entry(k.clone()).or_insert_with(|| v.clone());
+    }
+    let rid = ctx.target.id();
+    let control = retry(&first, rid, None, Some(&answers));
+    let cex = ctx.target.send(Who::Main, &control).await?;
+    let state_free = Outcome::of(&cex).progressed(&requests);
+    let rid = ctx.target.id();
+    let body = retry(&first, rid, Some(state), Some(&answers));
+    let ex = ctx.target.send(Who::Main, &body).await?;
+    let sent = format!(
+        "the state of {} {:?} on {method} {name:?}",
+        b.method, b.name
+    );
+    ctx.keep_refusal(id, &sent, &ex);
+    let mut f = Findings::new(id);
+    let title = if method == b.method {
+        "a state of one tool opens for another"
+    } else {
+        "a state of one method opens for another"
+    };
+    if judge(
+        &mut f,
+        &ex,
+        &requests,
+        &sent,
+        Severity::High,
+        title,
+        FIX_BINDING,
+        state_free,
+    )
+    .is_none()
+    {
+        return Ok(Err(format!(
+            "{method} {name:?} completes without any state and took the misplaced one too: the \
+             state binds nothing there, so this shows nothing"
+        )));
+    }
+    Ok(Ok(f.done(format!("presented on {method} {name:?}"))))
+}
+
+pub(super) async fn tool(ctx: &mut Context<'_>, b: &Baseline) -> Result<CheckResult, Spent> {
+    let id = CheckId::BindingTool;
+    let candidates: Vec<(String, Value)> = b
+        .tools
+        .iter()
+        .map(|t| (t.name.clone(), t.arguments.clone()))
+        .collect();
+    Ok(
+        match transplant(ctx, b, id, "tools/call", &candidates).await? {
+            Ok(r) => r,
+            Err(why) if why.is_empty() => skip(id, "no other tool answers input_required"),
+            Err(why) => skip(id, why),
+        },
+    )
+}
+
+pub(super) async fn method(ctx: &mut Context<'_>, b: &Baseline) -> Result<CheckResult, Spent> {
+    let id = CheckId::BindingMethod;
+    let candidates: Vec<(String, Value)> = b
+        .prompts
+        .iter()
+        .map(|p| (p.name.clone(), p.arguments.clone()))
+        .collect();
+    Ok(
+        match transplant(ctx, b, id, "prompts/get", &candidates).await? {
+            Ok(r) => r,
+            Err(why) if why.is_empty() => {
+                skip(id, "no prompt answers input_required (prompts/get)")
+            }
+            Err(why) => skip(id, why),
+        },
+    )
+}
+
+pub(super) async fn principal(ctx: &mut Context<'_>, b: &Baseline) -> Result<CheckResult, Spent> {
+    let id = CheckId::BindingPrincipal;
+    if ctx.plan.as_other.is_empty() {
+        return Ok(skip(
+            id,
+            "needs --as-other 'Name: value', the credentials of a second user",
+        ));
+    }
+    let Some(state) = b.state() else {
+        return Ok(skip(id, "the server hands out no requestState"));
+    };
+    // The other user must be able to call the tool at all.
+    let rid = ctx.target.id();
+    let mut own = b.first.clone();
+    own["id"] = json!(rid);
+    let ex = ctx.target.send(Who::Other, &own).await?;
+    if !matches!(
+        Outcome::of(&ex),
+        Outcome::InputRequired { .. } | Outcome::Complete { .. }
+    ) {
+        return Ok(skip(
+            id,
+            format!(
+                "the second user cannot call the tool ({}), so it cannot show whose state opens",
+                Outcome::of(&ex).describe()
+            ),
+        ));
+    }
+    let round = b.key_round().clone();
+    let rid = ctx.target.id();
+    let body = retry(&b.first, rid, Some(state), Some(&round.answers));
+    let ex = ctx.target.send(Who::Other, &body).await?;
+    let sent = "the first user's state, as the second user (--as-other)";
+    ctx.keep_refusal(id, sent, &ex);
+    let mut f = Findings::new(id);
+    let judged = judge(
+        &mut f,
+        &ex,
+        &b.asked(),
+        sent,
+        Severity::Critical,
+        "a state of one user opens for another",
+        "Bind the authenticated principal (for OAuth, the token's issuer and subject) inside the \
+         integrity-protected state, and refuse a state presented by anyone else.",
+        !b.needs_state,
+    );
+    if judged.is_none() {
+        return Ok(skip(id, STATE_FREE));
+    }
+    Ok(f.done("presented by the second user"))
+}
+
+/// The baseline's first retry sent to `url`.
+async fn elsewhere(ctx: &mut Context<'_>, b: &Baseline, url: &str) -> Result<Exchange, Spent> {
+    let round = b.key_round().clone();
+    let rid = ctx.target.id();
+    let body = retry(&b.first, rid, b.state(), Some(&round.answers));
+    ctx.target
+        .send_to(Some(url), Who::Main, &body, McpHeaders::Derived)
+        .await
+}
+
+/// Whether `url` answers the tool's first call by asking.
+async fn answers_the_tool(
+    ctx: &mut Context<'_>,
+    b: &Baseline,
+    url: &str,
+) -> Result<Option<String>, Spent> {
+    let rid = ctx.target.id();
+    let mut first = b.first.clone();
+    first["id"] = json!(rid);
+    let ex = ctx
+        .target
+        .send_to(Some(url), Who::Main, &first, McpHeaders::Derived)
+        .await?;
+    Ok(match Outcome::of(&ex) {
+        Outcome::InputRequired { .. } => None,
+        o => Some(o.describe()),
+    })
+}
+
+pub(super) async fn foreign_key(ctx: &mut Context<'_>, b: &Baseline) -> Result<CheckResult, Spent> {
+    let id = CheckId::ForeignKey;
+    let Some(url) = ctx.plan.foreign_url.clone() else {
+        return Ok(skip(
+            id,
+            "needs --foreign-url URL, an instance with another key",
+        ));
+    };
+    if b.state().is_none() {
+        return Ok(skip(id, "the server hands out no requestState"));
+    }
+    if let Some(got) = answers_the_tool(ctx, b, &url).await? {
+        return Ok(skip(
+            id,
+            format!("the foreign instance does not ask as the server does ({got})"),
+        ));
+    }
+    let ex = elsewhere(ctx, b, &url).await?;
+    let sent = "the state, to the instance with another key";
+    ctx.keep_refusal(id, sent, &ex);
+    let mut f = Findings::new(id);
+    let judged = judge(
+        &mut f,
+        &ex,
+        &b.asked(),
+        sent,
+        Severity::Critical,
+        "a state opens under another key",
+        "Verify the state with the instance's own keys only (check that --foreign-url really has \
+         another key).",
+        !b.needs_state,
+    );
+    if judged.is_none() {
+        return Ok(skip(id, STATE_FREE));
+    }
+    Ok(f.done("presented to the instance with another key"))
+}
+
+pub(super) async fn fleet(ctx: &mut Context<'_>, b: &Baseline) -> Result<CheckResult, Spent> {
+    let id = CheckId::Fleet;
+    let Some(url) = ctx.plan.peer_url.clone() else {
+        return Ok(skip(
+            id,
+            "needs --peer-url URL, another instance that shares the key",
+        ));
+    };
+    let ex = elsewhere(ctx, b, &url).await?;
+    let mut f = Findings::new(id);
+    if !Outcome::of(&ex).progressed(&b.asked()) {
+        f.add(
+            Severity::Medium,
+            "another instance of the fleet cannot resume the flow",
+            "Give every instance the same keys (the first one seals, all of them open), the same \
+             audience and the same tools, so that a retry resumes wherever it lands.",
+            evidence("the state, to the other instance (--peer-url)", &ex),
+        );
+    }
+    Ok(f.done("resumed on the other instance"))
+}
+
+pub(super) async fn expiry(
+    ctx: &mut Context<'_>,
+    b: &Baseline,
+    progress: &mut (dyn Write + Send),
+) -> Result<CheckResult, Spent> {
+    let id = CheckId::Expiry;
+    let Some(ttl) = ctx.plan.ttl else {
+        return Ok(skip(
+            id,
+            "needs --ttl SECONDS (the state's lifetime plus the skew the server allows), and \
+             --ttl-url for an instance with a short one",
+        ));
+    };
+    let url = ctx.plan.ttl_url.clone();
+    // Two fresh flows: one resumed at once (the control: the state works there),
+    // one after the lifetime.
+    let mut flows = Vec::new();
+    for _ in 0..2 {
+        let rid = ctx.target.id();
+        let mut first = b.first.clone();
+        first["id"] = json!(rid);
+        let ex = ctx
+            .target
+            .send_to(url.as_deref(), Who::Main, &first, McpHeaders::Derived)
+            .await?;
+        match Outcome::of(&ex) {
+            Outcome::InputRequired {
+                requests,
+                state: Some(state),
+            } => flows.push((first, requests, state)),
+            o => {
+                return Ok(skip(
+                    id,
+                    format!(
+                        "the TTL instance does not hand out a state for the tool ({})",
+                        o.describe()
+                    ),
+                ));
+            }
+        }
+    }
+    let (first, requests, state) = flows[0].clone();
+    let answers = answer::answers(&requests, &ctx.marks);
+    let rid = ctx.target.id();
+    let ex = ctx
+        .target
+        .send_to(
+            url.as_deref(),
+            Who::Main,
+            &retry(&first, rid, Some(&state), Some(&answers)),
+            McpHeaders::Derived,
+        )
+        .await?;
+    if !Outcome::of(&ex).progressed(&requests) {
+        return Ok(skip(
+            id,
+            format!(
+                "a fresh state does not resume there either ({}), so its expiry cannot be told apart",
+                Outcome::of(&ex).describe()
+            ),
+        ));
+    }
+    let wait = ttl + Duration::from_secs(1);
+    let _ = writeln!(
+        progress,
+        "audit: expiry: waiting {} s for a state to lapse",
+        wait.as_secs()
+    );
+    tokio::time::sleep(wait).await;
+    let (first, requests, state) = flows[1].clone();
+    let answers = answer::answers(&requests, &ctx.marks);
+    let rid = ctx.target.id();
+    let ex = ctx
+        .target
+        .send_to(
+            url.as_deref(),
+            Who::Main,
+            &retry(&first, rid, Some(&state), Some(&answers)),
+            McpHeaders::Derived,
+        )
+        .await?;
+    let sent = format!("a state {} s after it was issued", wait.as_secs());
+    let outcome = Outcome::of(&ex);
+    if matches!(outcome, Outcome::Error { .. }) {
+        ctx.keep_refusal(id, &sent, &ex);
+    }
+    let mut f = Findings::new(id);
+    let fix = "Put an expiry inside the integrity-protected state and refuse the state after it \
+               (a JSON-RPC error, or on tools/call a tool error the model can act on).";
+    match outcome {
+        Outcome::Error { .. } | Outcome::Complete { is_error: true } => {}
+        Outcome::Http(s) if (400..500).contains(&s) => {}
+        o if o.progressed(&requests) => {
+            f.add(
+                Severity::High,
+                "a state is taken after its lifetime",
+                fix,
+                evidence(&sent, &ex),
+            );
+        }
+        o if o.asks_again(&requests) => f.add(
+            Severity::Low,
+            "an expired state is treated as no state (asked again) instead of refused",
+            fix,
+            evidence(&sent, &ex),
+        ),
+        _ => f.add(
+            Severity::Low,
+            "an expired state gets neither a refusal nor the flow",
+            fix,
+            evidence(&sent, &ex),
+        ),
+    }
+    Ok(f.done(format!(
+        "a fresh state resumed; one {} s old was refused",
+        wait.as_secs()
+    )))
+}

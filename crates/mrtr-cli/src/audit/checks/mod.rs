@@ -1,0 +1,389 @@
+//! The checks: their ids, what each found, and the context they share (the
+//! server, the audit's marked values, and every refusal seen, which the
+//! `error-uniformity` and `leaks` checks read afterwards).
+
+mod binding;
+mod oracle;
+mod protocol;
+mod tamper;
+
+use std::io::Write;
+
+use super::answer::Marks;
+use super::args::{Plan, Severity};
+use super::flow::{Baseline, Outcome};
+use super::report::{cut, shown};
+use super::target::{Exchange, Spent, Target};
+
+/// A check, by its stable id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum CheckId {
+    /// Altered states are refused.
+    Integrity,
+    /// A state cannot be read.
+    Confidentiality,
+    /// A state opens only for its arguments.
+    BindingArguments,
+    /// A state opens only for its tool.
+    BindingTool,
+    /// A state opens only for its method.
+    BindingMethod,
+    /// A state opens only for its user.
+    BindingPrincipal,
+    /// A state opens only under its key.
+    ForeignKey,
+    /// A state opens on every instance that shares the key.
+    Fleet,
+    /// A state is refused after its lifetime.
+    Expiry,
+    /// Every refusal looks the same.
+    ErrorUniformity,
+    /// No reply (or log) gives away a reason, a token or a value.
+    Leaks,
+    /// No ask of a kind the client did not declare.
+    CapabilityGate,
+    /// `input_required` only on the three carrier methods.
+    Carriers,
+    /// Every result has a `resultType`.
+    ResultType,
+    /// Answers are checked against what was asked.
+    AnswersValidated,
+    /// Errors go on the right channel, with the right code and status.
+    ErrorChannels,
+    /// Oversized states and answers are refused.
+    SizeCaps,
+    /// What a replayed final round does (information only).
+    ReplayAfterComplete,
+}
+
+impl CheckId {
+    /// Every check, in the report's order.
+    pub const ALL: [CheckId; 18] = [
+        Self::Integrity,
+        Self::Confidentiality,
+        Self::BindingArguments,
+        Self::BindingTool,
+        Self::BindingMethod,
+        Self::BindingPrincipal,
+        Self::ForeignKey,
+        Self::Fleet,
+        Self::Expiry,
+        Self::ErrorUniformity,
+        Self::Leaks,
+        Self::CapabilityGate,
+        Self::Carriers,
+        Self::ResultType,
+        Self::AnswersValidated,
+        Self::ErrorChannels,
+        Self::SizeCaps,
+        Self::ReplayAfterComplete,
+    ];
+
+    /// Its id.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Integrity => "integrity",
+            Self::Confidentiality => "confidentiality",
+            Self::BindingArguments => "binding-arguments",
+            Self::BindingTool => "binding-tool",
+            Self::BindingMethod => "binding-method",
+            Self::BindingPrincipal => "binding-principal",
+            Self::ForeignKey => "foreign-key",
+            Self::Fleet => "fleet",
+            Self::Expiry => "expiry",
+            Self::ErrorUniformity => "error-uniformity",
+            Self::Leaks => "leaks",
+            Self::CapabilityGate => "capability-gate",
+            Self::Carriers => "carriers",
+            Self::ResultType => "result-type",
+            Self::AnswersValidated => "answers-validated",
+            Self::ErrorChannels => "error-channels",
+            Self::SizeCaps => "size-caps",
+            Self::ReplayAfterComplete => "replay-after-complete",
+        }
+    }
+
+    /// The check named `name`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.name() == name)
+    }
+
+    /// The spec's sentence the check rests on.
+    pub fn spec(self) -> &'static str {
+        match self {
+            Self::Integrity => {
+                "MRTR server requirement 4: \"servers MUST protect its integrity (e.g. HMAC or AEAD) and MUST reject state that fails verification\""
+            }
+            Self::Confidentiality => {
+                "MRTR (SEP-2322): \"If tampering is a concern, servers SHOULD encrypt it (e.g. AES-GCM, signed JWT)\"; a client can read whatever the state carries"
+            }
+            Self::BindingArguments | Self::BindingTool | Self::BindingMethod => {
+                "MRTR server requirement 5: servers SHOULD bind \"an identifier for the originating request, e.g. the method name and a digest of its salient parameters (reject state presented on a non-matching request)\""
+            }
+            Self::BindingPrincipal => {
+                "MRTR server requirement 5: servers SHOULD bind \"the authenticated principal (reject state presented by a different principal)\"; elicitation: \"Servers MUST bind elicitation requests to client and user identity\""
+            }
+            Self::ForeignKey => {
+                "MRTR server requirement 4: servers \"MUST reject state that fails verification\""
+            }
+            Self::Fleet => {
+                "MRTR: \"Requests in each round are completely independent. The server handling the retry needs nothing beyond what is in the retry request\""
+            }
+            Self::Expiry => {
+                "MRTR server requirement 5: servers SHOULD bind \"a short expiry/TTL (reject state presented after it lapses)\""
+            }
+            Self::ErrorUniformity => {
+                "MRTR security considerations: state is attacker-controlled; one error for every failed verification gives an attacker no oracle (the conformance suite expects \"-32602 or similar\")"
+            }
+            Self::Leaks => {
+                "MRTR: requestState is attacker-controlled input; a refusal that names its reason, or echoes a token or a value, helps the attacker (the reason belongs in a private log)"
+            }
+            Self::CapabilityGate => {
+                "MRTR server requirement 7: \"Servers MUST NOT send inputRequests the client has not declared support for in its capabilities\"; basic/_meta: a required undeclared capability is -32021 with data.requiredCapabilities (HTTP 400)"
+            }
+            Self::Carriers => {
+                "tools.mdx, prompts.mdx, resources.mdx: an InputRequiredResult answers tools/call, prompts/get and resources/read"
+            }
+            Self::ResultType => {
+                "basic/index.mdx: \"The result MUST include a resultType field. Servers implementing this version MUST include it.\""
+            }
+            Self::AnswersValidated => {
+                "MRTR error handling: missing information \"SHOULD respond with a new InputRequiredResult requesting it again, rather than returning an error\"; wrong answers are treated as missing; extra entries SHOULD be ignored"
+            }
+            Self::ErrorChannels => {
+                "basic/index.mdx error codes: -32601 (HTTP 404), -32602 for a missing _meta (HTTP 400), -32020 for headers that disagree (HTTP 400); tools.mdx: input validation errors are tool results with isError"
+            }
+            Self::SizeCaps => {
+                "MRTR security considerations: a client is untrusted; state and answers it sends are bounded before any work (the SEP suggests standard limits and throttling)"
+            }
+            Self::ReplayAfterComplete => {
+                "MRTR server requirement 5, warning: binding \"do[es] not guarantee single use. Servers for which a requestState must be consumed at most once ... MUST enforce that server-side.\""
+            }
+        }
+    }
+}
+
+/// What became of a check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Status {
+    /// It ran and found nothing at or above `low`.
+    Pass,
+    /// It ran and found something at or above `low`.
+    Fail,
+    /// It could not run here.
+    Skip,
+}
+
+impl Status {
+    /// Its name in the report.
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Self::Pass => "pass",
+            Self::Fail => "fail",
+            Self::Skip => "skip",
+        }
+    }
+}
+
+/// One thing a check found.
+#[derive(Debug, Clone)]
+pub(super) struct Finding {
+    pub(super) check: CheckId,
+    pub(super) severity: Severity,
+    pub(super) title: String,
+    pub(super) evidence: Vec<String>,
+    pub(super) fix: String,
+}
+
+/// What a check came to.
+#[derive(Debug, Clone)]
+pub(super) struct CheckResult {
+    pub(super) id: CheckId,
+    pub(super) status: Status,
+    pub(super) detail: String,
+    pub(super) findings: Vec<Finding>,
+}
+
+/// Collects a check's findings, the same title's evidence together.
+pub(super) struct Findings {
+    id: CheckId,
+    list: Vec<Finding>,
+}
+
+/// The most evidence lines kept per finding.
+const MAX_EVIDENCE: usize = 6;
+
+impl Findings {
+    fn new(id: CheckId) -> Self {
+        Self {
+            id,
+            list: Vec::new(),
+        }
+    }
+
+    /// Adds `evidence` to the finding titled `title` (made with `severity` and
+    /// `fix` the first time; a later, worse severity raises it).
+    pub(super) fn add(&mut self, severity: Severity, title: &str, fix: &str, evidence: String) {
+        if let Some(f) = self.list.iter_mut().find(|f| f.title == title) {
+            f.severity = f.severity.max(severity);
+            if f.evidence.len() < MAX_EVIDENCE {
+                f.evidence.push(evidence);
+            }
+            return;
+        }
+        self.list.push(Finding {
+            check: self.id,
+            severity,
+            title: title.to_owned(),
+            evidence: vec![evidence],
+            fix: fix.to_owned(),
+        });
+    }
+
+    /// The result: `fail` when a finding is at or above `low`, else `pass`
+    /// with `detail`.
+    pub(super) fn done(mut self, detail: impl Into<String>) -> CheckResult {
+        self.list.sort_by(|a, b| b.severity.cmp(&a.severity));
+        let failing = self
+            .list
+            .iter()
+            .filter(|f| f.severity >= Severity::Low)
+            .count();
+        let (status, detail) = if failing > 0 {
+            (
+                Status::Fail,
+                format!("{failing} finding(s); {}", detail.into()),
+            )
+        } else {
+            (Status::Pass, detail.into())
+        };
+        CheckResult {
+            id: self.id,
+            status,
+            detail,
+            findings: self.list,
+        }
+    }
+}
+
+/// A skipped check.
+pub(super) fn skip(id: CheckId, why: impl Into<String>) -> CheckResult {
+    CheckResult {
+        id,
+        status: Status::Skip,
+        detail: why.into(),
+        findings: Vec::new(),
+    }
+}
+
+/// A refusal of an altered or misplaced state, kept for `error-uniformity` and
+/// `leaks`.
+#[derive(Debug, Clone)]
+pub(super) struct Refusal {
+    pub(super) check: CheckId,
+    /// What was sent.
+    pub(super) sent: String,
+    pub(super) exchange: Exchange,
+}
+
+/// What the checks share.
+pub(super) struct Context<'a> {
+    pub(super) plan: &'a Plan,
+    pub(super) target: Target,
+    pub(super) marks: Marks,
+    pub(super) refusals: Vec<Refusal>,
+}
+
+impl<'a> Context<'a> {
+    pub(super) fn new(plan: &'a Plan, target: Target) -> Self {
+        Self {
+            plan,
+            target,
+            marks: Marks::new(),
+            refusals: Vec::new(),
+        }
+    }
+
+    /// Keeps `ex` as a refusal of what `sent` describes, if it refused.
+    pub(super) fn keep_refusal(&mut self, check: CheckId, sent: &str, ex: &Exchange) {
+        if matches!(
+            Outcome::of(ex),
+            Outcome::Error { .. } | Outcome::Complete { is_error: true } | Outcome::Http(_)
+        ) {
+            self.refusals.push(Refusal {
+                check,
+                sent: sent.to_owned(),
+                exchange: ex.clone(),
+            });
+        }
+    }
+}
+
+/// `sent: ...; got: ...` for the evidence.
+pub(super) fn evidence(sent: &str, ex: &Exchange) -> String {
+    let status = ex
+        .status
+        .map(|s| format!(" (HTTP {s})"))
+        .unwrap_or_default();
+    format!(
+        "sent {}; got {}{status}",
+        shown(&cut(sent, 120)),
+        Outcome::of(ex).describe()
+    )
+}
+
+/// The skip of a check cut short by the request budget.
+fn spent(id: CheckId) -> CheckResult {
+    skip(
+        id,
+        "the request budget ran out (raise --max-requests, or run fewer checks with --only)",
+    )
+}
+
+/// Runs the selected checks: those that send first, then those that read what
+/// the others saw. Returns them in the report's order.
+pub(super) async fn run_all(
+    ctx: &mut Context<'_>,
+    b: &Baseline,
+    progress: &mut (dyn Write + Send),
+) -> Vec<CheckResult> {
+    let selected = ctx.plan.checks.clone();
+    let mut results = Vec::new();
+    let readers = [
+        CheckId::ErrorUniformity,
+        CheckId::Leaks,
+        CheckId::ResultType,
+    ];
+    for id in selected.iter().copied().filter(|c| !readers.contains(c)) {
+        let _ = writeln!(progress, "audit: {}", id.name());
+        let r = match id {
+            CheckId::Integrity => tamper::integrity(ctx, b).await,
+            CheckId::Confidentiality => Ok(tamper::confidentiality(ctx, b)),
+            CheckId::BindingArguments => binding::arguments(ctx, b).await,
+            CheckId::BindingTool => binding::tool(ctx, b).await,
+            CheckId::BindingMethod => binding::method(ctx, b).await,
+            CheckId::BindingPrincipal => binding::principal(ctx, b).await,
+            CheckId::ForeignKey => binding::foreign_key(ctx, b).await,
+            CheckId::Fleet => binding::fleet(ctx, b).await,
+            CheckId::Expiry => binding::expiry(ctx, b, progress).await,
+            CheckId::CapabilityGate => protocol::capability_gate(ctx, b).await,
+            CheckId::Carriers => protocol::carriers(ctx).await,
+            CheckId::AnswersValidated => protocol::answers_validated(ctx, b).await,
+            CheckId::ErrorChannels => protocol::error_channels(ctx, b).await,
+            CheckId::SizeCaps => protocol::size_caps(ctx, b).await,
+            CheckId::ReplayAfterComplete => protocol::replay(ctx, b).await,
+            CheckId::ErrorUniformity | CheckId::Leaks | CheckId::ResultType => continue,
+        };
+        results.push(r.unwrap_or_else(|Spent| spent(id)));
+    }
+    for id in selected.iter().copied().filter(|c| readers.contains(c)) {
+        let r = match id {
+            CheckId::ErrorUniformity => oracle::error_uniformity(ctx),
+            CheckId::Leaks => oracle::leaks(ctx, b),
+            _ => protocol::result_type(ctx),
+        };
+        results.push(r);
+    }
+    results.sort_by_key(|r| CheckId::ALL.iter().position(|c| *c == r.id));
+    results
+}

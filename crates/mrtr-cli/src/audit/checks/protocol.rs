@@ -1,0 +1,512 @@
+//! The protocol rules around the state: the capability gate, the carriers,
+//! `resultType`, answer validation, the error channels, size caps, and what a
+//! replayed final round does.
+
+use std::collections::BTreeSet;
+
+use serde_json::{Map, Value, json};
+
+use super::super::answer::{self, Kind};
+use super::super::args::Severity;
+use super::super::flow::{Baseline, Outcome, carrier, list, retry};
+use super::super::report::shown;
+use super::super::target::{Exchange, McpHeaders, Reply, Spent, Who, derived};
+use super::{CheckId, CheckResult, Context, Findings, evidence, skip};
+
+/// The kinds of input the baseline asked for.
+fn kinds(b: &Baseline) -> BTreeSet<Kind> {
+    b.rounds
+        .iter()
+        .flat_map(|r| r.requests.values())
+        .filter_map(answer::kind_of)
+        .collect()
+}
+
+/// Judges the answer to a first call that declared `caps`, where `undeclared`
+/// are the kinds the client left out.
+fn gate(f: &mut Findings, ex: &Exchange, sent: &str, undeclared: &[Kind], http: bool) {
+    match &ex.reply {
+        Reply::Result(r) => {
+            let asked: Vec<Kind> = r
+                .get("inputRequests")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flat_map(|m| m.values())
+                .filter_map(answer::kind_of)
+                .filter(|k| undeclared.contains(k))
+                .collect();
+            if !asked.is_empty() {
+                let names: BTreeSet<&str> = asked.iter().map(|k| k.name()).collect();
+                f.add(
+                    Severity::High,
+                    "an input request of a kind the client did not declare",
+                    "Look at this request's _meta clientCapabilities before asking: leave out (or \
+                     make optional) an ask of an undeclared kind, or answer -32021 with \
+                     data.requiredCapabilities.",
+                    format!(
+                        "{}; it asked {}",
+                        evidence(sent, ex),
+                        names.into_iter().collect::<Vec<_>>().join(", ")
+                    ),
+                );
+            }
+        }
+        Reply::Error {
+            code: -32021, data, ..
+        } => {
+            let shaped = data
+                .as_ref()
+                .and_then(|d| d.get("requiredCapabilities"))
+                .is_some_and(Value::is_object);
+            if !shaped {
+                f.add(
+                    Severity::Low,
+                    "-32021 without data.requiredCapabilities",
+                    "Say which capabilities are missing: data: {\"requiredCapabilities\": {...}}.",
+                    evidence(sent, ex),
+                );
+            }
+            if http && ex.status != Some(400) {
+                f.add(
+                    Severity::Low,
+                    "-32021 without HTTP 400",
+                    "Answer MissingRequiredClientCapability with HTTP 400.",
+                    evidence(sent, ex),
+                );
+            }
+        }
+        Reply::Error { .. } => {}
+        Reply::NotJsonRpc | Reply::Failed(_) => f.add(
+            Severity::Low,
+            "a request without a capability breaks (no JSON-RPC reply)",
+            "Answer -32021 with data.requiredCapabilities, or go on without the ask.",
+            evidence(sent, ex),
+        ),
+    }
+}
+
+pub(super) async fn capability_gate(
+    ctx: &mut Context<'_>,
+    b: &Baseline,
+) -> Result<CheckResult, Spent> {
+    let id = CheckId::CapabilityGate;
+    let used = kinds(b);
+    let http = ctx.target.is_http();
+    let mut f = Findings::new(id);
+    let every = [
+        Kind::Form,
+        Kind::Url,
+        Kind::Sampling,
+        Kind::SamplingTools,
+        Kind::Roots,
+    ];
+    let rid = ctx.target.id();
+    let bare = carrier(rid, b.method, &b.name, &b.arguments, &json!({}));
+    let ex = ctx.target.send(Who::Main, &bare).await?;
+    gate(
+        &mut f,
+        &ex,
+        "the first call declaring no input capability",
+        &every,
+        http,
+    );
+    let mut variants: Vec<(String, Value, Vec<Kind>)> = used
+        .iter()
+        .map(|k| {
+            (
+                format!("the first call without {}", k.name()),
+                k.caps_without(),
+                vec![*k],
+            )
+        })
+        .collect();
+    if used.contains(&Kind::Url) {
+        let mut caps = super::super::target::all_caps();
+        caps["elicitation"] = json!({});
+        variants.push((
+            "the first call declaring elicitation {} (form only)".into(),
+            caps,
+            vec![Kind::Url],
+        ));
+    }
+    for (sent, caps, undeclared) in variants {
+        let rid = ctx.target.id();
+        let body = carrier(rid, b.method, &b.name, &b.arguments, &caps);
+        let ex = ctx.target.send(Who::Main, &body).await?;
+        gate(&mut f, &ex, &sent, &undeclared, http);
+    }
+    let names: Vec<&str> = used.iter().map(|k| k.name()).collect();
+    Ok(f.done(format!(
+        "the baseline asks {}; each left out in turn, and all of them",
+        names.join(", ")
+    )))
+}
+
+pub(super) async fn carriers(ctx: &mut Context<'_>) -> Result<CheckResult, Spent> {
+    let id = CheckId::Carriers;
+    let mut f = Findings::new(id);
+    let methods = [
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+    ];
+    for m in methods {
+        let rid = ctx.target.id();
+        let ex = ctx.target.send(Who::Main, &list(rid, m)).await?;
+        if matches!(Outcome::of(&ex), Outcome::InputRequired { .. }) {
+            f.add(
+                Severity::High,
+                "input_required on a method that is not a carrier",
+                "Answer input_required only on tools/call, prompts/get and resources/read.",
+                evidence(m, &ex),
+            );
+        }
+    }
+    Ok(f.done(format!("{} list methods asked", methods.len())))
+}
+
+pub(super) fn result_type(ctx: &mut Context<'_>) -> CheckResult {
+    let id = CheckId::ResultType;
+    if ctx.target.results.is_empty() {
+        return skip(id, "no result was seen");
+    }
+    let mut f = Findings::new(id);
+    let missing: BTreeSet<&str> = ctx
+        .target
+        .results
+        .iter()
+        .filter(|(_, has)| !has)
+        .map(|(m, _)| m.as_str())
+        .collect();
+    for m in &missing {
+        f.add(
+            Severity::Low,
+            "a result without resultType",
+            "Put \"resultType\": \"complete\" (or \"input_required\") in every result.",
+            format!("a result of {}", shown(m)),
+        );
+    }
+    let n = ctx.target.results.len();
+    f.done(format!("{n} results read"))
+}
+
+pub(super) async fn answers_validated(
+    ctx: &mut Context<'_>,
+    b: &Baseline,
+) -> Result<CheckResult, Spent> {
+    let id = CheckId::AnswersValidated;
+    let round = b.key_round().clone();
+    let Some((key, request)) = round
+        .requests
+        .iter()
+        .next()
+        .map(|(k, v)| (k.clone(), v.clone()))
+    else {
+        return Ok(skip(id, "the first round asks nothing"));
+    };
+    let marks = ctx.marks.clone();
+    let mut cases: Vec<(String, Option<Map<String, Value>>, bool)> = Vec::new();
+    cases.push(("no inputResponses".into(), None, false));
+    let mut unrequested = Map::new();
+    unrequested.insert(
+        "mrtr-audit-unrequested".into(),
+        json!({"action": "accept", "content": {}}),
+    );
+    cases.push(("only an unrequested key".into(), Some(unrequested), false));
+    let mut wrong = round.answers.clone();
+    wrong.insert(key.clone(), answer::wrong_kind(&request, &marks));
+    cases.push((
+        format!("an answer of another kind for {key:?}"),
+        Some(wrong),
+        false,
+    ));
+    if let Some(bad) = answer::schema_violation(&request, &marks) {
+        let mut broken = round.answers.clone();
+        broken.insert(key.clone(), bad);
+        cases.push((
+            format!("a form answer for {key:?} that breaks its schema"),
+            Some(broken),
+            false,
+        ));
+    }
+    let mut extra = round.answers.clone();
+    extra.insert(
+        "mrtr-audit-extra".into(),
+        json!({"action": "accept", "content": {}}),
+    );
+    cases.push((
+        "the right answers and an extra unrequested key".into(),
+        Some(extra),
+        true,
+    ));
+    let mut f = Findings::new(id);
+    for (sent, answers, should_go_on) in &cases {
+        let rid = ctx.target.id();
+        let body = retry(&b.first, rid, b.state(), answers.as_ref());
+        let ex = ctx.target.send(Who::Main, &body).await?;
+        let o = Outcome::of(&ex);
+        let sent = format!("the retry with {sent}");
+        if *should_go_on {
+            if !o.progressed(&b.asked()) {
+                f.add(
+                    Severity::Low,
+                    "an extra, unrequested answer beside the right ones stops the flow",
+                    "Ignore inputResponses entries that were not asked for.",
+                    evidence(&sent, &ex),
+                );
+            }
+            continue;
+        }
+        if o.asks_again(&b.asked()) {
+            continue;
+        }
+        match o {
+            o if o.progressed(&b.asked()) => f.add(
+                Severity::High,
+                "an answer that is missing or not what was asked is taken",
+                "Check every answer against what was asked (its key, its kind, the form's \
+                 schema) and ask again for what is missing or wrong.",
+                evidence(&sent, &ex),
+            ),
+            Outcome::Error { .. } | Outcome::Http(_) => f.add(
+                Severity::Low,
+                "a missing or wrong answer is a protocol error instead of a new question",
+                "Answer a missing or wrong answer with a new InputRequiredResult asking again, \
+                 not an error: the client can always recover from a question.",
+                evidence(&sent, &ex),
+            ),
+            _ => f.add(
+                Severity::Low,
+                "a missing or wrong answer is not asked again",
+                "Answer a missing or wrong answer with a new InputRequiredResult asking again.",
+                evidence(&sent, &ex),
+            ),
+        }
+    }
+    Ok(f.done(format!(
+        "{} retries with answers that are not what was asked",
+        cases.len()
+    )))
+}
+
+/// Whether `ex` is the JSON-RPC error `code`, over HTTP with `status`.
+fn expect_error(
+    f: &mut Findings,
+    ex: &Exchange,
+    sent: &str,
+    code: i64,
+    status: Option<u16>,
+    what: &str,
+) {
+    match &ex.reply {
+        Reply::Error { code: c, .. } if *c == code => {
+            if let (Some(want), Some(got)) = (status, ex.status)
+                && want != got
+            {
+                f.add(
+                    Severity::Low,
+                    &format!("{what}: the right code with another HTTP status"),
+                    &format!("Answer {code} with HTTP {want} (Streamable HTTP, 2026-07-28)."),
+                    evidence(sent, ex),
+                );
+            }
+        }
+        _ => f.add(
+            Severity::Low,
+            &format!("{what}: not the JSON-RPC error {code}"),
+            &format!(
+                "Answer it with the JSON-RPC error {code}{}.",
+                status.map(|s| format!(" and HTTP {s}")).unwrap_or_default()
+            ),
+            evidence(sent, ex),
+        ),
+    }
+}
+
+pub(super) async fn error_channels(
+    ctx: &mut Context<'_>,
+    b: &Baseline,
+) -> Result<CheckResult, Spent> {
+    let id = CheckId::ErrorChannels;
+    let http = ctx.target.is_http();
+    let mut f = Findings::new(id);
+    let status = |s: u16| http.then_some(s);
+
+    let rid = ctx.target.id();
+    let mut unknown = list(rid, "mrtr-audit/no-such-method");
+    unknown["method"] = json!("mrtr-audit/no-such-method");
+    let ex = ctx.target.send(Who::Main, &unknown).await?;
+    expect_error(
+        &mut f,
+        &ex,
+        "an unknown method",
+        -32601,
+        status(404),
+        "an unknown method",
+    );
+
+    let rid = ctx.target.id();
+    let mut no_meta = b.first.clone();
+    no_meta["id"] = json!(rid);
+    if let Some(p) = no_meta["params"].as_object_mut() {
+        p.remove("_meta");
+    }
+    let ex = ctx.target.send(Who::Main, &no_meta).await?;
+    expect_error(
+        &mut f,
+        &ex,
+        "the first call without _meta",
+        -32602,
+        status(400),
+        "a request without _meta",
+    );
+
+    if http {
+        let rid = ctx.target.id();
+        let mut first = b.first.clone();
+        first["id"] = json!(rid);
+        let mut headers = derived(&first);
+        for (name, value) in &mut headers {
+            if *name == "mcp-name" {
+                *value = "mrtr-audit-other-name".into();
+            }
+        }
+        let ex = ctx
+            .target
+            .send_to(None, Who::Main, &first, McpHeaders::Given(headers))
+            .await?;
+        expect_error(
+            &mut f,
+            &ex,
+            "the first call with an Mcp-Name header that differs from the body",
+            -32020,
+            Some(400),
+            "headers that disagree with the body",
+        );
+    }
+
+    let rid = ctx.target.id();
+    let no_tool = carrier(
+        rid,
+        "tools/call",
+        "mrtr-audit-no-such-tool",
+        &json!({}),
+        &super::super::target::all_caps(),
+    );
+    let ex = ctx.target.send(Who::Main, &no_tool).await?;
+    if !matches!(ex.reply, Reply::Error { .. }) {
+        f.add(
+            Severity::Low,
+            "an unknown tool is not a JSON-RPC error",
+            "Answer a call of a tool that does not exist with a JSON-RPC error (-32602).",
+            evidence("a call of a tool that does not exist", &ex),
+        );
+    }
+
+    let mut detail = "unknown method, no _meta, an unknown tool".to_owned();
+    if http {
+        detail.push_str(", disagreeing headers");
+    }
+    if let Some(name) = answer::marked_argument(&b.arguments, &ctx.marks) {
+        let rid = ctx.target.id();
+        let mut wrong = b.first.clone();
+        wrong["id"] = json!(rid);
+        wrong["params"]["arguments"][&name] = json!(12345);
+        let ex = ctx.target.send(Who::Main, &wrong).await?;
+        let sent = format!("the first call with a number for the string argument {name:?}");
+        match Outcome::of(&ex) {
+            Outcome::Error { .. } => f.add(
+                Severity::Low,
+                "arguments of the wrong type are a JSON-RPC error, not a tool error",
+                "Report invalid tool arguments as a tool result with isError: true and a message \
+                 the model can act on (tools.mdx, since 2025-11-25).",
+                evidence(&sent, &ex),
+            ),
+            Outcome::Complete { is_error: false } => f.add(
+                Severity::Low,
+                "arguments of the wrong type are taken",
+                "Validate tool arguments against the input schema; report a mismatch as a tool \
+                 result with isError: true.",
+                evidence(&sent, &ex),
+            ),
+            _ => {}
+        }
+        detail.push_str(", an argument of the wrong type");
+    }
+    Ok(f.done(detail))
+}
+
+/// One MiB.
+const MIB: usize = 1024 * 1024;
+
+pub(super) async fn size_caps(ctx: &mut Context<'_>, b: &Baseline) -> Result<CheckResult, Spent> {
+    let id = CheckId::SizeCaps;
+    let round = b.key_round().clone();
+    let mut f = Findings::new(id);
+    let fix = "Refuse a request, a requestState or inputResponses over a set size before parsing \
+               or opening them (HTTP 413, or the JSON-RPC error for a bad state).";
+
+    let rid = ctx.target.id();
+    let big_state = "A".repeat(MIB);
+    let body = retry(&b.first, rid, Some(&big_state), Some(&round.answers));
+    let ex = ctx.target.send(Who::Main, &body).await?;
+    if Outcome::of(&ex).progressed(&b.asked()) {
+        f.add(
+            Severity::High,
+            "a 1 MiB requestState is taken",
+            fix,
+            evidence("a 1 MiB requestState", &ex),
+        );
+    }
+
+    let mut answers = round.answers.clone();
+    if let Some((key, _)) = round.requests.iter().next() {
+        let padded = match answers.get(key) {
+            Some(a) if a.get("content").is_some_and(Value::is_object) => {
+                let mut a = a.clone();
+                a["content"]["mrtr_audit_padding"] = json!("a".repeat(MIB));
+                a
+            }
+            _ => json!({"action": "accept", "content": {"mrtr_audit_padding": "a".repeat(MIB)}}),
+        };
+        answers.insert(key.clone(), padded);
+    }
+    let rid = ctx.target.id();
+    let body = retry(&b.first, rid, b.state(), Some(&answers));
+    let ex = ctx.target.send(Who::Main, &body).await?;
+    if Outcome::of(&ex).progressed(&b.asked()) {
+        f.add(
+            Severity::Medium,
+            "1 MiB of inputResponses is taken",
+            fix,
+            evidence("the right answers with 1 MiB of padding", &ex),
+        );
+    }
+    Ok(f.done("a 1 MiB state and 1 MiB of answers"))
+}
+
+pub(super) async fn replay(ctx: &mut Context<'_>, b: &Baseline) -> Result<CheckResult, Spent> {
+    let id = CheckId::ReplayAfterComplete;
+    let rid = ctx.target.id();
+    let mut again = b.last_retry.clone();
+    again["id"] = json!(rid);
+    let ex = ctx.target.send(Who::Main, &again).await?;
+    let asked = &b.asked();
+    let mut f = Findings::new(id);
+    if Outcome::of(&ex).progressed(asked) {
+        f.add(
+            Severity::Info,
+            "the final round can be replayed: it completes again",
+            "Single use is not a MUST; where a side effect must happen at most once, enforce \
+             it server-side (a replay guard keyed by the flow).",
+            evidence("the final retry again, under a new id", &ex),
+        );
+        Ok(f.done("a replay of the final round completes again (single use is not enforced)"))
+    } else {
+        Ok(f.done(format!(
+            "a replay of the final round is refused ({})",
+            Outcome::of(&ex).describe()
+        )))
+    }
+}

@@ -1,0 +1,405 @@
+//! The baseline: a flow that asks, found on the server and completed once with
+//! plain answers, which every check then departs from in one way.
+
+use serde_json::{Map, Value, json};
+
+use super::answer::{self, Marks};
+use super::checks::Context;
+use super::report::{cut, shown};
+use super::target::{Exchange, Reply, Who, all_caps, meta};
+
+/// The most rounds the baseline may take.
+const MAX_ROUNDS: usize = 8;
+/// The most tools tried when looking for one that asks.
+const MAX_CANDIDATES: usize = 12;
+/// The most flows that ask completed while looking for one that needs its state.
+const MAX_ASKING: usize = 6;
+
+/// What a reply means to the flow.
+#[derive(Debug, Clone)]
+pub(super) enum Outcome {
+    /// A final result (`isError` or not).
+    Complete { is_error: bool },
+    /// An `InputRequiredResult`: the keys it asks, the requests, the state.
+    InputRequired {
+        requests: Map<String, Value>,
+        state: Option<String>,
+    },
+    /// A JSON-RPC error.
+    Error { code: i64, message: String },
+    /// An HTTP status with no JSON-RPC reply.
+    Http(u16),
+    /// No reply at all.
+    Failed(String),
+}
+
+impl Outcome {
+    pub(super) fn of(ex: &Exchange) -> Self {
+        match &ex.reply {
+            Reply::Result(r) => {
+                if r.get("resultType").and_then(Value::as_str) == Some("input_required") {
+                    Self::InputRequired {
+                        requests: r
+                            .get("inputRequests")
+                            .and_then(Value::as_object)
+                            .cloned()
+                            .unwrap_or_default(),
+                        state: r
+                            .get("requestState")
+                            .and_then(Value::as_str)
+                            .map(str::to_owned),
+                    }
+                } else {
+                    Self::Complete {
+                        is_error: r.get("isError").and_then(Value::as_bool) == Some(true),
+                    }
+                }
+            }
+            Reply::Error { code, message, .. } => Self::Error {
+                code: *code,
+                message: message.clone(),
+            },
+            Reply::NotJsonRpc => Self::Http(ex.status.unwrap_or(0)),
+            Reply::Failed(why) => Self::Failed(why.clone()),
+        }
+    }
+
+    /// Whether the flow went on past what it had asked (`asked`: the keys of
+    /// this round and of the rounds before it): a result that is no error, or
+    /// a round that asks something new.
+    pub(super) fn progressed(&self, asked: &Map<String, Value>) -> bool {
+        match self {
+            Self::Complete { is_error } => !is_error,
+            Self::InputRequired { requests, .. } => {
+                !requests.is_empty() && !requests.keys().all(|k| asked.contains_key(k))
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether this asks again what the flow had asked (`asked`).
+    pub(super) fn asks_again(&self, asked: &Map<String, Value>) -> bool {
+        matches!(self, Self::InputRequired { requests, .. }
+            if !requests.is_empty() && requests.keys().all(|k| asked.contains_key(k)))
+    }
+
+    /// A short description for the evidence.
+    pub(super) fn describe(&self) -> String {
+        match self {
+            Self::Complete { is_error: false } => "a result".into(),
+            Self::Complete { is_error: true } => "a tool error (isError)".into(),
+            Self::InputRequired { requests, state } => format!(
+                "input_required asking {}{}",
+                if requests.is_empty() {
+                    "nothing".to_owned()
+                } else {
+                    requests
+                        .keys()
+                        .map(|k| shown(&cut(k, 24)))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                },
+                if state.is_some() {
+                    " (with a state)"
+                } else {
+                    ""
+                }
+            ),
+            Self::Error { code, message } => {
+                format!("JSON-RPC error {code} {:?}", shown(&cut(message, 80)))
+            }
+            Self::Http(status) => format!("HTTP {status} without a JSON-RPC reply"),
+            Self::Failed(why) => format!("no reply ({})", shown(why)),
+        }
+    }
+}
+
+/// One round of the baseline: the state it was given, what it asked, and what
+/// the audit answered.
+#[derive(Debug, Clone)]
+pub(super) struct Round {
+    pub(super) state: Option<String>,
+    pub(super) requests: Map<String, Value>,
+    pub(super) answers: Map<String, Value>,
+}
+
+/// A tool or prompt the server lists.
+#[derive(Debug, Clone)]
+pub(super) struct Listed {
+    pub(super) name: String,
+    /// Arguments the audit made for it.
+    pub(super) arguments: Value,
+}
+
+/// The flow the checks work on.
+#[derive(Debug, Clone)]
+pub(super) struct Baseline {
+    pub(super) method: &'static str,
+    pub(super) name: String,
+    pub(super) arguments: Value,
+    /// The first request, declaring every capability.
+    pub(super) first: Value,
+    /// The rounds that asked, in order (at least one).
+    pub(super) rounds: Vec<Round>,
+    /// The retry that completed.
+    pub(super) last_retry: Value,
+    /// Whether the key round's retry fails without the state (the control).
+    pub(super) needs_state: bool,
+    /// The other tools listed (with arguments for them).
+    pub(super) tools: Vec<Listed>,
+    /// The prompts listed.
+    pub(super) prompts: Vec<Listed>,
+    /// `serverInfo`, if the server said.
+    pub(super) server: Option<Value>,
+}
+
+impl Baseline {
+    /// The round the checks work on: the last one, whose state carries
+    /// whatever the earlier rounds gathered.
+    pub(super) fn key_round(&self) -> &Round {
+        &self.rounds[self.rounds.len() - 1]
+    }
+
+    /// Every key the flow asked, up to and including the key round.
+    pub(super) fn asked(&self) -> Map<String, Value> {
+        self.rounds
+            .iter()
+            .flat_map(|r| r.requests.clone())
+            .collect()
+    }
+
+    /// The key round's state (`None` when the server hands out none).
+    pub(super) fn state(&self) -> Option<&str> {
+        self.key_round().state.as_deref()
+    }
+}
+
+/// A first request of `method` for `name` with `arguments`, declaring `caps`.
+pub(super) fn carrier(id: u64, method: &str, name: &str, arguments: &Value, caps: &Value) -> Value {
+    let mut params = json!({"_meta": meta(caps)});
+    match method {
+        "resources/read" => params["uri"] = json!(name),
+        _ => {
+            params["name"] = json!(name);
+            params["arguments"] = arguments.clone();
+        }
+    }
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+/// The retry of `first` under `id`, with `state` (if any) and `answers` (if any).
+pub(super) fn retry(
+    first: &Value,
+    id: u64,
+    state: Option<&str>,
+    answers: Option<&Map<String, Value>>,
+) -> Value {
+    let mut r = first.clone();
+    r["id"] = json!(id);
+    if let Some(a) = answers {
+        r["params"]["inputResponses"] = Value::Object(a.clone());
+    }
+    if let Some(s) = state {
+        r["params"]["requestState"] = json!(s);
+    }
+    r
+}
+
+/// A list request (`tools/list`, ...).
+pub(super) fn list(id: u64, method: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": {"_meta": meta(&all_caps())}})
+}
+
+/// Lists `method`'s items (the first page), or nothing when the server refuses.
+async fn listed(ctx: &mut Context<'_>, method: &str, key: &str) -> Result<Vec<Value>, String> {
+    let id = ctx.target.id();
+    let ex = ctx
+        .target
+        .send(Who::Main, &list(id, method))
+        .await
+        .map_err(|_| "the request budget ran out while listing".to_owned())?;
+    Ok(match &ex.reply {
+        Reply::Result(r) => r
+            .get(key)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    })
+}
+
+/// Finds the flow to work on and completes it once.
+pub(super) async fn establish(ctx: &mut Context<'_>) -> Result<Baseline, String> {
+    let marks = ctx.marks.clone();
+    let id = ctx.target.id();
+    let discover = json!({"jsonrpc": "2.0", "id": id, "method": "server/discover", "params": {"_meta": meta(&all_caps())}});
+    let server = match ctx.target.send(Who::Main, &discover).await {
+        Ok(Exchange {
+            reply: Reply::Result(r),
+            ..
+        }) => r.get("serverInfo").cloned(),
+        _ => None,
+    };
+    let tools = listed(ctx, "tools/list", "tools").await?;
+    let prompts: Vec<Listed> = listed(ctx, "prompts/list", "prompts")
+        .await?
+        .iter()
+        .filter_map(|p| {
+            Some(Listed {
+                name: p.get("name")?.as_str()?.to_owned(),
+                arguments: answer::prompt_arguments(
+                    p.get("arguments").unwrap_or(&Value::Null),
+                    &marks,
+                ),
+            })
+        })
+        .collect();
+    let tools: Vec<Listed> = tools
+        .iter()
+        .filter_map(|t| {
+            Some(Listed {
+                name: t.get("name")?.as_str()?.to_owned(),
+                arguments: answer::arguments_for(
+                    t.get("inputSchema").unwrap_or(&Value::Null),
+                    &marks,
+                ),
+            })
+        })
+        .collect();
+    let candidates: Vec<Listed> = match &ctx.plan.tool {
+        Some((name, args)) => vec![Listed {
+            name: name.clone(),
+            arguments: args.clone(),
+        }],
+        None => tools.iter().take(MAX_CANDIDATES).cloned().collect(),
+    };
+    if candidates.is_empty() {
+        return Err("the server lists no tools (tools/list), so there is no flow to audit".into());
+    }
+    let mut tried = Vec::new();
+    // The first flow that asks, kept while a flow that needs its state is
+    // looked for: on one that does not, a misplaced state may show nothing.
+    let mut fallback: Option<Baseline> = None;
+    let mut asking = 0;
+    for c in &candidates {
+        if asking >= MAX_ASKING {
+            break;
+        }
+        let id = ctx.target.id();
+        let first = carrier(id, "tools/call", &c.name, &c.arguments, &all_caps());
+        let ex =
+            ctx.target.send(Who::Main, &first).await.map_err(|_| {
+                "the request budget ran out looking for a tool that asks".to_owned()
+            })?;
+        let outcome = Outcome::of(&ex);
+        match &outcome {
+            Outcome::InputRequired { requests, state }
+                if state.is_some() || !requests.is_empty() =>
+            {
+                asking += 1;
+                match complete(
+                    ctx,
+                    c,
+                    first,
+                    requests.clone(),
+                    state.clone(),
+                    &tools,
+                    &prompts,
+                )
+                .await
+                {
+                    Ok(mut baseline) => {
+                        baseline.server = server.clone();
+                        if baseline.needs_state {
+                            return Ok(baseline);
+                        }
+                        fallback.get_or_insert(baseline);
+                    }
+                    Err(e) if fallback.is_none() && ctx.plan.tool.is_some() => return Err(e),
+                    Err(e) => tried.push(e),
+                }
+            }
+            other => tried.push(format!(
+                "{}: {}",
+                shown(&cut(&c.name, 40)),
+                other.describe()
+            )),
+        }
+    }
+    if let Some(b) = fallback {
+        return Ok(b);
+    }
+    Err(format!(
+        "no tool answered input_required (tried {}); name one with --tool NAME --args JSON",
+        tried.join("; ")
+    ))
+}
+
+/// Answers every round of the flow that `first` began, then runs the control.
+async fn complete(
+    ctx: &mut Context<'_>,
+    tool: &Listed,
+    first: Value,
+    mut requests: Map<String, Value>,
+    mut state: Option<String>,
+    tools: &[Listed],
+    prompts: &[Listed],
+) -> Result<Baseline, String> {
+    let marks: Marks = ctx.marks.clone();
+    let spent = |_| "the request budget ran out completing the flow".to_owned();
+    let mut rounds = Vec::new();
+    loop {
+        let answers = answer::answers(&requests, &marks);
+        rounds.push(Round {
+            state: state.clone(),
+            requests: requests.clone(),
+            answers: answers.clone(),
+        });
+        let id = ctx.target.id();
+        let r = retry(&first, id, state.as_deref(), Some(&answers));
+        let ex = ctx.target.send(Who::Main, &r).await.map_err(spent)?;
+        match Outcome::of(&ex) {
+            Outcome::Complete { is_error: false } => {
+                let key = &rounds[rounds.len() - 1];
+                let id = ctx.target.id();
+                let control = retry(&first, id, None, Some(&key.answers));
+                let cex = ctx.target.send(Who::Main, &control).await.map_err(spent)?;
+                let asked: Map<String, Value> =
+                    rounds.iter().flat_map(|r| r.requests.clone()).collect();
+                let needs_state = key.state.is_some() && !Outcome::of(&cex).progressed(&asked);
+                return Ok(Baseline {
+                    method: "tools/call",
+                    name: tool.name.clone(),
+                    arguments: tool.arguments.clone(),
+                    first,
+                    rounds,
+                    last_retry: r,
+                    needs_state,
+                    tools: tools
+                        .iter()
+                        .filter(|t| t.name != tool.name)
+                        .cloned()
+                        .collect(),
+                    prompts: prompts.to_vec(),
+                    server: None,
+                });
+            }
+            Outcome::InputRequired {
+                requests: next,
+                state: s,
+            } if rounds.len() < MAX_ROUNDS => {
+                requests = next;
+                state = s;
+            }
+            other => {
+                return Err(format!(
+                    "the tool {} asked, but its flow did not complete with plain answers (round {}: {}); \
+                     name another with --tool, or give --args that it completes with",
+                    shown(&cut(&tool.name, 40)),
+                    rounds.len(),
+                    other.describe()
+                ));
+            }
+        }
+    }
+}

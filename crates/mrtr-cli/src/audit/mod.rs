@@ -1,0 +1,142 @@
+//! `mrtr audit`: a black-box security audit of any MRTR server, whatever SDK it
+//! is written on.
+//!
+//! The audit speaks to the server as a client would (Streamable HTTP, or stdio
+//! with `-- COMMAND`), one request at a time, at most `--max-requests` of them
+//! and at most `--rate` a second, and only to the URLs it is given. It first
+//! finds a flow to work on: the tool `--tool` (with `--args`), else the first
+//! tool of `tools/list` that answers `input_required` with a `requestState`
+//! when called with arguments made from its input schema. It completes that
+//! flow once with plain answers (the *baseline*), and learns whether the server
+//! needs the state at all (the same retry without it: the *control*). Then each
+//! check attacks one rule, each with a stable id:
+//!
+//! | id | what it sends | passes when |
+//! |---|---|---|
+//! | `integrity` | the baseline retry with the state's bytes flipped (each region: start, middle, end, the last 16 bytes where an AEAD tag or MAC sits, each segment of a dotted token), truncated, extended, re-encoded (base64 padding and alphabet), emptied, 64 KiB long, and, when the state decodes to JSON, with one value changed and encoded again | every one is a JSON-RPC error: never a result, a next round, a re-prompt or a tool error |
+//! | `confidentiality` | nothing: it decodes the states it was given (base64 of either alphabet, each dotted segment) | no state is readable: no JSON, no text, none of the audit's argument or answer values |
+//! | `binding-arguments` | the retry with the state but another value for an argument | it is refused (an error, or the question asked again) |
+//! | `binding-tool` | another tool that asks, with this tool's state and both tools' answers | as above |
+//! | `binding-method` | a prompt that asks (`prompts/get`), with this tool's state | as above |
+//! | `binding-principal` | the retry as another user (`--as-other`) | as above |
+//! | `foreign-key` | the retry to an instance with another key (`--foreign-url`) | as above |
+//! | `fleet` | the retry to another instance that shares the key (`--peer-url`) | it resumes |
+//! | `expiry` | the retry after `--ttl` seconds (to `--ttl-url`, else the server) | a JSON-RPC error, or on `tools/call` a tool error |
+//! | `error-uniformity` | nothing: it compares every refusal above | one JSON-RPC code, one message and one HTTP status for all |
+//! | `leaks` | nothing: it reads every refusal (and `--log FILE`) | no private reason, no slice of the state, no token from a header, no argument or answer value |
+//! | `capability-gate` | the first call declaring no input capability, then each kind the baseline asked left out | no ask of an undeclared kind (form, URL, sampling, sampling with tools, roots); a -32021 carries `data.requiredCapabilities` (and HTTP 400) |
+//! | `carriers` | `tools/list`, `prompts/list`, `resources/list`, `resources/templates/list` | none answers `input_required` |
+//! | `result-type` | nothing: it reads every result | each has a `resultType` |
+//! | `answers-validated` | the retry with no answer, with only an unrequested key, with an answer of another kind, with a form answer that breaks its schema, and with an extra key beside the right answers | the first four are asked again (never accepted, never a protocol error); the last goes on as the baseline did |
+//! | `error-channels` | an unknown method, a call without `_meta`, headers that disagree with the body (HTTP), an unknown tool, arguments of the wrong type | -32601 (HTTP 404), -32602 (HTTP 400), -32020 (HTTP 400), a JSON-RPC error, a tool result with `isError` |
+//! | `size-caps` | a 1 MiB `requestState`, and 1 MiB of `inputResponses` | both refused (a JSON-RPC error or an HTTP 4xx) |
+//! | `replay-after-complete` | the final retry of the baseline again | always passes; it says (as `info`) whether the final round can be replayed |
+//!
+//! A check that cannot run here (no second user given, no prompt that asks, no
+//! argument to change, the request budget spent) is `skip`ped with what it
+//! needs, never passed. Where the control shows the server completes without
+//! the state, the binding checks skip: there the state decides nothing.
+//!
+//! Every finding has a severity (`critical`, `high`, `medium`, `low`, `info`),
+//! the spec sentence it rests on, evidence (request and reply excerpts, every
+//! state, token and value cut to a short prefix) and a fix. The report is a
+//! table on the terminal (colour only on one), `--format json` (the schema in
+//! [`report`]) or `--format markdown`. The exit code is 0, or 1 when a finding
+//! is at or above `--fail-on` (default `high`); 2 for a usage error; 3 when
+//! the server cannot be audited (unreachable, or no tool that asks).
+//!
+//! The files, one job each: `args` (the options), `target` (the server, the
+//! request budget and rate), `flow` (finding and completing the baseline),
+//! `answer` (plain answers to any input request), `state` (decoding and
+//! mutating a state), `checks` (the checks), `report` (the report and its
+//! formats).
+
+mod answer;
+mod args;
+mod checks;
+mod flow;
+pub mod report;
+mod state;
+mod target;
+
+use std::io::{IsTerminal, Write};
+
+pub use args::{AuditArgs, Format, Severity};
+pub use checks::CheckId;
+use report::Report;
+
+/// Exit code: no finding at or above `--fail-on`.
+pub const EXIT_OK: i32 = 0;
+/// Exit code: a finding at or above `--fail-on`.
+pub const EXIT_FINDINGS: i32 = 1;
+/// Exit code: bad arguments.
+pub const EXIT_USAGE: i32 = 2;
+/// Exit code: the server could not be audited (unreachable, or no tool that asks).
+pub const EXIT_CANNOT_AUDIT: i32 = 3;
+
+/// Runs `mrtr audit`: the report on stdout, progress and errors on stderr.
+/// Returns the process exit code.
+pub async fn run_audit(args: AuditArgs) -> i32 {
+    let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let mut out = std::io::stdout();
+    let mut err = std::io::stderr();
+    run_audit_with_output(args, colour, &mut out, &mut err).await
+}
+
+/// [`run_audit`] writing to `out` and `err`, with or without colour (for tests
+/// and embedding).
+pub async fn run_audit_with_output(
+    args: AuditArgs,
+    colour: bool,
+    out: &mut (dyn Write + Send),
+    err: &mut (dyn Write + Send),
+) -> i32 {
+    let plan = match args::Plan::from_args(&args) {
+        Ok(p) => p,
+        Err(msg) => {
+            let _ = writeln!(err, "error: {msg}");
+            return EXIT_USAGE;
+        }
+    };
+    let report = match audit(&plan, err).await {
+        Ok(r) => r,
+        Err(msg) => {
+            let _ = writeln!(err, "error: {msg}");
+            return EXIT_CANNOT_AUDIT;
+        }
+    };
+    let rendered = match plan.format {
+        Format::Text => report.to_text(colour),
+        Format::Json => report.to_json(),
+        Format::Markdown => report.to_markdown(),
+    };
+    let _ = out.write_all(rendered.as_bytes());
+    let _ = out.flush();
+    if report.worst().is_some_and(|s| s >= plan.fail_on) {
+        EXIT_FINDINGS
+    } else {
+        EXIT_OK
+    }
+}
+
+/// Finds the baseline flow, then runs every selected check in order.
+async fn audit(plan: &args::Plan, progress: &mut (dyn Write + Send)) -> Result<Report, String> {
+    let target = target::Target::connect(plan).await?;
+    let mut ctx = checks::Context::new(plan, target);
+    let _ = writeln!(progress, "audit: {}", report::shown(&ctx.target.describe()));
+    let baseline = flow::establish(&mut ctx).await?;
+    let _ = writeln!(
+        progress,
+        "audit: working on {} {} ({} round(s) to complete; it {} the state)",
+        baseline.method,
+        report::shown(&baseline.name),
+        baseline.rounds.len(),
+        if baseline.needs_state {
+            "needs"
+        } else {
+            "does not need"
+        }
+    );
+    let results = checks::run_all(&mut ctx, &baseline, progress).await;
+    Ok(Report::new(&ctx, &baseline, results))
+}
