@@ -111,8 +111,8 @@ impl HttpClient {
     /// # Errors
     /// [`TransportError::InvalidRequest`] for a URL that is not `http(s)://`,
     /// [`TransportError::Connection`] or [`TransportError::Tls`] when the server
-    /// cannot be reached, [`TransportError::InvalidResponse`] for a body over the
-    /// limit, [`TransportError::Timeout`] after [`FETCH_TIMEOUT`].
+    /// cannot be reached or no whole response came within [`FETCH_TIMEOUT`],
+    /// [`TransportError::InvalidResponse`] for a body over the limit.
     pub async fn send(
         &self,
         request: Request<Vec<u8>>,

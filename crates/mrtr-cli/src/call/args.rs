@@ -29,7 +29,8 @@ authorization spec says: its metadata is read, a client registered if no --clien
 and the login URL printed (opened with --open); the tokens are kept in a file only you can read \
 (--token-cache) and refreshed. --client-credentials logs in without a browser.\n\n\
 Exit codes: 0 complete, 1 tool error, 2 usage or input that cannot be given, \
-3 protocol or transport error."
+3 protocol or transport error, 4 an answer given on the command line refused (the server's note \
+on stderr)."
 )]
 pub struct CallArgs {
     /// The MCP endpoint over Streamable HTTP, http:// or https://, e.g.
