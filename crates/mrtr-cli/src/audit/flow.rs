@@ -6,7 +6,7 @@ use serde_json::{Map, Value, json};
 use super::answer::{self, Marks};
 use super::checks::Context;
 use super::report::{cut, shown};
-use super::target::{Exchange, Reply, Who, all_caps, meta};
+use super::target::{Exchange, Reply, Spent, Who, all_caps, meta};
 
 /// The most rounds the baseline may take.
 const MAX_ROUNDS: usize = 8;
@@ -129,6 +129,8 @@ pub(super) struct Listed {
     pub(super) name: String,
     /// Arguments the audit made for it.
     pub(super) arguments: Value,
+    /// Whether its annotations say it is destructive (`destructiveHint: true`).
+    pub(super) destructive: bool,
 }
 
 /// The flow the checks work on.
@@ -172,6 +174,46 @@ impl Baseline {
     pub(super) fn state(&self) -> Option<&str> {
         self.key_round().state.as_deref()
     }
+}
+
+/// A fresh key round: the flow begun again as `who` (its first request under a
+/// new id) and answered up to the key round, whose state has never been
+/// presented. The checks present their altered or misplaced states in place of
+/// a fresh one, so that a single-use guard on the final round can never make a
+/// state look refused for the wrong reason. `None` when the server does not ask
+/// the same way again.
+pub(super) async fn fresh(
+    ctx: &mut Context<'_>,
+    b: &Baseline,
+    who: Who,
+) -> Result<Option<Round>, Spent> {
+    let marks = ctx.marks.clone();
+    let rid = ctx.target.id();
+    let mut first = b.first.clone();
+    first["id"] = json!(rid);
+    let mut ex = ctx.target.send(who, &first).await?;
+    for n in 0..b.rounds.len() {
+        let Outcome::InputRequired { requests, state } = Outcome::of(&ex) else {
+            return Ok(None);
+        };
+        if requests.is_empty() && state.is_none() {
+            return Ok(None);
+        }
+        let answers = answer::answers(&requests, &marks);
+        if n + 1 == b.rounds.len() {
+            return Ok(Some(Round {
+                state,
+                requests,
+                answers,
+            }));
+        }
+        let rid = ctx.target.id();
+        ex = ctx
+            .target
+            .send(who, &retry(&b.first, rid, state.as_deref(), Some(&answers)))
+            .await?;
+    }
+    Ok(None)
 }
 
 /// A first request of `method` for `name` with `arguments`, declaring `caps`.
@@ -251,6 +293,7 @@ pub(super) async fn establish(ctx: &mut Context<'_>) -> Result<Baseline, String>
                     p.get("arguments").unwrap_or(&Value::Null),
                     &marks,
                 ),
+                destructive: false,
             })
         })
         .collect();
@@ -263,6 +306,7 @@ pub(super) async fn establish(ctx: &mut Context<'_>) -> Result<Baseline, String>
                     t.get("inputSchema").unwrap_or(&Value::Null),
                     &marks,
                 ),
+                destructive: t["annotations"]["destructiveHint"] == json!(true),
             })
         })
         .collect();
@@ -270,8 +314,22 @@ pub(super) async fn establish(ctx: &mut Context<'_>) -> Result<Baseline, String>
         Some((name, args)) => vec![Listed {
             name: name.clone(),
             arguments: args.clone(),
+            destructive: false,
         }],
-        None => tools.iter().take(MAX_CANDIDATES).cloned().collect(),
+        None => {
+            // Tools that say they are destructive last; among the rest, those
+            // with an argument the audit can change first (the argument binding
+            // check needs one). The sort is stable: otherwise the server's order.
+            let mut c = tools.clone();
+            c.sort_by_key(|t| {
+                (
+                    t.destructive,
+                    answer::marked_argument(&t.arguments, &marks).is_none(),
+                )
+            });
+            c.truncate(MAX_CANDIDATES);
+            c
+        }
     };
     if candidates.is_empty() {
         return Err("the server lists no tools (tools/list), so there is no flow to audit".into());

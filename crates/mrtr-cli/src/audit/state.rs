@@ -316,7 +316,7 @@ pub(super) fn readable(state: &str, marks: &[String]) -> Option<String> {
     for m in marks {
         if texts.iter().any(|t| t.contains(m.as_str())) {
             return Some(format!(
-                "a value the audit sent ({}…) is in it",
+                "a value the audit sent ({}) is in it",
                 super::report::cut(m, 6)
             ));
         }

@@ -11,7 +11,7 @@ use super::super::answer::{self, Marks};
 use super::super::args::Severity;
 use super::super::flow::{Baseline, Outcome, carrier, retry};
 use super::super::target::{Exchange, McpHeaders, Spent, Who, all_caps};
-use super::{CheckId, CheckResult, Context, Findings, evidence, skip};
+use super::{CheckId, CheckResult, Context, Findings, evidence, fresh_state, skip};
 
 const FIX_BINDING: &str = "Put the method, the tool (or prompt or resource) name and a digest of the \
      canonical arguments inside the integrity-protected state, and refuse a state presented on \
@@ -102,20 +102,20 @@ fn changed(args: &Value, marks: &Marks) -> Option<(String, Value)> {
 
 pub(super) async fn arguments(ctx: &mut Context<'_>, b: &Baseline) -> Result<CheckResult, Spent> {
     let id = CheckId::BindingArguments;
-    let Some(state) = b.state() else {
-        return Ok(skip(id, "the server hands out no requestState"));
-    };
     let Some((name, args)) = changed(&b.arguments, &ctx.marks) else {
         return Ok(skip(
             id,
             "the tool takes no argument the audit can change (give --tool and --args with a string argument)",
         ));
     };
-    let round = b.key_round().clone();
+    let (round, state) = match fresh_state(ctx, b, Who::Main, id).await? {
+        Ok(r) => r,
+        Err(skipped) => return Ok(skipped),
+    };
     let mut first = b.first.clone();
     first["params"]["arguments"] = args;
     let rid = ctx.target.id();
-    let body = retry(&first, rid, Some(state), Some(&round.answers));
+    let body = retry(&first, rid, Some(&state), Some(&round.answers));
     let ex = ctx.target.send(Who::Main, &body).await?;
     let sent = format!("the state with another value of the argument {name:?}");
     ctx.keep_refusal(id, &sent, &ex);
@@ -163,9 +163,9 @@ async fn transplant(
     method: &str,
     candidates: &[(String, Value)],
 ) -> Result<Result<CheckResult, String>, Spent> {
-    let Some(state) = b.state() else {
+    if b.state().is_none() {
         return Ok(Err("the server hands out no requestState".into()));
-    };
+    }
     let mut found = None;
     for (name, args) in candidates.iter().take(6) {
         if let Some((first, requests)) = asking(ctx, method, name, args).await? {
@@ -176,8 +176,12 @@ async fn transplant(
     let Some((name, first, requests)) = found else {
         return Ok(Err(String::new()));
     };
+    let (round, state) = match fresh_state(ctx, b, Who::Main, id).await? {
+        Ok(r) => r,
+        Err(skipped) => return Ok(Ok(skipped)),
+    };
     let mut answers = answer::answers(&requests, &ctx.marks);
-    for (k, v) in &b.key_round().answers {
+    for (k, v) in &round.answers {
         answers.entry(k.clone()).or_insert_with(|| v.clone());
     }
     let rid = ctx.target.id();
@@ -185,7 +189,7 @@ async fn transplant(
     let cex = ctx.target.send(Who::Main, &control).await?;
     let state_free = Outcome::of(&cex).progressed(&requests);
     let rid = ctx.target.id();
-    let body = retry(&first, rid, Some(state), Some(&answers));
+    let body = retry(&first, rid, Some(&state), Some(&answers));
     let ex = ctx.target.send(Who::Main, &body).await?;
     let sent = format!(
         "the state of {} {:?} on {method} {name:?}",
@@ -260,9 +264,6 @@ pub(super) async fn principal(ctx: &mut Context<'_>, b: &Baseline) -> Result<Che
             "needs --as-other 'Name: value', the credentials of a second user",
         ));
     }
-    let Some(state) = b.state() else {
-        return Ok(skip(id, "the server hands out no requestState"));
-    };
     // The other user must be able to call the tool at all.
     let rid = ctx.target.id();
     let mut own = b.first.clone();
@@ -280,9 +281,12 @@ pub(super) async fn principal(ctx: &mut Context<'_>, b: &Baseline) -> Result<Che
             ),
         ));
     }
-    let round = b.key_round().clone();
+    let (round, state) = match fresh_state(ctx, b, Who::Main, id).await? {
+        Ok(r) => r,
+        Err(skipped) => return Ok(skipped),
+    };
     let rid = ctx.target.id();
-    let body = retry(&b.first, rid, Some(state), Some(&round.answers));
+    let body = retry(&b.first, rid, Some(&state), Some(&round.answers));
     let ex = ctx.target.send(Who::Other, &body).await?;
     let sent = "the first user's state, as the second user (--as-other)";
     ctx.keep_refusal(id, sent, &ex);
@@ -304,14 +308,23 @@ pub(super) async fn principal(ctx: &mut Context<'_>, b: &Baseline) -> Result<Che
     Ok(f.done("presented by the second user"))
 }
 
-/// The baseline's first retry sent to `url`.
-async fn elsewhere(ctx: &mut Context<'_>, b: &Baseline, url: &str) -> Result<Exchange, Spent> {
-    let round = b.key_round().clone();
+/// A fresh key round's retry sent to `url`.
+async fn elsewhere(
+    ctx: &mut Context<'_>,
+    b: &Baseline,
+    id: CheckId,
+    url: &str,
+) -> Result<Result<Exchange, CheckResult>, Spent> {
+    let (round, state) = match fresh_state(ctx, b, Who::Main, id).await? {
+        Ok(r) => r,
+        Err(skipped) => return Ok(Err(skipped)),
+    };
     let rid = ctx.target.id();
-    let body = retry(&b.first, rid, b.state(), Some(&round.answers));
-    ctx.target
+    let body = retry(&b.first, rid, Some(&state), Some(&round.answers));
+    Ok(Ok(ctx
+        .target
         .send_to(Some(url), Who::Main, &body, McpHeaders::Derived)
-        .await
+        .await?))
 }
 
 /// Whether `url` answers the tool's first call by asking.
@@ -341,16 +354,16 @@ pub(super) async fn foreign_key(ctx: &mut Context<'_>, b: &Baseline) -> Result<C
             "needs --foreign-url URL, an instance with another key",
         ));
     };
-    if b.state().is_none() {
-        return Ok(skip(id, "the server hands out no requestState"));
-    }
     if let Some(got) = answers_the_tool(ctx, b, &url).await? {
         return Ok(skip(
             id,
             format!("the foreign instance does not ask as the server does ({got})"),
         ));
     }
-    let ex = elsewhere(ctx, b, &url).await?;
+    let ex = match elsewhere(ctx, b, id, &url).await? {
+        Ok(ex) => ex,
+        Err(skipped) => return Ok(skipped),
+    };
     let sent = "the state, to the instance with another key";
     ctx.keep_refusal(id, sent, &ex);
     let mut f = Findings::new(id);
@@ -379,7 +392,10 @@ pub(super) async fn fleet(ctx: &mut Context<'_>, b: &Baseline) -> Result<CheckRe
             "needs --peer-url URL, another instance that shares the key",
         ));
     };
-    let ex = elsewhere(ctx, b, &url).await?;
+    let ex = match elsewhere(ctx, b, id, &url).await? {
+        Ok(ex) => ex,
+        Err(skipped) => return Ok(skipped),
+    };
     let mut f = Findings::new(id);
     if !Outcome::of(&ex).progressed(&b.asked()) {
         f.add(

@@ -11,9 +11,9 @@ use std::io::Write;
 
 use super::answer::Marks;
 use super::args::{Plan, Severity};
-use super::flow::{Baseline, Outcome};
+use super::flow::{self, Baseline, Outcome, Round};
 use super::report::{cut, shown};
-use super::target::{Exchange, Spent, Target};
+use super::target::{Exchange, Spent, Target, Who};
 
 /// A check, by its stable id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -317,6 +317,40 @@ impl<'a> Context<'a> {
             });
         }
     }
+}
+
+/// A fresh key round and its state (see [`flow::fresh`]), or the skip that
+/// says why there is none.
+pub(super) async fn fresh_state(
+    ctx: &mut Context<'_>,
+    b: &Baseline,
+    who: Who,
+    id: CheckId,
+) -> Result<Result<(Round, String), CheckResult>, Spent> {
+    if b.state().is_none() {
+        return Ok(Err(skip(
+            id,
+            "the server hands out no requestState (it keeps the flow's state itself): nothing to present",
+        )));
+    }
+    Ok(match flow::fresh(ctx, b, who).await? {
+        Some(Round {
+            state: Some(state),
+            requests,
+            answers,
+        }) => Ok((
+            Round {
+                state: Some(state.clone()),
+                requests,
+                answers,
+            },
+            state,
+        )),
+        _ => Err(skip(
+            id,
+            "the flow, begun again, did not ask the same way (no fresh state to present)",
+        )),
+    })
 }
 
 /// `sent: ...; got: ...` for the evidence.

@@ -178,7 +178,7 @@ pub(super) fn leaks(ctx: &mut Context<'_>, b: &Baseline) -> CheckResult {
                 Severity::Medium,
                 "a refusal echoes an argument or answer value",
                 "Name the field at fault, never its value: a value can be a secret or an injection.",
-                format!("{} — the reply holds {}…", shown(&cut(&sent, 80)), cut(v, 6)),
+                format!("{} — the reply holds {}", shown(&cut(&sent, 80)), cut(v, 6)),
             );
         }
         if state_slices.iter().any(|s| text.contains(s.as_str())) {
@@ -214,7 +214,7 @@ pub(super) fn leaks(ctx: &mut Context<'_>, b: &Baseline) -> CheckResult {
                         "an argument or answer value reaches the server's log",
                         "Log the names of arguments and answer keys, never their values.",
                         format!(
-                            "{}: {}… is in it",
+                            "{}: {} is in it",
                             shown(&path.display().to_string()),
                             cut(v, 6)
                         ),

@@ -11,7 +11,7 @@ use super::super::args::Severity;
 use super::super::flow::{Baseline, Outcome, carrier, list, retry};
 use super::super::report::shown;
 use super::super::target::{Exchange, McpHeaders, Reply, Spent, Who, derived};
-use super::{CheckId, CheckResult, Context, Findings, evidence, skip};
+use super::{CheckId, CheckResult, Context, Findings, evidence, fresh_state, skip};
 
 /// The kinds of input the baseline asked for.
 fn kinds(b: &Baseline) -> BTreeSet<Kind> {
@@ -242,8 +242,14 @@ pub(super) async fn answers_validated(
     ));
     let mut f = Findings::new(id);
     for (sent, answers, should_go_on) in &cases {
+        // Each case on a flow of its own: one that wrongly goes on may use it up.
+        let state = match fresh_state(ctx, b, Who::Main, id).await? {
+            Ok((_, state)) => Some(state),
+            Err(_) if b.state().is_none() => None,
+            Err(skipped) => return Ok(skipped),
+        };
         let rid = ctx.target.id();
-        let body = retry(&b.first, rid, b.state(), answers.as_ref());
+        let body = retry(&b.first, rid, state.as_deref(), answers.as_ref());
         let ex = ctx.target.send(Who::Main, &body).await?;
         let o = Outcome::of(&ex);
         let sent = format!("the retry with {sent}");
@@ -472,8 +478,13 @@ pub(super) async fn size_caps(ctx: &mut Context<'_>, b: &Baseline) -> Result<Che
         };
         answers.insert(key.clone(), padded);
     }
+    let state = match fresh_state(ctx, b, Who::Main, id).await? {
+        Ok((_, state)) => Some(state),
+        Err(_) if b.state().is_none() => None,
+        Err(skipped) => return Ok(skipped),
+    };
     let rid = ctx.target.id();
-    let body = retry(&b.first, rid, b.state(), Some(&answers));
+    let body = retry(&b.first, rid, state.as_deref(), Some(&answers));
     let ex = ctx.target.send(Who::Main, &body).await?;
     if Outcome::of(&ex).progressed(&b.asked()) {
         f.add(

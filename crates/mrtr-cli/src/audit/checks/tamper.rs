@@ -5,7 +5,7 @@ use super::super::args::Severity;
 use super::super::flow::{Baseline, Outcome, retry};
 use super::super::state::{self, Alteration};
 use super::super::target::{Spent, Who};
-use super::{CheckId, CheckResult, Context, Findings, evidence, skip};
+use super::{CheckId, CheckResult, Context, Findings, evidence, fresh_state, skip};
 
 const FIX_INTEGRITY: &str = "Seal the state with an AEAD (AES-GCM, XAES-256-GCM, ChaCha20-Poly1305) or sign it \
      with an HMAC over its exact bytes, and answer every state that does not verify with one \
@@ -13,15 +13,12 @@ const FIX_INTEGRITY: &str = "Seal the state with an AEAD (AES-GCM, XAES-256-GCM,
 
 pub(super) async fn integrity(ctx: &mut Context<'_>, b: &Baseline) -> Result<CheckResult, Spent> {
     let id = CheckId::Integrity;
-    let Some(original) = b.state() else {
-        return Ok(skip(
-            id,
-            "the server hands out no requestState (it keeps the flow's state itself): nothing to alter",
-        ));
+    let (mut round, original) = match fresh_state(ctx, b, Who::Main, id).await? {
+        Ok(r) => r,
+        Err(skipped) => return Ok(skipped),
     };
-    let round = b.key_round().clone();
     let known = b.asked();
-    let alterations = state::alterations(original);
+    let alterations = state::alterations(&original);
     let mut f = Findings::new(id);
     let mut refused = 0;
     for alt in &alterations {
@@ -30,6 +27,13 @@ pub(super) async fn integrity(ctx: &mut Context<'_>, b: &Baseline) -> Result<Che
         let ex = ctx.target.send(Who::Main, &body).await?;
         let sent = format!("the state with {}", alt.label);
         let outcome = Outcome::of(&ex);
+        if !matches!(outcome, Outcome::Error { .. } | Outcome::Http(400..=499)) {
+            // Whatever happened may have used the flow up: the next alteration
+            // gets a state of its own.
+            if let Ok((r, _)) = fresh_state(ctx, b, Who::Main, id).await? {
+                round = r;
+            }
+        }
         ctx.keep_refusal(id, &sent, &ex);
         let reencoded = alt.what == Alteration::ReEncoded;
         match outcome {
