@@ -322,9 +322,7 @@ pub(super) fn readable(state: &str, marks: &[String]) -> Option<String> {
         }
     }
     for b in &decoded {
-        if let Ok(v) = serde_json::from_slice::<Value>(b)
-            && (v.is_object() || v.is_array())
-        {
+        if let Some(v) = embedded_json(b) {
             let keys: Vec<String> = match &v {
                 Value::Object(o) => o
                     .keys()
@@ -335,15 +333,39 @@ pub(super) fn readable(state: &str, marks: &[String]) -> Option<String> {
             };
             return Some(format!("it decodes to JSON ({})", keys.join(", ")));
         }
-        let printable = b
-            .iter()
-            .filter(|c| c.is_ascii_graphic() || **c == b' ')
-            .count();
-        if b.len() >= 12 && printable * 100 >= b.len() * 90 {
+        if longest_printable_run(b) >= 16 {
             return Some("it decodes to readable text".into());
         }
     }
     None
+}
+
+/// A JSON object (or array) in `b`, whole or after a binary prefix (an expiry,
+/// a key id): parsed from each `{` or `[` until one parses.
+fn embedded_json(b: &[u8]) -> Option<Value> {
+    b.iter()
+        .enumerate()
+        .filter(|(_, c)| **c == b'{' || **c == b'[')
+        .take(8)
+        .find_map(|(i, _)| {
+            let v = serde_json::Deserializer::from_slice(&b[i..])
+                .into_iter::<Value>()
+                .next()?
+                .ok()?;
+            match &v {
+                Value::Object(o) if !o.is_empty() => Some(v),
+                Value::Array(a) if !a.is_empty() => Some(v),
+                _ => None,
+            }
+        })
+}
+
+/// The longest run of printable ASCII in `b` (ciphertext has none of 16).
+fn longest_printable_run(b: &[u8]) -> usize {
+    b.split(|c| !(c.is_ascii_graphic() || *c == b' '))
+        .map(<[u8]>::len)
+        .max()
+        .unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -407,6 +429,15 @@ mod tests {
                 .any(|a| a.what == Alteration::Forged)
         );
         assert!(readable(&jwt, &[]).is_some());
+    }
+
+    #[test]
+    fn json_after_a_binary_prefix_is_read() {
+        let mut b = vec![0u8, 0, 1, 0x9c, 0xff, 0x10, 0x02, 0x03];
+        b.extend_from_slice(br#"{"asked":"confirm"}"#);
+        let state = format!("rs2.azE.{}.tag", URL_SAFE_NO_PAD.encode(&b));
+        assert_eq!(readable(&state, &[]).unwrap(), "it decodes to JSON (asked)");
+        assert_eq!(longest_printable_run(b"\x01abc\x02"), 3);
     }
 
     #[test]
