@@ -19,6 +19,8 @@ Checks: integrity, confidentiality, binding-arguments, binding-tool, binding-met
 binding-principal, foreign-key, fleet, expiry, error-uniformity, leaks, capability-gate, carriers, \
 result-type, answers-validated, error-channels, size-caps, replay-after-complete. A check that \
 cannot run here is reported as skipped, with what it needs.\n\n\
+The audit calls tools and answers their questions with yes (a tool whose annotations say it \
+is destructive is tried last): point it at a test instance, or name a harmless tool with --tool.\n\n\
 The audit is polite: one request at a time, at most --max-requests, at most --rate a second, \
 only to the URLs given. Nothing a server wrote reaches the terminal unfiltered, and every state, \
 token and value in the evidence is cut to a short prefix.\n\n\
