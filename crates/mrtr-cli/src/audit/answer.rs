@@ -76,13 +76,13 @@ pub(super) struct Marks {
 
 impl Marks {
     pub(super) fn new() -> Self {
-        // Not a secret, only unlikely to be anywhere already: the first hex
-        // digits of a fresh key string's hash.
-        use std::hash::{BuildHasher, Hash, Hasher};
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        mrtr::seal::generate_key_string().hash(&mut h);
+        // Not a secret, only unlikely to be anywhere already: the hash of a
+        // fresh key string.
+        use std::hash::BuildHasher;
+        let h = std::collections::hash_map::RandomState::new()
+            .hash_one(mrtr::seal::generate_key_string());
         Self {
-            tag: format!("{:08x}", h.finish() as u32),
+            tag: format!("{:08x}", h as u32),
         }
     }
 

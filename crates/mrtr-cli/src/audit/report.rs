@@ -135,7 +135,7 @@ impl Report {
                 fix: f.fix.clone(),
             })
             .collect();
-        findings.sort_by(|a, b| b.severity.cmp(&a.severity));
+        findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
         Self {
             target: r(&ctx.target.describe()),
             server: b.server.as_ref().map(|s| {

@@ -243,7 +243,7 @@ impl Findings {
     /// The result: `fail` when a finding is at or above `low`, else `pass`
     /// with `detail`.
     pub(super) fn done(mut self, detail: impl Into<String>) -> CheckResult {
-        self.list.sort_by(|a, b| b.severity.cmp(&a.severity));
+        self.list.sort_by_key(|f| std::cmp::Reverse(f.severity));
         let failing = self
             .list
             .iter()

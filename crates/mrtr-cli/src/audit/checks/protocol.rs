@@ -206,7 +206,10 @@ pub(super) async fn answers_validated(
         return Ok(skip(id, "the first round asks nothing"));
     };
     let marks = ctx.marks.clone();
-    let mut cases: Vec<(String, Option<Map<String, Value>>, bool)> = Vec::new();
+    // What is sent, the answers (none: no inputResponses), and whether the flow
+    // must go on as the baseline did.
+    type Case = (String, Option<Map<String, Value>>, bool);
+    let mut cases: Vec<Case> = Vec::new();
     cases.push(("no inputResponses".into(), None, false));
     let mut unrequested = Map::new();
     unrequested.insert(
