@@ -203,7 +203,13 @@ test('a request without a token gets 401 and the challenge that says where to lo
 });
 
 test('mrtr call discovers, registers, logs in alice and finishes a two-round flow', async () => {
-  const r = await mrtrCall(elicit(), { browser: asAlice });
+  // The person takes longer over the login than --request-timeout allows one
+  // request: the login is not one of the flow's requests.
+  const slowAlice = async (url) => {
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    return asAlice(url);
+  };
+  const r = await mrtrCall(elicit('--request-timeout', '2'), { browser: slowAlice });
   assert.equal(r.code, 0, r.stderr);
   assert.ok(r.loggedIn, 'no login URL was printed');
   assert.match(r.stderr, /The server asks you to log in/);

@@ -20,6 +20,8 @@ const STDERR_BACKLOG: usize = 1024;
 /// at the end and the lines of its stderr to show.
 pub(super) struct Server {
     pub(super) transport: Arc<dyn Transport>,
+    /// The OAuth token source, when the call may log in.
+    pub(super) oauth: Option<Arc<mrtr_client::oauth::OAuthTokenSource>>,
     pub(super) stdio: Option<Arc<StdioTransport>>,
     pub(super) stderr_lines: Option<tokio::sync::mpsc::Receiver<String>>,
 }
@@ -62,8 +64,9 @@ pub(super) fn connect(args: &CallArgs) -> Result<Server, Connect> {
                     .platform_roots(false);
             }
             builder = credentials(builder, args)?;
-            if let Some(source) = super::login::token_source(args, url)? {
-                builder = builder.token_source(source);
+            let oauth = super::login::token_source(args, url)?;
+            if let Some(source) = &oauth {
+                builder = builder.token_source(source.clone());
             }
             let transport = builder.build().map_err(|e| match e {
                 TransportError::InvalidRequest(msg) => Connect::Usage(msg),
@@ -71,6 +74,7 @@ pub(super) fn connect(args: &CallArgs) -> Result<Server, Connect> {
             })?;
             Ok(Server {
                 transport: Arc::new(transport),
+                oauth,
                 stdio: None,
                 stderr_lines: None,
             })
@@ -105,6 +109,7 @@ pub(super) fn connect(args: &CallArgs) -> Result<Server, Connect> {
             let stdio = Arc::new(stdio);
             Ok(Server {
                 transport: stdio.clone(),
+                oauth: None,
                 stdio: Some(stdio),
                 stderr_lines,
             })

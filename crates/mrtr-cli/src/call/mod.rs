@@ -159,6 +159,16 @@ pub async fn run_call_with_output(
             return EXIT_PROTOCOL;
         }
     };
+    if let Some(oauth) = &server.oauth
+        && let Err(e) = login::ensure_logged_in(&args, oauth, server.transport.as_ref()).await
+    {
+        let e = ClientError::Transport(e);
+        let _ = writeln!(err, "error: {}", one_line(&e.to_string()));
+        if let Some(h) = hint(&e) {
+            let _ = writeln!(err, "hint: {h}");
+        }
+        return EXIT_PROTOCOL;
+    }
     let interactive = !args.no_input && std::io::stdin().is_terminal();
     let handler = Arc::new(CliHandler {
         answers,
