@@ -53,7 +53,7 @@ cleanup() {
 trap cleanup EXIT
 
 # mrtr_instance KEY TTL LOG: starts `mrtr serve` with the principal in X-User;
-# prints its URL.
+# sets URL. (Not in a $(...) subshell: the pid must reach `pids`.)
 mrtr_instance() {
   local key=$1 ttl=$2 log=$3
   MRTR_KEYS=$key "$MRTR_BIN" serve --listen 127.0.0.1:0 --principal-header X-User \
@@ -62,7 +62,7 @@ mrtr_instance() {
   local i
   for i in $(seq 200); do
     if grep -q 'listening on http://' "$log"; then
-      grep -o 'http://[0-9.:]*/mcp' "$log" | head -n 1
+      URL=$(grep -o 'http://[0-9.:]*/mcp' "$log" | head -n 1)
       return 0
     fi
     sleep 0.05
@@ -71,15 +71,12 @@ mrtr_instance() {
   return 1
 }
 
-# peer_instance NAME KEY TTL: starts a peer; prints its URL.
+# peer_instance NAME KEY TTL: starts a peer; sets URL.
 peer_instance() {
   local facts
   facts=$(PEER_STATE_KEY=$2 PEER_STATE_TTL=$3 PEER_PORT=0 scripts/audit-peers.sh start "$1")
-  local url pid
-  url=$(sed -n 's/^PEER_URL=//p' <<<"$facts")
-  pid=$(sed -n 's/^PEER_PID=//p' <<<"$facts")
-  pids+=("$pid")
-  echo "$url"
+  URL=$(sed -n 's/^PEER_URL=//p' <<<"$facts")
+  pids+=("$(sed -n 's/^PEER_PID=//p' <<<"$facts")")
 }
 
 passed=0
@@ -90,17 +87,17 @@ for s in "${servers[@]}"; do
     k1=$("$MRTR_BIN" keygen)
     k2=$("$MRTR_BIN" keygen)
     log=$OUT/mrtr-serve.log
-    main=$(mrtr_instance "$k1" 600 "$log")
-    peer=$(mrtr_instance "$k1" 600 "$OUT/mrtr-peer.log")
-    foreign=$(mrtr_instance "$k2" 600 "$OUT/mrtr-foreign.log")
-    short=$(mrtr_instance "$k1" "$TTL" "$OUT/mrtr-ttl.log")
+    mrtr_instance "$k1" 600 "$log"; main=$URL
+    mrtr_instance "$k1" 600 "$OUT/mrtr-peer.log"; peer=$URL
+    mrtr_instance "$k2" 600 "$OUT/mrtr-foreign.log"; foreign=$URL
+    mrtr_instance "$k1" "$TTL" "$OUT/mrtr-ttl.log"; short=$URL
     who=(-H 'X-User: alice' --as-other 'X-User: bob' --log "$log")
     fail_on=low
   else
-    main=$(peer_instance "$s" audit-key-1 600)
-    peer=$(peer_instance "$s" audit-key-1 600)
-    foreign=$(peer_instance "$s" audit-key-2 600)
-    short=$(peer_instance "$s" audit-key-1 "$TTL")
+    peer_instance "$s" audit-key-1 600; main=$URL
+    peer_instance "$s" audit-key-1 600; peer=$URL
+    peer_instance "$s" audit-key-2 600; foreign=$URL
+    peer_instance "$s" audit-key-1 "$TTL"; short=$URL
     who=(-H 'Authorization: Bearer alice-token' --as-other 'Authorization: Bearer bob-token')
     fail_on=critical
   fi
