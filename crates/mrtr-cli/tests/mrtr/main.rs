@@ -5,6 +5,7 @@
 
 mod support;
 
+mod audit;
 mod call;
 mod redis;
 mod reference;
