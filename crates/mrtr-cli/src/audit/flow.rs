@@ -279,7 +279,11 @@ pub(super) async fn establish(ctx: &mut Context<'_>) -> Result<Baseline, String>
         Ok(Exchange {
             reply: Reply::Result(r),
             ..
-        }) => r.get("serverInfo").cloned(),
+        }) => r
+            .get("_meta")
+            .and_then(|m| m.get("io.modelcontextprotocol/serverInfo"))
+            .or_else(|| r.get("serverInfo"))
+            .cloned(),
         _ => None,
     };
     let tools = listed(ctx, "tools/list", "tools").await?;

@@ -16,12 +16,12 @@
 //! | `integrity` | the baseline retry with the state's bytes flipped (each region: start, middle, end, the last 16 bytes where an AEAD tag or MAC sits, each segment of a dotted token), truncated, extended, re-encoded (base64 padding and alphabet), emptied, 64 KiB long, and, when the state decodes to JSON, with one value changed and encoded again | every one is a JSON-RPC error: never a result, a next round, a re-prompt or a tool error |
 //! | `confidentiality` | nothing: it decodes the states it was given (base64 of either alphabet, each dotted segment) | no state is readable: no JSON, no text, none of the audit's argument or answer values |
 //! | `binding-arguments` | the retry with the state but another value for an argument | it is refused (an error, or the question asked again) |
-//! | `binding-tool` | another tool that asks, with this tool's state and both tools' answers | as above |
-//! | `binding-method` | a prompt that asks (`prompts/get`), with this tool's state | as above |
+//! | `binding-tool` | another tool that asks (with this tool's arguments where it takes them), with this tool's state and both tools' answers | as above |
+//! | `binding-method` | a prompt that asks (`prompts/get`, likewise), with this tool's state | as above |
 //! | `binding-principal` | the retry as another user (`--as-other`) | as above |
 //! | `foreign-key` | the retry to an instance with another key (`--foreign-url`) | as above |
 //! | `fleet` | the retry to another instance that shares the key (`--peer-url`) | it resumes |
-//! | `expiry` | the retry after `--ttl` seconds (to `--ttl-url`, else the server) | a JSON-RPC error, or on `tools/call` a tool error |
+//! | `expiry` | a fresh state from `--ttl-url` (else the server) resumed at once, another one `--ttl` seconds and one more after it was issued | the first resumes; the second is a JSON-RPC error, or on `tools/call` a tool error |
 //! | `error-uniformity` | nothing: it compares every refusal above | one JSON-RPC code, one message and one HTTP status for all |
 //! | `leaks` | nothing: it reads every refusal (and `--log FILE`) | no private reason, no slice of the state, no token from a header, no argument or answer value |
 //! | `capability-gate` | the first call declaring no input capability, then each kind the baseline asked left out | no ask of an undeclared kind (form, URL, sampling, sampling with tools, roots); a -32021 carries `data.requiredCapabilities` (and HTTP 400) |

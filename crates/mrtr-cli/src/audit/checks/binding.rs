@@ -166,14 +166,34 @@ async fn transplant(
     if b.state().is_none() {
         return Ok(Err("the server hands out no requestState".into()));
     }
+    // The other flow with the baseline's arguments where it takes them (then only
+    // the tool or the method differs), else with its own.
     let mut found = None;
-    for (name, args) in candidates.iter().take(6) {
-        if let Some((first, requests)) = asking(ctx, method, name, args).await? {
-            found = Some((name.clone(), first, requests));
-            break;
+    'search: for (name, own) in candidates.iter().take(6) {
+        let mut same = own.clone();
+        if let (Some(o), Some(base)) = (same.as_object_mut(), b.arguments.as_object()) {
+            for (k, v) in base {
+                o.insert(k.clone(), v.clone());
+            }
+        }
+        let tries = if same == *own {
+            vec![(own, false)]
+        } else {
+            vec![(&same, true), (own, false)]
+        };
+        for (args, same_args) in tries {
+            if let Some((first, requests)) = asking(ctx, method, name, args).await? {
+                found = Some((
+                    name.clone(),
+                    first,
+                    requests,
+                    same_args || *args == b.arguments,
+                ));
+                break 'search;
+            }
         }
     }
-    let Some((name, first, requests)) = found else {
+    let Some((name, first, requests, same_args)) = found else {
         return Ok(Err(String::new()));
     };
     let (round, state) = match fresh_state(ctx, b, Who::Main, id).await? {
@@ -219,7 +239,14 @@ async fn transplant(
              state binds nothing there, so this shows nothing"
         )));
     }
-    Ok(Ok(f.done(format!("presented on {method} {name:?}"))))
+    Ok(Ok(f.done(format!(
+        "presented on {method} {name:?} {}",
+        if same_args {
+            "with the same arguments"
+        } else {
+            "with its own arguments (a refusal may be for the arguments)"
+        }
+    ))))
 }
 
 pub(super) async fn tool(ctx: &mut Context<'_>, b: &Baseline) -> Result<CheckResult, Spent> {
@@ -406,7 +433,7 @@ pub(super) async fn fleet(ctx: &mut Context<'_>, b: &Baseline) -> Result<CheckRe
             evidence("the state, to the other instance (--peer-url)", &ex),
         );
     }
-    Ok(f.done("resumed on the other instance"))
+    Ok(f.done("a fresh state presented to the other instance"))
 }
 
 pub(super) async fn expiry(
@@ -523,7 +550,7 @@ pub(super) async fn expiry(
         ),
     }
     Ok(f.done(format!(
-        "a fresh state resumed; one {} s old was refused",
+        "a fresh state resumed there; another presented {} s after it was issued",
         wait.as_secs()
     )))
 }

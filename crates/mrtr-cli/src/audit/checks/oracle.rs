@@ -79,7 +79,11 @@ pub(super) fn error_uniformity(ctx: &mut Context<'_>) -> CheckResult {
 }
 
 /// Words that name why a state was refused, or what the server is made of.
-const REASONS: [&str; 30] = [
+const REASONS: [&str; 34] = [
+    "mismatch",
+    "binding",
+    "too long",
+    "too large",
     "decrypt",
     "aead",
     "hmac",
