@@ -9,6 +9,7 @@
 //!
 //! `toy_selfcheck` proves the toys themselves with raw HTTP, without the audit.
 
+mod cli;
 mod toy;
 mod toy_selfcheck;
 

@@ -1,0 +1,241 @@
+//! `mrtr audit` as a user meets it: usage mistakes (exit 2), a server it cannot
+//! audit (exit 3), a stdio server (`-- COMMAND`), the three report formats, and
+//! `--only`, `--skip`, `--fail-on` and `--max-requests`.
+
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+use crate::support::bin;
+
+fn audit(args: &[&str]) -> Output {
+    Command::new(bin())
+        .arg("audit")
+        .args(args)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run mrtr audit")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// `mrtr audit ARGS -- mrtr serve --stdio --anonymous`.
+fn on_stdio(args: &[&str]) -> Output {
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend([
+        "--rate",
+        "1000",
+        "--",
+        bin(),
+        "serve",
+        "--stdio",
+        "--anonymous",
+    ]);
+    audit(&all)
+}
+
+#[test]
+fn usage_mistakes_are_exit_2_with_a_message() {
+    for (args, says) in [
+        (vec![], "give the server's URL"),
+        (vec!["ftp://x/mcp"], "an http:// or https:// URL"),
+        (vec!["http://127.0.0.1:9/mcp", "--", "true"], "not both"),
+        (
+            vec!["http://127.0.0.1:9/mcp", "--tool", "t", "--args", "[1]"],
+            "--args must be a JSON object",
+        ),
+        (
+            vec!["http://127.0.0.1:9/mcp", "--tool", "t", "--args", "{"],
+            "--args is not JSON",
+        ),
+        (
+            vec!["http://127.0.0.1:9/mcp", "-H", "no colon"],
+            "-H takes `Name: value`",
+        ),
+        (
+            vec!["http://127.0.0.1:9/mcp", "-H", "Mcp-Name: x"],
+            "set by the audit itself",
+        ),
+        (
+            vec!["http://127.0.0.1:9/mcp", "--rate", "0"],
+            "--rate must be a number above 0",
+        ),
+        (
+            vec!["-H", "A: b", "--", "true"],
+            "are for a server over HTTP",
+        ),
+        (
+            vec![
+                "http://127.0.0.1:9/mcp",
+                "--only",
+                "integrity",
+                "--skip",
+                "integrity",
+            ],
+            "leave no check",
+        ),
+    ] {
+        let out = audit(&args);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        assert!(
+            text(&out.stderr).contains(says),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    // clap's own refusals: an unknown check, a TTL out of range.
+    for args in [
+        vec!["http://127.0.0.1:9/mcp", "--only", "no-such-check"],
+        vec!["http://127.0.0.1:9/mcp", "--ttl", "0"],
+        vec![
+            "http://127.0.0.1:9/mcp",
+            "--ttl-url",
+            "http://127.0.0.1:9/mcp",
+        ],
+    ] {
+        let out = audit(&args);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+    let out = audit(&["http://127.0.0.1:9/mcp", "--only", "nope"]);
+    assert!(
+        text(&out.stderr).contains("the checks: integrity, confidentiality"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn a_server_that_cannot_be_audited_is_exit_3_and_says_why() {
+    // Nothing listens on port 9 of loopback.
+    let out = audit(&["http://127.0.0.1:9/mcp", "--request-timeout", "5"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("error:"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(out.stdout.is_empty());
+    // A server whose tools never ask.
+    let out = on_stdio(&["--tool", "echo"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("no tool answered input_required"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn a_stdio_server_is_audited_and_reported_in_json() {
+    let out = on_stdio(&["--format", "json", "--fail-on", "low"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let r: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    assert_eq!(r["schema"], "mrtr-audit/1");
+    assert_eq!(r["server"]["target"], "a stdio server");
+    assert_eq!(r["server"]["name"], "mrtr-reference", "{r}");
+    assert_eq!(r["flow"]["method"], "tools/call");
+    assert_eq!(r["flow"]["needsState"], true);
+    let checks = r["checks"].as_array().unwrap();
+    assert_eq!(checks.len(), super::CHECKS.len());
+    for c in checks {
+        let id = c["id"].as_str().unwrap();
+        let status = c["status"].as_str().unwrap();
+        // Over stdio there is one user, one instance, and no TTL given.
+        let needs_more = ["binding-principal", "foreign-key", "fleet", "expiry"].contains(&id);
+        let want = if needs_more { "skip" } else { "pass" };
+        assert_eq!(status, want, "{id}: {}", c["detail"]);
+        if needs_more {
+            assert!(c["detail"].as_str().unwrap().starts_with("needs --"), "{c}");
+        }
+    }
+    assert!(r["requests"].as_u64().unwrap() <= 400);
+    assert!(
+        r["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["severity"] == "info"),
+        "{r}"
+    );
+}
+
+#[test]
+fn text_and_markdown_reports_and_the_check_selection() {
+    let out = on_stdio(&["--only", "integrity", "--only", "leaks"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let t = text(&out.stdout);
+    assert!(
+        t.starts_with("mrtr audit of a stdio server (mrtr-reference "),
+        "{t}"
+    );
+    assert!(t.contains("\nintegrity "), "{t}");
+    assert!(t.contains("\nleaks "), "{t}");
+    assert!(!t.contains("\nconfidentiality "), "{t}");
+    assert!(t.contains("2 passed, 0 failed, 0 skipped"), "{t}");
+    assert!(!t.contains('\x1b'), "no colour off a terminal: {t:?}");
+
+    let out = on_stdio(&[
+        "--format",
+        "markdown",
+        "--skip",
+        "expiry",
+        "--skip",
+        "size-caps",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let md = text(&out.stdout);
+    assert!(md.starts_with("## mrtr audit of `a stdio server`"), "{md}");
+    assert!(
+        md.contains("| check | status | detail |\n|---|---|---|\n"),
+        "{md}"
+    );
+    assert!(md.contains("| `integrity` | ✅ pass |"), "{md}");
+    assert!(
+        !md.contains("`expiry`") && !md.contains("`size-caps`"),
+        "{md}"
+    );
+
+    // The replay of deploy's final round is refused (its `once` step), so the
+    // reference server has no finding at all: even --fail-on info exits 0.
+    let out = on_stdio(&[
+        "--tool",
+        "deploy",
+        "--args",
+        r#"{"service":"web"}"#,
+        "--fail-on",
+        "info",
+        "--only",
+        "replay-after-complete",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+}
+
+#[test]
+fn the_request_budget_skips_what_it_cannot_pay_for() {
+    let out = on_stdio(&["--format", "json", "--max-requests", "20"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let r: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    assert!(r["requests"].as_u64().unwrap() <= 20, "{r}");
+    let spent: Vec<&Value> = r["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["detail"].as_str().unwrap().contains("--max-requests"))
+        .collect();
+    assert!(!spent.is_empty(), "{r}");
+    assert!(spent.iter().all(|c| c["status"] == "skip"), "{r}");
+}
