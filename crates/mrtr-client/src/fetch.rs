@@ -177,6 +177,62 @@ impl HttpClient {
     }
 }
 
+/// `https://host:port` and the path after it, without a trailing `/`, query or
+/// fragment (empty for the root): what OAuth's well-known locations are built
+/// from.
+///
+/// ```
+/// assert_eq!(
+///     mrtr_client::fetch::split_origin("https://a.example/tenant/?x"),
+///     ("https://a.example", "/tenant")
+/// );
+/// ```
+pub fn split_origin(url: &str) -> (&str, &str) {
+    let after_scheme = url.find("://").map_or(0, |i| i + 3);
+    let end = url[after_scheme..]
+        .find(['/', '?', '#'])
+        .map_or(url.len(), |i| after_scheme + i);
+    let path = url[end..].split(['?', '#']).next().unwrap_or("");
+    (&url[..end], path.trim_end_matches('/'))
+}
+
+/// Where the metadata of the authorization server `issuer` is, in the order to
+/// try: RFC 8414 section 3.1 (the well-known path inserted before the issuer's
+/// path), then OpenID Connect discovery (appended to it, then inserted).
+pub fn issuer_metadata_urls(issuer: &str) -> Vec<String> {
+    let (origin, path) = split_origin(issuer);
+    let mut urls = vec![
+        format!("{origin}/.well-known/oauth-authorization-server{path}"),
+        format!(
+            "{}/.well-known/openid-configuration",
+            issuer.trim_end_matches('/')
+        ),
+    ];
+    if !path.is_empty() {
+        urls.push(format!("{origin}/.well-known/openid-configuration{path}"));
+    }
+    urls
+}
+
+impl HttpClient {
+    /// The metadata document of the authorization server `issuer`, from the
+    /// first of [`issuer_metadata_urls`] that answers with JSON. The caller
+    /// checks that it names `issuer` (RFC 8414 section 3.3).
+    ///
+    /// # Errors
+    /// The last location's error, when none answers.
+    pub async fn issuer_metadata(&self, issuer: &str) -> Result<Value, TransportError> {
+        let mut last = None;
+        for url in issuer_metadata_urls(issuer) {
+            match self.get_json(&url).await {
+                Ok(doc) => return Ok(doc),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| TransportError::InvalidRequest("no metadata location".into())))
+    }
+}
+
 /// The JSON body of a `200` (or `201`) response.
 pub(crate) fn json_body(resp: Response<Vec<u8>>) -> Result<Value, TransportError> {
     let status = resp.status();
@@ -194,6 +250,34 @@ pub(crate) fn json_body(resp: Response<Vec<u8>>) -> Result<Value, TransportError
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn metadata_locations_follow_rfc_8414_then_openid_discovery() {
+        assert_eq!(
+            split_origin("https://a.example/mcp/"),
+            ("https://a.example", "/mcp")
+        );
+        assert_eq!(
+            split_origin("http://127.0.0.1:8/"),
+            ("http://127.0.0.1:8", "")
+        );
+        assert_eq!(split_origin("https://a.example"), ("https://a.example", ""));
+        assert_eq!(
+            issuer_metadata_urls("https://a.example/tenant"),
+            [
+                "https://a.example/.well-known/oauth-authorization-server/tenant",
+                "https://a.example/tenant/.well-known/openid-configuration",
+                "https://a.example/.well-known/openid-configuration/tenant",
+            ]
+        );
+        assert_eq!(
+            issuer_metadata_urls("https://a.example"),
+            [
+                "https://a.example/.well-known/oauth-authorization-server",
+                "https://a.example/.well-known/openid-configuration",
+            ]
+        );
+    }
 
     #[tokio::test]
     async fn refuses_what_is_not_an_http_url() {

@@ -59,6 +59,7 @@ use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use mrtr::principal::Principal;
 use mrtr::service::RequestLog;
 use mrtr_client::HttpClient;
+use mrtr_client::fetch::split_origin;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -286,23 +287,13 @@ impl ResourceServer {
         config: ResourceServerConfig,
         http: HttpClient,
     ) -> Result<Self, OAuthSetupError> {
-        let mut last = None;
-        let mut metadata = None;
-        for url in metadata_urls(&config.issuer) {
-            match http.get_json(&url).await {
-                Ok(doc) => {
-                    metadata = Some(doc);
-                    break;
-                }
-                Err(e) => last = Some(e),
-            }
-        }
-        let Some(metadata) = metadata else {
-            return Err(OAuthSetupError::Fetch {
+        let metadata = http
+            .issuer_metadata(&config.issuer)
+            .await
+            .map_err(|source| OAuthSetupError::Fetch {
                 what: "the issuer's metadata",
-                source: last.expect("at least one metadata URL"),
-            });
-        };
+                source,
+            })?;
         if metadata.get("issuer").and_then(Value::as_str) != Some(config.issuer.as_str()) {
             return Err(OAuthSetupError::Invalid(
                 "the issuer's metadata names another issuer (RFC 8414 section 3.3)".into(),
@@ -485,34 +476,6 @@ impl ResourceServer {
             }
         }
     }
-}
-
-/// The issuer's metadata URLs, in the order tried: RFC 8414 section 3.1 (the
-/// well-known path inserted before the issuer's path), then OpenID Connect
-/// discovery (appended to it, and inserted).
-fn metadata_urls(issuer: &str) -> Vec<String> {
-    let (origin, path) = split_origin(issuer);
-    let mut urls = vec![
-        format!("{origin}/.well-known/oauth-authorization-server{path}"),
-        format!(
-            "{}/.well-known/openid-configuration",
-            issuer.trim_end_matches('/')
-        ),
-    ];
-    if !path.is_empty() {
-        urls.push(format!("{origin}/.well-known/openid-configuration{path}"));
-    }
-    urls
-}
-
-/// `https://host:port` and the path after it (no trailing `/`; empty for `/`).
-fn split_origin(url: &str) -> (&str, &str) {
-    let after_scheme = url.find("://").map_or(0, |i| i + 3);
-    let end = url[after_scheme..]
-        .find(['/', '?', '#'])
-        .map_or(url.len(), |i| after_scheme + i);
-    let path = url[end..].split(['?', '#']).next().unwrap_or("");
-    (&url[..end], path.trim_end_matches('/'))
 }
 
 async fn fetch_keys(http: &HttpClient, uri: &str) -> Result<Keys, OAuthSetupError> {
@@ -765,7 +728,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn urls_are_checked_and_split() {
+    fn urls_are_checked() {
         assert!(
             ResourceServerConfig::new("https://auth.example", "https://mcp.example/mcp").is_ok()
         );
@@ -776,23 +739,6 @@ mod tests {
             let e = ResourceServerConfig::new(bad, "https://mcp.example/mcp").unwrap_err();
             assert!(e.0.starts_with("--oauth-issuer"), "{e}");
         }
-        assert_eq!(
-            split_origin("https://a.example/mcp/"),
-            ("https://a.example", "/mcp")
-        );
-        assert_eq!(
-            split_origin("http://127.0.0.1:8/"),
-            ("http://127.0.0.1:8", "")
-        );
-        assert_eq!(split_origin("https://a.example"), ("https://a.example", ""));
-        assert_eq!(
-            metadata_urls("https://a.example/tenant"),
-            [
-                "https://a.example/.well-known/oauth-authorization-server/tenant",
-                "https://a.example/tenant/.well-known/openid-configuration",
-                "https://a.example/.well-known/openid-configuration/tenant",
-            ]
-        );
     }
 
     #[test]

@@ -5,6 +5,7 @@
 use serde_json::Value;
 
 use crate::fetch::HttpClient;
+pub(super) use crate::fetch::split_origin;
 use crate::{Challenge, TransportError};
 
 /// What a client needs to know to log in to one MCP server.
@@ -36,16 +37,6 @@ pub struct AuthServer {
 
 fn invalid(what: impl Into<String>) -> TransportError {
     TransportError::Unauthorized(what.into())
-}
-
-/// `https://host:port` and the path after it (no trailing `/`).
-pub(super) fn split_origin(url: &str) -> (&str, &str) {
-    let after_scheme = url.find("://").map_or(0, |i| i + 3);
-    let end = url[after_scheme..]
-        .find(['/', '?', '#'])
-        .map_or(url.len(), |i| after_scheme + i);
-    let path = url[end..].split(['?', '#']).next().unwrap_or("");
-    (&url[..end], path.trim_end_matches('/'))
 }
 
 /// A URL compared as an identifier: scheme and host in lower case, no trailing
@@ -171,28 +162,12 @@ pub(super) async fn auth_server(
     http: &HttpClient,
     issuer: &str,
 ) -> Result<AuthServer, TransportError> {
-    let (origin, path) = split_origin(issuer);
-    let mut urls = vec![
-        format!("{origin}/.well-known/oauth-authorization-server{path}"),
-        format!(
-            "{}/.well-known/openid-configuration",
-            issuer.trim_end_matches('/')
-        ),
-    ];
-    if !path.is_empty() {
-        urls.push(format!("{origin}/.well-known/openid-configuration{path}"));
+    match http.issuer_metadata(issuer).await {
+        Ok(doc) => server_of(&doc, issuer),
+        Err(e) => Err(invalid(format!(
+            "the authorization server's metadata (RFC 8414 or OpenID discovery) cannot be read: {e}"
+        ))),
     }
-    let mut last = None;
-    for url in &urls {
-        match http.get_json(url).await {
-            Ok(doc) => return server_of(&doc, issuer),
-            Err(e) => last = Some(e),
-        }
-    }
-    Err(invalid(format!(
-        "the authorization server's metadata (RFC 8414 or OpenID discovery) cannot be read: {}",
-        last.map(|e| e.to_string()).unwrap_or_default()
-    )))
 }
 
 fn server_of(doc: &Value, issuer: &str) -> Result<AuthServer, TransportError> {
