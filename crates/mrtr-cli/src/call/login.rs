@@ -109,44 +109,26 @@ pub(super) fn token_source(
         .map_err(|e| Connect::Usage(e.to_string()))
 }
 
-/// Logs in before the flow starts, when no saved token will do: a person's
-/// login (up to `--login-timeout`) must not count against `--request-timeout`,
-/// which bounds every request of the flow. One `server/discover` request goes
-/// first; its `401` starts the login, and any other answer is left to the flow.
+/// Logs in before the flow starts, when no saved token will do and the server
+/// publishes its protected resource metadata: a person's login (up to
+/// `--login-timeout`) must not count against `--request-timeout`, which bounds
+/// every request of the flow. It sends no MCP request; a server that publishes
+/// no metadata at the well-known location is logged in to on its `401`.
 ///
 /// # Errors
 /// The transport's error when the login fails (a refused login, no login
-/// allowed, the server unreachable).
+/// within the time, the authorization server unreachable).
 pub(super) async fn ensure_logged_in(
     args: &CallArgs,
     oauth: &OAuthTokenSource,
-    transport: &dyn mrtr::client::Transport,
 ) -> Result<(), mrtr::client::TransportError> {
-    use mrtr::client::TransportError;
-    use mrtr_client::TokenSource as _;
-    if oauth.token(None).await?.is_some() {
-        return Ok(());
-    }
-    let probe = serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "server/discover",
-        "params": {"_meta": {
-            "io.modelcontextprotocol/protocolVersion": mrtr::wire::PROTOCOL_VERSION,
-            "io.modelcontextprotocol/clientInfo": {"name": "mrtr-call", "version": env!("CARGO_PKG_VERSION")},
-            "io.modelcontextprotocol/clientCapabilities": {},
-        }},
-    });
     let limit = Duration::from_secs(args.login_timeout.saturating_add(args.request_timeout));
-    match tokio::time::timeout(limit, transport.send(probe)).await {
-        Err(_) => Err(TransportError::Unauthorized(format!(
+    match tokio::time::timeout(limit, oauth.log_in_if_protected()).await {
+        Err(_) => Err(mrtr::client::TransportError::Unauthorized(format!(
             "no login within {} s",
             limit.as_secs()
         ))),
-        Ok(Err(e @ TransportError::Unauthorized(_))) => Err(e),
-        // Logged in (or the server needs no login after all): the flow goes on,
-        // and reports whatever else it meets.
-        Ok(_) => Ok(()),
+        Ok(r) => r.map(|_| ()),
     }
 }
 

@@ -160,7 +160,7 @@ pub async fn run_call_with_output(
         }
     };
     if let Some(oauth) = &server.oauth
-        && let Err(e) = login::ensure_logged_in(&args, oauth, server.transport.as_ref()).await
+        && let Err(e) = login::ensure_logged_in(&args, oauth).await
     {
         let e = ClientError::Transport(e);
         let _ = writeln!(err, "error: {}", one_line(&e.to_string()));

@@ -260,6 +260,28 @@ impl OAuthTokenSource {
         }
     }
 
+    /// Logs in now, before any MCP request, when no saved token will do and the
+    /// server publishes protected resource metadata at its well-known location
+    /// (RFC 9728 section 3): a login that waits for a person then runs outside
+    /// the per-request time limits of the flow that follows. Says whether it
+    /// logged in. A server that publishes no metadata there is left alone: if
+    /// it asks for a login, its `401` starts one during the flow.
+    ///
+    /// # Errors
+    /// As a login in the flow: a refused login, a timeout, the authorization
+    /// server unreachable.
+    pub async fn log_in_if_protected(&self) -> Result<bool, TransportError> {
+        let mut st = self.state.lock().await;
+        if self.next(&mut st).await?.is_some() || matches!(self.config.grant, Grant::CachedOnly) {
+            return Ok(false);
+        }
+        if self.discovered(&mut st, None).await.is_err() {
+            return Ok(false);
+        }
+        self.obtain(&mut st, None).await?;
+        Ok(true)
+    }
+
     /// The token for the next request: the one in hand, refreshed or fetched
     /// when the source knows it must be.
     async fn next(&self, st: &mut State) -> Result<Option<BearerToken>, TransportError> {

@@ -102,7 +102,8 @@ fn service() -> Service {
     )
 }
 
-/// Serves the service on 127.0.0.1, counting the requests; returns its URL.
+/// Serves the service on 127.0.0.1, counting the MCP requests (the POSTs: a
+/// call may first look for OAuth metadata with a GET); returns its URL.
 async fn serve() -> (String, Arc<AtomicUsize>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
@@ -110,7 +111,9 @@ async fn serve() -> (String, Arc<AtomicUsize>) {
     let counted = requests.clone();
     let app: axum::Router = mcp_router(Arc::new(service()), HttpOptions::default(), Anonymous)
         .layer(middleware::from_fn(move |req: Request, next: Next| {
-            counted.fetch_add(1, Ordering::SeqCst);
+            if req.method() == axum::http::Method::POST {
+                counted.fetch_add(1, Ordering::SeqCst);
+            }
             async move { next.run(req).await }
         }));
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
