@@ -436,6 +436,23 @@ pub(super) async fn fleet(ctx: &mut Context<'_>, b: &Baseline) -> Result<CheckRe
     Ok(f.done("a fresh state presented to the other instance"))
 }
 
+/// A flow begun on `url` (its first request, what it asked, its state),
+/// answered and resumed there: the reply, and what had been asked.
+async fn resume(
+    ctx: &mut Context<'_>,
+    url: Option<&str>,
+    (first, requests, state): &(Value, Map<String, Value>, String),
+) -> Result<(Exchange, Map<String, Value>), Spent> {
+    let answers = answer::answers(requests, &ctx.marks);
+    let rid = ctx.target.id();
+    let body = retry(first, rid, Some(state), Some(&answers));
+    let ex = ctx
+        .target
+        .send_to(url, Who::Main, &body, McpHeaders::Derived)
+        .await?;
+    Ok((ex, requests.clone()))
+}
+
 pub(super) async fn expiry(
     ctx: &mut Context<'_>,
     b: &Baseline,
@@ -477,18 +494,7 @@ pub(super) async fn expiry(
             }
         }
     }
-    let (first, requests, state) = flows[0].clone();
-    let answers = answer::answers(&requests, &ctx.marks);
-    let rid = ctx.target.id();
-    let ex = ctx
-        .target
-        .send_to(
-            url.as_deref(),
-            Who::Main,
-            &retry(&first, rid, Some(&state), Some(&answers)),
-            McpHeaders::Derived,
-        )
-        .await?;
+    let (ex, requests) = resume(ctx, url.as_deref(), &flows[0]).await?;
     if !Outcome::of(&ex).progressed(&requests) {
         return Ok(skip(
             id,
@@ -505,18 +511,7 @@ pub(super) async fn expiry(
         wait.as_secs()
     );
     tokio::time::sleep(wait).await;
-    let (first, requests, state) = flows[1].clone();
-    let answers = answer::answers(&requests, &ctx.marks);
-    let rid = ctx.target.id();
-    let ex = ctx
-        .target
-        .send_to(
-            url.as_deref(),
-            Who::Main,
-            &retry(&first, rid, Some(&state), Some(&answers)),
-            McpHeaders::Derived,
-        )
-        .await?;
+    let (ex, requests) = resume(ctx, url.as_deref(), &flows[1]).await?;
     let sent = format!("a state {} s after it was issued", wait.as_secs());
     let outcome = Outcome::of(&ex);
     if matches!(outcome, Outcome::Error { .. }) {

@@ -104,7 +104,8 @@ pub(super) enum Flaw {
     DistinctErrors,
     /// Asks the form even when the request declared no form elicitation.
     AsksUndeclared,
-    /// `resources/list` and `resources/templates/list` answer `input_required`.
+    /// `tools/list`, `resources/list` and `resources/templates/list` answer
+    /// `input_required` (and list once answered).
     InputRequiredOnList,
     /// An answer of the wrong kind, or a form answer that breaks its schema, is
     /// taken as an accept (a missing answer is still asked again).
@@ -636,11 +637,11 @@ impl App {
             "tools/call" | "prompts/get" | "resources/read" => {
                 self.carrier(id, method, params, &principal, caps)
             }
-            _ => self.listing(id, method, &principal),
+            _ => self.listing(id, method, params, &principal),
         }
     }
 
-    fn listing(&self, id: &Value, method: &str, principal: &Principal) -> Reply {
+    fn listing(&self, id: &Value, method: &str, params: &Value, principal: &Principal) -> Reply {
         let result = match method {
             "server/discover" => json!({
                 "resultType": "complete",
@@ -649,6 +650,27 @@ impl App {
                 "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "mrtr-audit-toy", "version": "1.0.0"}}
             }),
             "ping" => json!({"resultType": "complete"}),
+            // Asks first, and lists once it has an answer (the audit answers,
+            // to learn the tools, and reports the fault).
+            "tools/list" | "resources/list" | "resources/templates/list"
+                if self.flaw == Flaw::InputRequiredOnList
+                    && params.get("inputResponses").is_none() =>
+            {
+                let empty = json!({});
+                let c = Carrier {
+                    method,
+                    name: "",
+                    args: &empty,
+                    principal,
+                };
+                json!({
+                    "resultType": "input_required",
+                    "inputRequests": {"filter": {"method": "elicitation/create", "params": {
+                        "mode": "form", "message": "Which resources?",
+                        "requestedSchema": {"type": "object", "properties": {"filter": {"type": "string"}}, "required": ["filter"]}}}},
+                    "requestState": self.seal(&c, "filter"),
+                })
+            }
             "tools/list" => {
                 let item = json!({"type": "object", "properties": {"item": {"type": "string"}}, "required": ["item"]});
                 let mut r = json!({"tools": [
@@ -666,24 +688,6 @@ impl App {
                 {"name": "confirm_action", "description": "Asks the user to confirm an item, then writes a message about it.",
                  "arguments": [{"name": "item", "description": "The item", "required": true}]}
             ]}),
-            "resources/list" | "resources/templates/list"
-                if self.flaw == Flaw::InputRequiredOnList =>
-            {
-                let empty = json!({});
-                let c = Carrier {
-                    method,
-                    name: "",
-                    args: &empty,
-                    principal,
-                };
-                json!({
-                    "resultType": "input_required",
-                    "inputRequests": {"filter": {"method": "elicitation/create", "params": {
-                        "mode": "form", "message": "Which resources?",
-                        "requestedSchema": {"type": "object", "properties": {"filter": {"type": "string"}}, "required": ["filter"]}}}},
-                    "requestState": self.seal(&c, "filter"),
-                })
-            }
             "resources/list" => json!({"resultType": "complete", "resources": []}),
             _ => json!({"resultType": "complete", "resourceTemplates": []}),
         };
