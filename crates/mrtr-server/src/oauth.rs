@@ -16,7 +16,9 @@
 //!   with the configured skew, and the scopes required of every request (a refused
 //!   token: `401` with `error="invalid_token"`);
 //! - checks the scopes a tool requires, if configured (`403` with
-//!   `error="insufficient_scope"` and the scopes to ask for);
+//!   `error="insufficient_scope"` and the scopes to ask for); only for a token
+//!   that lacks one of them is the body read, to learn the tool, within 1 MiB
+//!   and 10 s (`400` otherwise);
 //! - inserts the [`Principal`] `iss` + `sub` into the request's extensions, for
 //!   [`FromExtension`](crate::http::FromExtension): a state sealed for a subject
 //!   of one issuer never opens for the same subject of another.
@@ -76,7 +78,13 @@ pub const DEFAULT_SKEW: Duration = Duration::from_secs(60);
 const JWKS_REFRESH_INTERVAL: Duration = Duration::from_secs(60);
 
 /// The largest body read to learn which tool a request calls (tool scopes only).
-const MAX_PEEK: usize = 4 * 1024 * 1024;
+/// Only a token that lacks some tool's scope has its request read here, before
+/// the transport's own body limits: so the read is bounded in size and in time.
+const MAX_PEEK: usize = 1024 * 1024;
+
+/// The longest the body read for a tool scope may take (a slow sender holds no
+/// more than this).
+const PEEK_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The longest token looked at (bytes): longer is refused before any parsing.
 const MAX_TOKEN: usize = 16 * 1024;
@@ -590,10 +598,11 @@ async fn authenticate(State(rs): State<ResourceServer>, mut req: Request, next: 
     {
         // This token may not call some tool: see which one the request calls.
         let (parts, body) = req.into_parts();
-        let Ok(bytes) = to_bytes(body, MAX_PEEK).await else {
+        let Ok(Ok(bytes)) = tokio::time::timeout(PEEK_TIMEOUT, to_bytes(body, MAX_PEEK)).await
+        else {
             return rs.refuse(
                 Refusal {
-                    reason: "the body could not be read (or is too large) to check tool scopes",
+                    reason: "the body could not be read in time, or is too large, to check tool scopes",
                     kind: RefusalKind::Body,
                 },
                 started,

@@ -326,6 +326,48 @@ fn tokens_are_checked_and_refusals_say_only_what_a_client_acts_on() {
     assert!(!log.contains(&good) && !log.contains(&admin));
 }
 
+/// A token that lacks a tool's scope has its body read to learn the tool: that
+/// read is bounded (1 MiB, 10 s), whatever the transport's own limits.
+#[test]
+fn the_body_read_for_a_tool_scope_is_bounded_in_size_and_time() {
+    use std::io::{Read, Write};
+    let (listener, audience) = bind();
+    let config = ResourceServerConfig::new(ISSUER, &audience)
+        .unwrap()
+        .with_tool_scope("deploy", "mcp:admin");
+    let oauth = ResourceServer::with_keys(config, &jwks(&[jwk("a", KEY_A_X)])).unwrap();
+    let server = protected(listener, &oauth);
+    let good = token(KEY_A, "a", &audience, json!({}));
+    let head = |len: usize| {
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+             Authorization: Bearer {good}\r\nContent-Length: {len}\r\nConnection: close\r\n\r\n",
+            server.addr
+        )
+    };
+    // Over 1 MiB: 400, without waiting for the rest.
+    let (status, _, _) = post(
+        server.addr,
+        Some(&good),
+        &json!({"pad": "a".repeat(1024 * 1024)}),
+    );
+    assert_eq!(status, 400);
+    // A body that never comes: 400 after the 10 s, not a held connection.
+    let mut s = std::net::TcpStream::connect(server.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s.write_all(head(100).as_bytes()).unwrap();
+    s.write_all(b"{\"jsonrpc\"").unwrap();
+    let started = std::time::Instant::now();
+    let mut reply = String::new();
+    let _ = s.read_to_string(&mut reply);
+    assert!(reply.starts_with("HTTP/1.1 400"), "{reply}");
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_secs(9) && waited < Duration::from_secs(25),
+        "{waited:?}"
+    );
+}
+
 #[test]
 fn a_state_opens_only_for_the_subject_it_was_issued_to() {
     let (listener, audience) = bind();
