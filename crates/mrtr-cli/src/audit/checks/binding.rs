@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::super::answer::{self, Marks};
 use super::super::args::Severity;
-use super::super::flow::{Baseline, Outcome, carrier, retry};
+use super::super::flow::{Baseline, Listed, Outcome, carrier, retry};
 use super::super::target::{Exchange, McpHeaders, Spent, Who, all_caps};
 use super::{CheckId, CheckResult, Context, Findings, evidence, fresh_state, skip};
 
@@ -108,32 +108,27 @@ pub(super) async fn arguments(ctx: &mut Context<'_>, b: &Baseline) -> Result<Che
             "the tool takes no argument the audit can change (give --tool and --args with a string argument)",
         ));
     };
-    let (round, state) = match fresh_state(ctx, b, Who::Main, id).await? {
-        Ok(r) => r,
-        Err(skipped) => return Ok(skipped),
-    };
     let mut first = b.first.clone();
     first["params"]["arguments"] = args;
-    let rid = ctx.target.id();
-    let body = retry(&first, rid, Some(&state), Some(&round.answers));
-    let ex = ctx.target.send(Who::Main, &body).await?;
+    let ex = match presented(ctx, b, id, &first, None, Who::Main).await? {
+        Ok(ex) => ex,
+        Err(skipped) => return Ok(skipped),
+    };
     let sent = format!("the state with another value of the argument {name:?}");
-    ctx.keep_refusal(id, &sent, &ex);
-    let mut f = Findings::new(id);
-    let judged = judge(
-        &mut f,
+    let detail = format!("the argument {name:?} changed under the state");
+    Ok(judged(
+        ctx,
+        b,
+        id,
         &ex,
-        &b.asked(),
-        &sent,
-        Severity::High,
-        "a state opens for other arguments than its own",
-        FIX_BINDING,
-        !b.needs_state,
-    );
-    if judged.is_none() {
-        return Ok(skip(id, STATE_FREE));
-    }
-    Ok(f.done(format!("the argument {name:?} changed under the state")))
+        Misplaced {
+            sent: &sent,
+            severity: Severity::High,
+            title: "a state opens for other arguments than its own",
+            fix: FIX_BINDING,
+            detail: &detail,
+        },
+    ))
 }
 
 /// The first call of `method` `name` with `arguments`: its first request and
@@ -153,23 +148,29 @@ async fn asking(
     })
 }
 
-/// The state of the baseline presented on `method` `name` (another tool, or a
-/// prompt) with both flows' answers; `None` when nothing there asks, or the
-/// other flow needs no state.
+/// The state of the baseline presented on `method` for the first of
+/// `candidates` that asks (another tool, or a prompt), with both flows'
+/// answers; skipped with `none` when none of them asks.
 async fn transplant(
     ctx: &mut Context<'_>,
     b: &Baseline,
     id: CheckId,
     method: &str,
-    candidates: &[(String, Value)],
-) -> Result<Result<CheckResult, String>, Spent> {
+    candidates: &[Listed],
+    none: &str,
+) -> Result<CheckResult, Spent> {
     if b.state().is_none() {
-        return Ok(Err("the server hands out no requestState".into()));
+        return Ok(skip(id, "the server hands out no requestState"));
     }
     // The other flow with the baseline's arguments where it takes them (then only
     // the tool or the method differs), else with its own.
     let mut found = None;
-    'search: for (name, own) in candidates.iter().take(6) {
+    'search: for Listed {
+        name,
+        arguments: own,
+        ..
+    } in candidates.iter().take(6)
+    {
         let mut same = own.clone();
         if let (Some(o), Some(base)) = (same.as_object_mut(), b.arguments.as_object()) {
             for (k, v) in base {
@@ -194,11 +195,11 @@ async fn transplant(
         }
     }
     let Some((name, first, requests, same_args)) = found else {
-        return Ok(Err(String::new()));
+        return Ok(skip(id, none));
     };
     let (round, state) = match fresh_state(ctx, b, Who::Main, id).await? {
         Ok(r) => r,
-        Err(skipped) => return Ok(Ok(skipped)),
+        Err(skipped) => return Ok(skipped),
     };
     let mut answers = answer::answers(&requests, &ctx.marks);
     for (k, v) in &round.answers {
@@ -234,53 +235,40 @@ async fn transplant(
     )
     .is_none()
     {
-        return Ok(Err(format!(
-            "{method} {name:?} completes without any state and took the misplaced one too: the \
-             state binds nothing there, so this shows nothing"
-        )));
+        return Ok(skip(
+            id,
+            format!(
+                "{method} {name:?} completes without any state and took the misplaced one too: \
+                 the state binds nothing there, so this shows nothing"
+            ),
+        ));
     }
-    Ok(Ok(f.done(format!(
+    Ok(f.done(format!(
         "presented on {method} {name:?} {}",
         if same_args {
             "with the same arguments"
         } else {
             "with its own arguments (a refusal may be for the arguments)"
         }
-    ))))
+    )))
 }
 
 pub(super) async fn tool(ctx: &mut Context<'_>, b: &Baseline) -> Result<CheckResult, Spent> {
-    let id = CheckId::BindingTool;
-    let candidates: Vec<(String, Value)> = b
-        .tools
-        .iter()
-        .map(|t| (t.name.clone(), t.arguments.clone()))
-        .collect();
-    Ok(
-        match transplant(ctx, b, id, "tools/call", &candidates).await? {
-            Ok(r) => r,
-            Err(why) if why.is_empty() => skip(id, "no other tool answers input_required"),
-            Err(why) => skip(id, why),
-        },
-    )
+    let none = "no other tool answers input_required";
+    transplant(ctx, b, CheckId::BindingTool, "tools/call", &b.tools, none).await
 }
 
 pub(super) async fn method(ctx: &mut Context<'_>, b: &Baseline) -> Result<CheckResult, Spent> {
-    let id = CheckId::BindingMethod;
-    let candidates: Vec<(String, Value)> = b
-        .prompts
-        .iter()
-        .map(|p| (p.name.clone(), p.arguments.clone()))
-        .collect();
-    Ok(
-        match transplant(ctx, b, id, "prompts/get", &candidates).await? {
-            Ok(r) => r,
-            Err(why) if why.is_empty() => {
-                skip(id, "no prompt answers input_required (prompts/get)")
-            }
-            Err(why) => skip(id, why),
-        },
+    let none = "no prompt answers input_required (prompts/get)";
+    transplant(
+        ctx,
+        b,
+        CheckId::BindingMethod,
+        "prompts/get",
+        &b.prompts,
+        none,
     )
+    .await
 }
 
 pub(super) async fn principal(ctx: &mut Context<'_>, b: &Baseline) -> Result<CheckResult, Spent> {
@@ -308,50 +296,84 @@ pub(super) async fn principal(ctx: &mut Context<'_>, b: &Baseline) -> Result<Che
             ),
         ));
     }
-    let (round, state) = match fresh_state(ctx, b, Who::Main, id).await? {
-        Ok(r) => r,
+    let ex = match presented(ctx, b, id, &b.first, None, Who::Other).await? {
+        Ok(ex) => ex,
         Err(skipped) => return Ok(skipped),
     };
-    let rid = ctx.target.id();
-    let body = retry(&b.first, rid, Some(&state), Some(&round.answers));
-    let ex = ctx.target.send(Who::Other, &body).await?;
-    let sent = "the first user's state, as the second user (--as-other)";
-    ctx.keep_refusal(id, sent, &ex);
-    let mut f = Findings::new(id);
-    let judged = judge(
-        &mut f,
+    Ok(judged(
+        ctx,
+        b,
+        id,
         &ex,
-        &b.asked(),
-        sent,
-        Severity::Critical,
-        "a state of one user opens for another",
-        "Bind the authenticated principal (for OAuth, the token's issuer and subject) inside the \
-         integrity-protected state, and refuse a state presented by anyone else.",
-        !b.needs_state,
-    );
-    if judged.is_none() {
-        return Ok(skip(id, STATE_FREE));
-    }
-    Ok(f.done("presented by the second user"))
+        Misplaced {
+            sent: "the first user's state, as the second user (--as-other)",
+            severity: Severity::Critical,
+            title: "a state of one user opens for another",
+            fix: "Bind the authenticated principal (for OAuth, the token's issuer and subject) \
+                  inside the integrity-protected state, and refuse a state presented by anyone else.",
+            detail: "presented by the second user",
+        },
+    ))
 }
 
-/// A fresh key round's retry sent to `url`.
-async fn elsewhere(
+/// A fresh key round's state (begun as the first user), presented with `first`
+/// (the baseline's first request, or one with other arguments) to `url` (the
+/// server when `None`) as `who`.
+async fn presented(
     ctx: &mut Context<'_>,
     b: &Baseline,
     id: CheckId,
-    url: &str,
+    first: &Value,
+    url: Option<&str>,
+    who: Who,
 ) -> Result<Result<Exchange, CheckResult>, Spent> {
     let (round, state) = match fresh_state(ctx, b, Who::Main, id).await? {
         Ok(r) => r,
         Err(skipped) => return Ok(Err(skipped)),
     };
     let rid = ctx.target.id();
-    let body = retry(&b.first, rid, Some(&state), Some(&round.answers));
+    let body = retry(first, rid, Some(&state), Some(&round.answers));
     Ok(Ok(ctx
         .target
-        .send_to(Some(url), Who::Main, &body, McpHeaders::Derived)
+        .send_to(url, who, &body, McpHeaders::Derived)
         .await?))
+}
+
+/// A state presented where it does not belong, and what taking it means.
+struct Misplaced<'a> {
+    sent: &'a str,
+    severity: Severity,
+    title: &'a str,
+    fix: &'a str,
+    /// The check's detail when it ran.
+    detail: &'a str,
+}
+
+/// The check's result for the misplaced state `ex` answered: kept as a refusal,
+/// judged, and skipped where the server needs no state.
+fn judged(
+    ctx: &mut Context<'_>,
+    b: &Baseline,
+    id: CheckId,
+    ex: &Exchange,
+    m: Misplaced<'_>,
+) -> CheckResult {
+    ctx.keep_refusal(id, m.sent, ex);
+    let mut f = Findings::new(id);
+    let judged = judge(
+        &mut f,
+        ex,
+        &b.asked(),
+        m.sent,
+        m.severity,
+        m.title,
+        m.fix,
+        !b.needs_state,
+    );
+    if judged.is_none() {
+        return skip(id, STATE_FREE);
+    }
+    f.done(m.detail)
 }
 
 /// Whether `url` answers the tool's first call by asking.
@@ -387,28 +409,24 @@ pub(super) async fn foreign_key(ctx: &mut Context<'_>, b: &Baseline) -> Result<C
             format!("the foreign instance does not ask as the server does ({got})"),
         ));
     }
-    let ex = match elsewhere(ctx, b, id, &url).await? {
+    let ex = match presented(ctx, b, id, &b.first, Some(&url), Who::Main).await? {
         Ok(ex) => ex,
         Err(skipped) => return Ok(skipped),
     };
-    let sent = "the state, to the instance with another key";
-    ctx.keep_refusal(id, sent, &ex);
-    let mut f = Findings::new(id);
-    let judged = judge(
-        &mut f,
+    Ok(judged(
+        ctx,
+        b,
+        id,
         &ex,
-        &b.asked(),
-        sent,
-        Severity::Critical,
-        "a state opens under another key",
-        "Verify the state with the instance's own keys only (check that --foreign-url really has \
-         another key).",
-        !b.needs_state,
-    );
-    if judged.is_none() {
-        return Ok(skip(id, STATE_FREE));
-    }
-    Ok(f.done("presented to the instance with another key"))
+        Misplaced {
+            sent: "the state, to the instance with another key",
+            severity: Severity::Critical,
+            title: "a state opens under another key",
+            fix: "Verify the state with the instance's own keys only (check that --foreign-url \
+                  really has another key).",
+            detail: "presented to the instance with another key",
+        },
+    ))
 }
 
 pub(super) async fn fleet(ctx: &mut Context<'_>, b: &Baseline) -> Result<CheckResult, Spent> {
@@ -419,7 +437,7 @@ pub(super) async fn fleet(ctx: &mut Context<'_>, b: &Baseline) -> Result<CheckRe
             "needs --peer-url URL, another instance that shares the key",
         ));
     };
-    let ex = match elsewhere(ctx, b, id, &url).await? {
+    let ex = match presented(ctx, b, id, &b.first, Some(&url), Who::Main).await? {
         Ok(ex) => ex,
         Err(skipped) => return Ok(skipped),
     };
