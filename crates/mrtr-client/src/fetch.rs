@@ -233,6 +233,178 @@ impl HttpClient {
     }
 }
 
+/// Which URLs may be fetched on behalf of a URL the user named: the one rule for
+/// every document and endpoint that OAuth discovers (the MCP client's metadata,
+/// authorization, token and registration endpoints; the resource server's
+/// JWKS).
+///
+/// A discovered URL is chosen by a server, so it may point anywhere, the user's
+/// own machine included. The policy allows:
+/// - `https://` on any host that is not loopback;
+/// - `https://` on a loopback host only when the user named a loopback URL;
+/// - plain `http://` only to the origin (scheme, host and port) of a URL the user
+///   named, and only when that is on a loopback host (a local test server);
+/// - with [`any_loopback_http`](Self::any_loopback_http), plain `http://` to any
+///   port of a loopback host (local testing with several servers).
+///
+/// A loopback host is `localhost` or a loopback IP literal; a name that merely
+/// resolves to one counts as remote (so it gets no plain `http://`).
+///
+/// ```
+/// use mrtr_client::fetch::UrlPolicy;
+///
+/// let local = UrlPolicy::new().named("http://127.0.0.1:8080/mcp");
+/// assert!(local.allows("http://127.0.0.1:8080/.well-known/openid-configuration"));
+/// assert!(!local.allows("http://127.0.0.1:6379/admin"));
+/// assert!(local.allows("https://auth.example/token"));
+///
+/// let remote = UrlPolicy::new().named("https://mcp.example/mcp");
+/// assert!(!remote.allows("http://127.0.0.1:8080/admin"));
+/// assert!(!remote.allows("https://127.0.0.1:8443/admin"));
+/// assert!(!remote.allows("http://auth.example/token"));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[must_use]
+pub struct UrlPolicy {
+    /// Origins (lower case) that may be fetched over plain http.
+    http_origins: Vec<String>,
+    /// Whether https on a loopback host is allowed (a loopback URL was named).
+    loopback_https: bool,
+    /// Whether plain http to any loopback port is allowed.
+    any_loopback_http: bool,
+}
+
+/// Why [`UrlPolicy::check`] refused a URL. Its text names what was refused and
+/// the URL's scheme and host, never its path or query.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{what} ({origin}) is refused: {why}")]
+pub struct UrlRefused {
+    what: String,
+    origin: String,
+    why: &'static str,
+}
+
+impl UrlPolicy {
+    /// `https://` to hosts that are not loopback, and nothing else.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Also what `url`, a URL the user named (the MCP server, an expected
+    /// issuer), opens: its own origin over plain http when that is a loopback
+    /// host, and https on loopback hosts when it is on one.
+    pub fn named(mut self, url: &str) -> Self {
+        if let Some(parsed) = Parsed::of(url) {
+            if parsed.loopback {
+                self.loopback_https = true;
+                if parsed.scheme == "http" {
+                    self.http_origins.push(parsed.origin);
+                }
+            }
+        }
+        self
+    }
+
+    /// Also plain `http://` to any port of a loopback host: for local testing,
+    /// where the MCP server and its authorization server run on separate ports.
+    /// Off by default.
+    pub fn any_loopback_http(mut self, allow: bool) -> Self {
+        self.any_loopback_http = allow;
+        if allow {
+            self.loopback_https = true;
+        }
+        self
+    }
+
+    /// Whether `url` may be fetched.
+    pub fn allows(&self, url: &str) -> bool {
+        self.check(url, "the URL").is_ok()
+    }
+
+    /// `Ok` when `url` may be fetched; else why not, naming it as `what`
+    /// ("the authorization server's token_endpoint").
+    ///
+    /// # Errors
+    /// [`UrlRefused`] when the policy does not allow `url`.
+    pub fn check(&self, url: &str, what: &str) -> Result<(), UrlRefused> {
+        let refused = |origin: &str, why| UrlRefused {
+            what: what.to_owned(),
+            origin: origin.to_owned(),
+            why,
+        };
+        let Some(p) = Parsed::of(url) else {
+            return Err(refused("?", "not an absolute http:// or https:// URL"));
+        };
+        match (p.scheme, p.loopback) {
+            ("https", false) => Ok(()),
+            ("https", true) if self.loopback_https => Ok(()),
+            ("https", true) => Err(refused(
+                &p.origin,
+                "a loopback address, and the server named is not on this machine",
+            )),
+            (_, true) if self.any_loopback_http || self.http_origins.contains(&p.origin) => Ok(()),
+            (_, true) => Err(refused(
+                &p.origin,
+                "plain http:// to another address of this machine than the one named \
+                 (allow it for local testing only)",
+            )),
+            _ => Err(refused(
+                &p.origin,
+                "plain http:// to a remote host (use https://)",
+            )),
+        }
+    }
+}
+
+/// The parts of an absolute http(s) URL that [`UrlPolicy`] judges.
+struct Parsed {
+    scheme: &'static str,
+    /// `scheme://host:port`, lower case, the default port left out.
+    origin: String,
+    loopback: bool,
+}
+
+impl Parsed {
+    fn of(url: &str) -> Option<Self> {
+        let uri: Uri = url.parse().ok()?;
+        let scheme = match uri.scheme_str()? {
+            s if s.eq_ignore_ascii_case("https") => "https",
+            s if s.eq_ignore_ascii_case("http") => "http",
+            _ => return None,
+        };
+        let authority = uri.authority()?;
+        if authority.as_str().contains('@') {
+            // Credentials in the URL: never followed.
+            return None;
+        }
+        let host = authority.host().to_ascii_lowercase();
+        let default = if scheme == "https" { 443 } else { 80 };
+        let port = authority.port_u16().unwrap_or(default);
+        let origin = if port == default {
+            format!("{scheme}://{host}")
+        } else {
+            format!("{scheme}://{host}:{port}")
+        };
+        Some(Self {
+            scheme,
+            origin,
+            loopback: is_loopback_host(&host),
+        })
+    }
+}
+
+/// Whether `host` (as it appears in a URL, IPv6 in brackets) is `localhost` or
+/// a loopback IP literal.
+pub(crate) fn is_loopback_host(host: &str) -> bool {
+    let host = host.trim_end_matches('.');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 /// The JSON body of a `200` (or `201`) response.
 pub(crate) fn json_body(resp: Response<Vec<u8>>) -> Result<Value, TransportError> {
     let status = resp.status();
@@ -290,4 +462,54 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn the_url_policy_opens_only_what_the_user_named() {
+        let https = UrlPolicy::new();
+        assert!(https.allows("https://auth.example/x"));
+        assert!(https.allows("HTTPS://Auth.Example:8443/x"));
+        for refused in [
+            "http://auth.example/token",
+            "http://127.0.0.1:9000/token",
+            "https://127.0.0.1:9000/token",
+            "https://localhost/token",
+            "https://[::1]:8/token",
+            "http://localhost./x",
+            "javascript:alert(1)",
+            "/relative",
+            "https://user:pw@auth.example/x",
+            "ftp://auth.example/x",
+        ] {
+            assert!(!https.allows(refused), "{refused}");
+        }
+        // A loopback MCP server opens its own origin, and https on loopback.
+        let local = UrlPolicy::new().named("http://127.0.0.1:8080/mcp");
+        assert!(local.allows("http://127.0.0.1:8080/.well-known/x?y"));
+        assert!(local.allows("https://127.0.0.1:9443/x"));
+        assert!(!local.allows("http://127.0.0.1:8081/x"));
+        assert!(!local.allows("http://localhost:8080/x"));
+        assert!(!local.allows("http://auth.example/x"));
+        // The default port is the same origin written either way.
+        let default_port = UrlPolicy::new().named("http://localhost/mcp");
+        assert!(default_port.allows("http://localhost:80/x"));
+        assert!(default_port.allows("http://LOCALHOST/x"));
+        // A name that resolves to loopback is remote: no plain http.
+        let hex = UrlPolicy::new().named("http://0x7f000001:8080/mcp");
+        assert!(!hex.allows("http://0x7f000001:8080/x"));
+        // A remote https server opens nothing on this machine.
+        let remote = UrlPolicy::new().named("https://mcp.example/mcp");
+        assert_eq!(remote, UrlPolicy::new());
+        // The explicit opening for local tests: any loopback port, never remote.
+        let tests = UrlPolicy::new().any_loopback_http(true);
+        assert!(tests.allows("http://127.0.0.1:1/x"));
+        assert!(tests.allows("http://[::1]:2/x"));
+        assert!(!tests.allows("http://auth.example/x"));
+        let e = remote
+            .check("http://127.0.0.1:6379/admin?op=wipe", "the token_endpoint")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("the token_endpoint (http://127.0.0.1:6379) is refused"), "{e}");
+        assert!(!e.contains("admin") && !e.contains("wipe"), "{e}");
+    }
+
 }
