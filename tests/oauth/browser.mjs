@@ -12,8 +12,10 @@
 // response from the provider (delivered to the callback first unless --no-follow).
 // The password defaults to USER-password (the provider's test users).
 //
-// As a module: `authorize(url, { user, password, follow, deny })` resolves to
-// { redirect, code, state, iss } or throws.
+// As a module: `authorize(url, { user, password, follow, deny, provider })`
+// resolves to { redirect, code, state, iss } or throws. `provider` is the
+// provider's origin when the URL starts elsewhere (a server that redirects the
+// browser on to it, as in a mix-up): redirects before the provider are followed.
 import { pathToFileURL } from 'node:url';
 
 // Cookies of the provider's origin, by name and path.
@@ -60,15 +62,28 @@ function forms(html) {
   }));
 }
 
-export async function authorize(authorizationUrl, { user, password, follow = true, deny = false } = {}) {
+export async function authorize(authorizationUrl, { user, password, follow = true, deny = false, provider } = {}) {
   if (!user) throw new Error('no user given');
   password ??= `${user}-password`;
-  const origin = new URL(authorizationUrl).origin;
+  const origin = provider ?? new URL(authorizationUrl).origin;
   const jar = new Jar();
   let url = new URL(authorizationUrl);
   let method = 'GET';
   let body;
+  let reached = url.origin === origin;
   for (let step = 0; step < 20; step++) {
+    if (!reached && url.origin !== origin) {
+      // Not at the provider yet: another server sends the browser on.
+      const res = await fetch(url, { redirect: 'manual' });
+      await res.arrayBuffer();
+      const location = res.headers.get('location');
+      if (res.status < 300 || res.status >= 400 || !location) {
+        throw new Error(`${url.origin}${url.pathname} answered ${res.status} before the provider`);
+      }
+      url = new URL(location, url);
+      continue;
+    }
+    reached = true;
     if (url.origin !== origin) {
       // Left the provider: this is the redirect to the client.
       const params = url.searchParams;

@@ -102,7 +102,10 @@ function mrtrCall(args, { browser, env = {} } = {}) {
 const asAlice = (url) => authorize(url, { user: 'alice' });
 const ELICIT = 'test_input_required_result_elicitation';
 const ANSWER = JSON.stringify({ user_name: { action: 'accept', content: { name: 'Ada' } } });
-const elicit = (...extra) => [mcpUrl, 'tool', ELICIT, '--answers', ANSWER, '--no-input', ...extra];
+// The provider runs on another loopback port than the server: naming it as the
+// expected issuer is what lets discovery fetch it over plain http (and pins it).
+const bare = (...extra) => [mcpUrl, 'tool', ELICIT, '--answers', ANSWER, '--no-input', ...extra];
+const elicit = (...extra) => bare('--oauth-issuer', facts.MRTR_OIDC_ISSUER, ...extra);
 
 function cache() {
   return JSON.parse(fs.readFileSync(path.join(work, 'tokens.json'), 'utf8'));
@@ -205,19 +208,33 @@ test('a request without a token gets 401 and the challenge that says where to lo
 test('mrtr call discovers, registers, logs in alice and finishes a two-round flow', async () => {
   // The person takes longer over the login than --request-timeout allows one
   // request: the login is not one of the flow's requests.
+  // Before the person, something else on the machine sends the listener a
+  // forged redirect (another state) and holds idle connections to it: the
+  // login goes on regardless.
+  const forged = [];
   const slowAlice = async (url) => {
+    const callback = new URL(new URL(url).searchParams.get('redirect_uri'));
+    for (let i = 0; i < 3; i++) forged.push(net.connect(Number(callback.port), '127.0.0.1'));
+    const res = await fetch(`${callback.href}?code=forged&state=forged`);
+    forged.status = res.status;
     await new Promise((resolve) => setTimeout(resolve, 3000));
     return asAlice(url);
   };
   const r = await mrtrCall(elicit('--request-timeout', '2'), { browser: slowAlice });
+  for (const s of forged) s.destroy();
   assert.equal(r.code, 0, r.stderr);
+  assert.equal(forged.status, 400, 'the forged redirect was not refused');
   assert.ok(r.loggedIn, 'no login URL was printed');
-  assert.match(r.stderr, /The server asks you to log in/);
+  assert.ok(
+    r.stderr.includes(`The server asks you to log in at ${facts.MRTR_OIDC_ISSUER}.`),
+    `the issuer is not shown beside the login URL:\n${r.stderr}`,
+  );
   assert.match(r.stdout, /Ada/);
   const c = cache();
   remember(c);
   assert.equal(c.tokens.length, 1);
   assert.equal(c.tokens[0].resource, mcpUrl);
+  assert.equal(c.tokens[0].server, mcpUrl);
   assert.equal(c.tokens[0].issuer, facts.MRTR_OIDC_ISSUER);
   assert.ok(c.tokens[0].refresh_token, 'no refresh token was kept');
   assert.equal(Object.keys(c.clients).length, 1, 'the registered client is kept');
@@ -254,7 +271,7 @@ test('a token the server refuses as expired is refreshed once and the call goes 
 
 test('a token for another audience is refused', async () => {
   const other = await tokenFor('alice', otherUrl);
-  const r = await mrtrCall(elicit('--bearer-env', 'OTHER_TOKEN'), { env: { OTHER_TOKEN: other } });
+  const r = await mrtrCall(bare('--bearer-env', 'OTHER_TOKEN'), { env: { OTHER_TOKEN: other } });
   assert.equal(r.code, 3, r.stderr);
   assert.match(r.stderr, /401|unauthori[sz]ed|refused/i);
   assert.match(serveLog, /oauth: another audience/);
@@ -285,6 +302,13 @@ test("a state issued to alice and presented with bob's token is the frozen -3260
 });
 
 test('the client credentials grant logs in without a browser', async () => {
+  const withoutIssuer = await mrtrCall(
+    bare('--client-credentials', '--client-id', facts.MRTR_OIDC_CLIENT_ID, '--client-secret-env', 'CI_SECRET',
+      '--token-cache', path.join(work, 'cc.json')),
+    { env: { CI_SECRET: SECRET } },
+  );
+  assert.equal(withoutIssuer.code, 2, withoutIssuer.stderr);
+  assert.match(withoutIssuer.stderr, /--client-secret-env needs --oauth-issuer/);
   const r = await mrtrCall(
     [...elicit(), '--client-credentials', '--client-id', facts.MRTR_OIDC_CLIENT_ID, '--client-secret-env', 'CI_SECRET',
       '--token-cache', path.join(work, 'cc.json')],
@@ -295,6 +319,17 @@ test('the client credentials grant logs in without a browser', async () => {
   assert.match(r.stdout, /Ada/);
   secrets.add(SECRET);
   assertNoSecret(r.stdout + r.stderr, "mrtr call's output");
+});
+
+test('without --oauth-issuer, an authorization server on another loopback port is not fetched', async () => {
+  const r = await mrtrCall(bare('--token-cache', path.join(work, 'none.json')), { browser: asAlice });
+  assert.equal(r.code, 3, r.stderr);
+  assert.ok(!r.loggedIn, 'a login URL was printed');
+  assert.match(r.stderr, /the authorization server \(http:\/\/127\.0\.0\.1:\d+\) is refused: plain http:\/\/ to another address/);
+  const allowed = await mrtrCall(bare('--token-cache', path.join(work, 'none.json'), '--oauth-allow-loopback-http'),
+    { browser: asAlice });
+  assert.equal(allowed.code, 0, allowed.stderr);
+  assert.match(allowed.stdout, /Ada/);
 });
 
 test('--logout forgets the tokens, and --no-login then stops at the 401', async () => {

@@ -508,8 +508,10 @@ mod tests {
             .check("http://127.0.0.1:6379/admin?op=wipe", "the token_endpoint")
             .unwrap_err()
             .to_string();
-        assert!(e.starts_with("the token_endpoint (http://127.0.0.1:6379) is refused"), "{e}");
+        assert!(
+            e.starts_with("the token_endpoint (http://127.0.0.1:6379) is refused"),
+            "{e}"
+        );
         assert!(!e.contains("admin") && !e.contains("wipe"), "{e}");
     }
-
 }

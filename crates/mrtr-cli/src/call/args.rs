@@ -26,8 +26,10 @@ command that starts the server, spoken to over its stdin and stdout (stdio trans
 its stderr is shown on ours behind `server| `, and it is stopped when the call ends.\n\n\
 A server behind OAuth (HTTP 401 with a resource_metadata challenge) is logged in to as the MCP \
 authorization spec says: its metadata is read, a client registered if no --client-id is given, \
-and the login URL printed (opened with --open); the tokens are kept in a file only you can read \
-(--token-cache) and refreshed. --client-credentials logs in without a browser.\n\n\
+and the login URL printed with its issuer (opened with --open); the tokens are kept in a file \
+only you can read (--token-cache) and refreshed. --client-credentials logs in without a browser. \
+Every URL discovered must be https://, or plain http:// on the loopback origin of the server or \
+of --oauth-issuer; no OAuth over plain http:// to a remote host.\n\n\
 Exit codes: 0 complete, 1 tool error, 2 usage or input that cannot be given, \
 3 protocol or transport error, 4 an answer given on the command line refused (the server's note \
 on stderr)."
@@ -66,9 +68,24 @@ pub struct CallArgs {
     #[arg(long, global = true, value_name = "ID")]
     pub client_id: Option<String>,
     /// OAuth: the client secret, read from the environment variable VAR (a
-    /// confidential client; never from the command line).
+    /// confidential client; never from the command line). Needs --oauth-issuer:
+    /// the secret is sent to that authorization server alone.
     #[arg(long, global = true, value_name = "VAR", requires = "client_id")]
     pub client_secret_env: Option<String>,
+    /// OAuth: the authorization server (issuer) you expect: a server that names
+    /// another is refused, and --client-id/--client-secret-env go to this one
+    /// only. A loopback http:// issuer may be fetched over plain http.
+    #[arg(long, global = true, value_name = "URL")]
+    pub oauth_issuer: Option<String>,
+    /// OAuth, for local testing: discovery may fetch plain http:// on any port
+    /// of this machine (by default only the MCP server's own loopback origin and
+    /// --oauth-issuer's), so that a remote server cannot aim requests at it.
+    #[arg(long, global = true)]
+    pub oauth_allow_loopback_http: bool,
+    /// -H and --bearer-env: also send them over plain http:// to a host that is
+    /// not loopback, where anyone on the path reads them. OAuth never does.
+    #[arg(long, global = true)]
+    pub insecure_http: bool,
     /// OAuth: get tokens with the client credentials grant (no browser, no user):
     /// needs --client-id and --client-secret-env.
     #[arg(long, global = true, requires = "client_secret_env")]

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mrtr_client::HttpClient;
+use mrtr_client::fetch::UrlPolicy;
 use mrtr_client::oauth::{ClientSecretValue, OAuthTokenSource, TokenCache};
 
 use super::EXIT_OK;
@@ -22,6 +23,14 @@ pub(super) fn wanted(args: &CallArgs) -> bool {
         || args.open
         || args.no_login
         || args.logout
+        || args.oauth_issuer.is_some()
+        || args.oauth_allow_loopback_http
+}
+
+/// Whether `url` keeps what is sent to it off the network: https, or a
+/// loopback host.
+fn private_channel(url: &str) -> bool {
+    UrlPolicy::new().named(url).allows(url)
 }
 
 fn cache(args: &CallArgs) -> Option<TokenCache> {
@@ -32,11 +41,16 @@ fn cache(args: &CallArgs) -> Option<TokenCache> {
 }
 
 /// The token source for `url`, unless the caller gives credentials of their own
-/// (`-H`, `--bearer-env`): then the OAuth options are a usage error.
+/// (`-H`, `--bearer-env`): then the OAuth options are a usage error. Neither
+/// goes over plain http to a host that is not loopback (RFC 6750 section 5.3),
+/// except `-H` and `--bearer-env` with `--insecure-http`; without OAuth
+/// options such a URL gets no token source (its `401` is an error, not a
+/// login).
 pub(super) fn token_source(
     args: &CallArgs,
     url: &str,
 ) -> Result<Option<Arc<OAuthTokenSource>>, Connect> {
+    let private = private_channel(url);
     if !args.headers.is_empty() || args.bearer_env.is_some() {
         if wanted(args) {
             return Err(Connect::Usage(
@@ -45,7 +59,31 @@ pub(super) fn token_source(
                     .into(),
             ));
         }
+        if !private && !args.insecure_http {
+            return Err(Connect::Usage(
+                "-H and --bearer-env over plain http:// to a host that is not loopback would \
+                 send them in clear: use https://, or pass --insecure-http"
+                    .into(),
+            ));
+        }
         return Ok(None);
+    }
+    if !private {
+        if wanted(args) {
+            return Err(Connect::Usage(
+                "OAuth over plain http:// to a host that is not loopback would send its tokens \
+                 in clear: use https://"
+                    .into(),
+            ));
+        }
+        return Ok(None);
+    }
+    if args.client_secret_env.is_some() && args.oauth_issuer.is_none() {
+        return Err(Connect::Usage(
+            "--client-secret-env needs --oauth-issuer: the secret is sent to that \
+             authorization server alone"
+                .into(),
+        ));
     }
     let mut http = HttpClient::builder();
     if let Some(path) = &args.cacert {
@@ -65,6 +103,10 @@ pub(super) fn token_source(
     if let Some(id) = &args.client_id {
         b = b.client_id(id);
     }
+    if let Some(issuer) = &args.oauth_issuer {
+        b = b.issuer(issuer);
+    }
+    b = b.allow_any_loopback_http(args.oauth_allow_loopback_http);
     if let Some(var) = &args.client_secret_env {
         match std::env::var(var) {
             Ok(s) if !s.trim().is_empty() => b = b.client_secret(ClientSecretValue::new(s.trim())),
@@ -90,11 +132,13 @@ pub(super) fn token_source(
         let timeout = Duration::from_secs(args.login_timeout);
         let secs = args.login_timeout;
         b = b.interactive(
-            Arc::new(move |login_url: &str| {
+            Arc::new(move |login_url: &str, issuer: &str| {
                 let mut err = Sanitized::new(std::io::stderr());
                 let _ = writeln!(
                     err,
-                    "The server asks you to log in. Open this URL in a browser (waiting up to {secs} s):"
+                    "The server asks you to log in at {}. Open this URL in a browser (waiting up \
+                     to {secs} s); its page should be that server's:",
+                    one_line(issuer)
                 );
                 let _ = writeln!(err, "  {}", one_line(login_url));
                 if open {

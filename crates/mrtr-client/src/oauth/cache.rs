@@ -33,9 +33,14 @@ impl fmt::Debug for TokenCache {
     }
 }
 
-/// The tokens of one (authorization server, resource) pair.
+/// The tokens of one (authorization server, MCP server) pair.
 #[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(super) struct Entry {
+    /// The MCP server's URL the login was for: what the entry is found and
+    /// forgotten by (its metadata's `resource` may be the server's origin).
+    /// Empty in entries written before it was kept; those go by `resource`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub(super) server: String,
     pub(super) issuer: String,
     pub(super) resource: String,
     pub(super) token_endpoint: String,
@@ -53,6 +58,7 @@ pub(super) struct Entry {
 impl fmt::Debug for Entry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Entry")
+            .field("server", &self.server)
             .field("issuer", &self.issuer)
             .field("resource", &self.resource)
             .field("expires_at", &self.expires_at)
@@ -149,20 +155,18 @@ impl TokenCache {
         Ok(())
     }
 
-    /// The entry for `resource`, whichever authorization server issued it.
-    pub(super) fn entry_for(&self, resource: &str) -> Result<Option<Entry>, TransportError> {
-        let wanted = super::discovery_normalized(resource);
-        Ok(self
-            .load()?
-            .tokens
-            .into_iter()
-            .find(|e| super::discovery_normalized(&e.resource) == wanted))
+    /// The entry for the MCP server at `server_url`, whichever authorization
+    /// server issued it.
+    pub(super) fn entry_for(&self, server_url: &str) -> Result<Option<Entry>, TransportError> {
+        let wanted = super::discovery_normalized(server_url);
+        Ok(self.load()?.tokens.into_iter().find(|e| e.is_for(&wanted)))
     }
 
     pub(super) fn put(&self, entry: Entry) -> Result<(), TransportError> {
         let mut file = self.load()?;
+        let key = super::discovery_normalized(entry.key());
         file.tokens
-            .retain(|e| !(e.issuer == entry.issuer && e.resource == entry.resource));
+            .retain(|e| !(e.issuer == entry.issuer && super::discovery_normalized(e.key()) == key));
         file.tokens.push(entry);
         self.store(file)
     }
@@ -181,22 +185,40 @@ impl TokenCache {
         self.store(file)
     }
 
-    /// Forgets every token for `resource` (the MCP server's URL); says how many
-    /// there were. Registered clients are kept.
+    /// Forgets every token for the MCP server at `server_url` (saved for that
+    /// URL, or for that resource); says how many there were. Registered
+    /// clients are kept.
     ///
     /// # Errors
     /// [`TransportError::Unauthorized`] when the file cannot be read or written.
-    pub fn forget(&self, resource: &str) -> Result<usize, TransportError> {
+    pub fn forget(&self, server_url: &str) -> Result<usize, TransportError> {
         let mut file = self.load()?;
         let before = file.tokens.len();
-        let wanted = super::discovery_normalized(resource);
+        let wanted = super::discovery_normalized(server_url);
         file.tokens
-            .retain(|e| super::discovery_normalized(&e.resource) != wanted);
+            .retain(|e| !(e.is_for(&wanted) || super::discovery_normalized(&e.resource) == wanted));
         let gone = before - file.tokens.len();
         if gone > 0 {
             self.store(file)?;
         }
         Ok(gone)
+    }
+}
+
+impl Entry {
+    /// What the entry is kept under: the MCP server's URL, else (an older
+    /// entry) the resource.
+    fn key(&self) -> &str {
+        if self.server.is_empty() {
+            &self.resource
+        } else {
+            &self.server
+        }
+    }
+
+    /// Whether the entry is for the server whose normalized URL is `wanted`.
+    fn is_for(&self, wanted: &str) -> bool {
+        super::discovery_normalized(self.key()) == wanted
     }
 }
 
@@ -289,6 +311,48 @@ mod tests {
         assert_eq!(cache.forget("https://a/mcp").unwrap(), 0);
         std::fs::write(cache.path(), b"{not json").unwrap();
         assert!(cache.entry_for("https://b/mcp").is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// N10: a login whose metadata names the server's origin as its resource is
+    /// found again by the server's URL, and `forget` removes it.
+    #[test]
+    fn an_entry_whose_resource_is_the_origin_is_found_and_forgotten_by_the_server_url() {
+        let dir = std::env::temp_dir().join(format!("mrtr-cache-origin-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let cache = TokenCache::new(dir.join("tokens.json"));
+        let mut e = entry("https://a.example", "t1");
+        e.server = "https://a.example/mcp".into();
+        cache.put(e.clone()).unwrap();
+        let got = cache.entry_for("https://a.example/mcp").unwrap().unwrap();
+        assert_eq!(got.access_token, "t1");
+        // A second login for the same server replaces the first.
+        e.access_token = "t2".into();
+        cache.put(e).unwrap();
+        assert_eq!(cache.load().unwrap().tokens.len(), 1);
+        // Another server on the same origin has its own entry.
+        let mut other = entry("https://a.example", "t3");
+        other.server = "https://a.example/other".into();
+        cache.put(other).unwrap();
+        assert_eq!(
+            cache
+                .entry_for("https://a.example/mcp")
+                .unwrap()
+                .unwrap()
+                .access_token,
+            "t2"
+        );
+        assert_eq!(cache.forget("https://a.example/mcp").unwrap(), 1);
+        assert_eq!(cache.entry_for("https://a.example/mcp").unwrap(), None);
+        assert!(
+            cache
+                .entry_for("https://a.example/other")
+                .unwrap()
+                .is_some()
+        );
+        // Forgetting by the resource itself removes what was kept for it.
+        assert_eq!(cache.forget("https://a.example").unwrap(), 1);
+        assert!(cache.load().unwrap().tokens.is_empty());
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

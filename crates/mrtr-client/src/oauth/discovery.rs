@@ -4,8 +4,8 @@
 
 use serde_json::Value;
 
-use crate::fetch::HttpClient;
 pub(super) use crate::fetch::split_origin;
+use crate::fetch::{HttpClient, UrlPolicy};
 use crate::{Challenge, TransportError};
 
 /// What a client needs to know to log in to one MCP server.
@@ -33,6 +33,10 @@ pub struct AuthServer {
     pub registration_endpoint: Option<String>,
     /// Whether it lists `S256` in `code_challenge_methods_supported`.
     pub pkce_s256: bool,
+    /// Whether it says it sends `iss` in every authorization response
+    /// (`authorization_response_iss_parameter_supported`, RFC 9207): then a
+    /// response without one is refused.
+    pub iss_parameter_supported: bool,
 }
 
 fn invalid(what: impl Into<String>) -> TransportError {
@@ -46,33 +50,27 @@ fn normalized(url: &str) -> String {
     format!("{}{path}", origin.to_ascii_lowercase())
 }
 
-/// Whether `url` is `https://`, or `http://` on a loopback host (RFC 9700 and the
-/// MCP authorization section: every authorization endpoint is HTTPS; loopback is
-/// for tests and local servers).
-pub(super) fn acceptable_url(url: &str) -> bool {
-    if url.starts_with("https://") {
-        return true;
+/// What a discovery must hold to: the URL policy for every URL it fetches or
+/// hands on, and the issuer the user expects (if any).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Rules<'a> {
+    pub(super) policy: &'a UrlPolicy,
+    pub(super) issuer: Option<&'a str>,
+}
+
+impl Rules<'_> {
+    fn check(&self, url: &str, what: &str) -> Result<(), TransportError> {
+        self.policy
+            .check(url, what)
+            .map_err(|e| invalid(e.to_string()))
     }
-    let Some(rest) = url.strip_prefix("http://") else {
-        return false;
-    };
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let host = match authority.rsplit_once(':') {
-        Some((h, port)) if port.bytes().all(|b| b.is_ascii_digit()) => h,
-        _ => authority,
-    };
-    host == "localhost"
-        || host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Finds where to log in to the MCP server at `server_url`: the metadata URL of
 /// the server's challenge (if any), else the well-known locations.
 pub(super) async fn discover(
     http: &HttpClient,
+    rules: Rules<'_>,
     server_url: &str,
     challenge: Option<&Challenge>,
 ) -> Result<Discovered, TransportError> {
@@ -98,6 +96,7 @@ pub(super) async fn discover(
     let mut last = None;
     let mut prm = None;
     for url in &candidates {
+        rules.check(url, "the server's protected resource metadata")?;
         match http.get_json(url).await {
             Ok(doc) => {
                 prm = Some(doc);
@@ -124,18 +123,26 @@ pub(super) async fn discover(
             "the protected resource metadata names another resource than this server",
         ));
     }
-    let issuer = prm
+    let named: Vec<&str> = prm
         .get("authorization_servers")
         .and_then(Value::as_array)
-        .and_then(|a| a.first())
-        .and_then(Value::as_str)
-        .ok_or_else(|| invalid("the protected resource metadata names no authorization server"))?;
-    if !acceptable_url(issuer) {
-        return Err(invalid(
-            "the authorization server is not an https:// URL (nor http:// on loopback)",
-        ));
-    }
-    let server = auth_server(http, issuer).await?;
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let issuer = match rules.issuer {
+        // The user said which issuer to trust (and to send a client secret to):
+        // a server that names only others is refused, whatever it names.
+        Some(expected) => named.iter().copied().find(|i| *i == expected).ok_or_else(|| {
+            invalid(format!(
+                "the server names another authorization server than the expected issuer {expected} \
+                 (--oauth-issuer): no login there"
+            ))
+        })?,
+        None => named.first().copied().ok_or_else(|| {
+            invalid("the protected resource metadata names no authorization server")
+        })?,
+    };
+    rules.check(issuer, "the authorization server")?;
+    let server = auth_server(http, rules, issuer).await?;
     Ok(Discovered {
         resource: resource.to_owned(),
         resource_scopes: strings(prm.get("scopes_supported")),
@@ -157,20 +164,21 @@ fn strings(v: Option<&Value>) -> Vec<String> {
 /// The metadata of the authorization server `issuer`: RFC 8414 first (the
 /// well-known path inserted before the issuer's path), then OpenID Connect
 /// discovery (appended, then inserted). It must name `issuer` (RFC 8414 section
-/// 3.3), and its endpoints must be HTTPS (or loopback).
+/// 3.3), and its endpoints must pass the URL policy.
 pub(super) async fn auth_server(
     http: &HttpClient,
+    rules: Rules<'_>,
     issuer: &str,
 ) -> Result<AuthServer, TransportError> {
     match http.issuer_metadata(issuer).await {
-        Ok(doc) => server_of(&doc, issuer),
+        Ok(doc) => server_of(&doc, rules, issuer),
         Err(e) => Err(invalid(format!(
             "the authorization server's metadata (RFC 8414 or OpenID discovery) cannot be read: {e}"
         ))),
     }
 }
 
-fn server_of(doc: &Value, issuer: &str) -> Result<AuthServer, TransportError> {
+fn server_of(doc: &Value, rules: Rules<'_>, issuer: &str) -> Result<AuthServer, TransportError> {
     if doc.get("issuer").and_then(Value::as_str) != Some(issuer) {
         return Err(invalid(
             "the authorization server's metadata names another issuer (RFC 8414 section 3.3)",
@@ -179,10 +187,10 @@ fn server_of(doc: &Value, issuer: &str) -> Result<AuthServer, TransportError> {
     let endpoint = |key: &str| -> Result<Option<String>, TransportError> {
         match doc.get(key).and_then(Value::as_str) {
             None => Ok(None),
-            Some(u) if acceptable_url(u) => Ok(Some(u.to_owned())),
-            Some(_) => Err(invalid(format!(
-                "the authorization server's {key} is not an https:// URL"
-            ))),
+            Some(u) => {
+                rules.check(u, &format!("the authorization server's {key}"))?;
+                Ok(Some(u.to_owned()))
+            }
         }
     };
     Ok(AuthServer {
@@ -194,6 +202,10 @@ fn server_of(doc: &Value, issuer: &str) -> Result<AuthServer, TransportError> {
         pkce_s256: strings(doc.get("code_challenge_methods_supported"))
             .iter()
             .any(|m| m == "S256"),
+        iss_parameter_supported: doc
+            .get("authorization_response_iss_parameter_supported")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
     })
 }
 
@@ -203,14 +215,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn urls_are_judged_as_the_spec_asks() {
-        assert!(acceptable_url("https://auth.example/x"));
-        assert!(acceptable_url("http://127.0.0.1:9000/token"));
-        assert!(acceptable_url("http://localhost/token"));
-        assert!(acceptable_url("http://[::1]:8/token"));
-        assert!(!acceptable_url("http://auth.example/token"));
-        assert!(!acceptable_url("http://127.0.0.1.evil.example/token"));
-        assert!(!acceptable_url("javascript:alert(1)"));
+    fn identifiers_are_normalized() {
         assert_eq!(
             normalized("HTTPS://MCP.example/mcp/"),
             "https://mcp.example/mcp"
@@ -229,15 +234,43 @@ mod tests {
             "token_endpoint": "https://auth.example/token",
             "code_challenge_methods_supported": ["plain", "S256"],
         });
-        let s = server_of(&good, "https://auth.example").unwrap();
+        let policy = UrlPolicy::new();
+        let rules = Rules {
+            policy: &policy,
+            issuer: None,
+        };
+        let s = server_of(&good, rules, "https://auth.example").unwrap();
         assert!(s.pkce_s256);
+        assert!(!s.iss_parameter_supported);
         assert_eq!(s.registration_endpoint, None);
-        assert!(server_of(&good, "https://other.example").is_err());
-        let mut plain = good.clone();
-        plain["token_endpoint"] = json!("http://auth.example/token");
-        assert!(server_of(&plain, "https://auth.example").is_err());
+        assert!(server_of(&good, rules, "https://other.example").is_err());
+        let mut with_iss = good.clone();
+        with_iss["authorization_response_iss_parameter_supported"] = json!(true);
+        assert!(
+            server_of(&with_iss, rules, "https://auth.example")
+                .unwrap()
+                .iss_parameter_supported
+        );
+        // An https server names endpoints on the user's machine, or in clear.
+        for (key, url) in [
+            ("token_endpoint", "http://auth.example/token"),
+            ("token_endpoint", "http://127.0.0.1:6379/token"),
+            (
+                "registration_endpoint",
+                "http://127.0.0.1:8080/admin/reset?confirm=yes",
+            ),
+            ("authorization_endpoint", "https://127.0.0.1:8443/auth"),
+        ] {
+            let mut bad = good.clone();
+            bad[key] = json!(url);
+            let e = server_of(&bad, rules, "https://auth.example")
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(key) && e.contains("refused"), "{e}");
+            assert!(!e.contains("admin"), "{e}");
+        }
         let mut none = good;
         none.as_object_mut().unwrap().remove("token_endpoint");
-        assert!(server_of(&none, "https://auth.example").is_err());
+        assert!(server_of(&none, rules, "https://auth.example").is_err());
     }
 }

@@ -9,20 +9,35 @@
 //!    which must be on the server's own origin, else the well-known locations),
 //!    which must name this server, and takes its first authorization server;
 //! 2. reads that server's metadata (RFC 8414, else OpenID Connect discovery),
-//!    which must name the same issuer and use HTTPS (or loopback);
+//!    which must name the same issuer; every URL it fetches or opens passes
+//!    one [`UrlPolicy`](crate::fetch::UrlPolicy): `https://`, or plain
+//!    `http://` only to the loopback origin of the MCP server itself (or of the
+//!    [`issuer`](OAuthBuilder::issuer) the user named), so a remote server
+//!    cannot point the client at services on the user's own machine;
 //! 3. registers a client (RFC 7591) when no client id was given and the server
 //!    offers registration (once per authorization server, kept in the cache);
 //! 4. runs the authorization code flow with PKCE (S256; a server that does not
 //!    list S256 is refused) through a loopback redirect listener (RFC 8252),
 //!    handing the authorization URL to the application to show or open, and
 //!    sends the `resource` parameter (RFC 8707) in every authorization and token
-//!    request, so the token is for this server alone;
+//!    request, so the token is for this server alone; the redirect's `iss`
+//!    (RFC 9207) must be the issuer the login was sent to, so that a code is
+//!    only ever redeemed at the token endpoint of the server that issued it
+//!    (the mix-up defence of RFC 9700 section 4.4; an authorization server that
+//!    sends no `iss` and does not promise one leaves the client only the
+//!    issuer shown beside the login URL);
 //! 5. keeps the tokens in the [`TokenCache`] (mode 0600), keyed by
-//!    authorization server and resource, and refreshes them when they expire or
-//!    the server refuses one as `invalid_token`.
+//!    authorization server and MCP server, and refreshes them when they expire
+//!    or the server refuses one as `invalid_token`.
 //!
 //! Non-interactive use: [`OAuthBuilder::client_credentials`] (a confidential
-//! client's id and secret) gets tokens with the client credentials grant.
+//! client's id and secret) gets tokens with the client credentials grant. A
+//! client secret is sent only to the [`issuer`](OAuthBuilder::issuer) it was
+//! issued by, which must be named with it.
+//!
+//! OAuth is refused for an MCP server on plain `http://` that is not on a
+//! loopback host: its tokens would cross the network in clear (RFC 6750
+//! section 5.3).
 //!
 //! The protocol work (PKCE, the authorization URL, the token requests and their
 //! errors) is the [`oauth2`] crate's; discovery and registration are plain JSON
@@ -45,14 +60,15 @@ use oauth2::{
 };
 use serde_json::{Value, json};
 
-use crate::fetch::HttpClient;
+use crate::fetch::{HttpClient, UrlPolicy};
 use crate::{BearerToken, BoxFuture, Challenge, TokenSource, TransportError};
 
 pub use cache::TokenCache;
 pub use discovery::{AuthServer, Discovered};
 
 use cache::{Entry, Registered};
-use loopback::{Loopback, Redirect};
+use discovery::Rules;
+use loopback::{Expected, Loopback};
 
 /// How long a login waits for the browser to come back (default).
 pub const DEFAULT_LOGIN_TIMEOUT: Duration = Duration::from_secs(300);
@@ -93,8 +109,9 @@ impl fmt::Debug for ClientSecretValue {
 }
 
 /// Called with the authorization URL the user must open (print it, or open a
-/// browser).
-pub type OnAuthorizationUrl = Arc<dyn Fn(&str) + Send + Sync>;
+/// browser) and the issuer it logs in to (show it beside the URL, so that a
+/// login page on another origin is noticed).
+pub type OnAuthorizationUrl = Arc<dyn Fn(&str, &str) + Send + Sync>;
 
 /// Which grant gets the tokens.
 #[derive(Clone)]
@@ -121,6 +138,8 @@ pub struct OAuthBuilder {
     scopes: Vec<String>,
     grant: Grant,
     client_name: String,
+    issuer: Option<String>,
+    any_loopback_http: bool,
 }
 
 impl fmt::Debug for OAuthBuilder {
@@ -129,6 +148,7 @@ impl fmt::Debug for OAuthBuilder {
             .field("server_url", &self.server_url)
             .field("cache", &self.cache)
             .field("client_id", &self.client_id)
+            .field("issuer", &self.issuer)
             .finish_non_exhaustive()
     }
 }
@@ -147,7 +167,8 @@ impl OAuthBuilder {
         self
     }
 
-    /// The secret of a confidential client (sent with HTTP Basic).
+    /// The secret of a confidential client (sent with HTTP Basic). It is sent
+    /// only to the [`issuer`](Self::issuer) it belongs to, which must be set.
     pub fn client_secret(mut self, secret: ClientSecretValue) -> Self {
         self.client_secret = Some(secret);
         self
@@ -181,21 +202,63 @@ impl OAuthBuilder {
         self
     }
 
+    /// The authorization server (its issuer identifier) the user expects: a
+    /// server whose metadata names only others is refused, tokens cached from
+    /// another issuer are not used, and the [`client_id`](Self::client_id) and
+    /// [`client_secret`](Self::client_secret) go to this issuer alone. A
+    /// loopback `http://` issuer also opens its own origin to the URL policy
+    /// (an authorization server run for local tests).
+    pub fn issuer(mut self, issuer: impl Into<String>) -> Self {
+        self.issuer = Some(issuer.into());
+        self
+    }
+
+    /// Lets discovery fetch plain `http://` on any port of a loopback host, not
+    /// only the MCP server's own origin: for local testing with the
+    /// authorization server on another port. Off by default, because a remote
+    /// server could otherwise point the client at services on this machine.
+    pub fn allow_any_loopback_http(mut self, allow: bool) -> Self {
+        self.any_loopback_http = allow;
+        self
+    }
+
     /// The source.
     ///
     /// # Errors
     /// [`TransportError::InvalidRequest`] for client credentials without a
-    /// client id and secret.
+    /// client id and secret, a client secret without an
+    /// [`issuer`](Self::issuer), an MCP server on plain `http://` that is not
+    /// on a loopback host, or an issuer that is neither `https://` nor a
+    /// loopback `http://` URL.
     pub fn build(self) -> Result<OAuthTokenSource, TransportError> {
+        let usage = |why: &str| Err(TransportError::InvalidRequest(why.into()));
         if matches!(self.grant, Grant::ClientCredentials)
             && (self.client_id.is_none() || self.client_secret.is_none())
         {
-            return Err(TransportError::InvalidRequest(
-                "the client credentials grant needs a client id and a client secret".into(),
+            return usage("the client credentials grant needs a client id and a client secret");
+        }
+        if self.client_secret.is_some() && self.issuer.is_none() {
+            return usage(
+                "a client secret is sent only to the authorization server it belongs to: \
+                 name its issuer too",
+            );
+        }
+        let mut policy = UrlPolicy::new().named(&self.server_url);
+        if let Err(e) = policy.check(&self.server_url, "OAuth for the MCP server") {
+            return usage(&format!(
+                "{e}; its tokens would cross the network in clear (RFC 6750 section 5.3)"
             ));
         }
+        if let Some(issuer) = &self.issuer {
+            policy = policy.named(issuer);
+            if let Err(e) = policy.check(issuer, "the issuer") {
+                return usage(&e.to_string());
+            }
+        }
+        let policy = policy.any_loopback_http(self.any_loopback_http);
         Ok(OAuthTokenSource {
             config: Arc::new(self),
+            policy,
             state: tokio::sync::Mutex::new(State::default()),
         })
     }
@@ -221,7 +284,10 @@ struct State {
 /// let url = "https://mcp.example.com/mcp";
 /// let oauth = OAuthTokenSource::builder(url, mrtr_client::HttpClient::new()?)
 ///     .cache(TokenCache::new(TokenCache::default_path().expect("a home directory")))
-///     .interactive(Arc::new(|u| eprintln!("open {u}")), DEFAULT_LOGIN_TIMEOUT)
+///     .interactive(
+///         Arc::new(|url, issuer| eprintln!("log in at {issuer}: open {url}")),
+///         DEFAULT_LOGIN_TIMEOUT,
+///     )
 ///     .build()?;
 /// let transport = mrtr_client::HttpTransport::builder(url)
 ///     .token_source(Arc::new(oauth))
@@ -230,6 +296,7 @@ struct State {
 /// ```
 pub struct OAuthTokenSource {
     config: Arc<OAuthBuilder>,
+    policy: UrlPolicy,
     state: tokio::sync::Mutex<State>,
 }
 
@@ -257,6 +324,8 @@ impl OAuthTokenSource {
             scopes: Vec::new(),
             grant: Grant::CachedOnly,
             client_name: "mrtr".into(),
+            issuer: None,
+            any_loopback_http: false,
         }
     }
 
@@ -289,7 +358,11 @@ impl OAuthTokenSource {
         if !st.loaded {
             st.loaded = true;
             if let Some(cache) = &c.cache {
-                st.entry = cache.entry_for(&c.server_url)?;
+                // A token from another issuer than the one the user named is
+                // not this login's.
+                st.entry = cache
+                    .entry_for(&c.server_url)?
+                    .filter(|e| c.issuer.as_ref().is_none_or(|i| *i == e.issuer));
             }
         }
         if let Some(e) = &st.entry {
@@ -352,7 +425,11 @@ impl OAuthTokenSource {
         if let Some(d) = &st.discovered {
             return Ok(d.clone());
         }
-        let d = discovery::discover(&self.config.http, &self.config.server_url, ch).await?;
+        let rules = Rules {
+            policy: &self.policy,
+            issuer: self.config.issuer.as_deref(),
+        };
+        let d = discovery::discover(&self.config.http, rules, &self.config.server_url, ch).await?;
         st.discovered = Some(d.clone());
         Ok(d)
     }
@@ -423,20 +500,16 @@ impl OAuthTokenSource {
                     .set_pkce_challenge(challenge)
                     .add_extra_param("resource", d.resource.clone())
                     .url();
-                on_url(url.as_str());
-                let (code, state) = match loopback.wait(*timeout).await? {
-                    Redirect::Code { code, state } => (code, state),
-                    Redirect::Error(e) => {
-                        return Err(unauthorized(format!(
-                            "the authorization server refused the login ({e})"
-                        )));
-                    }
+                on_url(url.as_str(), &d.server.issuer);
+                // This attempt is keyed to one issuer: the redirect must carry
+                // its state and come from it, and the code (with the verifier)
+                // goes only to that issuer's token endpoint.
+                let expected = Expected {
+                    state: csrf.secret().clone(),
+                    issuer: d.server.issuer.clone(),
+                    iss_required: d.server.iss_parameter_supported,
                 };
-                if state != *csrf.secret() {
-                    return Err(unauthorized(
-                        "the login redirect carried another state than the one sent (a forged redirect?)",
-                    ));
-                }
+                let code = loopback.wait(*timeout, expected).await?;
                 client
                     .exchange_code(AuthorizationCode::new(code))
                     .set_pkce_verifier(verifier)
@@ -447,7 +520,7 @@ impl OAuthTokenSource {
             }
             Grant::CachedOnly => return Err(unauthorized("no new login is allowed here")),
         };
-        let entry = entry_of(&response, &d, &client_id, None);
+        let entry = entry_of(&response, &c.server_url, &d, &client_id, None);
         self.keep(st, entry)
     }
 
@@ -460,6 +533,11 @@ impl OAuthTokenSource {
         let Some(refresh) = old.refresh_token.clone() else {
             return Err(unauthorized("no refresh token"));
         };
+        // Checked at the login; checked again, as the cache file may be older
+        // than this policy.
+        self.policy
+            .check(&old.token_endpoint, "the saved token endpoint")
+            .map_err(|e| unauthorized(e.to_string()))?;
         let token_url = TokenUrl::new(old.token_endpoint.clone())
             .map_err(|_| unauthorized("the token endpoint is not a URL"))?;
         let mut client =
@@ -495,9 +573,10 @@ impl OAuthTokenSource {
                 token_endpoint: old.token_endpoint.clone(),
                 registration_endpoint: None,
                 pkce_s256: true,
+                iss_parameter_supported: false,
             },
         };
-        let entry = entry_of(&response, &d, &old.client_id, Some(refresh));
+        let entry = entry_of(&response, &old.server, &d, &old.client_id, Some(refresh));
         self.keep(st, entry)
     }
 
@@ -527,7 +606,8 @@ impl OAuthTokenSource {
 
     fn secret_for(&self, issuer: &str) -> Result<Option<String>, TransportError> {
         if let Some(s) = &self.config.client_secret {
-            return Ok(Some(s.0.clone()));
+            // The configured secret belongs to the configured issuer alone.
+            return Ok((self.config.issuer.as_deref() == Some(issuer)).then(|| s.0.clone()));
         }
         match &self.config.cache {
             Some(cache) if self.config.client_id.is_none() => {
@@ -546,7 +626,7 @@ impl OAuthTokenSource {
     ) -> Result<(String, Option<String>), TransportError> {
         let c = &self.config;
         if let Some(id) = &c.client_id {
-            return Ok((id.clone(), c.client_secret.as_ref().map(|s| s.0.clone())));
+            return Ok((id.clone(), self.secret_for(&d.server.issuer)?));
         }
         if let Some(cache) = &c.cache
             && let Some(r) = cache.client(&d.server.issuer)?
@@ -638,11 +718,13 @@ async fn register(
 
 fn entry_of(
     r: &BasicTokenResponse,
+    server_url: &str,
     d: &Discovered,
     client_id: &str,
     old_refresh: Option<String>,
 ) -> Entry {
     Entry {
+        server: server_url.to_owned(),
         issuer: d.server.issuer.clone(),
         resource: d.resource.clone(),
         token_endpoint: d.server.token_endpoint.clone(),
@@ -652,7 +734,7 @@ fn entry_of(
             .refresh_token()
             .map(|t| t.secret().clone())
             .or(old_refresh),
-        expires_at: r.expires_in().map(|d| now() + d.as_secs()),
+        expires_at: r.expires_in().map(|d| now().saturating_add(d.as_secs())),
         scope: r
             .scopes()
             .map(|s| s.iter().map(|x| x.as_str()).collect::<Vec<_>>().join(" ")),
