@@ -3,7 +3,11 @@
 # (node-oidc-provider, scripts/oidc-provider.sh): the harness's smoke test, then
 # tests/oauth/e2e.mjs (`mrtr call` logging in to `mrtr serve --oauth-issuer`,
 # refresh, another audience, a state moved between users, client credentials,
-# --logout, and -H against the embed_axum example), then the official Python
+# --logout, and -H against the embed_axum example), tests/oauth/hostile.mjs
+# (`mrtr call` against hostile MCP servers: the OAuth mix-up replayed through
+# the real provider, requests aimed at this machine, a client secret pinned to
+# its issuer, no credentials over plain http to a remote host, an origin-wide
+# resource cached and logged out), then the official Python
 # SDK's client logging in with its own OAuth support (scripts/python-sdk.sh),
 # once with no scope required and once with --oauth-scope mcp.
 #
@@ -20,6 +24,6 @@ for bin in "${MRTR_BIN:-target/debug/mrtr}" "${MRTR_EMBED_AXUM:-target/debug/exa
 done
 scripts/oidc-provider.sh install
 scripts/python-sdk.sh install
-node --test tests/oauth/smoke.mjs tests/oauth/e2e.mjs
+node --test tests/oauth/smoke.mjs tests/oauth/e2e.mjs tests/oauth/hostile.mjs
 scripts/python-sdk.sh test
 MRTR_PY_OAUTH_SCOPE=mcp scripts/python-sdk.sh test
