@@ -294,12 +294,12 @@ impl UrlPolicy {
     /// issuer), opens: its own origin over plain http when that is a loopback
     /// host, and https on loopback hosts when it is on one.
     pub fn named(mut self, url: &str) -> Self {
-        if let Some(parsed) = Parsed::of(url) {
-            if parsed.loopback {
-                self.loopback_https = true;
-                if parsed.scheme == "http" {
-                    self.http_origins.push(parsed.origin);
-                }
+        if let Some(parsed) = Parsed::of(url)
+            && parsed.loopback
+        {
+            self.loopback_https = true;
+            if parsed.scheme == "http" {
+                self.http_origins.push(parsed.origin);
             }
         }
         self
