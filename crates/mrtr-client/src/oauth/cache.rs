@@ -205,6 +205,21 @@ impl TokenCache {
     }
 }
 
+impl TokenCache {
+    /// Forgets `entry` (a refresh token the server no longer takes).
+    pub(super) fn remove(&self, entry: &Entry) -> Result<(), TransportError> {
+        let mut file = self.load()?;
+        let before = file.tokens.len();
+        let key = super::discovery_normalized(entry.key());
+        file.tokens
+            .retain(|e| !(e.issuer == entry.issuer && super::discovery_normalized(e.key()) == key));
+        if file.tokens.len() != before {
+            self.store(file)?;
+        }
+        Ok(())
+    }
+}
+
 impl Entry {
     /// What the entry is kept under: the MCP server's URL, else (an older
     /// entry) the resource.
@@ -225,10 +240,15 @@ impl Entry {
 #[cfg(unix)]
 fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    // A fresh file, never one (or a symlink) planted at this name: a stale one
+    // is removed first, and the create fails if another appears meanwhile.
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
     let f = std::fs::OpenOptions::new()
         .write(true)
-        .create(true)
-        .truncate(true)
+        .create_new(true)
         .mode(0o600)
         .open(path)?;
     f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
@@ -237,7 +257,14 @@ fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
 
 #[cfg(not(unix))]
 fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
-    std::fs::File::create(path)
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
 }
 
 #[cfg(unix)]
@@ -353,6 +380,37 @@ mod tests {
         // Forgetting by the resource itself removes what was kept for it.
         assert_eq!(cache.forget("https://a.example").unwrap(), 1);
         assert!(cache.load().unwrap().tokens.is_empty());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A symlink planted at the temporary file's name is replaced, not written
+    /// through; a refused refresh token's entry can be removed.
+    #[cfg(unix)]
+    #[test]
+    fn a_planted_symlink_is_not_written_through() {
+        let dir = std::env::temp_dir().join(format!("mrtr-cache-link-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let victim = dir.join("victim");
+        std::fs::write(&victim, b"keep me").unwrap();
+        let cache = TokenCache::new(dir.join("tokens.json"));
+        let tmp = cache
+            .path()
+            .with_extension(format!("tmp.{}", std::process::id()));
+        std::os::unix::fs::symlink(&victim, &tmp).unwrap();
+        let e = entry("https://a/mcp", "t1");
+        cache.put(e.clone()).unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep me");
+        assert_eq!(
+            cache
+                .entry_for("https://a/mcp")
+                .unwrap()
+                .unwrap()
+                .access_token,
+            "t1"
+        );
+        cache.remove(&e).unwrap();
+        assert_eq!(cache.entry_for("https://a/mcp").unwrap(), None);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

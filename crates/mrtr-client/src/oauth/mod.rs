@@ -559,8 +559,14 @@ impl OAuthTokenSource {
         let response = match response {
             Ok(r) => r,
             Err(e) => {
-                // A refresh token the server no longer takes is dropped.
+                // A refresh token the server no longer takes is dropped, from
+                // the cache too (else every later run would try it again).
                 st.entry = None;
+                if let (RequestTokenError::ServerResponse(_), Some(cache)) =
+                    (&e, &self.config.cache)
+                {
+                    cache.remove(&old)?;
+                }
                 return Err(token_error("refreshing the token", &e));
             }
         };
