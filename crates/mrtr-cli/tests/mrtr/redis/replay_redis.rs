@@ -1,10 +1,11 @@
 //! The Redis replay guard against a real Redis (feature `redis`).
 //!
-//! The tests that need a Redis run only when `MRTR_TEST_REDIS_URL` is set
-//! (`MRTR_TEST_REDIS_URL=$(scripts/redis.sh start)`); unset, each prints that it
-//! did not run and why. Set but unreachable, they fail: a Redis test never passes
-//! by skipping. The stop-and-recover test starts a Redis of its own (the
-//! `redis-server` on `PATH`, which scripts/redis.sh installs), so it can stop it.
+//! The tests that need a Redis are `#[ignore]`d, so that a plain `cargo test`
+//! reports them as ignored rather than passed; `.ci/run` runs them with
+//! `--ignored` and `MRTR_TEST_REDIS_URL=$(scripts/redis.sh start)`. Run without
+//! that variable, or with a Redis that does not answer, they fail: a Redis test
+//! never passes by skipping. The tests that stop or configure a Redis start one
+//! of their own (the `redis-server` on `PATH`, which scripts/redis.sh installs).
 //!
 //! Without any Redis: `mrtr serve --replay-store` pointed at a closed port starts,
 //! and its `once` steps fail closed.
@@ -27,17 +28,17 @@ use serde_json::json;
 use server_support::common::{Counter, Req, accept, complete, engine, irr, text, tool, tool_error};
 use server_support::{Server, confirm_answer, retry, state_of, tool_call, tool_error_text};
 
-/// The Redis under test, or `None` (with a line saying so) when none was given.
-/// Panics when one was given but does not answer.
-fn redis_url(test: &str) -> Option<String> {
+/// Why the Redis tests are ignored in a plain `cargo test`.
+const NEEDS_REDIS: &str = "needs a Redis: MRTR_TEST_REDIS_URL=$(scripts/redis.sh start), --ignored";
+
+/// The Redis under test. Panics when none was given or it does not answer: these
+/// tests are `#[ignore]`d, and run only where a Redis is.
+fn redis_url() -> String {
     let Ok(url) = std::env::var("MRTR_TEST_REDIS_URL") else {
-        // Straight to stderr, past the test harness's capture: seen in every run.
-        let _ = writeln!(
-            std::io::stderr(),
-            "replay_redis::{test}: did not run: MRTR_TEST_REDIS_URL is not set \
-             (start a Redis with `scripts/redis.sh start` and export its URL)"
+        panic!(
+            "MRTR_TEST_REDIS_URL is not set: start a Redis with `scripts/redis.sh start` and \
+             export its URL ({NEEDS_REDIS})"
         );
-        return None;
     };
     let rt = runtime();
     rt.block_on(async {
@@ -50,7 +51,7 @@ fn redis_url(test: &str) -> Option<String> {
             });
         assert_eq!(pong, "PONG");
     });
-    Some(url)
+    url
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -101,10 +102,9 @@ fn claim(flow: [u8; 16], step: &str, ttl: u64) -> Claim {
 }
 
 #[test]
+#[ignore = "needs a Redis: MRTR_TEST_REDIS_URL=$(scripts/redis.sh start), --ignored"]
 fn two_guards_on_one_redis_grant_a_claim_once() {
-    let Some(url) = redis_url("two_guards_on_one_redis_grant_a_claim_once") else {
-        return;
-    };
+    let url = redis_url();
     let audience = unique("aud");
     // Two processes of one fleet: two guards, one store.
     let a = RedisReplayGuard::new(&url, &audience).unwrap();
@@ -144,10 +144,9 @@ fn two_guards_on_one_redis_grant_a_claim_once() {
 }
 
 #[test]
+#[ignore = "needs a Redis: MRTR_TEST_REDIS_URL=$(scripts/redis.sh start), --ignored"]
 fn keys_are_prefixed_hashed_and_expire() {
-    let Some(url) = redis_url("keys_are_prefixed_hashed_and_expire") else {
-        return;
-    };
+    let url = redis_url();
     let g = RedisReplayGuard::new(&url, &unique("aud")).unwrap();
     let flow = flow_id("keys");
     let step = "step-name-in-clear";
@@ -232,10 +231,9 @@ fn run(rt: &tokio::runtime::Runtime, e: &Engine, req: &Req, runs: &Counter) -> O
 }
 
 #[test]
+#[ignore = "needs a Redis: MRTR_TEST_REDIS_URL=$(scripts/redis.sh start), --ignored"]
 fn a_fleet_sharing_redis_deploys_once() {
-    let Some(url) = redis_url("a_fleet_sharing_redis_deploys_once") else {
-        return;
-    };
+    let url = redis_url();
     let audience = unique("fleet");
     let guard = |url: &str| -> Arc<dyn ReplayGuard> {
         Arc::new(RedisReplayGuard::new(url, &audience).unwrap())
@@ -357,10 +355,9 @@ fn free_port() -> u16 {
 }
 
 #[test]
+#[ignore = "needs a Redis: MRTR_TEST_REDIS_URL=$(scripts/redis.sh start), --ignored"]
 fn a_stopped_redis_is_unavailable_and_claims_resume_when_it_is_back() {
-    if redis_url("a_stopped_redis_is_unavailable_and_claims_resume_when_it_is_back").is_none() {
-        return;
-    }
+    redis_url();
     let dir = std::env::temp_dir().join(unique("mrtr-own-redis"));
     let port = free_port();
     let mut redis = OwnRedis::start_on(port, dir.clone());
@@ -442,10 +439,9 @@ fn serve_starts_while_redis_is_down_and_once_steps_fail_closed() {
 }
 
 #[test]
+#[ignore = "needs a Redis: MRTR_TEST_REDIS_URL=$(scripts/redis.sh start), --ignored"]
 fn a_fleet_of_mrtr_serve_sharing_redis_deploys_once() {
-    let Some(url) = redis_url("a_fleet_of_mrtr_serve_sharing_redis_deploys_once") else {
-        return;
-    };
+    let url = redis_url();
     let key = mrtr::seal::generate_key_string();
     let args = ["--replay-store", url.as_str()];
     let a = Server::start_with_keys(&args, &key);
@@ -473,12 +469,12 @@ fn a_fleet_of_mrtr_serve_sharing_redis_deploys_once() {
     );
 }
 
-/// A Redis of this test's own with `extra` directives, or `None` (with a line
-/// saying so) when `MRTR_TEST_REDIS_URL` is not set.
-fn own_redis(test: &str, extra: &[&str]) -> Option<OwnRedis> {
-    redis_url(test)?;
+/// A Redis of this test's own with `extra` directives (the environment must
+/// have a Redis, as for [`redis_url`]).
+fn own_redis(extra: &[&str]) -> OwnRedis {
+    redis_url();
     let dir = std::env::temp_dir().join(unique("mrtr-own-redis"));
-    Some(OwnRedis::start_with(free_port(), dir, extra))
+    OwnRedis::start_with(free_port(), dir, extra)
 }
 
 /// Sends one command on a raw connection (CONFIG SET, INFO …) and returns its reply.
@@ -505,15 +501,14 @@ fn keys_of(url: &str, guard: &RedisReplayGuard) -> Vec<String> {
 }
 
 #[test]
+#[ignore = "needs a Redis: MRTR_TEST_REDIS_URL=$(scripts/redis.sh start), --ignored"]
 fn two_instances_clocks_apart_on_redis_run_the_step_once() {
     // The review's reproduction on a real Redis: two engines with the same keys,
     // one Redis; B's clock is 3 s behind A's; TTL 2 s, skew 3 s, and a flow whose
     // deadline is its first state's expiry (so only the second skew in the
     // claim's hold keeps B from running the step again). Redis expires the claim
     // by its own clock.
-    let Some(url) = redis_url("two_instances_clocks_apart_on_redis_run_the_step_once") else {
-        return;
-    };
+    let url = redis_url();
     let config = mrtr::seal::SealConfig::default()
         .with_ttl(Duration::from_secs(2))
         .unwrap()
@@ -575,13 +570,9 @@ fn two_instances_clocks_apart_on_redis_run_the_step_once() {
 }
 
 #[test]
+#[ignore = "needs a Redis: MRTR_TEST_REDIS_URL=$(scripts/redis.sh start), --ignored"]
 fn an_evicting_redis_is_refused_unless_allowed_and_noeviction_works() {
-    let Some(redis) = own_redis(
-        "an_evicting_redis_is_refused_unless_allowed_and_noeviction_works",
-        &["--maxmemory", "64mb", "--maxmemory-policy", "allkeys-lru"],
-    ) else {
-        return;
-    };
+    let redis = own_redis(&["--maxmemory", "64mb", "--maxmemory-policy", "allkeys-lru"]);
     let url = redis.url();
     let rt = runtime();
     // Configured at start (allkeys-lru), then each other policy by CONFIG SET; a
@@ -638,13 +629,9 @@ fn an_evicting_redis_is_refused_unless_allowed_and_noeviction_works() {
 }
 
 #[test]
+#[ignore = "needs a Redis: MRTR_TEST_REDIS_URL=$(scripts/redis.sh start), --ignored"]
 fn a_policy_changed_live_or_across_a_reconnect_is_noticed() {
-    let Some(mut redis) = own_redis(
-        "a_policy_changed_live_or_across_a_reconnect_is_noticed",
-        &[],
-    ) else {
-        return;
-    };
+    let mut redis = own_redis(&[]);
     let url = redis.url();
     let g = RedisReplayGuard::new(&url, &unique("recheck"))
         .unwrap()
@@ -699,24 +686,20 @@ fn a_policy_changed_live_or_across_a_reconnect_is_noticed() {
 }
 
 #[test]
+#[ignore = "needs a Redis: MRTR_TEST_REDIS_URL=$(scripts/redis.sh start), --ignored"]
 fn a_redis_that_forbids_config_is_refused_unless_allowed() {
     // Two ways managed services keep CONFIG from their users: an ACL (NOPERM) and
     // a renamed command (ERR unknown command).
-    let Some(acl) = own_redis(
-        "a_redis_that_forbids_config_is_refused_unless_allowed",
-        &[
-            "--user",
-            "mrtr",
-            "on",
-            ">s3cret-pw",
-            "~*",
-            "&*",
-            "+@all",
-            "-config",
-        ],
-    ) else {
-        return;
-    };
+    let acl = own_redis(&[
+        "--user",
+        "mrtr",
+        "on",
+        ">s3cret-pw",
+        "~*",
+        "&*",
+        "+@all",
+        "-config",
+    ]);
     let dir = std::env::temp_dir().join(unique("mrtr-own-redis"));
     let renamed = OwnRedis::start_with(free_port(), dir, &["--rename-command", "CONFIG", ""]);
     let acl_url = format!("redis://mrtr:s3cret-pw@127.0.0.1:{}", acl.port);
@@ -747,11 +730,9 @@ fn a_redis_that_forbids_config_is_refused_unless_allowed() {
 }
 
 #[test]
+#[ignore = "needs a Redis: MRTR_TEST_REDIS_URL=$(scripts/redis.sh start), --ignored"]
 fn wait_counts_a_claim_only_once_replicas_acknowledge_it() {
-    let Some(primary) = own_redis("wait_counts_a_claim_only_once_replicas_acknowledge_it", &[])
-    else {
-        return;
-    };
+    let primary = own_redis(&[]);
     let url = format!("{}?wait=1&wait_timeout_ms=50", primary.url());
     let rt = runtime();
     let g = RedisReplayGuard::new(&url, &unique("wait")).unwrap();
@@ -813,23 +794,19 @@ fn serve_exit(args: &[&str]) -> (Option<i32>, String) {
 }
 
 #[test]
+#[ignore = "needs a Redis: MRTR_TEST_REDIS_URL=$(scripts/redis.sh start), --ignored"]
 fn serve_refuses_to_start_on_an_evicting_redis_unless_allowed() {
-    let Some(redis) = own_redis(
-        "serve_refuses_to_start_on_an_evicting_redis_unless_allowed",
-        &[
-            "--maxmemory-policy",
-            "allkeys-lru",
-            "--user",
-            "mrtr",
-            "on",
-            ">hunter2-pw",
-            "~*",
-            "&*",
-            "+@all",
-        ],
-    ) else {
-        return;
-    };
+    let redis = own_redis(&[
+        "--maxmemory-policy",
+        "allkeys-lru",
+        "--user",
+        "mrtr",
+        "on",
+        ">hunter2-pw",
+        "~*",
+        "&*",
+        "+@all",
+    ]);
     let url = format!("redis://mrtr:hunter2-pw@127.0.0.1:{}/0", redis.port);
     let (code, err) = serve_exit(&["--replay-store", &url]);
     assert_eq!(code, Some(2), "{err}");
