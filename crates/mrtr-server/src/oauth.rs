@@ -10,11 +10,13 @@
 //! - takes the `Authorization: Bearer` token (no token: `401` with
 //!   `WWW-Authenticate: Bearer resource_metadata="…"`, so a client can discover
 //!   where to log in);
-//! - checks the signature against the issuer's keys (the token's `alg` must be the
-//!   key's; an unknown `kid` fetches the JWKS again, at most once a minute), then
-//!   `iss`, `aud` (the configured audience, the server's own URL), `exp` and `nbf`
-//!   with the configured skew, and the scopes required of every request (a refused
-//!   token: `401` with `error="invalid_token"`);
+//! - checks the token's `typ` (`at+jwt`, RFC 9068 section 4, or what
+//!   [`ResourceServerConfig::with_accepted_typ`] adds), the signature against the
+//!   issuer's keys (the token's `alg` must be the key's; an unknown `kid` fetches
+//!   the JWKS again, at most once a minute), then `iss`, `aud` (the configured
+//!   audience, the server's own URL), `exp` and `nbf` with the configured skew,
+//!   and the scopes required of every request (a refused token: `401` with
+//!   `error="invalid_token"`);
 //! - inserts the [`Principal`] `iss` + `sub` into the request's extensions, for
 //!   [`FromExtension`](crate::http::FromExtension) (a state sealed for a subject
 //!   of one issuer never opens for the same subject of another), and the token's
@@ -97,6 +99,23 @@ pub struct ResourceServerConfig {
     skew: Duration,
     scopes: Vec<String>,
     tool_scopes: BTreeMap<String, BTreeSet<String>>,
+    /// `typ` values accepted beside `at+jwt`, normalized ([`media_type`]).
+    accepted_typ: BTreeSet<String>,
+}
+
+/// The `typ` of a JWT access token (RFC 9068 section 4), in the short form
+/// [`media_type`] gives.
+const AT_JWT: &str = "at+jwt";
+
+/// A `typ` value as a media type to compare: lower case, without the
+/// `application/` prefix RFC 7515 section 4.1.9 lets a sender leave out
+/// (`application/at+jwt` and `AT+JWT` are both `at+jwt`).
+fn media_type(typ: &str) -> String {
+    let typ = typ.trim().to_ascii_lowercase();
+    match typ.strip_prefix("application/") {
+        Some(rest) if !rest.contains('/') => rest.to_owned(),
+        _ => typ,
+    }
 }
 
 impl ResourceServerConfig {
@@ -116,6 +135,7 @@ impl ResourceServerConfig {
             skew: DEFAULT_SKEW,
             scopes: Vec::new(),
             tool_scopes: BTreeMap::new(),
+            accepted_typ: BTreeSet::new(),
         })
     }
 
@@ -129,6 +149,27 @@ impl ResourceServerConfig {
     pub fn with_required_scope(mut self, scope: &str) -> Self {
         self.scopes.push(scope.to_owned());
         self
+    }
+
+    /// Also accepts tokens whose `typ` header is `typ` (compared as a media type:
+    /// case-insensitive, `application/` optional), beside `at+jwt`, which RFC
+    /// 9068 section 4 requires of JWT access tokens and which is always
+    /// accepted.
+    ///
+    /// For an issuer that signs its access tokens with another `typ`: Keycloak
+    /// and Microsoft Entra ID send `JWT`. A `typ` shared with the issuer's ID
+    /// tokens lets an ID token whose `aud` is this server pass as an access
+    /// token, so add it only when the issuer gives no choice. A token without a
+    /// `typ` is never accepted.
+    pub fn with_accepted_typ(mut self, typ: &str) -> Self {
+        self.accepted_typ.insert(media_type(typ));
+        self
+    }
+
+    /// Whether a token whose header says `typ` may be an access token.
+    fn accepts_typ(&self, typ: Option<&str>) -> bool {
+        typ.map(media_type)
+            .is_some_and(|t| t == AT_JWT || self.accepted_typ.contains(&t))
     }
 
     /// A scope a `tools/call` of `tool` needs on top of the required ones.
@@ -405,6 +446,11 @@ impl ResourceServer {
         }
         let header =
             jsonwebtoken::decode_header(token).map_err(|_| Refusal::invalid("not a JWT"))?;
+        if !self.inner.config.accepts_typ(header.typ.as_deref()) {
+            return Err(Refusal::invalid(
+                "not an access token: typ is not at+jwt (RFC 9068 section 4) nor an accepted one",
+            ));
+        }
         let (key, alg) = match self.key_for(header.kid.as_deref(), header.alg) {
             Some(k) => k,
             None => {
@@ -774,6 +820,37 @@ mod tests {
             ResourceServer::with_keys(config().with_tool_scope("deploy", "mcp:deploy"), &jwks)
                 .unwrap();
         assert_eq!(scoped.metadata()["scopes_supported"], json!(["mcp:deploy"]));
+    }
+
+    #[test]
+    fn typ_is_at_jwt_as_a_media_type_unless_another_is_named() {
+        let config =
+            ResourceServerConfig::new("https://auth.example", "https://mcp.example/mcp").unwrap();
+        for good in [
+            "at+jwt",
+            "application/at+jwt",
+            "AT+JWT",
+            "Application/At+Jwt",
+        ] {
+            assert!(config.accepts_typ(Some(good)), "{good}");
+        }
+        for bad in [
+            None,
+            Some(""),
+            Some("JWT"),
+            Some("application/jwt"),
+            Some("at+jwt2"),
+            Some("x/at+jwt"),
+            Some("application/application/at+jwt"),
+        ] {
+            assert!(!config.accepts_typ(bad), "{bad:?}");
+        }
+        let keycloak = config.with_accepted_typ("JWT");
+        for good in ["JWT", "jwt", "application/JWT", "at+jwt"] {
+            assert!(keycloak.accepts_typ(Some(good)), "{good}");
+        }
+        assert!(!keycloak.accepts_typ(None));
+        assert!(!keycloak.accepts_typ(Some("id+jwt")));
     }
 
     #[test]

@@ -52,6 +52,11 @@ fn now() -> u64 {
 /// A token signed by `key` (hex DER) under `kid`, with `claims` over the defaults
 /// (alice of [`ISSUER`] for `audience`, valid for five minutes, scope `mcp`).
 fn token(key: &str, kid: &str, audience: &str, claims: Value) -> String {
+    token_typ(key, kid, audience, claims, Some("at+jwt"))
+}
+
+/// [`token`] with the header's `typ` (`None`: no `typ`).
+fn token_typ(key: &str, kid: &str, audience: &str, claims: Value, typ: Option<&str>) -> String {
     let mut c = json!({
         "iss": ISSUER, "sub": "alice", "aud": audience,
         "iat": now(), "exp": now() + 300, "scope": "mcp", "client_id": "app",
@@ -65,7 +70,7 @@ fn token(key: &str, kid: &str, audience: &str, claims: Value) -> String {
     }
     let mut h = Header::new(Algorithm::EdDSA);
     h.kid = Some(kid.into());
-    h.typ = Some("at+jwt".into());
+    h.typ = typ.map(str::to_owned);
     jsonwebtoken::encode(&h, &c, &EncodingKey::from_ed_der(&unhex(key))).unwrap()
 }
 
@@ -511,6 +516,76 @@ fn a_body_the_scope_check_cannot_read_is_refused_and_deploy_never_runs() {
     let (status, _, v) = post(server.addr, Some(&admin), &tool_call(1, "deploy", None));
     assert_eq!(status, 200, "{v}");
     assert_eq!(DEPLOYED.load(Ordering::SeqCst), 1);
+}
+
+/// RFC 9068 section 4: an access token says `typ: at+jwt`; any other JWT of the
+/// issuer for this audience (an ID token, a logout token) is refused, unless
+/// the server names the issuer's other `typ`.
+#[test]
+fn only_access_tokens_pass_unless_another_typ_is_named() {
+    log();
+    let (listener, audience) = bind();
+    let config = ResourceServerConfig::new(ISSUER, &audience).unwrap();
+    let oauth = ResourceServer::with_keys(config, &jwks(&[jwk("a", KEY_A_X)])).unwrap();
+    let server = protected(listener, &oauth);
+    let echo = tool_call(1, "echo", None);
+    let t = |typ: Option<&str>| token_typ(KEY_A, "a", &audience, json!({}), typ);
+    for typ in [
+        "at+jwt",
+        "application/at+jwt",
+        "AT+JWT",
+        "Application/At+JWT",
+    ] {
+        let (status, _, body) = post(server.addr, Some(&t(Some(typ))), &echo);
+        assert_eq!(status, 200, "{typ}: {body}");
+    }
+    let id_token = token_typ(
+        KEY_A,
+        "a",
+        &audience,
+        json!({"azp": audience, "nonce": "n", "auth_time": now()}),
+        Some("JWT"),
+    );
+    let refused = [
+        ("typ JWT", t(Some("JWT"))),
+        ("no typ", t(None)),
+        ("typ application/jwt", t(Some("application/jwt"))),
+        ("an ID token", id_token),
+    ];
+    for (why, token) in &refused {
+        let (status, challenge, body) = post(server.addr, Some(token), &echo);
+        assert_eq!(status, 401, "{why}: {body}");
+        assert!(
+            challenge
+                .as_deref()
+                .is_some_and(|c| c.ends_with(r#"error="invalid_token""#)),
+            "{why}: {challenge:?}"
+        );
+        assert_eq!(
+            body,
+            json!({"jsonrpc": "2.0", "error": {"code": -32600, "message": "Unauthorized"}}),
+            "{why}"
+        );
+    }
+    let log = String::from_utf8(log().lock().unwrap().clone()).unwrap();
+    assert!(log.contains("oauth: not an access token: typ"), "{log}");
+    for (_, token) in &refused {
+        assert!(!log.contains(token.as_str()), "a token in the log");
+    }
+
+    // An issuer that sends `JWT` (Keycloak, Entra ID): named, it passes; a
+    // token without a typ still does not.
+    let (listener, audience) = bind();
+    let config = ResourceServerConfig::new(ISSUER, &audience)
+        .unwrap()
+        .with_accepted_typ("JWT");
+    let oauth = ResourceServer::with_keys(config, &jwks(&[jwk("a", KEY_A_X)])).unwrap();
+    let server = protected(listener, &oauth);
+    let t = |typ: Option<&str>| token_typ(KEY_A, "a", &audience, json!({}), typ);
+    assert_eq!(post(server.addr, Some(&t(Some("JWT"))), &echo).0, 200);
+    assert_eq!(post(server.addr, Some(&t(Some("at+jwt"))), &echo).0, 200);
+    assert_eq!(post(server.addr, Some(&t(None)), &echo).0, 401);
+    assert_eq!(post(server.addr, Some(&t(Some("id+jwt"))), &echo).0, 401);
 }
 
 #[test]
