@@ -70,7 +70,7 @@ use mrtr::principal::Principal;
 use mrtr::service::RequestLog;
 use mrtr::streamable_http;
 use mrtr_client::HttpClient;
-use mrtr_client::fetch::split_origin;
+use mrtr_client::fetch::{UrlPolicy, UrlRefused, split_origin};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -218,6 +218,11 @@ pub enum OAuthSetupError {
     /// A document was fetched but is not what the issuer must publish.
     #[error("{0}")]
     Invalid(String),
+    /// The issuer's metadata points at a URL the project's one URL policy
+    /// ([`UrlPolicy`], named by the issuer) refuses: a plain `http://` `jwks_uri`
+    /// on a remote host, or on another loopback origin than the issuer's own.
+    #[error("{0}")]
+    Refused(#[from] UrlRefused),
 }
 
 /// Checks JWT access tokens of one issuer: see the [module docs](self).
@@ -324,12 +329,16 @@ fn algorithm_of(jwk: &Jwk) -> Option<Algorithm> {
 
 impl ResourceServer {
     /// Reads the issuer's metadata (`/.well-known/oauth-authorization-server`,
-    /// then `/.well-known/openid-configuration`), checks that it names the
-    /// issuer, and fetches its JWKS.
+    /// then `/.well-known/openid-configuration`, both on the issuer's own
+    /// origin), checks that it names the issuer, and fetches its JWKS from its
+    /// `jwks_uri`, which must pass [`UrlPolicy`] named by the issuer: `https://`
+    /// (to a loopback host only when the issuer is on one), or plain `http://`
+    /// only to the issuer's own origin when that is a loopback host.
     ///
     /// # Errors
     /// [`OAuthSetupError`] when a document cannot be fetched, names another
-    /// issuer, or has no usable signing key.
+    /// issuer, points at a `jwks_uri` the policy refuses
+    /// ([`OAuthSetupError::Refused`]), or has no usable signing key.
     pub async fn discover(
         config: ResourceServerConfig,
         http: HttpClient,
@@ -353,6 +362,9 @@ impl ResourceServer {
                 OAuthSetupError::Invalid("the issuer's metadata has no jwks_uri".into())
             })?
             .to_owned();
+        UrlPolicy::new()
+            .named(&config.issuer)
+            .check(&jwks_uri, "the issuer's jwks_uri")?;
         let keys = fetch_keys(&http, &jwks_uri).await?;
         Ok(Self::build(config, keys, Some((jwks_uri, http))))
     }

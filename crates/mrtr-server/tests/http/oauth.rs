@@ -717,3 +717,84 @@ fn discovery_reads_the_metadata_and_an_unknown_kid_fetches_the_keys_again() {
         "{e}"
     );
 }
+
+/// The issuer's `jwks_uri` passes the one URL policy: with an issuer on plain
+/// http on loopback, only its own origin may serve the keys over plain http;
+/// another port, a loopback name it was not given, or a remote host over plain
+/// http stop the start, before anything is fetched from there.
+#[test]
+fn a_jwks_uri_the_url_policy_refuses_stops_the_start() {
+    use mrtr_server::oauth::OAuthSetupError;
+    // Another loopback port that would serve the right keys, counting fetches.
+    let other_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let other = other_listener.local_addr().unwrap();
+    let stolen = Arc::new(Mutex::new(0u32));
+    let s = stolen.clone();
+    let _other = serve_on(
+        runtime(),
+        other_listener,
+        Router::new().route(
+            "/jwks",
+            get(move || {
+                *s.lock().unwrap() += 1;
+                async move { axum::Json(json!({"keys": [jwk("a", KEY_A_X)]})) }
+            }),
+        ),
+    );
+    let issuer_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = issuer_listener.local_addr().unwrap().port();
+    let issuer = format!("http://127.0.0.1:{port}");
+    let jwks_uri = Arc::new(Mutex::new(String::new()));
+    let (meta_issuer, named) = (issuer.clone(), jwks_uri.clone());
+    let stub = Router::new()
+        .route(
+            "/.well-known/oauth-authorization-server",
+            get(move || {
+                let m = json!({"issuer": meta_issuer, "jwks_uri": *named.lock().unwrap()});
+                async move { axum::Json(m) }
+            }),
+        )
+        .route(
+            "/jwks",
+            get(|| async { axum::Json(json!({"keys": [jwk("a", KEY_A_X)]})) }),
+        );
+    let _issuer = serve_on(runtime(), issuer_listener, stub);
+    let (_listener, audience) = bind();
+    let rt = runtime();
+    let discover = |uri: String| {
+        *jwks_uri.lock().unwrap() = uri;
+        let config = ResourceServerConfig::new(&issuer, &audience).unwrap();
+        rt.block_on(async {
+            let http = mrtr_client::HttpClient::builder()
+                .platform_roots(false)
+                .build()
+                .unwrap();
+            ResourceServer::discover(config, http).await
+        })
+    };
+    for (why, uri) in [
+        ("another loopback port", format!("http://{other}/jwks")),
+        ("a loopback name", format!("http://0x7f000001:{port}/jwks")),
+        (
+            "localhost, not the issuer's",
+            format!("http://localhost:{port}/jwks"),
+        ),
+        (
+            "a remote host over http",
+            "http://auth.example/jwks".to_owned(),
+        ),
+        ("not http", format!("file:///{port}/jwks")),
+    ] {
+        let e = discover(uri).expect_err(why);
+        assert!(matches!(e, OAuthSetupError::Refused(_)), "{why}: {e:?}");
+        let text = e.to_string();
+        assert!(
+            text.starts_with("the issuer's jwks_uri") && text.contains("is refused"),
+            "{why}: {text}"
+        );
+        assert!(!text.contains("/jwks"), "{why}: the path in {text}");
+    }
+    assert_eq!(*stolen.lock().unwrap(), 0, "the keys were fetched");
+    // The issuer's own origin serves them.
+    assert!(discover(format!("{issuer}/jwks")).is_ok());
+}
