@@ -89,6 +89,23 @@ impl ParsedMessage {
     }
 }
 
+impl<C> ParsedMessage<C> {
+    /// The method and params of the request this message is, read as the
+    /// envelope reads them when the message is handled; `None` when it is no
+    /// request (not JSON, ambiguous, a batch, a notification, or a wrong
+    /// `jsonrpc` or `id`), which is then answered with an error, or not at all,
+    /// and runs nothing.
+    ///
+    /// For a transport's own decision on its one parse of the body, made before
+    /// the message is handled (the HTTP transport's per-tool authorization).
+    pub fn request(&self) -> Option<(&str, Option<&Value>)> {
+        match envelope(&self.message, &mut RequestLog::default()) {
+            Read::Request(r) => Some((r.method, r.params)),
+            Read::Notification | Read::Refused(..) => None,
+        }
+    }
+}
+
 /// A request the envelope took: its id, method and params.
 pub(super) struct Request<'a> {
     pub(super) id: RequestId,
@@ -117,7 +134,18 @@ where
     C: FnOnce(&str, Option<&Value>) -> Result<(), Error>,
 {
     let rule = message.rule.take();
-    let msg = match &message.message {
+    match envelope(&message.message, log) {
+        Read::Request(mut r) => {
+            r.refused = rule.and_then(|rule| rule(r.method, r.params).err());
+            Read::Request(r)
+        }
+        other => other,
+    }
+}
+
+/// What the envelope makes of `message`, before any transport's rule.
+fn envelope<'a>(message: &'a Result<Value, Error>, log: &mut RequestLog) -> Read<'a> {
+    let msg = match message {
         Ok(v) => v,
         Err(e) => return Read::Refused(None, e.clone()),
     };
@@ -157,6 +185,40 @@ where
         id,
         method,
         params,
-        refused: rule.and_then(|rule| rule(method, params).err()),
+        refused: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_names_what_the_envelope_would_route_and_nothing_else() {
+        let call = ParsedMessage::parse(
+            br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"deploy"}}"#,
+        );
+        let (method, params) = call.request().unwrap();
+        assert_eq!(method, "tools/call");
+        assert_eq!(params.unwrap()["name"], "deploy");
+        // The transport's rule does not change what is read.
+        let checked = call.check(|_, _| Err(Error::invalid_request("no")));
+        assert_eq!(checked.request().unwrap().0, "tools/call");
+        for body in [
+            &b"not json"[..],
+            br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","method":"ping"}"#,
+            br#"[{"jsonrpc":"2.0","id":1,"method":"tools/call"}]"#,
+            br#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"deploy"}}"#,
+            br#"{"jsonrpc":"1.0","id":1,"method":"tools/call"}"#,
+            br#"{"jsonrpc":"2.0","id":true,"method":"tools/call"}"#,
+            br#"{"jsonrpc":"2.0","id":1,"method":7}"#,
+        ] {
+            assert_eq!(
+                ParsedMessage::parse(body).request(),
+                None,
+                "{}",
+                String::from_utf8_lossy(body)
+            );
+        }
+    }
 }

@@ -181,6 +181,12 @@ struct ServeArgs {
         requires = "oauth_issuer"
     )]
     oauth_skew: u64,
+    /// Also accept access tokens whose JWT header says typ TYP (repeatable), beside
+    /// at+jwt, which RFC 9068 requires and which is always accepted: for issuers
+    /// that send JWT (Keycloak, Microsoft Entra ID), e.g. --oauth-accept-typ JWT.
+    /// Any other token (an ID token of the same issuer) is refused: 401.
+    #[arg(long, value_name = "TYP", requires = "oauth_issuer")]
+    oauth_accept_typ: Vec<String>,
     /// A PEM file of CA certificates trusted, beside the system's, to fetch the
     /// issuer's metadata and keys.
     #[arg(long, value_name = "PATH", requires = "oauth_issuer")]
@@ -246,6 +252,7 @@ impl ServeArgs {
                 o.scopes = self.oauth_scope;
                 o.tool_scopes = self.oauth_tool_scope;
                 o.skew_secs = self.oauth_skew;
+                o.accept_typ = self.oauth_accept_typ;
                 o.ca = self.oauth_ca;
                 o
             }),

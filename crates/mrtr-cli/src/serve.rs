@@ -75,6 +75,9 @@ pub struct OAuthSettings {
     pub tool_scopes: Vec<(String, String)>,
     /// `--oauth-skew`: seconds of clock skew allowed on `exp` and `nbf`.
     pub skew_secs: u64,
+    /// `--oauth-accept-typ`: JWT `typ` values accepted beside `at+jwt` (for
+    /// issuers that send `JWT`).
+    pub accept_typ: Vec<String>,
     /// `--oauth-ca`: a PEM file of CA certificates trusted (beside the
     /// system's) to fetch the issuer's metadata and keys.
     pub ca: Option<std::path::PathBuf>,
@@ -96,6 +99,10 @@ impl OAuthSettings {
             check_scope("--oauth-tool-scope", s)?;
             c = c.with_tool_scope(tool, s);
         }
+        for typ in &self.accept_typ {
+            check_typ(typ)?;
+            c = c.with_accepted_typ(typ);
+        }
         Ok(c)
     }
 }
@@ -110,6 +117,21 @@ fn check_scope(flag: &str, scope: &str) -> Result<(), ServerConfigError> {
         Ok(())
     } else {
         Err(ServerConfigError(format!("{flag}: not a scope: {scope:?}")))
+    }
+}
+
+/// A `typ` is a media type: visible ASCII without spaces, quotes or backslashes.
+fn check_typ(typ: &str) -> Result<(), ServerConfigError> {
+    if !typ.is_empty()
+        && typ
+            .bytes()
+            .all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\')
+    {
+        Ok(())
+    } else {
+        Err(ServerConfigError(format!(
+            "--oauth-accept-typ: not a JWT typ: {typ:?}"
+        )))
     }
 }
 

@@ -31,7 +31,9 @@
 //! the body's share of the body budget (503 after
 //! [`defaults::ADMISSION_TIMEOUT`]), the body itself (413; 408 when it does not
 //! arrive in time), a slot under the in-flight cap (503 after
-//! [`defaults::ADMISSION_TIMEOUT`]), then [`Service::handle_parsed_until`]. A
+//! [`defaults::ADMISSION_TIMEOUT`]), the parse, behind the OAuth resource server
+//! (feature `oauth`) the scope of the tool a `tools/call` names (403, on that one
+//! parse), then [`Service::handle_parsed_until`]. A
 //! request takes its in-flight slot only once its body is in, so bodies that
 //! arrive slowly, or never, hold no slot that another request needs. `GET`/`DELETE` (and any other method) on
 //! `/mcp` answer 405 with `Allow: POST`. The router has no fallback of its own, so
@@ -286,6 +288,10 @@ async fn post_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
             let Ok(message) = parse(&app, bytes).await else {
                 return internal_error();
             };
+            #[cfg(feature = "oauth")]
+            if let Some(refused) = tool_scope_refusal(&parts, &message) {
+                return refused;
+            }
             let message = agree(&parts, message);
             let service = &app.service;
             let deadline = tokio::time::sleep(service.handler_timeout());
@@ -415,6 +421,42 @@ async fn slot(app: &AppState) -> Result<OwnedSemaphorePermit, Refused> {
         Ok(Ok(permit)) => Ok(permit),
         _ => Err(Refused::new(Refusal::Busy, "no request slot free in time")),
     }
+}
+
+/// The 403 for a `tools/call` of a tool whose scope the caller's token lacks
+/// ([`oauth::Grant`](crate::oauth::Grant), put into the request's extensions
+/// by [`ResourceServer::protect`](crate::oauth::ResourceServer::protect));
+/// `None` when the request may go on.
+///
+/// Checked on the transport's one strict parse, after the body limits: the
+/// tool is the one the service would route to
+/// ([`ParsedMessage::request`]), and a message that is no request (not JSON,
+/// ambiguous, a batch, a notification) runs nothing and is refused or ignored
+/// by the service. The private reason goes to the request's log line.
+#[cfg(feature = "oauth")]
+fn tool_scope_refusal(parts: &Parts, message: &ParsedMessage) -> Option<Response> {
+    let grant = parts.extensions.get::<crate::oauth::Grant>()?;
+    let (method, params) = message.request()?;
+    let call = CarrierMethod::ToolsCall;
+    if CarrierMethod::from_method(method) != Some(call) {
+        return None;
+    }
+    // No tool named: the service refuses it (-32602) without running one.
+    let tool = params?.get(call.target_param())?.as_str()?;
+    let missing = grant.missing_for_tool(tool);
+    if missing.is_empty() {
+        return None;
+    }
+    let mut resp = grant.insufficient_scope(missing);
+    let outcome = format!("http:{}", resp.status().as_u16());
+    resp.extensions_mut().insert(RequestLog {
+        method: Some(method.to_owned()),
+        target: Some(mrtr::record::target(tool).to_owned()),
+        outcome,
+        detail: Some("oauth: the tool needs a scope the token lacks".into()),
+        ..RequestLog::default()
+    });
+    Some(resp)
 }
 
 /// The request's context for the service.

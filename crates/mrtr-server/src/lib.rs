@@ -15,7 +15,8 @@
 //! ```text
 //!  accept (connection cap; header and idle timeouts close the socket)
 //!    └► POST /mcp ─► host (421) ─► origin (403) ─► principal (401) ─► content-type (415)
-//!         ─► declared size (413) ─► in-flight slot, body budget (503) ─► body (413, 408) ─┐
+//!         ─► declared size (413) ─► in-flight slot, body budget (503) ─► body (413, 408)
+//!         ─► one strict parse ─► the tool's scope, behind the OAuth resource server (403) ┐
 //!  stdin line (principal from configuration) ─► line limit (-32600) ──────────────────────┤
 //!                                                                                         ▼
 //!                                                       Service::handle(body, ctx) -> Reply

@@ -10,18 +10,26 @@
 //! - takes the `Authorization: Bearer` token (no token: `401` with
 //!   `WWW-Authenticate: Bearer resource_metadata="…"`, so a client can discover
 //!   where to log in);
-//! - checks the signature against the issuer's keys (the token's `alg` must be the
-//!   key's; an unknown `kid` fetches the JWKS again, at most once a minute), then
-//!   `iss`, `aud` (the configured audience, the server's own URL), `exp` and `nbf`
-//!   with the configured skew, and the scopes required of every request (a refused
-//!   token: `401` with `error="invalid_token"`);
-//! - checks the scopes a tool requires, if configured (`403` with
-//!   `error="insufficient_scope"` and the scopes to ask for); only for a token
-//!   that lacks one of them is the body read, to learn the tool, within 1 MiB
-//!   and 10 s (`400` otherwise);
+//! - checks the token's `typ` (`at+jwt`, RFC 9068 section 4, or what
+//!   [`ResourceServerConfig::with_accepted_typ`] adds), the signature against the
+//!   issuer's keys (the token's `alg` must be the key's; an unknown `kid` fetches
+//!   the JWKS again, at most once a minute), then `iss`, `aud` (the configured
+//!   audience, the server's own URL), `exp` and `nbf` with the configured skew,
+//!   and the scopes required of every request (a refused token: `401` with
+//!   `error="invalid_token"`);
 //! - inserts the [`Principal`] `iss` + `sub` into the request's extensions, for
-//!   [`FromExtension`](crate::http::FromExtension): a state sealed for a subject
-//!   of one issuer never opens for the same subject of another.
+//!   [`FromExtension`](crate::http::FromExtension) (a state sealed for a subject
+//!   of one issuer never opens for the same subject of another), and the token's
+//!   [`Grant`].
+//!
+//! The layer reads no body. The scopes a tool requires, if configured, are
+//! checked by the transport ([`crate::http::mcp_router`]) on its one strict
+//! parse of the body, after its `Host`, `Origin`, `Content-Type` and size checks
+//! and within its body budget: a `tools/call` of a tool whose scope the
+//! [`Grant`] lacks gets `403` with `error="insufficient_scope"` and the scopes
+//! to ask for, and a body the transport cannot parse is refused by it (400)
+//! before any tool is looked at. Another router behind [`ResourceServer::protect`]
+//! must check [`Grant::missing_for_tool`] itself.
 //!
 //! A refused token's reason goes to the private request log (target
 //! `mrtr::request`, field `detail`), never to the client; no token reaches a log
@@ -47,10 +55,10 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use axum::Router;
-use axum::body::{Body, to_bytes};
+use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::get;
 use http::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue, WWW_AUTHENTICATE};
 use http::{StatusCode, Uri};
@@ -60,8 +68,9 @@ use jsonwebtoken::jwk::{
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use mrtr::principal::Principal;
 use mrtr::service::RequestLog;
+use mrtr::streamable_http;
 use mrtr_client::HttpClient;
-use mrtr_client::fetch::split_origin;
+use mrtr_client::fetch::{UrlPolicy, UrlRefused, split_origin};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -77,15 +86,6 @@ pub const DEFAULT_SKEW: Duration = Duration::from_secs(60);
 /// An unknown `kid` fetches the JWKS again at most this often.
 const JWKS_REFRESH_INTERVAL: Duration = Duration::from_secs(60);
 
-/// The largest body read to learn which tool a request calls (tool scopes only).
-/// Only a token that lacks some tool's scope has its request read here, before
-/// the transport's own body limits: so the read is bounded in size and in time.
-const MAX_PEEK: usize = 1024 * 1024;
-
-/// The longest the body read for a tool scope may take (a slow sender holds no
-/// more than this).
-const PEEK_TIMEOUT: Duration = Duration::from_secs(10);
-
 /// The longest token looked at (bytes): longer is refused before any parsing.
 const MAX_TOKEN: usize = 16 * 1024;
 
@@ -99,6 +99,23 @@ pub struct ResourceServerConfig {
     skew: Duration,
     scopes: Vec<String>,
     tool_scopes: BTreeMap<String, BTreeSet<String>>,
+    /// `typ` values accepted beside `at+jwt`, normalized ([`media_type`]).
+    accepted_typ: BTreeSet<String>,
+}
+
+/// The `typ` of a JWT access token (RFC 9068 section 4), in the short form
+/// [`media_type`] gives.
+const AT_JWT: &str = "at+jwt";
+
+/// A `typ` value as a media type to compare: lower case, without the
+/// `application/` prefix RFC 7515 section 4.1.9 lets a sender leave out
+/// (`application/at+jwt` and `AT+JWT` are both `at+jwt`).
+fn media_type(typ: &str) -> String {
+    let typ = typ.trim().to_ascii_lowercase();
+    match typ.strip_prefix("application/") {
+        Some(rest) if !rest.contains('/') => rest.to_owned(),
+        _ => typ,
+    }
 }
 
 impl ResourceServerConfig {
@@ -118,6 +135,7 @@ impl ResourceServerConfig {
             skew: DEFAULT_SKEW,
             scopes: Vec::new(),
             tool_scopes: BTreeMap::new(),
+            accepted_typ: BTreeSet::new(),
         })
     }
 
@@ -131,6 +149,27 @@ impl ResourceServerConfig {
     pub fn with_required_scope(mut self, scope: &str) -> Self {
         self.scopes.push(scope.to_owned());
         self
+    }
+
+    /// Also accepts tokens whose `typ` header is `typ` (compared as a media type:
+    /// case-insensitive, `application/` optional), beside `at+jwt`, which RFC
+    /// 9068 section 4 requires of JWT access tokens and which is always
+    /// accepted.
+    ///
+    /// For an issuer that signs its access tokens with another `typ`: Keycloak
+    /// and Microsoft Entra ID send `JWT`. A `typ` shared with the issuer's ID
+    /// tokens lets an ID token whose `aud` is this server pass as an access
+    /// token, so add it only when the issuer gives no choice. A token without a
+    /// `typ` is never accepted.
+    pub fn with_accepted_typ(mut self, typ: &str) -> Self {
+        self.accepted_typ.insert(media_type(typ));
+        self
+    }
+
+    /// Whether a token whose header says `typ` may be an access token.
+    fn accepts_typ(&self, typ: Option<&str>) -> bool {
+        typ.map(media_type)
+            .is_some_and(|t| t == AT_JWT || self.accepted_typ.contains(&t))
     }
 
     /// A scope a `tools/call` of `tool` needs on top of the required ones.
@@ -179,6 +218,11 @@ pub enum OAuthSetupError {
     /// A document was fetched but is not what the issuer must publish.
     #[error("{0}")]
     Invalid(String),
+    /// The issuer's metadata points at a URL the project's one URL policy
+    /// ([`UrlPolicy`], named by the issuer) refuses: a plain `http://` `jwks_uri`
+    /// on a remote host, or on another loopback origin than the issuer's own.
+    #[error("{0}")]
+    Refused(#[from] UrlRefused),
 }
 
 /// Checks JWT access tokens of one issuer: see the [module docs](self).
@@ -285,12 +329,16 @@ fn algorithm_of(jwk: &Jwk) -> Option<Algorithm> {
 
 impl ResourceServer {
     /// Reads the issuer's metadata (`/.well-known/oauth-authorization-server`,
-    /// then `/.well-known/openid-configuration`), checks that it names the
-    /// issuer, and fetches its JWKS.
+    /// then `/.well-known/openid-configuration`, both on the issuer's own
+    /// origin), checks that it names the issuer, and fetches its JWKS from its
+    /// `jwks_uri`, which must pass [`UrlPolicy`] named by the issuer: `https://`
+    /// (to a loopback host only when the issuer is on one), or plain `http://`
+    /// only to the issuer's own origin when that is a loopback host.
     ///
     /// # Errors
     /// [`OAuthSetupError`] when a document cannot be fetched, names another
-    /// issuer, or has no usable signing key.
+    /// issuer, points at a `jwks_uri` the policy refuses
+    /// ([`OAuthSetupError::Refused`]), or has no usable signing key.
     pub async fn discover(
         config: ResourceServerConfig,
         http: HttpClient,
@@ -314,6 +362,9 @@ impl ResourceServer {
                 OAuthSetupError::Invalid("the issuer's metadata has no jwks_uri".into())
             })?
             .to_owned();
+        UrlPolicy::new()
+            .named(&config.issuer)
+            .check(&jwks_uri, "the issuer's jwks_uri")?;
         let keys = fetch_keys(&http, &jwks_uri).await?;
         Ok(Self::build(config, keys, Some((jwks_uri, http))))
     }
@@ -407,6 +458,11 @@ impl ResourceServer {
         }
         let header =
             jsonwebtoken::decode_header(token).map_err(|_| Refusal::invalid("not a JWT"))?;
+        if !self.inner.config.accepts_typ(header.typ.as_deref()) {
+            return Err(Refusal::invalid(
+                "not an access token: typ is not at+jwt (RFC 9068 section 4) nor an accepted one",
+            ));
+        }
         let (key, alg) = match self.key_for(header.kid.as_deref(), header.alg) {
             Some(k) => k,
             None => {
@@ -537,6 +593,54 @@ struct Token {
     scopes: BTreeSet<String>,
 }
 
+/// What an accepted token grants: [`ResourceServer::protect`] puts it into the
+/// request's extensions beside its [`Principal`]. The transport
+/// ([`crate::http::mcp_router`]) checks it against the tool a `tools/call`
+/// names, on its one parse of the body ([`module docs`](self)).
+#[derive(Clone)]
+pub struct Grant {
+    scopes: BTreeSet<String>,
+    server: ResourceServer,
+}
+
+impl fmt::Debug for Grant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Grant")
+            .field("scopes", &self.scopes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Grant {
+    /// The token's scopes (its `scope` and `scp` claims).
+    pub fn scopes(&self) -> &BTreeSet<String> {
+        &self.scopes
+    }
+
+    /// The scopes a `tools/call` of `tool` needs
+    /// ([`ResourceServerConfig::with_tool_scope`]) that the token lacks: empty
+    /// when it may call `tool`.
+    pub fn missing_for_tool(&self, tool: &str) -> Vec<String> {
+        self.server
+            .inner
+            .config
+            .tool_scopes
+            .get(tool)
+            .into_iter()
+            .flatten()
+            .filter(|s| !self.scopes.contains(s.as_str()))
+            .cloned()
+            .collect()
+    }
+
+    /// The `403` answer to a call that needs the scopes `missing`: the
+    /// `insufficient_scope` challenge naming them, and the id-less error body.
+    /// The caller writes the log line.
+    pub(crate) fn insufficient_scope(&self, missing: Vec<String>) -> Response {
+        self.server.response(&RefusalKind::Scope(missing))
+    }
+}
+
 /// A refused request: the private reason, and the scopes to ask for.
 struct Refusal {
     reason: &'static str,
@@ -550,8 +654,6 @@ enum RefusalKind {
     Invalid,
     /// `403`, `error="insufficient_scope"`.
     Scope(Vec<String>),
-    /// `400`: the body could not be read to learn the tool.
-    Body,
 }
 
 impl Refusal {
@@ -578,7 +680,8 @@ fn scope_param(scopes: &[String]) -> String {
     }
 }
 
-/// The middleware of [`ResourceServer::protect`].
+/// The middleware of [`ResourceServer::protect`]: the token only (no body is
+/// read here); the request goes on with its [`Principal`] and [`Grant`].
 async fn authenticate(State(rs): State<ResourceServer>, mut req: Request, next: Next) -> Response {
     let started = Instant::now();
     let token = match bearer(&req) {
@@ -590,57 +693,13 @@ async fn authenticate(State(rs): State<ResourceServer>, mut req: Request, next: 
         Err(r) => return rs.refuse(r, started),
     };
     drop(token);
-    let tools = &rs.inner.config.tool_scopes;
-    if tools
-        .values()
-        .flatten()
-        .any(|s| !accepted.scopes.contains(s))
-    {
-        // This token may not call some tool: see which one the request calls.
-        let (parts, body) = req.into_parts();
-        let Ok(Ok(bytes)) = tokio::time::timeout(PEEK_TIMEOUT, to_bytes(body, MAX_PEEK)).await
-        else {
-            return rs.refuse(
-                Refusal {
-                    reason: "the body could not be read in time, or is too large, to check tool scopes",
-                    kind: RefusalKind::Body,
-                },
-                started,
-            );
-        };
-        if let Some(needed) = tool_of(&bytes).and_then(|t| tools.get(&t)) {
-            let missing: Vec<String> = needed
-                .iter()
-                .filter(|s| !accepted.scopes.contains(s.as_str()))
-                .cloned()
-                .collect();
-            if !missing.is_empty() {
-                return rs.refuse(
-                    Refusal::scope("the tool needs a scope the token lacks", missing),
-                    started,
-                );
-            }
-        }
-        req = Request::from_parts(parts, Body::from(bytes));
-    }
-    req.extensions_mut().insert(accepted.principal);
+    let extensions = req.extensions_mut();
+    extensions.insert(accepted.principal);
+    extensions.insert(Grant {
+        scopes: accepted.scopes,
+        server: rs,
+    });
     next.run(req).await
-}
-
-/// The tool a `tools/call` body names, if it is one.
-fn tool_of(body: &[u8]) -> Option<String> {
-    #[derive(Deserialize)]
-    struct Call {
-        method: String,
-        params: Option<Params>,
-    }
-    #[derive(Deserialize)]
-    struct Params {
-        name: Option<String>,
-    }
-    let call: Call = serde_json::from_slice(body).ok()?;
-    (call.method == "tools/call").then_some(())?;
-    call.params?.name
 }
 
 /// The bearer token of the request: one `Authorization: Bearer` header.
@@ -670,13 +729,29 @@ fn bearer(req: &Request) -> Result<String, Refusal> {
 impl ResourceServer {
     /// The refusal's response (no reason in it) and its private log line.
     fn refuse(&self, refusal: Refusal, started: Instant) -> Response {
+        let resp = self.response(&refusal.kind);
+        let status = resp.status();
+        let entry = RequestLog {
+            outcome: format!("http:{}", status.as_u16()),
+            detail: Some(format!("oauth: {}", refusal.reason)),
+            ..RequestLog::default()
+        };
+        log::request(
+            &log::correlation_id(),
+            "http",
+            &entry,
+            Some(status.as_u16()),
+            started.elapsed(),
+        );
+        resp
+    }
+
+    /// A refusal's response: its status, the challenge, and the id-less
+    /// JSON-RPC error body ([`streamable_http::error_body`]), the same whatever
+    /// the private reason.
+    fn response(&self, kind: &RefusalKind) -> Response {
         let inner = &self.inner;
-        let (status, header, message) = match &refusal.kind {
-            RefusalKind::Body => (
-                StatusCode::BAD_REQUEST,
-                inner.challenge.clone(),
-                "Invalid Request",
-            ),
+        let (status, challenge, message) = match kind {
             RefusalKind::Missing => (
                 StatusCode::UNAUTHORIZED,
                 inner.challenge.clone(),
@@ -693,27 +768,13 @@ impl ResourceServer {
                 "Forbidden",
             ),
         };
-        let body = json!({
-            "jsonrpc": "2.0",
-            "error": {"code": -32600, "message": message},
-        });
-        let mut resp = (status, axum::Json(body)).into_response();
-        if status != StatusCode::BAD_REQUEST {
-            resp.headers_mut().insert(WWW_AUTHENTICATE, header);
-        }
-        resp.headers_mut()
-            .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        let entry = RequestLog {
-            outcome: format!("http:{}", status.as_u16()),
-            detail: Some(format!("oauth: {}", refusal.reason)),
-            ..RequestLog::default()
-        };
-        log::request(
-            &log::correlation_id(),
-            "http",
-            &entry,
-            Some(status.as_u16()),
-            started.elapsed(),
+        let mut resp = Response::new(Body::from(streamable_http::error_body(-32600, message)));
+        *resp.status_mut() = status;
+        let headers = resp.headers_mut();
+        headers.insert(WWW_AUTHENTICATE, challenge);
+        headers.insert(
+            CONTENT_TYPE,
+            HeaderValue::from_static(streamable_http::JSON),
         );
         resp
     }
@@ -774,19 +835,68 @@ mod tests {
     }
 
     #[test]
-    fn tool_of_reads_only_tools_call() {
+    fn typ_is_at_jwt_as_a_media_type_unless_another_is_named() {
+        let config =
+            ResourceServerConfig::new("https://auth.example", "https://mcp.example/mcp").unwrap();
+        for good in [
+            "at+jwt",
+            "application/at+jwt",
+            "AT+JWT",
+            "Application/At+Jwt",
+        ] {
+            assert!(config.accepts_typ(Some(good)), "{good}");
+        }
+        for bad in [
+            None,
+            Some(""),
+            Some("JWT"),
+            Some("application/jwt"),
+            Some("at+jwt2"),
+            Some("x/at+jwt"),
+            Some("application/application/at+jwt"),
+        ] {
+            assert!(!config.accepts_typ(bad), "{bad:?}");
+        }
+        let keycloak = config.with_accepted_typ("JWT");
+        for good in ["JWT", "jwt", "application/JWT", "at+jwt"] {
+            assert!(keycloak.accepts_typ(Some(good)), "{good}");
+        }
+        assert!(!keycloak.accepts_typ(None));
+        assert!(!keycloak.accepts_typ(Some("id+jwt")));
+    }
+
+    #[test]
+    fn a_grant_names_the_tool_scopes_it_lacks() {
+        let jwks: JwkSet = serde_json::from_value(json!({"keys": [{
+            "kty": "OKP", "crv": "Ed25519", "kid": "k", "use": "sig", "alg": "EdDSA",
+            "x": "zMUeVR4jyJVzJmOkxn0WGKTO3UJAzneoYSeP0Oi1PE0",
+        }]}))
+        .unwrap();
+        let config = ResourceServerConfig::new("https://auth.example", "https://mcp.example/mcp")
+            .unwrap()
+            .with_tool_scope("deploy", "mcp:deploy")
+            .with_tool_scope("deploy", "mcp:admin");
+        let server = ResourceServer::with_keys(config, &jwks).unwrap();
+        let grant = |scopes: &[&str]| Grant {
+            scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
+            server: server.clone(),
+        };
         assert_eq!(
-            tool_of(
-                br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"deploy"}}"#
-            )
-            .as_deref(),
-            Some("deploy")
+            grant(&["mcp"]).missing_for_tool("deploy"),
+            ["mcp:admin", "mcp:deploy"]
         );
         assert_eq!(
-            tool_of(br#"{"method":"prompts/get","params":{"name":"deploy"}}"#),
-            None
+            grant(&["mcp:admin"]).missing_for_tool("deploy"),
+            ["mcp:deploy"]
         );
-        assert_eq!(tool_of(b"not json"), None);
+        assert!(
+            grant(&["mcp:admin", "mcp:deploy"])
+                .missing_for_tool("deploy")
+                .is_empty()
+        );
+        assert!(grant(&[]).missing_for_tool("echo").is_empty());
+        // Names are exact: no case folding, no trimming.
+        assert!(grant(&[]).missing_for_tool("Deploy").is_empty());
     }
 
     #[test]

@@ -39,3 +39,19 @@ fn the_body_budget_must_hold_the_largest_body() {
     cfg.body_budget = cfg.max_body;
     assert!(cfg.validate().is_ok());
 }
+
+#[test]
+fn accepted_typs_are_media_types() {
+    let settings = |typ: &str| OAuthSettings {
+        issuer: "https://auth.example".into(),
+        audience: "https://mcp.example/mcp".into(),
+        accept_typ: vec![typ.into()],
+        ..OAuthSettings::default()
+    };
+    assert!(settings("JWT").config().is_ok());
+    assert!(settings("application/jwt").config().is_ok());
+    for bad in ["", "a b", "x\"y", "t\u{e9}"] {
+        let e = settings(bad).config().unwrap_err();
+        assert!(e.0.starts_with("--oauth-accept-typ"), "{bad:?}: {e}");
+    }
+}

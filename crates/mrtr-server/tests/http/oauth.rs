@@ -52,6 +52,11 @@ fn now() -> u64 {
 /// A token signed by `key` (hex DER) under `kid`, with `claims` over the defaults
 /// (alice of [`ISSUER`] for `audience`, valid for five minutes, scope `mcp`).
 fn token(key: &str, kid: &str, audience: &str, claims: Value) -> String {
+    token_typ(key, kid, audience, claims, Some("at+jwt"))
+}
+
+/// [`token`] with the header's `typ` (`None`: no `typ`).
+fn token_typ(key: &str, kid: &str, audience: &str, claims: Value, typ: Option<&str>) -> String {
     let mut c = json!({
         "iss": ISSUER, "sub": "alice", "aud": audience,
         "iat": now(), "exp": now() + 300, "scope": "mcp", "client_id": "app",
@@ -65,7 +70,7 @@ fn token(key: &str, kid: &str, audience: &str, claims: Value) -> String {
     }
     let mut h = Header::new(Algorithm::EdDSA);
     h.kid = Some(kid.into());
-    h.typ = Some("at+jwt".into());
+    h.typ = typ.map(str::to_owned);
     jsonwebtoken::encode(&h, &c, &EncodingKey::from_ed_der(&unhex(key))).unwrap()
 }
 
@@ -326,46 +331,261 @@ fn tokens_are_checked_and_refusals_say_only_what_a_client_acts_on() {
     assert!(!log.contains(&good) && !log.contains(&admin));
 }
 
-/// A token that lacks a tool's scope has its body read to learn the tool: that
-/// read is bounded (1 MiB, 10 s), whatever the transport's own limits.
-#[test]
-fn the_body_read_for_a_tool_scope_is_bounded_in_size_and_time() {
+/// The MCP server behind `oauth` with the transport's `options` and `service`.
+fn protected_with(
+    listener: std::net::TcpListener,
+    oauth: &ResourceServer,
+    service: Arc<Service>,
+    options: HttpOptions,
+) -> Running {
+    let app = oauth.protect(standalone_router(service, options, FromExtension));
+    serve_on(runtime(), listener, app)
+}
+
+/// Sends a request head declaring `declared` bytes, then `sent` and nothing
+/// more (the connection stays open); the status line of the answer and how
+/// long it took.
+fn stall(addr: SocketAddr, token: &str, declared: usize, sent: &[u8]) -> (String, Duration) {
     use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\n\
+         Authorization: Bearer {token}\r\nContent-Length: {declared}\r\n\
+         Connection: close\r\n\r\n"
+    );
+    let started = std::time::Instant::now();
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(sent).unwrap();
+    let mut reply = Vec::new();
+    let mut byte = [0u8; 1];
+    while !reply.ends_with(b"\r\n") {
+        match s.read(&mut byte) {
+            Ok(1) => reply.push(byte[0]),
+            _ => break,
+        }
+    }
+    (
+        String::from_utf8_lossy(&reply).into_owned(),
+        started.elapsed(),
+    )
+}
+
+/// A token that lacks a tool's scope gets no read of its own: its body meets
+/// the transport's limits (declared size, body time) like any other, and the
+/// scope is checked on the transport's parse. (The OAuth layer used to read up
+/// to 1 MiB for 10 s first: these bodies got a 400 after 10 s.)
+#[test]
+fn a_token_lacking_a_tool_scope_meets_the_transports_limits_first() {
     let (listener, audience) = bind();
     let config = ResourceServerConfig::new(ISSUER, &audience)
         .unwrap()
         .with_tool_scope("deploy", "mcp:admin");
     let oauth = ResourceServer::with_keys(config, &jwks(&[jwk("a", KEY_A_X)])).unwrap();
-    let server = protected(listener, &oauth);
-    let good = token(KEY_A, "a", &audience, json!({}));
-    let head = |len: usize| {
-        format!(
-            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
-             Authorization: Bearer {good}\r\nContent-Length: {len}\r\nConnection: close\r\n\r\n",
-            server.addr
-        )
-    };
-    // Over 1 MiB: 400, without waiting for the rest.
-    let (status, _, _) = post(
-        server.addr,
-        Some(&good),
-        &json!({"pad": "a".repeat(1024 * 1024)}),
+    let options = HttpOptions::default()
+        .with_max_body(64 * 1024)
+        .with_body_timeout(Duration::from_secs(1));
+    let server = protected_with(listener, &oauth, service(), options);
+    let addr = server.addr;
+    let low = token(KEY_A, "a", &audience, json!({}));
+
+    // Declared over the transport's limit (but under the old 1 MiB read): 413
+    // at once, before a byte of the body is read.
+    let (status, took) = stall(addr, &low, 64 * 1024 + 1, b"{");
+    assert!(status.starts_with("HTTP/1.1 413"), "{status}");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    // Sent over the limit without a declared length: also the transport's 413.
+    let (status, _, body) = post(
+        addr,
+        Some(&low),
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "deploy", "pad": "a".repeat(64 * 1024)}}),
     );
-    assert_eq!(status, 400);
-    // A body that never comes: 400 after the 10 s, not a held connection.
-    let mut s = std::net::TcpStream::connect(server.addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    s.write_all(head(100).as_bytes()).unwrap();
-    s.write_all(b"{\"jsonrpc\"").unwrap();
-    let started = std::time::Instant::now();
-    let mut reply = String::new();
-    let _ = s.read_to_string(&mut reply);
-    assert!(reply.starts_with("HTTP/1.1 400"), "{reply}");
-    let waited = started.elapsed();
+    assert_eq!(status, 413, "{body}");
+    // A body that stalls: the transport's 408 after its body time, not a read
+    // held by the OAuth layer.
+    let (status, took) = stall(addr, &low, 100, b"{\"jsonrpc\"");
+    assert!(status.starts_with("HTTP/1.1 408"), "{status}");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+
+    // Within the limits, the scope is still checked on the parsed request:
+    // deploy needs mcp:admin, echo does not.
+    let (status, challenge, body) = post(addr, Some(&low), &tool_call(1, "deploy", None));
+    assert_eq!(status, 403, "{body}");
     assert!(
-        waited >= Duration::from_secs(9) && waited < Duration::from_secs(25),
-        "{waited:?}"
+        challenge
+            .as_deref()
+            .is_some_and(|c| c.ends_with(r#"error="insufficient_scope", scope="mcp:admin""#)),
+        "{challenge:?}"
     );
+    assert_eq!(
+        body,
+        json!({"jsonrpc": "2.0", "error": {"code": -32600, "message": "Forbidden"}})
+    );
+    let (status, _, body) = post(addr, Some(&low), &tool_call(2, "echo", None));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["result"]["content"][0]["text"], "echoed", "{body}");
+}
+
+/// What the transport cannot read as one request never reaches a tool, so
+/// nothing passes the scope check unchecked; and the scope check reads the
+/// tool the service would run, escapes and all.
+#[test]
+fn a_body_the_scope_check_cannot_read_is_refused_and_deploy_never_runs() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static DEPLOYED: AtomicUsize = AtomicUsize::new(0);
+    let service = Arc::new(
+        Service::new(
+            Engine::new(Keyring::ephemeral(), "oauth-test"),
+            "oauth",
+            "0",
+        )
+        .tool("echo", "Echoes.", json!({"type": "object"}), |_round| {
+            Ok(ToolResult::text("echoed"))
+        })
+        .tool("deploy", "Deploys.", json!({"type": "object"}), |_round| {
+            DEPLOYED.fetch_add(1, Ordering::SeqCst);
+            Ok(ToolResult::text("deployed"))
+        }),
+    );
+    let (listener, audience) = bind();
+    let config = ResourceServerConfig::new(ISSUER, &audience)
+        .unwrap()
+        .with_tool_scope("deploy", "mcp:admin");
+    let oauth = ResourceServer::with_keys(config, &jwks(&[jwk("a", KEY_A_X)])).unwrap();
+    let server = protected_with(listener, &oauth, service, HttpOptions::default());
+    let low = token(KEY_A, "a", &audience, json!({}));
+    let send = |body: &str| {
+        let call = tool_call(1, "deploy", None);
+        let mut h = headers_for(&call);
+        h.push(("Content-Type".into(), "application/json".into()));
+        h.push((
+            "Accept".into(),
+            "application/json, text/event-stream".into(),
+        ));
+        h.push(("Authorization".into(), format!("Bearer {low}")));
+        let r = request(server.addr, "POST", "/mcp", &borrow(&h), body.as_bytes());
+        let v: Value = serde_json::from_slice(&r.body).unwrap_or(Value::Null);
+        (r.status, v)
+    };
+    let call = tool_call(1, "deploy", None).to_string();
+    let inner = call
+        .strip_prefix('{')
+        .and_then(|c| c.strip_suffix('}'))
+        .unwrap()
+        .to_owned();
+    let cases = [
+        // Read by the transport as a request for deploy: 403.
+        (
+            "escaped name",
+            call.replace("\"deploy\"", "\"\\u0064eploy\""),
+            403,
+        ),
+        (
+            "escaped method",
+            call.replace("tools/call", "tools\\/call"),
+            403,
+        ),
+        // Not one unambiguous request: the transport's 400 (parse, batch).
+        (
+            "duplicate name",
+            call.replace(
+                "\"name\":\"deploy\"",
+                "\"name\":\"echo\",\"name\":\"deploy\"",
+            ),
+            400,
+        ),
+        (
+            "duplicate method",
+            format!("{{\"method\":\"ping\",{inner}}}"),
+            400,
+        ),
+        ("batch", format!("[{call}]"), 400),
+        ("trailing data", format!("{call} {{}}"), 400),
+        ("not JSON", format!("{call}x"), 400),
+        ("a BOM", format!("\u{feff}{call}"), 400),
+    ];
+    for (why, body, expected) in &cases {
+        let (status, v) = send(body);
+        assert_eq!(status, *expected, "{why}: {v}");
+    }
+    assert_eq!(DEPLOYED.load(Ordering::SeqCst), 0, "deploy ran");
+    // With the scope, the same tool runs: the counter works.
+    let admin = token(KEY_A, "a", &audience, json!({"scope": "mcp mcp:admin"}));
+    let (status, _, v) = post(server.addr, Some(&admin), &tool_call(1, "deploy", None));
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(DEPLOYED.load(Ordering::SeqCst), 1);
+}
+
+/// RFC 9068 section 4: an access token says `typ: at+jwt`; any other JWT of the
+/// issuer for this audience (an ID token, a logout token) is refused, unless
+/// the server names the issuer's other `typ`.
+#[test]
+fn only_access_tokens_pass_unless_another_typ_is_named() {
+    log();
+    let (listener, audience) = bind();
+    let config = ResourceServerConfig::new(ISSUER, &audience).unwrap();
+    let oauth = ResourceServer::with_keys(config, &jwks(&[jwk("a", KEY_A_X)])).unwrap();
+    let server = protected(listener, &oauth);
+    let echo = tool_call(1, "echo", None);
+    let t = |typ: Option<&str>| token_typ(KEY_A, "a", &audience, json!({}), typ);
+    for typ in [
+        "at+jwt",
+        "application/at+jwt",
+        "AT+JWT",
+        "Application/At+JWT",
+    ] {
+        let (status, _, body) = post(server.addr, Some(&t(Some(typ))), &echo);
+        assert_eq!(status, 200, "{typ}: {body}");
+    }
+    let id_token = token_typ(
+        KEY_A,
+        "a",
+        &audience,
+        json!({"azp": audience, "nonce": "n", "auth_time": now()}),
+        Some("JWT"),
+    );
+    let refused = [
+        ("typ JWT", t(Some("JWT"))),
+        ("no typ", t(None)),
+        ("typ application/jwt", t(Some("application/jwt"))),
+        ("an ID token", id_token),
+    ];
+    for (why, token) in &refused {
+        let (status, challenge, body) = post(server.addr, Some(token), &echo);
+        assert_eq!(status, 401, "{why}: {body}");
+        assert!(
+            challenge
+                .as_deref()
+                .is_some_and(|c| c.ends_with(r#"error="invalid_token""#)),
+            "{why}: {challenge:?}"
+        );
+        assert_eq!(
+            body,
+            json!({"jsonrpc": "2.0", "error": {"code": -32600, "message": "Unauthorized"}}),
+            "{why}"
+        );
+    }
+    let log = String::from_utf8(log().lock().unwrap().clone()).unwrap();
+    assert!(log.contains("oauth: not an access token: typ"), "{log}");
+    for (_, token) in &refused {
+        assert!(!log.contains(token.as_str()), "a token in the log");
+    }
+
+    // An issuer that sends `JWT` (Keycloak, Entra ID): named, it passes; a
+    // token without a typ still does not.
+    let (listener, audience) = bind();
+    let config = ResourceServerConfig::new(ISSUER, &audience)
+        .unwrap()
+        .with_accepted_typ("JWT");
+    let oauth = ResourceServer::with_keys(config, &jwks(&[jwk("a", KEY_A_X)])).unwrap();
+    let server = protected(listener, &oauth);
+    let t = |typ: Option<&str>| token_typ(KEY_A, "a", &audience, json!({}), typ);
+    assert_eq!(post(server.addr, Some(&t(Some("JWT"))), &echo).0, 200);
+    assert_eq!(post(server.addr, Some(&t(Some("at+jwt"))), &echo).0, 200);
+    assert_eq!(post(server.addr, Some(&t(None)), &echo).0, 401);
+    assert_eq!(post(server.addr, Some(&t(Some("id+jwt"))), &echo).0, 401);
 }
 
 #[test]
@@ -496,4 +716,85 @@ fn discovery_reads_the_metadata_and_an_unknown_kid_fetches_the_keys_again() {
         e.to_string().contains("another issuer") || e.to_string().contains("metadata"),
         "{e}"
     );
+}
+
+/// The issuer's `jwks_uri` passes the one URL policy: with an issuer on plain
+/// http on loopback, only its own origin may serve the keys over plain http;
+/// another port, a loopback name it was not given, or a remote host over plain
+/// http stop the start, before anything is fetched from there.
+#[test]
+fn a_jwks_uri_the_url_policy_refuses_stops_the_start() {
+    use mrtr_server::oauth::OAuthSetupError;
+    // Another loopback port that would serve the right keys, counting fetches.
+    let other_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let other = other_listener.local_addr().unwrap();
+    let stolen = Arc::new(Mutex::new(0u32));
+    let s = stolen.clone();
+    let _other = serve_on(
+        runtime(),
+        other_listener,
+        Router::new().route(
+            "/jwks",
+            get(move || {
+                *s.lock().unwrap() += 1;
+                async move { axum::Json(json!({"keys": [jwk("a", KEY_A_X)]})) }
+            }),
+        ),
+    );
+    let issuer_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = issuer_listener.local_addr().unwrap().port();
+    let issuer = format!("http://127.0.0.1:{port}");
+    let jwks_uri = Arc::new(Mutex::new(String::new()));
+    let (meta_issuer, named) = (issuer.clone(), jwks_uri.clone());
+    let stub = Router::new()
+        .route(
+            "/.well-known/oauth-authorization-server",
+            get(move || {
+                let m = json!({"issuer": meta_issuer, "jwks_uri": *named.lock().unwrap()});
+                async move { axum::Json(m) }
+            }),
+        )
+        .route(
+            "/jwks",
+            get(|| async { axum::Json(json!({"keys": [jwk("a", KEY_A_X)]})) }),
+        );
+    let _issuer = serve_on(runtime(), issuer_listener, stub);
+    let (_listener, audience) = bind();
+    let rt = runtime();
+    let discover = |uri: String| {
+        *jwks_uri.lock().unwrap() = uri;
+        let config = ResourceServerConfig::new(&issuer, &audience).unwrap();
+        rt.block_on(async {
+            let http = mrtr_client::HttpClient::builder()
+                .platform_roots(false)
+                .build()
+                .unwrap();
+            ResourceServer::discover(config, http).await
+        })
+    };
+    for (why, uri) in [
+        ("another loopback port", format!("http://{other}/jwks")),
+        ("a loopback name", format!("http://0x7f000001:{port}/jwks")),
+        (
+            "localhost, not the issuer's",
+            format!("http://localhost:{port}/jwks"),
+        ),
+        (
+            "a remote host over http",
+            "http://auth.example/jwks".to_owned(),
+        ),
+        ("not http", format!("file:///{port}/jwks")),
+    ] {
+        let e = discover(uri).expect_err(why);
+        assert!(matches!(e, OAuthSetupError::Refused(_)), "{why}: {e:?}");
+        let text = e.to_string();
+        assert!(
+            text.starts_with("the issuer's jwks_uri") && text.contains("is refused"),
+            "{why}: {text}"
+        );
+        assert!(!text.contains("/jwks"), "{why}: the path in {text}");
+    }
+    assert_eq!(*stolen.lock().unwrap(), 0, "the keys were fetched");
+    // The issuer's own origin serves them.
+    assert!(discover(format!("{issuer}/jwks")).is_ok());
 }

@@ -86,6 +86,26 @@ fn usage_and_config_errors_exit_2() {
         &run(&["serve", "--anonymous"], &[("MRTR_KEYS", "")]),
         "MRTR_KEYS",
     );
+    let oauth = |typ: &str| {
+        run(
+            &[
+                "serve",
+                "--oauth-issuer",
+                "https://auth.example",
+                "--oauth-audience",
+                "https://mcp.example/mcp",
+                "--oauth-accept-typ",
+                typ,
+            ],
+            &[],
+        )
+    };
+    assert_exit_2(&oauth("a b"), "--oauth-accept-typ");
+    assert_exit_2(&oauth(""), "--oauth-accept-typ");
+    assert_exit_2(
+        &run(&["serve", "--anonymous", "--oauth-accept-typ", "JWT"], &[]),
+        "--oauth-issuer",
+    );
     assert_exit_2(&run(&[], &[]), "Usage");
 }
 
@@ -149,6 +169,7 @@ fn help_and_version_exit_0() {
         "--principal-header",
         "--principal",
         "--anonymous",
+        "--oauth-accept-typ",
     ] {
         assert!(help.contains(flag), "{flag} missing from help");
     }
