@@ -16,7 +16,7 @@ mod source;
 #[doc(hidden)]
 pub use source::is_principal_name;
 #[cfg(feature = "http")]
-pub use source::{Anonymous, FromExtension, FromHeader, PrincipalSource, Rejection};
+pub use source::{Anonymous, FromExtension, FromHeader, PrincipalSource, Reads, Rejection};
 
 /// The authenticated identity behind a request.
 ///

@@ -41,6 +41,26 @@ pub trait PrincipalSource: Send + Sync + 'static {
     /// A [`Rejection`] when the request carries no identity this source accepts:
     /// the request is refused and never reaches a handler.
     fn principal(&self, parts: &Parts) -> Result<Principal, Rejection>;
+
+    /// What this source reads: the request ([`Reads::Request`], the default),
+    /// or nothing at all ([`Reads::Nothing`]: every caller is the same
+    /// principal, as with [`Anonymous`]). A transport without a request head
+    /// (stdio, rmcp's non-HTTP transports) can still ask a source that reads
+    /// nothing, and knows that binding a state to its principal isolates no
+    /// caller from another.
+    fn reads(&self) -> Reads {
+        Reads::Request
+    }
+}
+
+/// What a [`PrincipalSource`] reads to find a principal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Reads {
+    /// The request's head (`http::request::Parts`).
+    Request,
+    /// Nothing: every caller is the same principal.
+    Nothing,
 }
 
 /// A request without an acceptable identity.
@@ -175,6 +195,10 @@ pub struct Anonymous;
 impl PrincipalSource for Anonymous {
     fn principal(&self, _parts: &Parts) -> Result<Principal, Rejection> {
         Ok(Principal::anonymous())
+    }
+
+    fn reads(&self) -> Reads {
+        Reads::Nothing
     }
 }
 

@@ -1,7 +1,6 @@
 //! Who the caller of an rmcp request is: the core's
 //! [`PrincipalSource`](mrtr::principal::PrincipalSource), held as [`Principals`].
 
-use std::any::{Any, TypeId};
 use std::fmt;
 use std::sync::Arc;
 
@@ -9,55 +8,45 @@ use ::rmcp::RoleServer;
 use ::rmcp::service::RequestContext as RmcpContext;
 
 use mrtr::error::Error;
-use mrtr::principal::{Anonymous, Principal, PrincipalSource, Rejection};
+use mrtr::principal::{Anonymous, Principal, PrincipalSource, Reads, Rejection};
 
-/// The principal resolver of a [`Mrtr`](super::Mrtr): one
-/// [`PrincipalSource`], the same trait `mrtr_server::http` takes, shared by
+/// The principal resolver of a [`Mrtr`](super::Mrtr): one source, shared by
 /// every clone. There is no default: choose a source, or anonymous on purpose.
 ///
-/// Every [`PrincipalSource`] converts into it, so `Mrtr::new` takes
-/// [`Anonymous`], [`FromExtension`](mrtr::principal::FromExtension),
+/// Every [`PrincipalSource`] (the trait `mrtr_server::http` takes) converts
+/// into it, so `Mrtr::new` takes [`Anonymous`],
+/// [`FromExtension`](mrtr::principal::FromExtension),
 /// [`FromHeader`](mrtr::principal::FromHeader), a closure over
-/// `http::request::Parts`, or one of the shorthands below. A source that finds no
-/// principal refuses the request with the JSON-RPC error -32603 (the reason goes
-/// to the log only).
+/// `http::request::Parts`, or one of the shorthands below; so does a
+/// [`FromContext`], which reads rmcp's request context instead. A source that
+/// finds no principal refuses the request with the JSON-RPC error -32603 (the
+/// reason goes to the log only).
 #[derive(Clone)]
 pub struct Principals {
-    source: Arc<dyn PrincipalSource>,
-    /// The resolver of a [`FromContext`] source, which reads rmcp's context.
-    context: Option<Arc<ContextResolver>>,
-    kind: Kind,
+    source: Source,
 }
 
-/// What the adapter and the guard need to know of a source beyond asking it.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    /// [`Anonymous`]: every caller is the same principal.
+/// Where the principal comes from, by what it reads.
+#[derive(Clone)]
+enum Source {
+    /// A source that reads nothing ([`Anonymous`]): every caller is the same
+    /// principal.
     Anonymous,
+    /// A source that reads the HTTP request parts.
+    Http(Arc<dyn PrincipalSource>),
     /// [`FromContext`]: reads rmcp's context, which an HTTP layer does not have.
-    Context,
-    /// Any other source: reads the HTTP request parts.
-    Http,
+    Context(Arc<ContextResolver>),
 }
 
 impl Principals {
-    /// `source`, shared.
+    /// `source`, shared: the anonymous one when it reads nothing
+    /// ([`PrincipalSource::reads`]).
     pub fn new<P: PrincipalSource>(source: P) -> Self {
-        let context = (&source as &dyn Any)
-            .downcast_ref::<FromContext>()
-            .map(|c| Arc::clone(&c.0));
-        let kind = if TypeId::of::<P>() == TypeId::of::<Anonymous>() {
-            Kind::Anonymous
-        } else if context.is_some() {
-            Kind::Context
-        } else {
-            Kind::Http
+        let source = match source.reads() {
+            Reads::Nothing => Source::Anonymous,
+            _ => Source::Http(Arc::new(source)),
         };
-        Self {
-            source: Arc::new(source),
-            context,
-            kind,
-        }
+        Self { source }
     }
 
     /// Every caller is [`Principal::anonymous`] ([`Anonymous`]): binding prevents
@@ -99,7 +88,7 @@ impl Principals {
     where
         F: Fn(&RmcpContext<RoleServer>) -> Option<Principal> + Send + Sync + 'static,
     {
-        Self::new(FromContext::new(resolve))
+        Self::from(FromContext::new(resolve))
     }
 
     /// The principal of the request `context` belongs to: anonymous for
@@ -108,13 +97,13 @@ impl Principals {
     /// service puts into the context's extensions (a request without them, rmcp
     /// over stdio, is refused).
     pub(crate) fn resolve(&self, context: &RmcpContext<RoleServer>) -> Result<Principal, Error> {
-        let found = match (&self.kind, &self.context) {
-            (Kind::Anonymous, _) => Ok(Principal::anonymous()),
-            (Kind::Context, Some(resolve)) => {
+        let found = match &self.source {
+            Source::Anonymous => Ok(Principal::anonymous()),
+            Source::Context(resolve) => {
                 resolve(context).ok_or_else(|| Rejection::new("the principal resolver found none"))
             }
-            _ => match context.extensions.get::<http::request::Parts>() {
-                Some(parts) => self.source.principal(parts),
+            Source::Http(source) => match context.extensions.get::<http::request::Parts>() {
+                Some(parts) => source.principal(parts),
                 None => Err(Rejection::new(
                     "no HTTP request parts in rmcp's request context (a transport other \
                      than rmcp's Streamable HTTP service): this principal source reads them",
@@ -126,20 +115,27 @@ impl Principals {
 
     /// Whether this is the anonymous source: every caller is the same principal.
     pub(crate) fn is_anonymous(&self) -> bool {
-        self.kind == Kind::Anonymous
+        matches!(self.source, Source::Anonymous)
     }
 
     /// Whether the source reads rmcp's context rather than the HTTP request, so
     /// an HTTP layer cannot ask it.
     #[cfg_attr(not(feature = "http"), allow(dead_code))] // why: the HttpGuard's
     pub(super) fn reads_context(&self) -> bool {
-        self.kind == Kind::Context
+        matches!(self.source, Source::Context(_))
     }
 
-    /// The principal of the HTTP request `parts`, as the guard asks it.
+    /// The principal of the HTTP request `parts`, as the guard asks it; a
+    /// [`FromContext`] source has none to give.
     #[cfg_attr(not(feature = "http"), allow(dead_code))] // why: the HttpGuard's
     pub(super) fn of_http(&self, parts: &http::request::Parts) -> Result<Principal, Rejection> {
-        self.source.principal(parts)
+        match &self.source {
+            Source::Anonymous => Anonymous.principal(parts),
+            Source::Http(source) => source.principal(parts),
+            Source::Context(_) => Err(Rejection::new(
+                "FromContext reads rmcp's request context, not the HTTP request",
+            )),
+        }
     }
 }
 
@@ -149,12 +145,20 @@ impl<P: PrincipalSource> From<P> for Principals {
     }
 }
 
+impl From<FromContext> for Principals {
+    fn from(source: FromContext) -> Self {
+        Self {
+            source: Source::Context(source.0),
+        }
+    }
+}
+
 impl fmt::Debug for Principals {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self.kind {
-            Kind::Anonymous => "Principals(Anonymous)",
-            Kind::Context => "Principals(FromContext(..))",
-            Kind::Http => "Principals(..)",
+        f.write_str(match self.source {
+            Source::Anonymous => "Principals(Anonymous)",
+            Source::Context(_) => "Principals(FromContext(..))",
+            Source::Http(_) => "Principals(..)",
         })
     }
 }
@@ -164,9 +168,9 @@ type ContextResolver = dyn Fn(&RmcpContext<RoleServer>) -> Option<Principal> + S
 
 /// The principal read from rmcp's request context (its extensions, its peer):
 /// for rmcp transports without an HTTP head (stdio), where the connection is the
-/// caller. A [`PrincipalSource`] that [`Principals`] asks with rmcp's context;
-/// it has no answer for a bare HTTP request, so `HttpGuard::new` refuses a
-/// [`Mrtr`](super::Mrtr) built on it.
+/// caller. It converts into [`Principals`], which asks it with rmcp's context;
+/// it is no [`PrincipalSource`] (it has no answer for a bare HTTP request), and
+/// `HttpGuard::new` refuses a [`Mrtr`](super::Mrtr) built on it.
 #[derive(Clone)]
 pub struct FromContext(Arc<ContextResolver>);
 
@@ -183,14 +187,6 @@ impl FromContext {
 impl fmt::Debug for FromContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("FromContext(..)")
-    }
-}
-
-impl PrincipalSource for FromContext {
-    fn principal(&self, _parts: &http::request::Parts) -> Result<Principal, Rejection> {
-        Err(Rejection::new(
-            "FromContext reads rmcp's request context, not the HTTP request",
-        ))
     }
 }
 
@@ -214,6 +210,18 @@ mod tests {
         }
         let context = Principals::from_context(|_| None);
         assert!(context.reads_context() && !context.is_anonymous());
+        assert!(Principals::from(FromContext::new(|_| None)).reads_context());
+        // Any source that reads nothing is the anonymous one, not only the type.
+        struct Nobody;
+        impl PrincipalSource for Nobody {
+            fn principal(&self, _: &http::request::Parts) -> Result<Principal, Rejection> {
+                Ok(Principal::anonymous())
+            }
+            fn reads(&self) -> Reads {
+                Reads::Nothing
+            }
+        }
+        assert!(Principals::from(Nobody).is_anonymous());
         let (parts, ()) = http::Request::new(()).into_parts();
         assert!(context.of_http(&parts).is_err());
     }

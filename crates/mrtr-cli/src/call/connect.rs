@@ -9,6 +9,7 @@ use mrtr_client::{
     TransportError,
 };
 
+use super::Connect;
 use super::args::{CallArgs, StderrArg};
 use super::handler::CliHandler;
 use super::sanitize::{Sanitized, one_line};
@@ -26,14 +27,6 @@ pub(super) struct Server {
     pub(super) stderr_lines: Option<tokio::sync::mpsc::Receiver<String>>,
 }
 
-/// Why there is no server to call.
-pub(super) enum Connect {
-    /// The arguments do not name one (exit 2).
-    Usage(String),
-    /// It could not be reached or started (exit 3).
-    Failed(TransportError),
-}
-
 /// The transport the arguments name: a URL, or a command after `--`.
 pub(super) fn connect(args: &CallArgs) -> Result<Server, Connect> {
     match (&args.url, args.command.split_first()) {
@@ -47,6 +40,8 @@ pub(super) fn connect(args: &CallArgs) -> Result<Server, Connect> {
         )),
         (Some(url), None) => {
             let mut builder = HttpTransport::builder(url);
+            // The CA file is read once, for the transport and the OAuth fetches.
+            let mut cacert = None;
             if let Some(path) = &args.cacert {
                 if !url
                     .get(..8)
@@ -62,9 +57,10 @@ pub(super) fn connect(args: &CallArgs) -> Result<Server, Connect> {
                     .add_root_pem(&pem)
                     .map_err(|e| Connect::Usage(format!("--cacert {shown}: {e}")))?
                     .platform_roots(false);
+                cacert = Some(pem);
             }
             builder = credentials(builder, args)?;
-            let oauth = super::login::token_source(args, url)?;
+            let oauth = super::login::token_source(args, url, cacert.as_deref())?;
             if let Some(source) = &oauth {
                 builder = builder.token_source(source.clone());
             }

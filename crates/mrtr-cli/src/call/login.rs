@@ -9,9 +9,9 @@ use mrtr_client::HttpClient;
 use mrtr_client::fetch::UrlPolicy;
 use mrtr_client::oauth::{ClientSecretValue, OAuthTokenSource, TokenCache};
 
+use super::Connect;
 use super::EXIT_OK;
 use super::args::CallArgs;
-use super::connect::Connect;
 use super::sanitize::{Sanitized, one_line};
 
 /// Whether any OAuth option was given.
@@ -49,6 +49,7 @@ fn cache(args: &CallArgs) -> Option<TokenCache> {
 pub(super) fn token_source(
     args: &CallArgs,
     url: &str,
+    cacert: Option<&[u8]>,
 ) -> Result<Option<Arc<OAuthTokenSource>>, Connect> {
     let private = private_channel(url);
     if !args.headers.is_empty() || args.bearer_env.is_some() {
@@ -86,14 +87,12 @@ pub(super) fn token_source(
         ));
     }
     let mut http = HttpClient::builder();
-    if let Some(path) = &args.cacert {
-        // The authorization server may be a public one: the system's CAs stay trusted.
-        let pem = std::fs::read(path).map_err(|e| {
-            Connect::Usage(format!("--cacert {}: cannot read it: {e}", path.display()))
-        })?;
+    if let Some(pem) = cacert {
+        // The authorization server may be a public one: the system's CAs stay
+        // trusted. The transport already took this file, so it parses.
         http = http
-            .add_root_pem(&pem)
-            .map_err(|e| Connect::Usage(format!("--cacert {}: {e}", path.display())))?;
+            .add_root_pem(pem)
+            .map_err(|e| Connect::Usage(format!("--cacert: {e}")))?;
     }
     let http = http.build().map_err(Connect::Failed)?;
     let mut b = OAuthTokenSource::builder(url, http);

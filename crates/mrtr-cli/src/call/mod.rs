@@ -94,7 +94,16 @@ use mrtr::wire::input::InputKind;
 
 pub use args::CallArgs;
 use args::{build_call, parse_answers, roots_of};
-use connect::{Connect, connect, show_server_stderr};
+use connect::{connect, show_server_stderr};
+
+/// Why there is no server to call: what `connect` and the `login` options it
+/// reads fail with (here, so that neither module imports the other).
+enum Connect {
+    /// The arguments do not name one (exit 2).
+    Usage(String),
+    /// It could not be reached or started (exit 3).
+    Failed(TransportError),
+}
 use handler::CliHandler;
 use sanitize::{Sanitized, one_line, quoted, shown_json};
 
