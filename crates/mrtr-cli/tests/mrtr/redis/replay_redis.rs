@@ -12,7 +12,6 @@
 
 use crate::support as server_support;
 
-use std::io::Write;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
