@@ -1,5 +1,7 @@
 //! `client_round`: the client driver against any server responses, through a
-//! scripted in-memory transport (no sockets, no timer, no runtime).
+//! scripted in-memory transport (no sockets, no timer, no runtime), either
+//! through [`Client`] or by driving the sans-IO flow's states ([`Flow`]) by
+//! hand, with the same handlers.
 //!
 //! Invariants, for every input:
 //! - nothing panics, and the flow ends (every future is ready at its first polls);
@@ -28,7 +30,7 @@
 //! | 4 | requests per flow (low 5 bits) |
 //! | 5 | answers: bits 0-1 elicitation (accept, decline, cancel, fail), bit 2 sampling fails, bit 3 roots fail, bits 4-7 how many roots |
 //! | 6 | answer size: characters of text in each answer, in units of 8 |
-//! | 7 | unused |
+//! | 7 | bit 0: drive the flow's states directly (`Flow`, `Sent::on_response`, `Asked::answer`) instead of through `Client` |
 //!
 //! A line `!JSON` is a result, sent under the request's id; `?` is a transport
 //! error; any other line is the whole response (unparsable JSON is a transport
@@ -43,9 +45,11 @@ use std::task::{Context, Poll, Waker};
 
 use libfuzzer_sys::fuzz_target;
 use mrtr::client::{
-    BoxFuture, Cap, CarrierCall, Client, ClientError, HandlerError, Handlers, Step, Transport,
-    TransportError,
+    BoxFuture, Cap, CarrierCall, Client, ClientError, Flow, HandlerError, Handlers, InputContext,
+    InputHandler, Step, Transport, TransportError, Turn,
 };
+use mrtr::wire::input::{InputRequest, InputResponse, InputResponses};
+use mrtr::wire::jsonrpc::RequestId;
 use mrtr::wire::{
     CreateMessageResult, ElicitAction, ElicitParams, ElicitResult, ListRootsResult, Root,
 };
@@ -64,6 +68,7 @@ const MANUAL: u8 = 0x40;
 struct Config {
     declared: u8,
     manual: bool,
+    sans_io: bool,
     questions: usize,
     concurrent: usize,
     sampling: u32,
@@ -84,6 +89,7 @@ impl Config {
         Self {
             declared,
             manual: h[0] & MANUAL != 0,
+            sans_io: h[7] & 1 != 0,
             questions: usize::from(h[1] & 0x1f).max(1),
             concurrent: usize::from(h[1] >> 5) + 1,
             sampling: u32::from(h[2] & 0x1f),
@@ -299,6 +305,57 @@ fn drive(client: &Client, call: CarrierCall, manual: bool) -> Result<u32, Client
         }
     }
     panic!("manual flow longer than 64 steps");
+}
+
+/// The same flow driven by hand over the flow's states: each request built by
+/// [`Ready::request`](mrtr::client::Ready::request) and answered by the script,
+/// each question answered by the handlers one at a time.
+fn drive_flow(
+    client: &Client,
+    handler: &Handlers,
+    call: CarrierCall,
+    script: &Scripted,
+) -> Result<u32, ClientError> {
+    let mut ready = Flow::start(call, Arc::clone(client.rules()));
+    for id in 1..=64 {
+        let (sent, request) = ready.request(RequestId::from(id))?;
+        let response = script.respond(&request)?;
+        ready = match sent.on_response(response)? {
+            Turn::Complete(c) => return Ok(c.rounds),
+            Turn::Retry { ready, .. } => ready,
+            Turn::Ask(asked) => {
+                let mut answers = InputResponses::new();
+                for (key, ask) in asked.asks() {
+                    let ctx = InputContext {
+                        key: key.clone(),
+                        method: asked.call().method(),
+                        target: asked.call().target().to_owned(),
+                        round: asked.round(),
+                    };
+                    let answer = match ask.clone() {
+                        InputRequest::Elicit(p) => {
+                            block_on(handler.elicit(ctx, p)).map(InputResponse::Elicit)
+                        }
+                        InputRequest::CreateMessage(p) => block_on(handler.create_message(ctx, p))
+                            .map(InputResponse::CreateMessage),
+                        InputRequest::ListRoots { .. } => {
+                            block_on(handler.list_roots(ctx)).map(InputResponse::ListRoots)
+                        }
+                        other => panic!("an unknown input request {other:?}"),
+                    };
+                    let answer = answer.map_err(|source| ClientError::Handler {
+                        key: key.clone(),
+                        kind: ask.kind(),
+                        source,
+                    })?;
+                    answers.insert(key.clone(), answer);
+                }
+                asked.answer(answers)?
+            }
+            other => panic!("an unknown turn {other:?}"),
+        };
+    }
+    panic!("a flow longer than 64 rounds");
 }
 
 // ------------------------------------------------------------------ the checks
@@ -531,6 +588,8 @@ fn seed_inputs() -> Vec<(&'static str, Vec<u8>)> {
         ("empty-state", seed(all, &[irr(Some(""), &[("f", FORM_ASK)]), done.clone()])),
         ("transport-error", seed(all, &[irr(Some("s"), &[("f", FORM_ASK)]), "?".to_owned()])),
         ("not-json", seed(all, &["{\"jsonrpc\":".to_owned()])),
+        ("sans-io-all-kinds", seed([0x3f, 0x70, 0x10, 0xff, 0x11, 0x10, 0x01, 1], &[irr(Some("s1"), &[("f", FORM_ASK), ("s", SAMPLING_ASK), ("r", ROOTS_ASK)]), irr(Some("s2"), &[]), done.clone()])),
+        ("sans-io-caps", seed([0x3f, 0x70, 0x02, 0x02, 0x02, 0xf0, 0x20, 1], &[irr(Some("a"), &[("s1", SAMPLING_ASK), ("s2", SAMPLING_ASK), ("s3", SAMPLING_ASK)]), done.clone()])),
     ]
 }
 
@@ -569,7 +628,7 @@ fuzz_target!(|data: &[u8]| {
     let calls: Calls = Arc::default();
     let handler = handlers(c, &calls);
     let client = Client::builder(Transporter(script.clone()))
-        .with_handler(handler)
+        .with_handler(handler.clone())
         .no_timer()
         .with_max_rounds(c.rounds)
         .with_max_questions_per_round(c.questions)
@@ -582,7 +641,11 @@ fuzz_target!(|data: &[u8]| {
         1 => CarrierCall::prompt("p", json!({"topic": "x"})),
         _ => CarrierCall::resource("r://x"),
     };
-    let outcome = drive(&client, call.clone(), c.manual);
+    let outcome = if c.sans_io {
+        drive_flow(&client, &handler, call.clone(), &script)
+    } else {
+        drive(&client, call.clone(), c.manual)
+    };
     let calls = calls.lock().unwrap().clone();
     if print() {
         eprintln!(

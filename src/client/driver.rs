@@ -1,12 +1,12 @@
 //! [`Client`]: drives a carrier request through its `InputRequiredResult` rounds.
 //!
 //! The client and its entry points are here; [`builder`] has its options,
-//! [`round`] the round loop, [`caps`] the caps a round is checked against, and
-//! [`answer`] the answers from the handler (or a manual caller).
+//! [`round`] the round loops over the flow's states
+//! ([`machine`](super::machine), where every check and cap is), and [`answer`]
+//! the answers from the handler.
 
 mod answer;
 mod builder;
-mod caps;
 mod round;
 
 use std::sync::Arc;
@@ -20,63 +20,25 @@ use crate::defaults;
 use crate::wire::JsonObject;
 use crate::wire::input::InputResponses;
 use crate::wire::jsonrpc::{self, RequestId};
-use crate::wire::meta::{ClientCapabilities, Implementation, RequestMeta};
+use crate::wire::meta::ClientCapabilities;
 
 use super::error::ClientError;
 use super::flow::{CarrierCall, Completion, PendingFlow, Step};
 use super::handler::{InputHandler, NoInput};
+use super::machine::{Asked, Flow, FlowRules, result_of};
 use super::timer::Timer;
 use super::transport::Transport;
 
-use answer::check_answers;
 pub use builder::ClientBuilder;
-use round::result_of;
-
-/// What one flow may make the client do (the caps other than rounds and time).
-#[derive(Debug, Clone, Copy)]
-struct Limits {
-    questions_per_round: usize,
-    concurrent_answers: usize,
-    sampling_per_flow: u32,
-    answer_bytes: u64,
-    state_bytes: usize,
-    upload_bytes: u64,
-}
-
-/// What a flow has used so far, carried from round to round (and in a [`PendingFlow`]).
-#[derive(Debug, Clone, Copy, Default)]
-struct Tally {
-    /// Requests sent.
-    round: u32,
-    /// Sampling requests asked.
-    sampling: u32,
-    /// Bytes of answers sent.
-    bytes: u64,
-    /// Bytes of requests sent.
-    uploaded: u64,
-}
-
-impl Tally {
-    fn of(p: &PendingFlow) -> Self {
-        Self {
-            round: p.round,
-            sampling: p.sampling_asked,
-            bytes: p.bytes_answered,
-            uploaded: p.bytes_uploaded,
-        }
-    }
-}
 
 #[derive(Debug)]
 struct Inner {
     transport: Arc<dyn Transport>,
     handler: Arc<dyn InputHandler>,
-    capabilities: ClientCapabilities,
-    client_info: Implementation,
-    max_rounds: u32,
+    rules: Arc<FlowRules>,
     total_timeout: Option<Duration>,
     request_timeout: Option<Duration>,
-    limits: Limits,
+    concurrent_answers: usize,
     timer: Option<Arc<dyn Timer>>,
     next_id: AtomicI64,
 }
@@ -111,36 +73,27 @@ impl Client {
         ClientBuilder {
             transport,
             handler: Arc::new(NoInput),
-            client_info: Implementation {
-                name: "mrtr".into(),
-                version: env!("CARGO_PKG_VERSION").into(),
-                extra: JsonObject::new(),
-            },
-            max_rounds: defaults::CLIENT_MAX_ROUNDS,
+            rules: FlowRules::new(ClientCapabilities::default()),
             total_timeout: Some(defaults::CLIENT_TOTAL_TIMEOUT),
             request_timeout: Some(defaults::CLIENT_REQUEST_TIMEOUT),
-            limits: Limits {
-                questions_per_round: defaults::CLIENT_MAX_QUESTIONS_PER_ROUND,
-                concurrent_answers: defaults::CLIENT_MAX_CONCURRENT_ANSWERS,
-                sampling_per_flow: defaults::CLIENT_MAX_SAMPLING_PER_FLOW,
-                answer_bytes: defaults::CLIENT_MAX_ANSWER_BYTES,
-                state_bytes: defaults::CLIENT_MAX_STATE_BYTES,
-                upload_bytes: defaults::CLIENT_MAX_UPLOAD_BYTES,
-            },
+            concurrent_answers: defaults::CLIENT_MAX_CONCURRENT_ANSWERS,
             timer,
         }
     }
 
     /// The capabilities this client declares on every request.
     pub fn capabilities(&self) -> &ClientCapabilities {
-        &self.inner.capabilities
+        self.inner.rules.capabilities()
     }
 
     /// The `_meta` object every request carries.
     pub fn meta(&self) -> Value {
-        let mut meta = RequestMeta::new(self.inner.capabilities.clone());
-        meta.client_info = Some(self.inner.client_info.clone());
-        meta.to_value()
+        self.inner.rules.meta().clone()
+    }
+
+    /// The rules of this client's flows, for driving a [`Flow`] by hand.
+    pub fn rules(&self) -> &Arc<FlowRules> {
+        &self.inner.rules
     }
 
     /// Calls tool `name` and drives it to completion. `arguments`: an object, or `Value::Null` for none.
@@ -176,17 +129,8 @@ impl Client {
     /// # Errors
     /// See [`ClientError`].
     pub async fn call(&self, call: CarrierCall) -> Result<Completion, ClientError> {
-        let step = self
-            .capped(self.drive(&call, Tally::default(), None, None, false))
-            .await?;
-        match step {
-            Step::Complete(c) => Ok(c),
-            // `drive` with manual = false never stops for input.
-            Step::NeedsInput(p) => Err(ClientError::Malformed(format!(
-                "internal: flow stopped for input in automatic mode at round {}",
-                p.round
-            ))),
-        }
+        let ready = Flow::start(call, Arc::clone(&self.inner.rules));
+        self.capped(self.complete(ready)).await
     }
 
     /// Sends the first request of `call` and stops at the first round that asks
@@ -196,8 +140,8 @@ impl Client {
     /// # Errors
     /// See [`ClientError`].
     pub async fn start(&self, call: CarrierCall) -> Result<Step, ClientError> {
-        self.capped(self.drive(&call, Tally::default(), None, None, true))
-            .await
+        let ready = Flow::start(call, Arc::clone(&self.inner.rules));
+        self.capped(self.step(ready)).await
     }
 
     /// Retries a pending flow with `responses` (one per outstanding input request,
@@ -211,16 +155,8 @@ impl Client {
         pending: PendingFlow,
         responses: InputResponses,
     ) -> Result<Step, ClientError> {
-        check_answers(&pending.input_requests, &responses)?;
-        let call = pending.call();
-        self.capped(self.drive(
-            &call,
-            Tally::of(&pending),
-            pending.request_state,
-            Some(responses),
-            true,
-        ))
-        .await
+        let ready = Asked::resume(pending, Arc::clone(&self.inner.rules)).answer(responses)?;
+        self.capped(self.step(ready)).await
     }
 
     /// Like [`resume`](Self::resume), then drives any further rounds through the handler.
@@ -232,24 +168,8 @@ impl Client {
         pending: PendingFlow,
         responses: InputResponses,
     ) -> Result<Completion, ClientError> {
-        check_answers(&pending.input_requests, &responses)?;
-        let call = pending.call();
-        match self
-            .capped(self.drive(
-                &call,
-                Tally::of(&pending),
-                pending.request_state,
-                Some(responses),
-                false,
-            ))
-            .await?
-        {
-            Step::Complete(c) => Ok(c),
-            Step::NeedsInput(p) => Err(ClientError::Malformed(format!(
-                "internal: flow stopped for input in automatic mode at round {}",
-                p.round
-            ))),
-        }
+        let ready = Asked::resume(pending, Arc::clone(&self.inner.rules)).answer(responses)?;
+        self.capped(self.complete(ready)).await
     }
 
     /// Answers a pending flow's input requests through the handler (concurrently,
@@ -261,8 +181,9 @@ impl Client {
     /// [`ClientError::UndeclaredInput`], [`ClientError::CapExceeded`] (too many
     /// questions; nothing is asked), [`ClientError::Handler`] or [`ClientError::Timeout`].
     pub async fn fulfil(&self, pending: &PendingFlow) -> Result<InputResponses, ClientError> {
-        self.check_declared(&pending.input_requests)?;
-        self.check_questions(&pending.input_requests)?;
+        let rules = &self.inner.rules;
+        rules.check_declared(&pending.input_requests)?;
+        rules.check_questions(&pending.input_requests)?;
         self.capped(self.answer(&pending.call(), pending.round, &pending.input_requests))
             .await
     }

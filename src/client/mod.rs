@@ -35,7 +35,9 @@
 //! round at fault. What is *declared* is the handler's choice: declare only the
 //! input kinds the user has agreed to serve.
 //!
-//! The core of this module needs no runtime: a [`Transport`] sends one JSON-RPC
+//! The flow itself is values, with no IO ([`Flow`]: each state a type whose
+//! methods are the only legal next step, with every check and cap above);
+//! [`Client`] is one loop over it. The client needs no runtime: a [`Transport`] sends one JSON-RPC
 //! request, an [`InputHandler`] answers input requests, a [`Timer`] sleeps.
 //! [`InProcess`] is a transport to a [`Service`](crate::Service) in the same
 //! process (tests, embedding). The crate `mrtr-client` has the transports over
@@ -90,6 +92,7 @@ mod error;
 mod flow;
 mod handler;
 mod in_process;
+mod machine;
 mod timer;
 mod transport;
 
@@ -98,5 +101,6 @@ pub use error::{Cap, ClientError};
 pub use flow::{CarrierCall, Completion, PendingFlow, Step};
 pub use handler::{HandlerError, Handlers, InputContext, InputHandler, NoInput};
 pub use in_process::InProcess;
+pub use machine::{Asked, Flow, FlowRules, Ready, Sent, Turn};
 pub use timer::Timer;
 pub use transport::{BoxFuture, Transport, TransportError};

@@ -1,5 +1,6 @@
-//! The answers of a round: asked of the handler (concurrently, within the cap),
-//! or given by a manual caller and checked against what was asked.
+//! The answers of a round, asked of the handler (concurrently, within the cap);
+//! the flow ([`machine`](crate::client::machine)) checks them against what was
+//! asked.
 
 use futures_util::stream::{self, StreamExt, TryStreamExt};
 
@@ -7,7 +8,7 @@ use crate::client::error::ClientError;
 use crate::client::flow::CarrierCall;
 use crate::client::handler::InputContext;
 use crate::wire::InputRequests;
-use crate::wire::input::{InputKind, InputRequest, InputResponse, InputResponses};
+use crate::wire::input::{InputRequest, InputResponse, InputResponses};
 
 use super::Client;
 
@@ -54,49 +55,10 @@ impl Client {
         // check of the caller's future (higher-ranked lifetimes).
         let futures: Vec<_> = futures.collect();
         let mut answered: Vec<(usize, String, InputResponse)> = stream::iter(futures)
-            .buffer_unordered(self.inner.limits.concurrent_answers)
+            .buffer_unordered(self.inner.concurrent_answers)
             .try_collect()
             .await?;
         answered.sort_unstable_by_key(|(i, _, _)| *i);
         Ok(answered.into_iter().map(|(_, k, a)| (k, a)).collect())
     }
-}
-
-/// `responses` must answer exactly the keys of `asks`, each with the asked kind.
-pub(super) fn check_answers(
-    asks: &InputRequests,
-    responses: &InputResponses,
-) -> Result<(), ClientError> {
-    for (key, ask) in asks {
-        let Some(answer) = responses.get(key) else {
-            return Err(ClientError::AnswerMismatch {
-                key: key.clone(),
-                reason: "no answer given".into(),
-            });
-        };
-        let fits = matches!(
-            (ask.kind(), answer),
-            (
-                InputKind::ElicitForm | InputKind::ElicitUrl,
-                InputResponse::Elicit(_)
-            ) | (InputKind::Sampling, InputResponse::CreateMessage(_))
-                | (InputKind::Roots, InputResponse::ListRoots(_))
-        );
-        if !fits {
-            return Err(ClientError::AnswerMismatch {
-                key: key.clone(),
-                reason: format!(
-                    "the answer is not of the asked kind ({})",
-                    ask.kind().as_str()
-                ),
-            });
-        }
-    }
-    if let Some(extra) = responses.keys().find(|k| !asks.contains_key(*k)) {
-        return Err(ClientError::AnswerMismatch {
-            key: extra.clone(),
-            reason: "no such input request".into(),
-        });
-    }
-    Ok(())
 }

@@ -5,12 +5,11 @@ use std::sync::atomic::AtomicI64;
 use std::time::Duration;
 
 use crate::client::handler::InputHandler;
+use crate::client::machine::FlowRules;
 use crate::client::timer::Timer;
 use crate::client::transport::Transport;
-use crate::wire::JsonObject;
-use crate::wire::meta::Implementation;
 
-use super::{Client, Inner, Limits};
+use super::{Client, Inner};
 
 // Named only in the setters' docs.
 #[cfg(doc)]
@@ -26,11 +25,11 @@ use crate::defaults;
 pub struct ClientBuilder {
     pub(super) transport: Arc<dyn Transport>,
     pub(super) handler: Arc<dyn InputHandler>,
-    pub(super) client_info: Implementation,
-    pub(super) max_rounds: u32,
+    /// Everything but the capabilities, which come from the handler at `build`.
+    pub(super) rules: FlowRules,
     pub(super) total_timeout: Option<Duration>,
     pub(super) request_timeout: Option<Duration>,
-    pub(super) limits: Limits,
+    pub(super) concurrent_answers: usize,
     pub(super) timer: Option<Arc<dyn Timer>>,
 }
 
@@ -50,11 +49,7 @@ impl ClientBuilder {
 
     /// `clientInfo` sent in `_meta`. Default: `{name: "mrtr", version: <crate version>}`.
     pub fn with_client_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
-        self.client_info = Implementation {
-            name: name.into(),
-            version: version.into(),
-            extra: JsonObject::new(),
-        };
+        self.rules = self.rules.with_client_info(name, version);
         self
     }
 
@@ -65,7 +60,7 @@ impl ClientBuilder {
     /// `InputRequiredResult` ends with [`ClientError::MaxRounds`] (its input
     /// requests are not shown to anyone). Values below 1 count as 1.
     pub fn with_max_rounds(mut self, n: u32) -> Self {
-        self.max_rounds = n.max(1);
+        self.rules = self.rules.with_max_rounds(n);
         self
     }
 
@@ -93,7 +88,7 @@ impl ClientBuilder {
     /// ([`Cap::QuestionsPerRound`]) before any handler runs and without a retry.
     /// Values below 1 count as 1.
     pub fn with_max_questions_per_round(mut self, n: usize) -> Self {
-        self.limits.questions_per_round = n.max(1);
+        self.rules = self.rules.with_max_questions_per_round(n);
         self
     }
 
@@ -102,7 +97,7 @@ impl ClientBuilder {
     /// ([`defaults::CLIENT_MAX_CONCURRENT_ANSWERS`]). Values below 1 count as 1
     /// (one at a time).
     pub fn with_max_concurrent_answers(mut self, n: usize) -> Self {
-        self.limits.concurrent_answers = n.max(1);
+        self.concurrent_answers = n.max(1);
         self
     }
 
@@ -112,7 +107,7 @@ impl ClientBuilder {
     /// ends the flow with [`ClientError::CapExceeded`] ([`Cap::SamplingPerFlow`])
     /// before any handler runs. 0 refuses every sampling request.
     pub fn with_max_sampling_per_flow(mut self, n: u32) -> Self {
-        self.limits.sampling_per_flow = n;
+        self.rules = self.rules.with_max_sampling_per_flow(n);
         self
     }
 
@@ -121,7 +116,7 @@ impl ClientBuilder {
     /// Answers that would go over it are not sent: the flow ends with
     /// [`ClientError::CapExceeded`] ([`Cap::AnswerBytes`]).
     pub fn with_max_answer_bytes(mut self, n: u64) -> Self {
-        self.limits.answer_bytes = n;
+        self.rules = self.rules.with_max_answer_bytes(n);
         self
     }
 
@@ -131,7 +126,7 @@ impl ClientBuilder {
     /// [`ClientError::CapExceeded`] ([`Cap::StateBytes`]) before any handler runs
     /// and before the state is sent back; the error never holds the state.
     pub fn with_max_state_bytes(mut self, n: usize) -> Self {
-        self.limits.state_bytes = n;
+        self.rules = self.rules.with_max_state_bytes(n);
         self
     }
 
@@ -142,7 +137,7 @@ impl ClientBuilder {
     /// largest body). A request that would go over it is not sent: the flow ends
     /// with [`ClientError::CapExceeded`] ([`Cap::UploadBytes`]).
     pub fn with_max_upload_bytes(mut self, n: u64) -> Self {
-        self.limits.upload_bytes = n;
+        self.rules = self.rules.with_max_upload_bytes(n);
         self
     }
 
@@ -169,12 +164,10 @@ impl ClientBuilder {
             inner: Arc::new(Inner {
                 transport: self.transport,
                 handler: self.handler,
-                capabilities,
-                client_info: self.client_info,
-                max_rounds: self.max_rounds,
+                rules: Arc::new(self.rules.with_capabilities(capabilities)),
                 total_timeout: self.total_timeout,
                 request_timeout: self.request_timeout,
-                limits: self.limits,
+                concurrent_answers: self.concurrent_answers,
                 timer: self.timer,
                 next_id: AtomicI64::new(1),
             }),
