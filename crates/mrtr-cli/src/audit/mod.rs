@@ -28,20 +28,23 @@
 //! | `carriers` | `tools/list`, `prompts/list`, `resources/list`, `resources/templates/list` | none answers `input_required` |
 //! | `result-type` | nothing: it reads every result | each has a `resultType` |
 //! | `answers-validated` | the retry with no answer, with only an unrequested key, with an answer of another kind, with a form answer that breaks its schema, and with an extra key beside the right answers | the first four are asked again (never accepted, never a protocol error); the last goes on as the baseline did |
-//! | `error-channels` | an unknown method, a call without `_meta`, headers that disagree with the body (HTTP), an unknown tool, arguments of the wrong type | -32601 (HTTP 404), -32602 (HTTP 400), -32020 (HTTP 400), a JSON-RPC error, a tool result with `isError` |
+//! | `error-channels` | an unknown method, a call without `_meta`, headers that disagree with the body (HTTP), a body that is not JSON, a batch and a body declared `text/plain` (HTTP), an unknown tool, arguments of the wrong type | -32601 (HTTP 404), -32602 (HTTP 400), -32020 (HTTP 400), a JSON-RPC error body -32700, -32600 and -32600 each with an HTTP 4xx, a JSON-RPC error, a tool result with `isError` |
 //! | `size-caps` | a 1 MiB `requestState`, and 1 MiB of `inputResponses` | both refused (a JSON-RPC error or an HTTP 4xx) |
 //! | `replay-after-complete` | the final retry of the baseline again | always passes; it says (as `info`) whether the final round can be replayed |
 //!
 //! A check that cannot run here (no second user given, no prompt that asks, no
-//! argument to change, the request budget spent) is `skip`ped with what it
-//! needs, never passed. Where the control shows the server completes without
+//! argument to change, the request budget spent, the run's `--deadline` passed)
+//! is `skip`ped with what it needs, never passed. The deadline (300 s by
+//! default) bounds the whole run: no request is sent that could not be answered
+//! before it, and a request it cuts short is not judged. Where the control shows the server completes without
 //! the state, the binding checks skip: there the state decides nothing.
 //!
 //! Every finding has a severity (`critical`, `high`, `medium`, `low`, `info`),
 //! the spec sentence it rests on, evidence (request and reply excerpts, every
 //! state, token and value cut to a short prefix) and a fix. The report is a
 //! table on the terminal (colour only on one), `--format json` (the schema in
-//! [`report`]) or `--format markdown`. The exit code is 0, or 1 when a finding
+//! [`report`]) or `--format markdown`. Everything a server chose is escaped for
+//! the format it goes into (see [`report`]). The exit code is 0, or 1 when a finding
 //! is at or above `--fail-on` (default `high`); 2 for a usage error; 3 when
 //! the server cannot be audited (unreachable, or no tool that asks).
 //!

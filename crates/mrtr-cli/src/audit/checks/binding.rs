@@ -523,6 +523,16 @@ pub(super) async fn expiry(
         ));
     }
     let wait = ttl + Duration::from_secs(1);
+    if ctx.target.time_left() <= wait {
+        return Ok(skip(
+            id,
+            format!(
+                "waiting {} s for a state to lapse would pass the audit's deadline (raise \
+                 --deadline above --ttl and the other checks' time)",
+                wait.as_secs()
+            ),
+        ));
+    }
     let _ = writeln!(
         progress,
         "audit: expiry: waiting {} s for a state to lapse",

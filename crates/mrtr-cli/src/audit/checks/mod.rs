@@ -151,7 +151,7 @@ impl CheckId {
                 "MRTR error handling: missing information \"SHOULD respond with a new InputRequiredResult requesting it again, rather than returning an error\"; wrong answers are treated as missing; extra entries SHOULD be ignored"
             }
             Self::ErrorChannels => {
-                "basic/index.mdx error codes: -32601 (HTTP 404), -32602 for a missing _meta (HTTP 400), -32020 for headers that disagree (HTTP 400); tools.mdx: input validation errors are tool results with isError"
+                "basic/index.mdx error codes: -32601 (HTTP 404), -32602 for a missing _meta (HTTP 400), -32020 for headers that disagree (HTTP 400); JSON-RPC 2.0: -32700 for a body that is not JSON, -32600 for one that is not a request (MCP has no batches since 2025-06-18); Streamable HTTP: the body is application/json; tools.mdx: input validation errors are tool results with isError"
             }
             Self::SizeCaps => {
                 "MRTR security considerations: a client is untrusted; state and answers it sends are bounded before any work (the SEP suggests standard limits and throttling)"
@@ -366,12 +366,22 @@ pub(super) fn evidence(sent: &str, ex: &Exchange) -> String {
     )
 }
 
-/// The skip of a check cut short by the request budget.
-fn spent(id: CheckId) -> CheckResult {
-    skip(
-        id,
-        "the request budget ran out (raise --max-requests, or run fewer checks with --only)",
-    )
+/// The skip of a check cut short by the request budget or the deadline.
+fn spent(id: CheckId, why: Spent, plan: &Plan) -> CheckResult {
+    match why {
+        Spent::Budget => skip(
+            id,
+            "the request budget ran out (raise --max-requests, or run fewer checks with --only)",
+        ),
+        Spent::Deadline => skip(
+            id,
+            format!(
+                "not finished within the audit's deadline ({} s; raise --deadline, or run fewer \
+                 checks with --only)",
+                plan.deadline.as_secs()
+            ),
+        ),
+    }
 }
 
 /// Runs the selected checks: those that send first, then those that read what
@@ -408,7 +418,7 @@ pub(super) async fn run_all(
             CheckId::ReplayAfterComplete => protocol::replay(ctx, b).await,
             CheckId::ErrorUniformity | CheckId::Leaks | CheckId::ResultType => continue,
         };
-        results.push(r.unwrap_or_else(|Spent| spent(id)));
+        results.push(r.unwrap_or_else(|why| spent(id, why, ctx.plan)));
     }
     for id in selected.iter().copied().filter(|c| readers.contains(c)) {
         let r = match id {

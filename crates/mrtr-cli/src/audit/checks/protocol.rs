@@ -10,7 +10,7 @@ use super::super::answer::{self, Kind};
 use super::super::args::Severity;
 use super::super::flow::{Baseline, Outcome, carrier, list, retry};
 use super::super::report::shown;
-use super::super::target::{Exchange, McpHeaders, Reply, Spent, Who, derived};
+use super::super::target::{Exchange, JSON, McpHeaders, Reply, Spent, Who, derived};
 use super::{CheckId, CheckResult, Context, Findings, evidence, fresh_state, skip};
 
 /// The kinds of input the baseline asked for.
@@ -333,6 +333,76 @@ fn expect_error(
     }
 }
 
+/// What the transport must refuse before the request reaches the server's
+/// methods, each with the JSON-RPC error code it calls for: a body that is not
+/// JSON (-32700 Parse error), a batch (-32600 Invalid Request: batches are not
+/// part of MCP since 2025-06-18), and a body declared as another media type
+/// (Streamable HTTP: the body is `application/json`; -32600, HTTP 415 by
+/// preference). Each must be a JSON-RPC error body, not plain text, and an HTTP
+/// 4xx, never a 200.
+async fn transport_refusals(ctx: &mut Context<'_>, f: &mut Findings) -> Result<(), Spent> {
+    let rid = ctx.target.id();
+    let ping = list(rid, "ping");
+    let text = serde_json::to_string(&ping).unwrap_or_default();
+    let cases: [(&str, Vec<u8>, &'static str, i64, &str); 3] = [
+        (
+            "a body that is not JSON (a request cut short)",
+            text.as_bytes()[..text.len() - 1].to_vec(),
+            JSON,
+            -32700,
+            "a body that is not JSON",
+        ),
+        (
+            "a batch (a JSON array holding one ping)",
+            format!("[{text}]").into_bytes(),
+            JSON,
+            -32600,
+            "a batch",
+        ),
+        (
+            "a ping declared Content-Type: text/plain",
+            text.clone().into_bytes(),
+            "text/plain",
+            -32600,
+            "a body of another media type",
+        ),
+    ];
+    for (sent, bytes, content_type, code, what) in cases {
+        let Some(ex) = ctx.target.send_raw(&ping, bytes, content_type).await? else {
+            return Ok(());
+        };
+        let status = ex.status.unwrap_or(0);
+        match &ex.reply {
+            Reply::Error { code: c, .. } if *c == code => {}
+            Reply::Error { .. } => f.add(
+                Severity::Low,
+                &format!("{what}: another JSON-RPC error code than {code}"),
+                &format!("Answer {what} with the JSON-RPC error {code}."),
+                evidence(sent, &ex),
+            ),
+            _ => f.add(
+                Severity::Low,
+                &format!("{what}: no JSON-RPC error body"),
+                &format!(
+                    "Answer {what} with a JSON-RPC error body (code {code}, id null), \
+                     Content-Type application/json, and an HTTP 4xx."
+                ),
+                evidence(sent, &ex),
+            ),
+        }
+        if !(400..500).contains(&status) {
+            f.add(
+                Severity::Low,
+                &format!("{what}: not an HTTP 4xx"),
+                "Refuse a request the transport cannot take with an HTTP 4xx (400; 415 for a \
+                 wrong Content-Type), never a 200: a client or proxy reads the status first.",
+                evidence(sent, &ex),
+            );
+        }
+    }
+    Ok(())
+}
+
 pub(super) async fn error_channels(
     ctx: &mut Context<'_>,
     b: &Baseline,
@@ -395,6 +465,10 @@ pub(super) async fn error_channels(
         );
     }
 
+    if http {
+        transport_refusals(ctx, &mut f).await?;
+    }
+
     let rid = ctx.target.id();
     let no_tool = carrier(
         rid,
@@ -415,7 +489,8 @@ pub(super) async fn error_channels(
 
     let mut detail = "unknown method, no _meta, an unknown tool".to_owned();
     if http {
-        detail.push_str(", disagreeing headers");
+        detail
+            .push_str(", disagreeing headers, a body that is not JSON, a batch, a text/plain body");
     }
     if let Some(name) = answer::marked_argument(&b.arguments, &ctx.marks) {
         let rid = ctx.target.id();

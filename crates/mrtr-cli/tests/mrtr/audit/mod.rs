@@ -281,6 +281,7 @@ toy_audits! {
     no_size_cap_fails_size_caps_only => NoSizeCap,
     no_result_type_fails_result_type_only => NoResultType,
     tool_errors_as_protocol_errors_fail_error_channels_only => ToolErrorsAsProtocolErrors,
+    plain_text_transport_errors_fail_error_channels_only => PlainTextTransportErrors,
 }
 
 /// The reference server, `mrtr serve` with the caller in `X-User`: four

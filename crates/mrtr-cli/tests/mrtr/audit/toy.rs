@@ -118,11 +118,15 @@ pub(super) enum Flaw {
     /// `confirm_action` with a non-string `item` is a JSON-RPC -32602 instead of
     /// a tool result with `isError`.
     ToolErrorsAsProtocolErrors,
+    /// The transport answers in plain text: a body that is not JSON gets a 400
+    /// `Bad Request` page, a batch a 200 `ok`, and a body declared `text/plain`
+    /// is taken as JSON.
+    PlainTextTransportErrors,
 }
 
 impl Flaw {
     /// Every flaw, `None` first.
-    pub(super) const ALL: [Flaw; 18] = [
+    pub(super) const ALL: [Flaw; 19] = [
         Flaw::None,
         Flaw::AcceptsTamperedState,
         Flaw::ReadableState,
@@ -141,6 +145,7 @@ impl Flaw {
         Flaw::NoSizeCap,
         Flaw::NoResultType,
         Flaw::ToolErrorsAsProtocolErrors,
+        Flaw::PlainTextTransportErrors,
     ];
 
     /// The id of the one audit check this flaw must fail (`None` for the correct toy).
@@ -162,7 +167,7 @@ impl Flaw {
             Flaw::InputRequiredOnList => "carriers",
             Flaw::NoResultType => "result-type",
             Flaw::AcceptsWrongKind => "answers-validated",
-            Flaw::ToolErrorsAsProtocolErrors => "error-channels",
+            Flaw::ToolErrorsAsProtocolErrors | Flaw::PlainTextTransportErrors => "error-channels",
             Flaw::NoSizeCap => "size-caps",
         })
     }
@@ -176,6 +181,13 @@ pub(super) struct Config {
     pub(super) key: [u8; 32],
     /// The state TTL.
     pub(super) ttl: Duration,
+    /// The `serverInfo` name `server/discover` gives.
+    pub(super) server_name: String,
+    /// The name `tools/list` gives the confirming tool (the prompt keeps
+    /// `confirm_action`).
+    pub(super) tool_name: String,
+    /// How long every reply waits before it goes out.
+    pub(super) delay: Duration,
 }
 
 impl Config {
@@ -185,7 +197,24 @@ impl Config {
             flaw,
             key,
             ttl: DEFAULT_TTL,
+            server_name: "mrtr-audit-toy".into(),
+            tool_name: "confirm_action".into(),
+            delay: Duration::ZERO,
         }
+    }
+
+    /// With another `serverInfo` name and confirming tool name (for what a
+    /// hostile server may put into a report).
+    pub(super) fn names(mut self, server: &str, tool: &str) -> Self {
+        self.server_name = server.into();
+        self.tool_name = tool.into();
+        self
+    }
+
+    /// Every reply `delay` late (a slow server).
+    pub(super) fn delay(mut self, delay: Duration) -> Self {
+        self.delay = delay;
+        self
     }
 
     /// With another TTL.
@@ -407,6 +436,9 @@ type Reply = (StatusCode, Option<Value>);
 
 struct App {
     flaw: Flaw,
+    server_name: String,
+    tool_name: String,
+    delay: Duration,
     /// The key in force (the configured one, unless the flaw replaces it).
     key: [u8; 32],
     ttl: Duration,
@@ -436,6 +468,9 @@ impl App {
         let ring = Keyring::new(Key::from_secret(&key).expect("a 32-byte key"));
         App {
             flaw: config.flaw,
+            server_name: config.server_name,
+            tool_name: config.tool_name,
+            delay: config.delay,
             key,
             ttl,
             sealer: Sealer::new(ring, seal_config),
@@ -647,7 +682,7 @@ impl App {
                 "resultType": "complete",
                 "supportedVersions": [PROTOCOL],
                 "capabilities": {"tools": {}, "prompts": {}, "resources": {}},
-                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "mrtr-audit-toy", "version": "1.0.0"}}
+                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": self.server_name, "version": "1.0.0"}}
             }),
             "ping" => json!({"resultType": "complete"}),
             // Asks first, and lists once it has an answer (the audit answers,
@@ -674,7 +709,7 @@ impl App {
             "tools/list" => {
                 let item = json!({"type": "object", "properties": {"item": {"type": "string"}}, "required": ["item"]});
                 let mut r = json!({"tools": [
-                    {"name": "confirm_action", "description": "Asks the user to confirm an item, then acts on it.",
+                    {"name": self.tool_name, "description": "Asks the user to confirm an item, then acts on it.",
                      "inputSchema": item},
                     {"name": "ask_name", "description": "Asks the user's name, then greets them.",
                      "inputSchema": item},
@@ -704,7 +739,7 @@ impl App {
     ) -> Reply {
         let name = params["name"].as_str().unwrap_or_default();
         let asking = match (method, name) {
-            ("tools/call", "confirm_action") => Asking::ConfirmTool,
+            ("tools/call", n) if n == self.tool_name => Asking::ConfirmTool,
             ("tools/call", "ask_name") => Asking::AskName,
             ("prompts/get", "confirm_action") => Asking::ConfirmPrompt,
             ("tools/call", _) => return error(StatusCode::OK, id, -32602, "Unknown tool", None),
@@ -905,7 +940,39 @@ fn hmac_sha256(key: &[u8; 32], message: &[u8]) -> Vec<u8> {
 }
 
 async fn handle(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -> Response {
+    if !app.delay.is_zero() {
+        tokio::time::sleep(app.delay).await;
+    }
+    if app.flaw == Flaw::PlainTextTransportErrors {
+        match serde_json::from_slice::<Value>(&body) {
+            Err(_) => return (StatusCode::BAD_REQUEST, "Bad Request").into_response(),
+            Ok(Value::Array(_)) => return (StatusCode::OK, "ok").into_response(),
+            Ok(_) => {}
+        }
+    } else if !is_json(&headers) {
+        let (status, body) = error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            &Value::Null,
+            -32600,
+            "Unsupported Media Type: the body must be application/json",
+            None,
+        );
+        return json_response(status, body);
+    }
     let (status, body) = reply(&app, &headers, &body);
+    json_response(status, body)
+}
+
+/// Whether the request says its body is `application/json`.
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"))
+}
+
+fn json_response(status: StatusCode, body: Option<Value>) -> Response {
     match body {
         Some(v) => (
             status,
