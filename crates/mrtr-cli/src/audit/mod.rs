@@ -26,9 +26,9 @@
 //! | `leaks` | nothing: it reads every refusal (and `--log FILE`) | no private reason, no slice of the state, no token from a header, no argument or answer value |
 //! | `capability-gate` | the first call declaring no input capability, then each kind the baseline asked left out | no ask of an undeclared kind (form, URL, sampling, sampling with tools, roots); a -32021 carries `data.requiredCapabilities` (and HTTP 400) |
 //! | `carriers` | `tools/list`, `prompts/list`, `resources/list`, `resources/templates/list` | none answers `input_required` |
-//! | `result-type` | nothing: it reads every result | each has a `resultType` |
+//! | `result-type` | nothing: it reads every result | each has a `resultType`, and no `input_required` result carries a success `content` (wire hygiene) |
 //! | `answers-validated` | the retry with no answer, with only an unrequested key, with an answer of another kind, with a form answer that breaks its schema, and with an extra key beside the right answers | the first four are asked again (never accepted, never a protocol error); the last goes on as the baseline did |
-//! | `error-channels` | an unknown method, a call without `_meta`, headers that disagree with the body (HTTP), a body that is not JSON, a batch and a body declared `text/plain` (HTTP), an unknown tool, arguments of the wrong type | -32601 (HTTP 404), -32602 (HTTP 400), -32020 (HTTP 400), a JSON-RPC error body -32700, -32600 and -32600 each with an HTTP 4xx, a JSON-RPC error, a tool result with `isError` |
+//! | `error-channels` | an unknown method, a call without `_meta`, headers that disagree with the body (HTTP), a body that is not JSON, a batch and a body declared `text/plain` (HTTP), a foreign `Origin` (HTTP, DNS rebinding), an unknown tool, arguments of the wrong type | -32601 (HTTP 404), -32602 (HTTP 400), -32020 (HTTP 400), a JSON-RPC error body -32700, -32600 and -32600 each with an HTTP 4xx, HTTP 403, a JSON-RPC error, a tool result with `isError` |
 //! | `size-caps` | a 1 MiB `requestState`, and 1 MiB of `inputResponses` | both refused (a JSON-RPC error or an HTTP 4xx) |
 //! | `replay-after-complete` | the final retry of the baseline again | always passes; it says (as `info`) whether the final round can be replayed |
 //!

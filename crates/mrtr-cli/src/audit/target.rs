@@ -102,6 +102,9 @@ pub(super) struct Target {
     /// Every result seen: the method asked, and whether the result had a
     /// `resultType`.
     pub(super) results: Vec<(String, bool)>,
+    /// The methods whose `input_required` result also carried a success
+    /// `content` (a result that is both a question and an answer).
+    pub(super) mixed: Vec<String>,
 }
 
 impl Target {
@@ -138,6 +141,7 @@ impl Target {
             next_id: 1,
             sent: 0,
             results: Vec::new(),
+            mixed: Vec::new(),
         })
     }
 
@@ -266,6 +270,11 @@ impl Target {
             }
         };
         if let Reply::Result(r) = &exchange.reply {
+            if r.get("resultType").and_then(Value::as_str) == Some("input_required")
+                && r.get("content").is_some()
+            {
+                self.mixed.push(method.clone());
+            }
             self.results.push((method, r.get("resultType").is_some()));
         }
         Ok(exchange)

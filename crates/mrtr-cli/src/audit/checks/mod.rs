@@ -145,13 +145,13 @@ impl CheckId {
                 "tools.mdx, prompts.mdx, resources.mdx: an InputRequiredResult answers tools/call, prompts/get and resources/read"
             }
             Self::ResultType => {
-                "basic/index.mdx: \"The result MUST include a resultType field. Servers implementing this version MUST include it.\""
+                "basic/index.mdx: \"The result MUST include a resultType field. Servers implementing this version MUST include it.\"; an InputRequiredResult carries inputRequests and requestState, the content belongs to the complete result (wire hygiene)"
             }
             Self::AnswersValidated => {
                 "MRTR error handling: missing information \"SHOULD respond with a new InputRequiredResult requesting it again, rather than returning an error\"; wrong answers are treated as missing; extra entries SHOULD be ignored"
             }
             Self::ErrorChannels => {
-                "basic/index.mdx error codes: -32601 (HTTP 404), -32602 for a missing _meta (HTTP 400), -32020 for headers that disagree (HTTP 400); JSON-RPC 2.0: -32700 for a body that is not JSON, -32600 for one that is not a request (MCP has no batches since 2025-06-18); Streamable HTTP: the body is application/json; tools.mdx: input validation errors are tool results with isError"
+                "basic/index.mdx error codes: -32601 (HTTP 404), -32602 for a missing _meta (HTTP 400), -32020 for headers that disagree (HTTP 400); Streamable HTTP: servers MUST validate Origin and answer an invalid one with HTTP 403; JSON-RPC 2.0: -32700 for a body that is not JSON, -32600 for one that is not a request (MCP has no batches since 2025-06-18); Streamable HTTP: the body is application/json; tools.mdx: input validation errors are tool results with isError"
             }
             Self::SizeCaps => {
                 "MRTR security considerations: a client is untrusted; state and answers it sends are bounded before any work (the SEP suggests standard limits and throttling)"

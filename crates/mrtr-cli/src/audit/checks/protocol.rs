@@ -187,6 +187,17 @@ pub(super) fn result_type(ctx: &mut Context<'_>) -> CheckResult {
             format!("a result of {}", shown(m)),
         );
     }
+    let mixed: BTreeSet<&str> = ctx.target.mixed.iter().map(String::as_str).collect();
+    for m in &mixed {
+        f.add(
+            Severity::Low,
+            "an input_required result also carries a success content (wire hygiene)",
+            "Send content only in the complete result: an InputRequiredResult holds \
+             inputRequests and requestState, and a client that reads content as the answer \
+             acts on a result that is not there yet.",
+            format!("an input_required result of {} with content", shown(m)),
+        );
+    }
     let n = ctx.target.results.len();
     f.done(format!("{n} results read"))
 }
@@ -403,6 +414,38 @@ async fn transport_refusals(ctx: &mut Context<'_>, f: &mut Findings) -> Result<(
     Ok(())
 }
 
+/// A request from a web page on another origin (DNS rebinding): Streamable
+/// HTTP says a server MUST validate `Origin` and answer an invalid one with
+/// HTTP 403.
+async fn foreign_origin(ctx: &mut Context<'_>, f: &mut Findings) -> Result<(), Spent> {
+    let rid = ctx.target.id();
+    let ping = list(rid, "ping");
+    let mut headers = derived(&ping);
+    headers.push(("origin", "https://mrtr-audit.invalid".into()));
+    let ex = ctx
+        .target
+        .send_to(None, Who::Main, &ping, McpHeaders::Given(headers))
+        .await?;
+    let sent = "a ping with Origin: https://mrtr-audit.invalid";
+    match ex.status {
+        Some(403) => {}
+        Some(s) if (400..500).contains(&s) => f.add(
+            Severity::Low,
+            "a foreign Origin is refused, but not with HTTP 403",
+            "Answer a request whose Origin is not allowed with HTTP 403 (Streamable HTTP).",
+            evidence(sent, &ex),
+        ),
+        _ => f.add(
+            Severity::Medium,
+            "a request from a foreign Origin is served (DNS rebinding)",
+            "Validate the Origin header of every request: allow your own origins (and \
+             loopback ones for a local server), and answer any other with HTTP 403.",
+            evidence(sent, &ex),
+        ),
+    }
+    Ok(())
+}
+
 pub(super) async fn error_channels(
     ctx: &mut Context<'_>,
     b: &Baseline,
@@ -467,6 +510,7 @@ pub(super) async fn error_channels(
 
     if http {
         transport_refusals(ctx, &mut f).await?;
+        foreign_origin(ctx, &mut f).await?;
     }
 
     let rid = ctx.target.id();
@@ -489,8 +533,10 @@ pub(super) async fn error_channels(
 
     let mut detail = "unknown method, no _meta, an unknown tool".to_owned();
     if http {
-        detail
-            .push_str(", disagreeing headers, a body that is not JSON, a batch, a text/plain body");
+        detail.push_str(
+            ", disagreeing headers, a body that is not JSON, a batch, a text/plain body, a \
+             foreign Origin",
+        );
     }
     if let Some(name) = answer::marked_argument(&b.arguments, &ctx.marks) {
         let rid = ctx.target.id();
@@ -524,6 +570,27 @@ pub(super) async fn error_channels(
 /// One MiB.
 const MIB: usize = 1024 * 1024;
 
+/// A request that did not go on must still say it was refused: a JSON-RPC
+/// error or an HTTP 4xx. A 2xx (or 3xx) without a JSON-RPC reply, an empty
+/// 200 above all, looks like success to a client and to a proxy. (A dropped
+/// connection is not judged: a proxy in front may have cut it.)
+fn unclear_refusal(f: &mut Findings, ex: &Exchange, sent: &str) {
+    let refused = match Outcome::of(ex) {
+        Outcome::Http(s) => s >= 400,
+        _ => true,
+    };
+    if !refused {
+        f.add(
+            Severity::Low,
+            "an oversized request gets neither a JSON-RPC error nor an HTTP 4xx",
+            "Refuse an oversized request with HTTP 413 and a JSON-RPC error body (or the \
+             JSON-RPC error for a bad state), never a 200 with an empty body or a dropped \
+             connection.",
+            evidence(sent, ex),
+        );
+    }
+}
+
 pub(super) async fn size_caps(ctx: &mut Context<'_>, b: &Baseline) -> Result<CheckResult, Spent> {
     let id = CheckId::SizeCaps;
     let round = b.key_round().clone();
@@ -542,6 +609,8 @@ pub(super) async fn size_caps(ctx: &mut Context<'_>, b: &Baseline) -> Result<Che
             fix,
             evidence("a 1 MiB requestState", &ex),
         );
+    } else {
+        unclear_refusal(&mut f, &ex, "a 1 MiB requestState");
     }
 
     let mut answers = round.answers.clone();
@@ -571,6 +640,8 @@ pub(super) async fn size_caps(ctx: &mut Context<'_>, b: &Baseline) -> Result<Che
             fix,
             evidence("the right answers with 1 MiB of padding", &ex),
         );
+    } else {
+        unclear_refusal(&mut f, &ex, "the right answers with 1 MiB of padding");
     }
     Ok(f.done("a 1 MiB state and 1 MiB of answers"))
 }

@@ -282,6 +282,9 @@ toy_audits! {
     no_result_type_fails_result_type_only => NoResultType,
     tool_errors_as_protocol_errors_fail_error_channels_only => ToolErrorsAsProtocolErrors,
     plain_text_transport_errors_fail_error_channels_only => PlainTextTransportErrors,
+    an_ignored_origin_fails_error_channels_only => IgnoresOrigin,
+    an_empty_200_for_an_oversized_body_fails_size_caps_only => EmptyOkOnSize,
+    content_beside_input_required_fails_result_type_only => ContentWithInputRequired,
 }
 
 /// The reference server, `mrtr serve` with the caller in `X-User`: four

@@ -122,11 +122,17 @@ pub(super) enum Flaw {
     /// `Bad Request` page, a batch a 200 `ok`, and a body declared `text/plain`
     /// is taken as JSON.
     PlainTextTransportErrors,
+    /// A request from any `Origin` is served (no DNS-rebinding defence).
+    IgnoresOrigin,
+    /// A body over the limit gets a 200 with an empty body instead of a 413.
+    EmptyOkOnSize,
+    /// Every `input_required` result also carries a success `content`.
+    ContentWithInputRequired,
 }
 
 impl Flaw {
     /// Every flaw, `None` first.
-    pub(super) const ALL: [Flaw; 19] = [
+    pub(super) const ALL: [Flaw; 22] = [
         Flaw::None,
         Flaw::AcceptsTamperedState,
         Flaw::ReadableState,
@@ -146,6 +152,9 @@ impl Flaw {
         Flaw::NoResultType,
         Flaw::ToolErrorsAsProtocolErrors,
         Flaw::PlainTextTransportErrors,
+        Flaw::IgnoresOrigin,
+        Flaw::EmptyOkOnSize,
+        Flaw::ContentWithInputRequired,
     ];
 
     /// The id of the one audit check this flaw must fail (`None` for the correct toy).
@@ -167,7 +176,11 @@ impl Flaw {
             Flaw::InputRequiredOnList => "carriers",
             Flaw::NoResultType => "result-type",
             Flaw::AcceptsWrongKind => "answers-validated",
-            Flaw::ToolErrorsAsProtocolErrors | Flaw::PlainTextTransportErrors => "error-channels",
+            Flaw::ToolErrorsAsProtocolErrors
+            | Flaw::PlainTextTransportErrors
+            | Flaw::IgnoresOrigin => "error-channels",
+            Flaw::EmptyOkOnSize => "size-caps",
+            Flaw::ContentWithInputRequired => "result-type",
             Flaw::NoSizeCap => "size-caps",
         })
     }
@@ -797,14 +810,15 @@ impl App {
                 Some(json!({"requiredCapabilities": {"elicitation": {"form": {}}}})),
             );
         }
-        ok(
-            id,
-            json!({
-                "resultType": "input_required",
-                "inputRequests": {asking.key(): asking.form(item)},
-                "requestState": self.seal(c, asking.key()),
-            }),
-        )
+        let mut result = json!({
+            "resultType": "input_required",
+            "inputRequests": {asking.key(): asking.form(item)},
+            "requestState": self.seal(c, asking.key()),
+        });
+        if self.flaw == Flaw::ContentWithInputRequired {
+            result["content"] = json!([{"type": "text", "text": "done"}]);
+        }
+        ok(id, result)
     }
 
     fn read_answer(&self, asking: Asking, answer: Option<&Value>) -> Answer {
@@ -943,6 +957,16 @@ async fn handle(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) ->
     if !app.delay.is_zero() {
         tokio::time::sleep(app.delay).await;
     }
+    if app.flaw != Flaw::IgnoresOrigin && !allowed_origin(&headers) {
+        let (status, body) = error(
+            StatusCode::FORBIDDEN,
+            &Value::Null,
+            -32600,
+            "Forbidden: Origin not allowed",
+            None,
+        );
+        return json_response(status, body);
+    }
     if app.flaw == Flaw::PlainTextTransportErrors {
         match serde_json::from_slice::<Value>(&body) {
             Err(_) => return (StatusCode::BAD_REQUEST, "Bad Request").into_response(),
@@ -961,6 +985,17 @@ async fn handle(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) ->
     }
     let (status, body) = reply(&app, &headers, &body);
     json_response(status, body)
+}
+
+/// Whether the request has no `Origin`, or a loopback one.
+fn allowed_origin(headers: &HeaderMap) -> bool {
+    let Some(origin) = headers.get(header::ORIGIN) else {
+        return true;
+    };
+    let origin = origin.to_str().unwrap_or_default();
+    ["http://127.0.0.1", "http://localhost", "http://[::1]"]
+        .iter()
+        .any(|o| origin == *o || origin.strip_prefix(o).is_some_and(|r| r.starts_with(':')))
 }
 
 /// Whether the request says its body is `application/json`.
@@ -985,6 +1020,9 @@ fn json_response(status: StatusCode, body: Option<Value>) -> Response {
 }
 
 fn reply(app: &App, headers: &HeaderMap, body: &[u8]) -> Reply {
+    if body.len() > MAX_BODY && app.flaw == Flaw::EmptyOkOnSize {
+        return (StatusCode::OK, None);
+    }
     if body.len() > MAX_BODY && app.flaw != Flaw::NoSizeCap {
         return error(
             StatusCode::PAYLOAD_TOO_LARGE,

@@ -166,6 +166,16 @@ impl<'a> Probe<'a> {
             self.results_without_type
                 .push(body["method"].as_str().unwrap_or_default().to_owned());
         }
+        if let Ok(v) = serde_json::from_slice::<Value>(&r.body)
+            && let Some(res) = v.get("result")
+            && res["resultType"] == "input_required"
+            && res.get("content").is_some()
+        {
+            self.results_without_type.push(format!(
+                "{} (input_required with content)",
+                body["method"].as_str().unwrap_or_default()
+            ));
+        }
         Outcome::of(r)
     }
 
@@ -567,6 +577,19 @@ impl<'a> Probe<'a> {
                 what,
             )?;
         }
+        // A foreign Origin (DNS rebinding): 403.
+        let mut h = vec![
+            ("Content-Type", "application/json"),
+            ("Authorization", ALICE),
+            ("Origin", "https://evil.example"),
+        ];
+        h.extend_from_slice(&borrow(&owned));
+        expect(
+            &request(main, "POST", "/mcp", &h, text.as_bytes()),
+            403,
+            -32600,
+            "a foreign Origin",
+        )?;
         let nope = first("tools/call", "no_such_tool", json!({}), &all_caps());
         if !Outcome::of(&post(main, &nope, ALICE)).is_error() {
             return Err("an unknown tool is no JSON-RPC error".into());
@@ -686,6 +709,9 @@ probes! {
     no_result_type_breaks_result_type => NoResultType,
     tool_errors_as_protocol_errors_break_error_channels => ToolErrorsAsProtocolErrors,
     plain_text_transport_errors_break_error_channels => PlainTextTransportErrors,
+    ignored_origin_breaks_error_channels => IgnoresOrigin,
+    empty_ok_on_size_breaks_size_caps => EmptyOkOnSize,
+    content_with_input_required_breaks_result_type => ContentWithInputRequired,
 }
 
 /// Every check but `replay-after-complete` (which always passes) has a flaw
