@@ -21,6 +21,13 @@ const STATE_CHECKS: [CheckId; 7] = [
     CheckId::Expiry,
 ];
 
+/// Whether `r` is a size refusal made before the body was parsed (HTTP 413):
+/// it answers the request's length, which the client knows, not anything about
+/// the state, so it is no oracle and names no private reason.
+fn before_parsing(r: &super::Refusal) -> bool {
+    r.exchange.status == Some(413)
+}
+
 pub(super) fn error_uniformity(ctx: &mut Context<'_>) -> CheckResult {
     let id = CheckId::ErrorUniformity;
     // (code, message, HTTP status) → what got it.
@@ -28,7 +35,7 @@ pub(super) fn error_uniformity(ctx: &mut Context<'_>) -> CheckResult {
     for r in ctx
         .refusals
         .iter()
-        .filter(|r| STATE_CHECKS.contains(&r.check))
+        .filter(|r| STATE_CHECKS.contains(&r.check) && !before_parsing(r))
     {
         if let Reply::Error { code, message, .. } = &r.exchange.reply {
             variants
@@ -154,7 +161,11 @@ pub(super) fn leaks(ctx: &mut Context<'_>, b: &Baseline) -> CheckResult {
         let text = text_of(&r.exchange.reply, &r.exchange.excerpt);
         let lower = text.to_ascii_lowercase();
         let sent = format!("{}: {}", r.check.name(), r.sent);
-        if let Some(word) = REASONS.iter().find(|w| lower.contains(*w)) {
+        if let Some(word) = REASONS
+            .iter()
+            .find(|w| lower.contains(*w))
+            .filter(|_| !before_parsing(r))
+        {
             f.add(
                 Severity::Medium,
                 "a refusal names its reason",

@@ -287,6 +287,24 @@ toy_audits! {
     content_beside_input_required_fails_result_type_only => ContentWithInputRequired,
 }
 
+/// A correct toy behind a 32 KiB body limit refuses the integrity check's
+/// 64 KiB state with HTTP 413 and -32600 "Request body too large" before it
+/// parses anything: that is no oracle on the state (error-uniformity) and no
+/// private reason (leaks), so it passes every check.
+#[test]
+fn a_size_refusal_before_parsing_is_no_oracle() {
+    let fleet = Fleet::start_with(Flaw::None, |c| c.body_limit(32 * 1024));
+    let run = run_audit(&fleet.main.url(), &fleet.audit_args());
+    assert_report(
+        &run,
+        &Expect {
+            fails: None,
+            may_skip: &[],
+            flow: Some("confirm_action"),
+        },
+    );
+}
+
 /// The reference server, `mrtr serve` with the caller in `X-User`: four
 /// instances (the server; a peer and a 2 s TTL instance on its key; one on
 /// another key), audited with every optional input. It is correct, so every

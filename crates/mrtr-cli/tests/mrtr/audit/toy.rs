@@ -201,6 +201,8 @@ pub(super) struct Config {
     pub(super) tool_name: String,
     /// How long every reply waits before it goes out.
     pub(super) delay: Duration,
+    /// The largest request body taken; a larger one gets HTTP 413.
+    pub(super) max_body: usize,
 }
 
 impl Config {
@@ -213,7 +215,14 @@ impl Config {
             server_name: "mrtr-audit-toy".into(),
             tool_name: "confirm_action".into(),
             delay: Duration::ZERO,
+            max_body: MAX_BODY,
         }
+    }
+
+    /// With another body limit (a proxy in front with a small one).
+    pub(super) fn body_limit(mut self, max_body: usize) -> Self {
+        self.max_body = max_body;
+        self
     }
 
     /// With another `serverInfo` name and confirming tool name (for what a
@@ -312,12 +321,17 @@ pub(super) const AUDIT_TTL_SECS: u64 = 3;
 
 impl Fleet {
     pub(super) fn start(flaw: Flaw) -> Fleet {
+        Self::start_with(flaw, |c| c)
+    }
+
+    /// As [`Fleet::start`], each instance's settings changed by `tweak`.
+    pub(super) fn start_with(flaw: Flaw, tweak: impl Fn(Config) -> Config) -> Fleet {
         let (key, other) = (random_key(), random_key());
         Fleet {
-            main: Toy::start(Config::new(flaw, key)),
-            peer: Toy::start(Config::new(flaw, key)),
-            foreign: Toy::start(Config::new(flaw, other)),
-            ttl: Toy::start(Config::new(flaw, key).ttl(SHORT_TTL)),
+            main: Toy::start(tweak(Config::new(flaw, key))),
+            peer: Toy::start(tweak(Config::new(flaw, key))),
+            foreign: Toy::start(tweak(Config::new(flaw, other))),
+            ttl: Toy::start(tweak(Config::new(flaw, key).ttl(SHORT_TTL))),
         }
     }
 
@@ -452,6 +466,7 @@ struct App {
     server_name: String,
     tool_name: String,
     delay: Duration,
+    max_body: usize,
     /// The key in force (the configured one, unless the flaw replaces it).
     key: [u8; 32],
     ttl: Duration,
@@ -484,6 +499,7 @@ impl App {
             server_name: config.server_name,
             tool_name: config.tool_name,
             delay: config.delay,
+            max_body: config.max_body,
             key,
             ttl,
             sealer: Sealer::new(ring, seal_config),
@@ -1020,10 +1036,10 @@ fn json_response(status: StatusCode, body: Option<Value>) -> Response {
 }
 
 fn reply(app: &App, headers: &HeaderMap, body: &[u8]) -> Reply {
-    if body.len() > MAX_BODY && app.flaw == Flaw::EmptyOkOnSize {
+    if body.len() > app.max_body && app.flaw == Flaw::EmptyOkOnSize {
         return (StatusCode::OK, None);
     }
-    if body.len() > MAX_BODY && app.flaw != Flaw::NoSizeCap {
+    if body.len() > app.max_body && app.flaw != Flaw::NoSizeCap {
         return error(
             StatusCode::PAYLOAD_TOO_LARGE,
             &Value::Null,
