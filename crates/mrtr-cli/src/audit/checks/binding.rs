@@ -480,8 +480,9 @@ pub(super) async fn expiry(
     let Some(ttl) = ctx.plan.ttl else {
         return Ok(skip(
             id,
-            "needs --ttl SECONDS (the state's lifetime plus the skew the server allows), and \
-             --ttl-url for an instance with a short one",
+            "needs --ttl SECONDS: the state's lifetime plus the clock skew the server allows \
+             (--ttl alone serves a server whose lifetime is fixed and short; --ttl-url names \
+             an instance configured with a short one)",
         ));
     };
     let url = ctx.plan.ttl_url.clone();
