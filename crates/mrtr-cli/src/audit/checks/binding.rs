@@ -11,7 +11,9 @@ use super::super::answer::{self, Marks};
 use super::super::args::Severity;
 use super::super::flow::{Baseline, Listed, Outcome, carrier, retry};
 use super::super::target::{Exchange, McpHeaders, Spent, Who, all_caps};
-use super::{CheckId, CheckResult, Context, Findings, evidence, fresh_state, skip};
+use super::{
+    BadState, CheckId, CheckResult, Context, Findings, evidence, fresh_state, judge_bad_state, skip,
+};
 
 const FIX_BINDING: &str = "Put the method, the tool (or prompt or resource) name and a digest of the \
      canonical arguments inside the integrity-protected state, and refuse a state presented on \
@@ -22,61 +24,24 @@ const FIX_BINDING: &str = "Put the method, the tool (or prompt or resource) name
 const STATE_FREE: &str = "the server completes this retry without any state (the control) and \
      took the misplaced one too: the state binds nothing here, so this shows nothing";
 
-/// How a misplaced state was answered.
-enum Verdict {
-    /// Refused: an error, the question asked again, a tool error, an HTTP 4xx.
-    Refused,
-    /// The flow went on: the state was taken.
-    Taken,
-    /// Something else (described).
-    Other,
-}
-
-fn verdict(ex: &Exchange, asked: &Map<String, Value>) -> Verdict {
-    let o = Outcome::of(ex);
-    if o.progressed(asked) {
-        return Verdict::Taken;
-    }
-    match o {
-        Outcome::Error { .. } | Outcome::Complete { is_error: true } => Verdict::Refused,
-        Outcome::Http(s) if (400..500).contains(&s) => Verdict::Refused,
-        o if o.asks_again(asked) => Verdict::Refused,
-        _ => Verdict::Other,
-    }
-}
-
-/// Records the verdict of one misplaced state as a finding (or not). A state
-/// taken where the flow goes on without any state (`state_free`) shows
-/// nothing: the result is `None`, and the check is skipped.
-#[allow(clippy::too_many_arguments)]
+/// Records the verdict on one misplaced state (see [`BadState`]) as a finding
+/// (or not). A state taken where the flow goes on without any state
+/// (`state_free`) shows nothing: the result is `None`, and the check is skipped.
+/// `Some(true)` when it was rejected.
 fn judge(
     f: &mut Findings,
     ex: &Exchange,
     asked: &Map<String, Value>,
     sent: &str,
-    severity: Severity,
-    title: &str,
-    fix: &str,
+    taken: (Severity, &str, &str),
     state_free: bool,
 ) -> Option<bool> {
-    Some(match verdict(ex, asked) {
-        Verdict::Refused => true,
-        Verdict::Taken if state_free => return None,
-        Verdict::Taken => {
-            f.add(severity, title, fix, evidence(sent, ex));
-            false
-        }
-        Verdict::Other => {
-            f.add(
-                Severity::Low,
-                "a misplaced state gets neither a refusal nor the flow",
-                "Answer a state presented on the wrong request with the one JSON-RPC error used \
-                 for every bad state.",
-                evidence(sent, ex),
-            );
-            false
-        }
-    })
+    let verdict = BadState::of(ex, asked);
+    if verdict == BadState::Taken && state_free {
+        return None;
+    }
+    judge_bad_state(f, verdict, ex, sent, taken);
+    Some(verdict == BadState::Rejected)
 }
 
 /// `args` with the value of one argument changed: the audit's marked string
@@ -123,7 +88,7 @@ pub(super) async fn arguments(ctx: &mut Context<'_>, b: &Baseline) -> Result<Che
         &ex,
         Misplaced {
             sent: &sent,
-            severity: Severity::High,
+            severity: Severity::Medium,
             title: "a state opens for other arguments than its own",
             fix: FIX_BINDING,
             detail: &detail,
@@ -228,9 +193,7 @@ async fn transplant(
         &ex,
         &requests,
         &sent,
-        Severity::High,
-        title,
-        FIX_BINDING,
+        (Severity::Medium, title, FIX_BINDING),
         state_free,
     )
     .is_none()
@@ -365,9 +328,7 @@ fn judged(
         ex,
         &b.asked(),
         m.sent,
-        m.severity,
-        m.title,
-        m.fix,
+        (m.severity, m.title, m.fix),
         !b.needs_state,
     );
     if judged.is_none() {
@@ -542,37 +503,21 @@ pub(super) async fn expiry(
     tokio::time::sleep(wait).await;
     let (ex, requests) = resume(ctx, url.as_deref(), &flows[1]).await?;
     let sent = format!("a state {} s after it was issued", wait.as_secs());
-    let outcome = Outcome::of(&ex);
-    if matches!(outcome, Outcome::Error { .. }) {
-        ctx.keep_refusal(id, &sent, &ex);
-    }
+    ctx.keep_refusal(id, &sent, &ex);
     let mut f = Findings::new(id);
-    let fix = "Put an expiry inside the integrity-protected state and refuse the state after it \
-               (a JSON-RPC error, or on tools/call a tool error the model can act on).";
-    match outcome {
-        Outcome::Error { .. } | Outcome::Complete { is_error: true } => {}
-        Outcome::Http(s) if (400..500).contains(&s) => {}
-        o if o.progressed(&requests) => {
-            f.add(
-                Severity::High,
-                "a state is taken after its lifetime",
-                fix,
-                evidence(&sent, &ex),
-            );
-        }
-        o if o.asks_again(&requests) => f.add(
-            Severity::Low,
-            "an expired state is treated as no state (asked again) instead of refused",
-            fix,
-            evidence(&sent, &ex),
-        ),
-        _ => f.add(
-            Severity::Low,
-            "an expired state gets neither a refusal nor the flow",
-            fix,
-            evidence(&sent, &ex),
-        ),
+    let fix = "Put an expiry inside the integrity-protected state and reject the state after it \
+               with the one JSON-RPC error used for every bad state.";
+    let verdict = BadState::of(&ex, &requests);
+    if verdict == BadState::Taken && !b.needs_state {
+        return Ok(skip(id, STATE_FREE));
     }
+    judge_bad_state(
+        &mut f,
+        verdict,
+        &ex,
+        &sent,
+        (Severity::Medium, "a state is taken after its lifetime", fix),
+    );
     Ok(f.done(format!(
         "a fresh state resumed there; another presented {} s after it was issued",
         wait.as_secs()

@@ -567,6 +567,10 @@ pub(super) async fn error_channels(
     Ok(f.done(detail))
 }
 
+/// The fix for a state that is taken without being one the server issued.
+const FIX_UNVERIFIED: &str = "Verify the state (an AEAD or an HMAC over its exact bytes) before \
+     using it, and reject one that does not verify with the JSON-RPC error for a bad state.";
+
 /// One MiB.
 const MIB: usize = 1024 * 1024;
 
@@ -595,18 +599,22 @@ pub(super) async fn size_caps(ctx: &mut Context<'_>, b: &Baseline) -> Result<Che
     let id = CheckId::SizeCaps;
     let round = b.key_round().clone();
     let mut f = Findings::new(id);
-    let fix = "Refuse a request, a requestState or inputResponses over a set size before parsing \
-               or opening them (HTTP 413, or the JSON-RPC error for a bad state).";
+    let fix = "Consider a body limit, and a requestState length limit checked before opening it \
+               (HTTP 413, or the JSON-RPC error for a bad state), as the SEP's advice to limit \
+               and throttle suggests.";
 
     let rid = ctx.target.id();
     let big_state = "A".repeat(MIB);
     let body = retry(&b.first, rid, Some(&big_state), Some(&round.answers));
     let ex = ctx.target.send(Who::Main, &body).await?;
     if Outcome::of(&ex).progressed(&b.asked()) {
+        // Not a missing limit: 1 MiB of "A" is no state the server sealed, and
+        // taking it breaks requirement 4 (MUST reject state that fails
+        // verification), graded as `integrity` grades a replaced state.
         f.add(
             Severity::High,
-            "a 1 MiB requestState is taken",
-            fix,
+            "a 1 MiB requestState (no state the server issued) is taken",
+            FIX_UNVERIFIED,
             evidence("a 1 MiB requestState", &ex),
         );
     } else {
@@ -634,9 +642,11 @@ pub(super) async fn size_caps(ctx: &mut Context<'_>, b: &Baseline) -> Result<Che
     let body = retry(&b.first, rid, state.as_deref(), Some(&answers));
     let ex = ctx.target.send(Who::Main, &body).await?;
     if Outcome::of(&ex).progressed(&b.asked()) {
+        // The spec sets no limit on inputResponses (nor on the state, the
+        // rounds or the keys): a missing cap is a hardening note, not a finding.
         f.add(
-            Severity::Medium,
-            "1 MiB of inputResponses is taken",
+            Severity::Info,
+            "1 MiB of inputResponses is taken (the spec sets no limit: a hardening note)",
             fix,
             evidence("the right answers with 1 MiB of padding", &ex),
         );

@@ -131,8 +131,10 @@ fn run_audit(url: &str, extra: &[String]) -> AuditRun {
 
 /// What a run must show.
 struct Expect<'a> {
-    /// The one check that must fail (`None`: none may).
-    fails: Option<&'a str>,
+    /// The checks that must fail (none: none may).
+    fails: &'a [&'a str],
+    /// A check that must pass with an `info` note.
+    note: Option<&'a str>,
     /// Checks that may be skipped here instead of passing, each with why.
     may_skip: &'a [(&'a str, &'a str)],
     /// The flow the audit must have chosen (`None`: any).
@@ -167,13 +169,13 @@ fn assert_report(run: &AuditRun, expect: &Expect<'_>) {
         };
         let status = row["status"].as_str().unwrap_or("(none)");
         let skip_ok = expect.may_skip.iter().any(|(c, _)| *c == id);
-        let ok = if expect.fails == Some(id) {
+        let ok = if expect.fails.contains(&id) {
             status == "fail"
         } else {
             status == "pass" || (skip_ok && status == "skip")
         };
         if !ok {
-            let want = if expect.fails == Some(id) {
+            let want = if expect.fails.contains(&id) {
                 "fail"
             } else if skip_ok {
                 "pass or skip"
@@ -196,17 +198,26 @@ fn assert_report(run: &AuditRun, expect: &Expect<'_>) {
         let check = f["check"].as_str().unwrap_or_default();
         // Replaying the final round is allowed (single use is not required): at
         // most an info note.
-        let note = check == "replay-after-complete" && f["severity"] == "info";
-        if expect.fails != Some(check) && !note {
+        let note = (check == "replay-after-complete" || expect.note == Some(check))
+            && f["severity"] == "info";
+        if !expect.fails.contains(&check) && !note {
             problems.push(format!("a finding outside the failing check: {f}"));
         }
     }
-    if let Some(id) = expect.fails
+    for id in expect.fails {
+        if !findings
+            .iter()
+            .any(|f| f["check"] == *id && f["severity"] != "info")
+        {
+            problems.push(format!("no finding above info for {id}"));
+        }
+    }
+    if let Some(id) = expect.note
         && !findings
             .iter()
-            .any(|f| f["check"] == id && f["severity"] != "info")
+            .any(|f| f["check"] == id && f["severity"] == "info")
     {
-        problems.push(format!("no finding above info for {id}"));
+        problems.push(format!("no info note for {id}"));
     }
     // --fail-on info: exit 1 for any finding at all (an info note on replay
     // included), else 0.
@@ -234,7 +245,8 @@ fn audit_toy(flaw: Flaw) {
     assert_report(
         &run,
         &Expect {
-            fails: flaw.check(),
+            fails: flaw.checks(),
+            note: flaw.note(),
             may_skip: &[],
             flow: Some("confirm_action"),
         },
@@ -278,13 +290,14 @@ toy_audits! {
     an_undeclared_ask_fails_capability_gate_only => AsksUndeclared,
     input_required_on_a_list_fails_carriers_only => InputRequiredOnList,
     a_wrong_kind_taken_fails_answers_validated_only => AcceptsWrongKind,
-    no_size_cap_fails_size_caps_only => NoSizeCap,
+    no_size_cap_is_only_a_size_caps_note => NoSizeCap,
     no_result_type_fails_result_type_only => NoResultType,
     tool_errors_as_protocol_errors_fail_error_channels_only => ToolErrorsAsProtocolErrors,
     plain_text_transport_errors_fail_error_channels_only => PlainTextTransportErrors,
     an_ignored_origin_fails_error_channels_only => IgnoresOrigin,
     an_empty_200_for_an_oversized_body_fails_size_caps_only => EmptyOkOnSize,
     content_beside_input_required_fails_result_type_only => ContentWithInputRequired,
+    a_reprompt_on_other_arguments_fails_binding_arguments_only => RepromptsOnOtherArguments,
 }
 
 /// A correct toy behind a 32 KiB body limit refuses the integrity check's
@@ -298,7 +311,8 @@ fn a_size_refusal_before_parsing_is_no_oracle() {
     assert_report(
         &run,
         &Expect {
-            fails: None,
+            fails: &[],
+            note: None,
             may_skip: &[],
             flow: Some("confirm_action"),
         },
@@ -346,7 +360,8 @@ fn the_reference_server_passes_every_check() {
     assert_report(
         &run,
         &Expect {
-            fails: None,
+            fails: &[],
+            note: None,
             may_skip: &[],
             flow: None,
         },

@@ -128,11 +128,15 @@ pub(super) enum Flaw {
     EmptyOkOnSize,
     /// Every `input_required` result also carries a success `content`.
     ContentWithInputRequired,
+    /// On `tools/call` of the confirming tool, a state whose binding does not
+    /// match (other arguments) is treated as no state: the question is asked
+    /// again instead of the state being rejected. Everything else is refused.
+    RepromptsOnOtherArguments,
 }
 
 impl Flaw {
     /// Every flaw, `None` first.
-    pub(super) const ALL: [Flaw; 22] = [
+    pub(super) const ALL: [Flaw; 23] = [
         Flaw::None,
         Flaw::AcceptsTamperedState,
         Flaw::ReadableState,
@@ -155,34 +159,43 @@ impl Flaw {
         Flaw::IgnoresOrigin,
         Flaw::EmptyOkOnSize,
         Flaw::ContentWithInputRequired,
+        Flaw::RepromptsOnOtherArguments,
     ];
 
-    /// The id of the one audit check this flaw must fail (`None` for the correct toy).
-    pub(super) fn check(self) -> Option<&'static str> {
-        Some(match self {
-            Flaw::None => return None,
-            Flaw::AcceptsTamperedState => "integrity",
-            Flaw::ReadableState => "confidentiality",
-            Flaw::UnboundArguments => "binding-arguments",
-            Flaw::UnboundTool => "binding-tool",
-            Flaw::UnboundMethod => "binding-method",
-            Flaw::UnboundPrincipal => "binding-principal",
-            Flaw::SharedDefaultKey => "foreign-key",
-            Flaw::PerProcessKey => "fleet",
-            Flaw::IgnoresTtl => "expiry",
-            Flaw::DistinctErrors => "error-uniformity",
-            Flaw::LeaksReason => "leaks",
-            Flaw::AsksUndeclared => "capability-gate",
-            Flaw::InputRequiredOnList => "carriers",
-            Flaw::NoResultType => "result-type",
-            Flaw::AcceptsWrongKind => "answers-validated",
+    /// The ids of the audit checks this flaw must fail (none for the correct
+    /// toy, and for a flaw the spec sets no rule against).
+    pub(super) fn checks(self) -> &'static [&'static str] {
+        match self {
+            Flaw::None | Flaw::NoSizeCap => &[],
+            Flaw::AcceptsTamperedState => &["integrity"],
+            Flaw::ReadableState => &["confidentiality"],
+            Flaw::UnboundArguments | Flaw::RepromptsOnOtherArguments => &["binding-arguments"],
+            Flaw::UnboundTool => &["binding-tool"],
+            Flaw::UnboundMethod => &["binding-method"],
+            Flaw::UnboundPrincipal => &["binding-principal"],
+            Flaw::SharedDefaultKey => &["foreign-key"],
+            Flaw::PerProcessKey => &["fleet"],
+            Flaw::IgnoresTtl => &["expiry"],
+            Flaw::DistinctErrors => &["error-uniformity"],
+            Flaw::LeaksReason => &["leaks"],
+            Flaw::AsksUndeclared => &["capability-gate"],
+            Flaw::InputRequiredOnList => &["carriers"],
+            Flaw::NoResultType | Flaw::ContentWithInputRequired => &["result-type"],
+            Flaw::AcceptsWrongKind => &["answers-validated"],
             Flaw::ToolErrorsAsProtocolErrors
             | Flaw::PlainTextTransportErrors
-            | Flaw::IgnoresOrigin => "error-channels",
-            Flaw::EmptyOkOnSize => "size-caps",
-            Flaw::ContentWithInputRequired => "result-type",
-            Flaw::NoSizeCap => "size-caps",
-        })
+            | Flaw::IgnoresOrigin => &["error-channels"],
+            Flaw::EmptyOkOnSize => &["size-caps"],
+        }
+    }
+
+    /// A check that must report this flaw as an `info` note (a hardening
+    /// note: the spec sets no rule it breaks), passing.
+    pub(super) fn note(self) -> Option<&'static str> {
+        match self {
+            Flaw::NoSizeCap => Some("size-caps"),
+            _ => None,
+        }
     }
 }
 
@@ -800,6 +813,13 @@ impl App {
             Some(Value::String(token)) => match self.open(&c, token) {
                 Ok(()) => {}
                 Err(Refusal::Tag) if self.flaw == Flaw::AcceptsTamperedState => {}
+                Err(Refusal::Binding)
+                    if self.flaw == Flaw::RepromptsOnOtherArguments
+                        && method == "tools/call"
+                        && name == self.tool_name =>
+                {
+                    return self.ask(id, &c, caps, asking, item);
+                }
                 Err(why) => return self.refusal(id, why),
             },
             Some(_) => return self.refusal(id, Refusal::Malformed),
