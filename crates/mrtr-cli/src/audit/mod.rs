@@ -18,12 +18,12 @@
 //! | `binding-arguments` | the retry with the state but another value for an argument | it is rejected |
 //! | `binding-tool` | another tool that asks (with this tool's arguments where it takes them), with this tool's state and both tools' answers | as above |
 //! | `binding-method` | a prompt that asks (`prompts/get`, likewise), with this tool's state | as above |
-//! | `binding-principal` | the retry as another user (`--as-other`) | as above |
+//! | `binding-principal` | the retry as another user (`--as-other`), on its own request and on one with another argument value | as above, and the two refusals alike (else the other user learns whether a guessed argument is right: the cross-user oracle) |
 //! | `foreign-key` | the retry to an instance with another key (`--foreign-url`) | as above |
 //! | `fleet` | the retry to another instance that shares the key (`--peer-url`) | it resumes |
 //! | `expiry` | a fresh state from `--ttl-url` (else the server) resumed at once, another one `--ttl` seconds and one more after it was issued | the first resumes; the second is rejected |
-//! | `error-uniformity` | nothing: it compares every refusal above | one JSON-RPC code, one message and one HTTP status for all |
-//! | `leaks` | nothing: it reads every refusal (and `--log FILE`) | no private reason, no slice of the state, no token from a header, no argument or answer value |
+//! | `error-uniformity` | nothing: it compares every refusal above (JSON-RPC errors, tool errors, error pages) | one face for all: the same code, message and HTTP status; a difference is shown with both refusals |
+//! | `leaks` | nothing: it reads every refusal (and `--log FILE`) | the same details (data, text) for every cause, whatever their words; no slice of the state, no token from a header, no argument or answer value |
 //! | `capability-gate` | the first call declaring no input capability, then each kind the baseline asked left out | no ask of an undeclared kind (form, URL, sampling, sampling with tools, roots); a -32021 carries `data.requiredCapabilities` (and HTTP 400) |
 //! | `carriers` | `tools/list`, `prompts/list`, `resources/list`, `resources/templates/list` | none answers `input_required` |
 //! | `result-type` | nothing: it reads every result | each has a `resultType`, and no `input_required` result carries a success `content` (wire hygiene) |

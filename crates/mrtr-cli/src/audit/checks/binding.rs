@@ -10,9 +10,11 @@ use serde_json::{Map, Value, json};
 use super::super::answer::{self, Marks};
 use super::super::args::Severity;
 use super::super::flow::{Baseline, Listed, Outcome, carrier, retry};
+use super::super::report::cut;
 use super::super::target::{Exchange, McpHeaders, Spent, Who, all_caps};
 use super::{
-    BadState, CheckId, CheckResult, Context, Findings, evidence, fresh_state, judge_bad_state, skip,
+    BadState, CheckId, CheckResult, Context, Findings, Looks, evidence, fresh_state,
+    judge_bad_state, skip,
 };
 
 const FIX_BINDING: &str = "Put the method, the tool (or prompt or resource) name and a digest of the \
@@ -84,7 +86,7 @@ pub(super) async fn arguments(ctx: &mut Context<'_>, b: &Baseline) -> Result<Che
     Ok(judged(
         ctx,
         b,
-        id,
+        Findings::new(id),
         &ex,
         Misplaced {
             sent: &sent,
@@ -263,10 +265,47 @@ pub(super) async fn principal(ctx: &mut Context<'_>, b: &Baseline) -> Result<Che
         Ok(ex) => ex,
         Err(skipped) => return Ok(skipped),
     };
+    // The cross-user oracle: the first user's state presented by the second on
+    // a request with another argument value too. A server that checks the
+    // request before the principal answers the two differently, and so tells
+    // the second user whether a guessed argument of the first user's flow is
+    // right.
+    let mut f = Findings::new(id);
+    if BadState::of(&ex, &b.asked()) != BadState::Taken
+        && let Some((name, args)) = changed(&b.arguments, &ctx.marks)
+    {
+        let mut first = b.first.clone();
+        first["params"]["arguments"] = args;
+        if let Ok(changed_ex) = presented(ctx, b, id, &first, None, Who::Other).await? {
+            let sent = format!(
+                "the first user's state, as the second user, with another value of the \
+                 argument {name:?}"
+            );
+            ctx.keep_refusal(id, &sent, &changed_ex);
+            let looks = |ex: &Exchange| {
+                Looks::of(ex).map_or_else(|| Outcome::of(ex).describe(), |l| l.shown())
+            };
+            let (right, wrong) = (looks(&ex), looks(&changed_ex));
+            if right != wrong {
+                f.add(
+                    Severity::Medium,
+                    "another user is told whether a guessed argument is right (the request is \
+                     checked before the principal)",
+                    "Check the principal before (or together with) the request, and answer \
+                     every mismatch with the one JSON-RPC error used for every bad state.",
+                    format!(
+                        "on its own request: {}; on one with another {name:?}: {}",
+                        cut(&right, 110),
+                        cut(&wrong, 110)
+                    ),
+                );
+            }
+        }
+    }
     Ok(judged(
         ctx,
         b,
-        id,
+        f,
         &ex,
         Misplaced {
             sent: "the first user's state, as the second user (--as-other)",
@@ -312,17 +351,18 @@ struct Misplaced<'a> {
     detail: &'a str,
 }
 
-/// The check's result for the misplaced state `ex` answered: kept as a refusal,
-/// judged, and skipped where the server needs no state.
+/// The check's result for the misplaced state `ex` answered (with what `f`
+/// already holds): kept as a refusal, judged, and skipped where the server
+/// needs no state.
 fn judged(
     ctx: &mut Context<'_>,
     b: &Baseline,
-    id: CheckId,
+    mut f: Findings,
     ex: &Exchange,
     m: Misplaced<'_>,
 ) -> CheckResult {
+    let id = f.id;
     ctx.keep_refusal(id, m.sent, ex);
-    let mut f = Findings::new(id);
     let judged = judge(
         &mut f,
         ex,
@@ -377,7 +417,7 @@ pub(super) async fn foreign_key(ctx: &mut Context<'_>, b: &Baseline) -> Result<C
     Ok(judged(
         ctx,
         b,
-        id,
+        Findings::new(id),
         &ex,
         Misplaced {
             sent: "the state, to the instance with another key",

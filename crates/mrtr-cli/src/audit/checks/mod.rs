@@ -13,7 +13,7 @@ use super::answer::Marks;
 use super::args::{Plan, Severity};
 use super::flow::{self, Baseline, Outcome, Round};
 use super::report::{cut, shown};
-use super::target::{Exchange, Spent, Target, Who};
+use super::target::{Exchange, Reply, Spent, Target, Who};
 
 /// A check, by its stable id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -308,7 +308,7 @@ pub(super) struct CheckResult {
 
 /// Collects a check's findings, the same title's evidence together.
 pub(super) struct Findings {
-    id: CheckId,
+    pub(super) id: CheckId,
     list: Vec<Finding>,
 }
 
@@ -316,7 +316,7 @@ pub(super) struct Findings {
 const MAX_EVIDENCE: usize = 6;
 
 impl Findings {
-    fn new(id: CheckId) -> Self {
+    pub(super) fn new(id: CheckId) -> Self {
         Self {
             id,
             list: Vec::new(),
@@ -386,6 +386,102 @@ pub(super) struct Refusal {
     /// What was sent.
     pub(super) sent: String,
     pub(super) exchange: Exchange,
+}
+
+/// How a refusal looks to the client, in two parts: its face (the JSON-RPC
+/// code and message, or "a tool error", or the HTTP status of an error page,
+/// with the HTTP status) and its details (the error's `data`, the tool error's
+/// text, the error page). Digit runs and long tokens (request ids, trace ids)
+/// are masked, so that what varies per request is no difference.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct Looks {
+    pub(super) face: String,
+    pub(super) details: String,
+}
+
+impl Looks {
+    /// How `ex` looks, if it is a refusal (an error, a tool error or an HTTP
+    /// 4xx): `None` for anything else.
+    pub(super) fn of(ex: &Exchange) -> Option<Self> {
+        let status = ex
+            .status
+            .map(|s| format!(" (HTTP {s})"))
+            .unwrap_or_default();
+        let (face, details) = match &ex.reply {
+            Reply::Error {
+                code,
+                message,
+                data,
+            } => (
+                format!("JSON-RPC error {code} {:?}{status}", mask(message)),
+                data.as_ref().map(ToString::to_string).unwrap_or_default(),
+            ),
+            Reply::Result(r)
+                if r.get("isError").and_then(serde_json::Value::as_bool) == Some(true) =>
+            {
+                (
+                    format!("a tool error{status}"),
+                    r.get("content")
+                        .map(ToString::to_string)
+                        .unwrap_or_default(),
+                )
+            }
+            Reply::NotJsonRpc if ex.status.is_some_and(|s| (400..500).contains(&s)) => {
+                (format!("an error page{status}"), ex.excerpt.clone())
+            }
+            _ => return None,
+        };
+        Some(Self {
+            face,
+            details: mask(&details),
+        })
+    }
+
+    /// Both parts, cut short and shown safely, for the evidence.
+    pub(super) fn shown(&self) -> String {
+        let details = if self.details.is_empty() {
+            String::new()
+        } else {
+            format!(", details {}", shown(&cut(&self.details, 60)))
+        };
+        format!("{}{details}", shown(&cut(&self.face, 90)))
+    }
+}
+
+/// `text` with every digit run as `#` and every token of 16 or more letters,
+/// digits, `-` and `_` as `…`.
+fn mask(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut token = String::new();
+    let flush = |token: &mut String, out: &mut String| {
+        if token.chars().count() >= 16 {
+            out.push('…');
+        } else {
+            let mut digits = false;
+            for c in token.chars() {
+                if c.is_ascii_digit() {
+                    if !digits {
+                        out.push('#');
+                    }
+                    digits = true;
+                } else {
+                    digits = false;
+                    out.push(c);
+                }
+            }
+        }
+        token.clear();
+    };
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+            token.push(c);
+        } else {
+            flush(&mut token, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut token, &mut out);
+    out
 }
 
 /// What the checks share.

@@ -4,7 +4,8 @@
 //! input (a second user, a peer on the same key, an instance on another key, an
 //! instance with a 2 s TTL) and reads its JSON report: the correct servers pass
 //! every check (bar the skips listed, each with its reason); each flawed toy
-//! fails exactly its own check and passes every other. No false pass, no false
+//! fails exactly its own checks (one, or the few one fault truly breaks, each
+//! named in `Flaw::checks`) and passes every other. No false pass, no false
 //! alarm.
 //!
 //! `toy_selfcheck` proves the toys themselves with raw HTTP, without the audit.
@@ -285,7 +286,7 @@ toy_audits! {
     a_built_in_key_fails_foreign_key_only => SharedDefaultKey,
     a_per_process_key_fails_fleet_only => PerProcessKey,
     an_ignored_ttl_fails_expiry_only => IgnoresTtl,
-    a_reason_in_data_fails_leaks_only => LeaksReason,
+    a_reason_in_data_fails_leaks_and_binding_principal => LeaksReason,
     distinct_refusals_fail_error_uniformity_only => DistinctErrors,
     an_undeclared_ask_fails_capability_gate_only => AsksUndeclared,
     input_required_on_a_list_fails_carriers_only => InputRequiredOnList,
@@ -297,7 +298,9 @@ toy_audits! {
     an_ignored_origin_fails_error_channels_only => IgnoresOrigin,
     an_empty_200_for_an_oversized_body_fails_size_caps_only => EmptyOkOnSize,
     content_beside_input_required_fails_result_type_only => ContentWithInputRequired,
-    a_reprompt_on_other_arguments_fails_binding_arguments_only => RepromptsOnOtherArguments,
+    a_reprompt_on_other_arguments_fails_binding_arguments_and_principal => RepromptsOnOtherArguments,
+    a_reason_in_plain_words_fails_leaks_and_binding_principal => DataSaysWhich,
+    a_403_for_another_user_fails_binding_principal_and_error_uniformity => PrincipalRefusedWith403,
 }
 
 /// A correct toy behind a 32 KiB body limit refuses the integrity check's

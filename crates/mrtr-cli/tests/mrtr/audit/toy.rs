@@ -1,6 +1,6 @@
 //! A hand-written MRTR server for `mrtr audit`'s tests: correct, or broken in
-//! exactly one way ([`Flaw`]), each way chosen so that exactly one check of the
-//! audit fails (`Flaw::check`).
+//! exactly one way ([`Flaw`]), each way chosen so that one check of the audit
+//! fails, or the few that one fault truly breaks (`Flaw::checks`).
 //!
 //! Axum, POST /mcp, JSON replies, one tokio runtime of its own per instance on
 //! 127.0.0.1:0 ([`Toy`]); a [`Fleet`] is the four instances the audit takes with
@@ -132,11 +132,19 @@ pub(super) enum Flaw {
     /// match (other arguments) is treated as no state: the question is asked
     /// again instead of the state being rejected. Everything else is refused.
     RepromptsOnOtherArguments,
+    /// Each refusal has the frozen code and message, and `data.detail` in
+    /// plain words that name no keyword ("does not match this request", "was
+    /// issued to someone else", ...): a text that differs by cause.
+    DataSaysWhich,
+    /// A state of another principal is refused with HTTP 403 (the frozen error
+    /// otherwise), and the request binding is checked first: another user
+    /// learns whether a guessed argument is right.
+    PrincipalRefusedWith403,
 }
 
 impl Flaw {
     /// Every flaw, `None` first.
-    pub(super) const ALL: [Flaw; 23] = [
+    pub(super) const ALL: [Flaw; 25] = [
         Flaw::None,
         Flaw::AcceptsTamperedState,
         Flaw::ReadableState,
@@ -160,6 +168,8 @@ impl Flaw {
         Flaw::EmptyOkOnSize,
         Flaw::ContentWithInputRequired,
         Flaw::RepromptsOnOtherArguments,
+        Flaw::DataSaysWhich,
+        Flaw::PrincipalRefusedWith403,
     ];
 
     /// The ids of the audit checks this flaw must fail (none for the correct
@@ -169,7 +179,10 @@ impl Flaw {
             Flaw::None | Flaw::NoSizeCap => &[],
             Flaw::AcceptsTamperedState => &["integrity"],
             Flaw::ReadableState => &["confidentiality"],
-            Flaw::UnboundArguments | Flaw::RepromptsOnOtherArguments => &["binding-arguments"],
+            Flaw::UnboundArguments => &["binding-arguments"],
+            // Bob, with alice's state, is asked again on another argument and
+            // refused on hers: he can tell (the cross-user oracle).
+            Flaw::RepromptsOnOtherArguments => &["binding-arguments", "binding-principal"],
             Flaw::UnboundTool => &["binding-tool"],
             Flaw::UnboundMethod => &["binding-method"],
             Flaw::UnboundPrincipal => &["binding-principal"],
@@ -177,7 +190,10 @@ impl Flaw {
             Flaw::PerProcessKey => &["fleet"],
             Flaw::IgnoresTtl => &["expiry"],
             Flaw::DistinctErrors => &["error-uniformity"],
-            Flaw::LeaksReason => &["leaks"],
+            // The reason in data also tells bob, with alice's state, whether
+            // he guessed her argument: "binding" on another, "principal" on hers.
+            Flaw::LeaksReason | Flaw::DataSaysWhich => &["binding-principal", "leaks"],
+            Flaw::PrincipalRefusedWith403 => &["binding-principal", "error-uniformity"],
             Flaw::AsksUndeclared => &["capability-gate"],
             Flaw::InputRequiredOnList => &["carriers"],
             Flaw::NoResultType | Flaw::ContentWithInputRequired => &["result-type"],
@@ -399,6 +415,18 @@ impl Refusal {
             RejectReason::Binding | RejectReason::Audience => Refusal::Binding,
             RejectReason::Principal => Refusal::Principal,
             _ => Refusal::Malformed,
+        }
+    }
+
+    /// The reason as [`Flaw::DataSaysWhich`] tells it: plain words, none of
+    /// them a keyword a list would look for.
+    fn plain_text(self) -> &'static str {
+        match self {
+            Refusal::Binding => "does not match this request",
+            Refusal::Principal => "was issued to someone else",
+            Refusal::Expired => "is too old now",
+            Refusal::UnknownKey => "comes from somewhere else",
+            _ => "cannot be used",
         }
     }
 
@@ -638,6 +666,11 @@ impl App {
                 "message": FROZEN_MESSAGE,
                 "data": {"reason": why.private_text()}
             }),
+            Flaw::DataSaysWhich => json!({
+                "code": FROZEN_CODE,
+                "message": FROZEN_MESSAGE,
+                "data": {"detail": why.plain_text()}
+            }),
             Flaw::DistinctErrors => {
                 let code = match why {
                     Refusal::Binding | Refusal::Principal => -32600,
@@ -647,8 +680,12 @@ impl App {
             }
             _ => json!({"code": FROZEN_CODE, "message": FROZEN_MESSAGE}),
         };
+        let status = match (self.flaw, why) {
+            (Flaw::PrincipalRefusedWith403, Refusal::Principal) => StatusCode::FORBIDDEN,
+            _ => StatusCode::OK,
+        };
         (
-            StatusCode::OK,
+            status,
             Some(json!({"jsonrpc": "2.0", "id": id, "error": error})),
         )
     }

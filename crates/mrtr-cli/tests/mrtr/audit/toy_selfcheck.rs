@@ -287,10 +287,7 @@ impl<'a> Probe<'a> {
             ),
         );
         let again = retry(&base, Some(&state), Some(confirm_yes()));
-        out.insert(
-            "binding-principal",
-            self.refused(main, &again, BOB, "as bob"),
-        );
+        out.insert("binding-principal", self.principal(&again));
         out.insert(
             "foreign-key",
             self.refused(self.fleet.foreign.addr, &again, ALICE, "another key"),
@@ -326,6 +323,41 @@ impl<'a> Probe<'a> {
             },
         );
         out
+    }
+
+    /// Alice's state presented by bob is rejected, and alike on her request
+    /// and on one with another argument (else bob learns whether a guessed
+    /// argument is right).
+    fn principal(&mut self, again: &Value) -> Result<(), String> {
+        let main = self.fleet.main.addr;
+        self.refused(main, again, BOB, "as bob")?;
+        let state = self.baseline_state();
+        let right = post(
+            main,
+            &retry(&confirm_call(), Some(&state), Some(confirm_yes())),
+            BOB,
+        );
+        let other_args = first(
+            "tools/call",
+            "confirm_action",
+            json!({"item": ARG2}),
+            &all_caps(),
+        );
+        let wrong = post(
+            main,
+            &retry(&other_args, Some(&state), Some(confirm_yes())),
+            BOB,
+        );
+        if (right.status, Outcome::of(&right)) != (wrong.status, Outcome::of(&wrong)) {
+            return Err(format!(
+                "bob is told the arguments: {} {} vs {} {}",
+                right.status,
+                right.text(),
+                wrong.status,
+                wrong.text()
+            ));
+        }
+        Ok(())
     }
 
     fn integrity(&mut self, state: &str) -> Result<(), String> {
@@ -710,7 +742,7 @@ probes! {
     shared_default_key_breaks_foreign_key => SharedDefaultKey,
     per_process_key_breaks_fleet => PerProcessKey,
     ignored_ttl_breaks_expiry => IgnoresTtl,
-    leaked_reason_breaks_leaks => LeaksReason,
+    leaked_reason_breaks_leaks_and_binding_principal => LeaksReason,
     distinct_errors_break_error_uniformity => DistinctErrors,
     undeclared_ask_breaks_capability_gate => AsksUndeclared,
     input_required_on_a_list_breaks_carriers => InputRequiredOnList,
@@ -722,7 +754,9 @@ probes! {
     ignored_origin_breaks_error_channels => IgnoresOrigin,
     empty_ok_on_size_breaks_size_caps => EmptyOkOnSize,
     content_with_input_required_breaks_result_type => ContentWithInputRequired,
-    reprompts_on_other_arguments_break_binding_arguments => RepromptsOnOtherArguments,
+    reprompts_on_other_arguments_break_binding_arguments_and_principal => RepromptsOnOtherArguments,
+    data_says_which_breaks_leaks_and_binding_principal => DataSaysWhich,
+    principal_refused_with_403_breaks_binding_principal_and_uniformity => PrincipalRefusedWith403,
 }
 
 /// Every check but `replay-after-complete` (which always passes) has a flaw
