@@ -255,6 +255,25 @@ pub(super) async fn answers_validated(
         true,
     ));
     let mut f = Findings::new(id);
+    // The right answers with no state at all, where the server gave one: taken,
+    // they were never bound to the question, so a client can answer on the
+    // first call what was never asked (elicitation: "Servers MUST bind
+    // elicitation requests to client and user identity").
+    if b.state().is_some() {
+        let rid = ctx.target.id();
+        let body = retry(&b.first, rid, None, Some(&round.answers));
+        let ex = ctx.target.send(Who::Main, &body).await?;
+        if Outcome::of(&ex).progressed(&b.asked()) {
+            f.add(
+                Severity::Medium,
+                "answers are taken with no requestState at all: the question need never have \
+                 been asked",
+                "Take answers only with the state of the round that asked for them (sealed, \
+                 bound to the request and the user), and ask again when it is missing.",
+                evidence("the retry with the right answers and no requestState", &ex),
+            );
+        }
+    }
     for (sent, answers, should_go_on) in &cases {
         // Each case on a flow of its own: one that wrongly goes on may use it up.
         let state = match fresh_state(ctx, b, Who::Main, id).await? {
@@ -305,8 +324,13 @@ pub(super) async fn answers_validated(
         }
     }
     Ok(f.done(format!(
-        "{} retries with answers that are not what was asked",
-        cases.len()
+        "{} retries with answers that are not what was asked{}",
+        cases.len(),
+        if b.state().is_some() {
+            ", and the right ones with no state"
+        } else {
+            ""
+        }
     )))
 }
 

@@ -249,7 +249,8 @@ fn audit_toy(flaw: Flaw) {
             fails: flaw.checks(),
             note: flaw.note(),
             may_skip: &[],
-            flow: Some("confirm_action"),
+            // A toy that takes answers without a state has no flow that needs it.
+            flow: (flaw != Flaw::TakesAnswersWithoutState).then_some("confirm_action"),
         },
     );
 }
@@ -301,6 +302,7 @@ toy_audits! {
     a_reprompt_on_other_arguments_fails_binding_arguments_and_principal => RepromptsOnOtherArguments,
     a_reason_in_plain_words_fails_leaks_and_binding_principal => DataSaysWhich,
     a_403_for_another_user_fails_binding_principal_and_error_uniformity => PrincipalRefusedWith403,
+    answers_taken_without_a_state_fail_answers_validated_only => TakesAnswersWithoutState,
 }
 
 /// A correct toy behind a 32 KiB body limit refuses the integrity check's

@@ -140,11 +140,14 @@ pub(super) enum Flaw {
     /// otherwise), and the request binding is checked first: another user
     /// learns whether a guessed argument is right.
     PrincipalRefusedWith403,
+    /// A retry with no `requestState` but an answer to the question is
+    /// completed (a state given is still checked).
+    TakesAnswersWithoutState,
 }
 
 impl Flaw {
     /// Every flaw, `None` first.
-    pub(super) const ALL: [Flaw; 25] = [
+    pub(super) const ALL: [Flaw; 26] = [
         Flaw::None,
         Flaw::AcceptsTamperedState,
         Flaw::ReadableState,
@@ -170,6 +173,7 @@ impl Flaw {
         Flaw::RepromptsOnOtherArguments,
         Flaw::DataSaysWhich,
         Flaw::PrincipalRefusedWith403,
+        Flaw::TakesAnswersWithoutState,
     ];
 
     /// The ids of the audit checks this flaw must fail (none for the correct
@@ -197,7 +201,7 @@ impl Flaw {
             Flaw::AsksUndeclared => &["capability-gate"],
             Flaw::InputRequiredOnList => &["carriers"],
             Flaw::NoResultType | Flaw::ContentWithInputRequired => &["result-type"],
-            Flaw::AcceptsWrongKind => &["answers-validated"],
+            Flaw::AcceptsWrongKind | Flaw::TakesAnswersWithoutState => &["answers-validated"],
             Flaw::ToolErrorsAsProtocolErrors
             | Flaw::PlainTextTransportErrors
             | Flaw::IgnoresOrigin => &["error-channels"],
@@ -846,6 +850,7 @@ impl App {
             principal,
         };
         match params.get("requestState") {
+            None | Some(Value::Null) if self.flaw == Flaw::TakesAnswersWithoutState => {}
             None | Some(Value::Null) => return self.ask(id, &c, caps, asking, item),
             Some(Value::String(token)) => match self.open(&c, token) {
                 Ok(()) => {}

@@ -229,11 +229,6 @@ impl<'a> Probe<'a> {
             Outcome::Complete { is_error: false },
             "the baseline completes"
         );
-        let control = self.send(main, &retry(&base, None, Some(confirm_yes())), ALICE);
-        assert!(
-            control.asks_again("confirm"),
-            "the baseline needs its state: {control:?}"
-        );
 
         out.insert("integrity", self.integrity(&state));
         out.insert("confidentiality", confidentiality(&state));
@@ -534,6 +529,10 @@ impl<'a> Probe<'a> {
                 Some(json!({"confirm": accept(json!({"confirm": "not-a-boolean"}))})),
             ),
         ];
+        let bare = self.send(main, &retry(&base, None, Some(confirm_yes())), ALICE);
+        if bare.progressed() {
+            return Err(format!("the right answers with no state: {bare:?}"));
+        }
         for (what, answers) in bad {
             let o = self.send(main, &retry(&base, Some(state), answers), ALICE);
             if !o.asks_again("confirm") {
@@ -757,6 +756,7 @@ probes! {
     reprompts_on_other_arguments_break_binding_arguments_and_principal => RepromptsOnOtherArguments,
     data_says_which_breaks_leaks_and_binding_principal => DataSaysWhich,
     principal_refused_with_403_breaks_binding_principal_and_uniformity => PrincipalRefusedWith403,
+    takes_answers_without_state_breaks_answers_validated => TakesAnswersWithoutState,
 }
 
 /// Every check but `replay-after-complete` (which always passes) has a flaw
