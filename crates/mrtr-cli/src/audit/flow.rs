@@ -145,6 +145,8 @@ pub(super) struct Baseline {
     pub(super) rounds: Vec<Round>,
     /// The retry that completed.
     pub(super) last_retry: Value,
+    /// The result it completed with.
+    pub(super) last_result: Value,
     /// Whether the key round's retry fails without the state (the control).
     pub(super) needs_state: bool,
     /// The other tools listed (with arguments for them).
@@ -447,6 +449,10 @@ async fn complete(
                     first,
                     rounds,
                     last_retry: r,
+                    last_result: match ex.reply {
+                        Reply::Result(v) => v,
+                        _ => Value::Null,
+                    },
                     needs_state,
                     tools: tools
                         .iter()

@@ -13,9 +13,9 @@
 //!   ],
 //!   "findings": [
 //!     {"check": "replay-after-complete", "severity": "info",
-//!      "title": "the final round can be replayed: it completes again",
-//!      "evidence": ["sent the final retry again, under a new id; got a result (HTTP 200)"],
-//!      "spec": "MRTR server requirement 5, warning: ...", "fix": "Single use is not a MUST; ..."}
+//!      "title": "the final round can be replayed: with another answer it runs again and completes differently",
+//!      "evidence": ["sent the final retry with another answer, under a new id; got a result (HTTP 200)"],
+//!      "spec": "MRTR server requirement 5, warning: ...", "fix": "Where a side effect must happen at most once, ..."}
 //!   ]
 //! }
 //! ```

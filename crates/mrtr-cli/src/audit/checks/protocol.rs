@@ -680,27 +680,112 @@ pub(super) async fn size_caps(ctx: &mut Context<'_>, b: &Baseline) -> Result<Che
     Ok(f.done("a 1 MiB state and 1 MiB of answers"))
 }
 
+/// What a replay of the final round came back with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Replayed {
+    /// Refused, asked again, or anything else that did not go on.
+    Refused,
+    /// The first result again (`_meta` aside).
+    Same,
+    /// Another result: the flow ran again.
+    Other,
+}
+
+impl Replayed {
+    fn of(ex: &Exchange, b: &Baseline) -> Self {
+        if !Outcome::of(ex).progressed(&b.asked()) {
+            return Self::Refused;
+        }
+        let plain = |v: &Value| {
+            let mut v = v.clone();
+            v.as_object_mut().map(|o| o.remove("_meta"));
+            v
+        };
+        match &ex.reply {
+            Reply::Result(r) if plain(r) == plain(&b.last_result) => Self::Same,
+            _ => Self::Other,
+        }
+    }
+}
+
+/// Single use: the final retry again, then again with another answer (a form
+/// declined, another sampled text, no roots), each under a new id. A server
+/// that refuses both keeps the flow to one use; one that gives the first
+/// result to both answers from a cache; one that completes the other answer
+/// differently ran the flow again. None of these is a rule broken (single use
+/// is a MUST only where the server needs it, which the audit cannot see), but
+/// a server that refuses the same replay and takes the other answer does need
+/// it and keys its guard by the answers, not the flow: a side effect then
+/// happens twice by changing one answer.
 pub(super) async fn replay(ctx: &mut Context<'_>, b: &Baseline) -> Result<CheckResult, Spent> {
     let id = CheckId::ReplayAfterComplete;
-    let rid = ctx.target.id();
-    let mut again = b.last_retry.clone();
-    again["id"] = json!(rid);
-    let ex = ctx.target.send(Who::Main, &again).await?;
-    let asked = &b.asked();
     let mut f = Findings::new(id);
-    if Outcome::of(&ex).progressed(asked) {
-        f.add(
-            Severity::Info,
-            "the final round can be replayed: it completes again",
-            "Single use is not a MUST; where a side effect must happen at most once, enforce \
-             it server-side (a replay guard keyed by the flow).",
-            evidence("the final retry again, under a new id", &ex),
-        );
-        Ok(f.done("a replay of the final round completes again (single use is not enforced)"))
-    } else {
-        Ok(f.done(format!(
-            "a replay of the final round is refused ({})",
-            Outcome::of(&ex).describe()
-        )))
-    }
+    let mut again = b.last_retry.clone();
+    again["id"] = json!(ctx.target.id());
+    let same_ex = ctx.target.send(Who::Main, &again).await?;
+    let same = Replayed::of(&same_ex, b);
+
+    let round = b.key_round();
+    let other_answers: Map<String, Value> = round
+        .requests
+        .iter()
+        .map(|(k, r)| (k.clone(), answer::other_answer(r, &ctx.marks)))
+        .collect();
+    let mut other = b.last_retry.clone();
+    other["id"] = json!(ctx.target.id());
+    other["params"]["inputResponses"] = Value::Object(other_answers);
+    let other_ex = ctx.target.send(Who::Main, &other).await?;
+    let changed = Replayed::of(&other_ex, b);
+
+    const GUARD: &str = "Where a side effect must happen at most once, enforce it server-side with a \
+                         guard keyed by the flow (the state, or an id sealed in it), not by the \
+                         request: a replay with other answers is the same flow.";
+    let summary = match (same, changed) {
+        (Replayed::Refused, Replayed::Refused) => {
+            "a replay of the final round is refused, with the same answers and with others (single use)"
+                .to_owned()
+        }
+        (Replayed::Refused, _) => {
+            f.add(
+                Severity::Medium,
+                "the final round replayed is refused, but with another answer it completes again",
+                GUARD,
+                evidence("the final retry with another answer, under a new id", &other_ex),
+            );
+            "a replay is refused only when its answers are the same".to_owned()
+        }
+        (_, Replayed::Other) => {
+            f.add(
+                Severity::Info,
+                "the final round can be replayed: with another answer it runs again and completes differently",
+                GUARD,
+                evidence("the final retry with another answer, under a new id", &other_ex),
+            );
+            "a replay runs the flow again (single use is not enforced)".to_owned()
+        }
+        (_, Replayed::Same) => {
+            f.add(
+                Severity::Info,
+                "the final round can be replayed: the first result comes back, whatever the answer",
+                "A cached result keeps a side effect to one run; if the tool reads the answers, \
+                 it answers a replay with a result the new answers did not make.",
+                evidence("the final retry with another answer, under a new id", &other_ex),
+            );
+            "a replay is answered with the first result (a cache, or a result that reads no answer)"
+                .to_owned()
+        }
+        (_, Replayed::Refused) => {
+            f.add(
+                Severity::Info,
+                "the final round can be replayed with the same answers (another answer is refused)",
+                GUARD,
+                evidence("the final retry again, under a new id", &same_ex),
+            );
+            format!(
+                "the same replay completes; with another answer: {}",
+                Outcome::of(&other_ex).describe()
+            )
+        }
+    };
+    Ok(f.done(summary))
 }

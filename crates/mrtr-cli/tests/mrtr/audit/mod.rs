@@ -21,7 +21,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::support::{Server, bin, wait_timeout};
-use toy::{Flaw, Fleet};
+use toy::{Flaw, Fleet, Replays};
 
 /// Every check id of the audit, in the order of its module doc's table.
 pub(crate) const CHECKS: [&str; 18] = [
@@ -303,6 +303,7 @@ toy_audits! {
     a_reason_in_plain_words_fails_leaks_and_binding_principal => DataSaysWhich,
     a_403_for_another_user_fails_binding_principal_and_error_uniformity => PrincipalRefusedWith403,
     answers_taken_without_a_state_fail_answers_validated_only => TakesAnswersWithoutState,
+    a_replay_guard_keyed_by_the_answers_fails_replay_after_complete_only => ReplayGuardKeyedByAnswers,
 }
 
 /// A correct toy behind a 32 KiB body limit refuses the integrity check's
@@ -322,6 +323,53 @@ fn a_size_refusal_before_parsing_is_no_oracle() {
             flow: Some("confirm_action"),
         },
     );
+}
+
+/// Single use, a cache and a re-run are told apart by the replay with another
+/// answer (the form declined): a correct toy refusing any used state passes
+/// with no note at all; one answering from a cache and one running again each
+/// pass with an info note saying which.
+#[test]
+fn single_use_a_cache_and_a_rerun_are_told_apart() {
+    for (replays, said, noted) in [
+        (
+            Replays::SingleUse,
+            "with the same answers and with others (single use)",
+            false,
+        ),
+        (Replays::Cached, "answered with the first result", true),
+        (Replays::Rerun, "runs the flow again", true),
+    ] {
+        let fleet = Fleet::start_with(Flaw::None, |c| c.replays(replays));
+        let run = run_audit(&fleet.main.url(), &fleet.audit_args());
+        assert_report(
+            &run,
+            &Expect {
+                fails: &[],
+                note: None,
+                may_skip: &[],
+                flow: Some("confirm_action"),
+            },
+        );
+        let report = run.report().expect("a JSON report");
+        let row = report["checks"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["id"] == "replay-after-complete"))
+            .cloned()
+            .unwrap_or_default();
+        assert!(
+            row["detail"].as_str().is_some_and(|d| d.contains(said)),
+            "{replays:?}: {row}\n{}",
+            run.explain()
+        );
+        let notes = report["findings"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|f| f["check"] == "replay-after-complete")
+            .count();
+        assert_eq!(notes, usize::from(noted), "{replays:?}\n{}", run.explain());
+    }
 }
 
 /// The reference server, `mrtr serve` with the caller in `X-User`: four

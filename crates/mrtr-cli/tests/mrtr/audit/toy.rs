@@ -33,8 +33,9 @@
 //! bob, anything else anonymous.
 #![allow(dead_code)] // the self-checks and the audit tests each use a part
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::body::Bytes;
@@ -143,11 +144,27 @@ pub(super) enum Flaw {
     /// A retry with no `requestState` but an answer to the question is
     /// completed (a state given is still checked).
     TakesAnswersWithoutState,
+    /// A completed flow's retry is refused when it comes again, but the guard
+    /// is keyed by the state and the answers: the same state with another
+    /// answer completes again.
+    ReplayGuardKeyedByAnswers,
+}
+
+/// What the toy does with a final retry that comes again (its state and
+/// answers completed a flow before).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Replays {
+    /// Runs it again (the default: the spec asks no single use).
+    Rerun,
+    /// Refuses any retry with a state that completed a flow (single use).
+    SingleUse,
+    /// Answers it with the result the state first completed with.
+    Cached,
 }
 
 impl Flaw {
     /// Every flaw, `None` first.
-    pub(super) const ALL: [Flaw; 26] = [
+    pub(super) const ALL: [Flaw; 27] = [
         Flaw::None,
         Flaw::AcceptsTamperedState,
         Flaw::ReadableState,
@@ -174,6 +191,7 @@ impl Flaw {
         Flaw::DataSaysWhich,
         Flaw::PrincipalRefusedWith403,
         Flaw::TakesAnswersWithoutState,
+        Flaw::ReplayGuardKeyedByAnswers,
     ];
 
     /// The ids of the audit checks this flaw must fail (none for the correct
@@ -206,6 +224,7 @@ impl Flaw {
             | Flaw::PlainTextTransportErrors
             | Flaw::IgnoresOrigin => &["error-channels"],
             Flaw::EmptyOkOnSize => &["size-caps"],
+            Flaw::ReplayGuardKeyedByAnswers => &["replay-after-complete"],
         }
     }
 
@@ -236,6 +255,8 @@ pub(super) struct Config {
     pub(super) delay: Duration,
     /// The largest request body taken; a larger one gets HTTP 413.
     pub(super) max_body: usize,
+    /// What a completed flow's retry gets when it comes again.
+    pub(super) replays: Replays,
 }
 
 impl Config {
@@ -249,7 +270,14 @@ impl Config {
             tool_name: "confirm_action".into(),
             delay: Duration::ZERO,
             max_body: MAX_BODY,
+            replays: Replays::Rerun,
         }
+    }
+
+    /// With another rule for a completed flow's retry that comes again.
+    pub(super) fn replays(mut self, replays: Replays) -> Self {
+        self.replays = replays;
+        self
     }
 
     /// With another body limit (a proxy in front with a small one).
@@ -516,6 +544,10 @@ struct App {
     key: [u8; 32],
     ttl: Duration,
     sealer: Sealer,
+    replays: Replays,
+    /// The flows completed, by state (and answers, under
+    /// [`Flaw::ReplayGuardKeyedByAnswers`]), with their results.
+    completed: Mutex<HashMap<String, Value>>,
 }
 
 impl App {
@@ -548,6 +580,8 @@ impl App {
             key,
             ttl,
             sealer: Sealer::new(ring, seal_config),
+            replays: config.replays,
+            completed: Mutex::new(HashMap::new()),
         }
     }
 
@@ -869,11 +903,36 @@ impl App {
         let answer = params
             .get("inputResponses")
             .and_then(|r| r.get(asking.key()));
-        match self.read_answer(asking, answer) {
-            Answer::Accepted(v) => ok(id, self.done(asking, item, Some(&v))),
-            Answer::Declined => ok(id, self.done(asking, item, None)),
-            Answer::Missing => self.ask(id, &c, caps, asking, item),
+        let used = params.get("requestState").and_then(Value::as_str).map(|t| {
+            if self.flaw == Flaw::ReplayGuardKeyedByAnswers {
+                let all = params.get("inputResponses").unwrap_or(&Value::Null);
+                format!("{t} {}", canonical_json(all))
+            } else {
+                t.to_owned()
+            }
+        });
+        let guarded =
+            self.flaw == Flaw::ReplayGuardKeyedByAnswers || self.replays != Replays::Rerun;
+        if let Some(used) = used.as_ref().filter(|_| guarded)
+            && let Some(first) = self.completed.lock().expect("the table").get(used)
+        {
+            return match self.replays {
+                Replays::Cached => ok(id, first.clone()),
+                _ => error(StatusCode::OK, id, FROZEN_CODE, FROZEN_MESSAGE, None),
+            };
         }
+        let result = match self.read_answer(asking, answer) {
+            Answer::Accepted(v) => self.done(asking, item, Some(&v)),
+            Answer::Declined => self.done(asking, item, None),
+            Answer::Missing => return self.ask(id, &c, caps, asking, item),
+        };
+        if let Some(used) = used.filter(|_| guarded) {
+            self.completed
+                .lock()
+                .expect("the table")
+                .insert(used, result.clone());
+        }
+        ok(id, result)
     }
 
     /// An `InputRequiredResult` asking `asking`'s question, if the request

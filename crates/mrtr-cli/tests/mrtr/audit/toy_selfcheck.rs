@@ -302,7 +302,7 @@ impl<'a> Probe<'a> {
         out.insert("answers-validated", self.answers_validated(&state));
         out.insert("error-channels", self.error_channels());
         out.insert("size-caps", self.size_caps(&state));
-        out.insert("replay-after-complete", Ok(()));
+        out.insert("replay-after-complete", self.replay(&state));
         // Last: these read what the others saw.
         out.insert("error-uniformity", self.uniformity());
         out.insert("leaks", self.leaks(&state));
@@ -548,6 +548,26 @@ impl<'a> Probe<'a> {
         Ok(())
     }
 
+    /// A server may run a completed flow again (single use is not asked), but
+    /// one that refuses the same final retry must refuse it with another
+    /// answer too: its guard is for the flow, not the request.
+    fn replay(&mut self, state: &str) -> Result<(), String> {
+        let main = self.fleet.main.addr;
+        let base = confirm_call();
+        let same = self.send(main, &retry(&base, Some(state), Some(confirm_yes())), ALICE);
+        if same.progressed() {
+            return Ok(());
+        }
+        let declined = json!({"confirm": {"action": "decline"}});
+        let other = self.send(main, &retry(&base, Some(state), Some(declined)), ALICE);
+        if other.progressed() {
+            return Err(format!(
+                "the same replay is refused ({same:?}), another answer completes: {other:?}"
+            ));
+        }
+        Ok(())
+    }
+
     fn error_channels(&mut self) -> Result<(), String> {
         let main = self.fleet.main.addr;
         let expect = |r: &HttpResponse, status: u16, code: i64, what: &str| -> Result<(), String> {
@@ -757,20 +777,17 @@ probes! {
     data_says_which_breaks_leaks_and_binding_principal => DataSaysWhich,
     principal_refused_with_403_breaks_binding_principal_and_uniformity => PrincipalRefusedWith403,
     takes_answers_without_state_breaks_answers_validated => TakesAnswersWithoutState,
+    replay_guard_keyed_by_answers_breaks_replay_after_complete => ReplayGuardKeyedByAnswers,
 }
 
-/// Every check but `replay-after-complete` (which always passes) has a flaw
-/// (some have several, one per class of fault), and no flaw names another id.
+/// Every check has a flaw (some have several, one per class of fault), and no
+/// flaw names another id.
 #[test]
 fn the_flaws_cover_every_check() {
     let mut named: Vec<&str> = Flaw::ALL.iter().flat_map(|f| f.checks()).copied().collect();
     named.sort_unstable();
     named.dedup();
-    let mut expected: Vec<&str> = CHECKS
-        .iter()
-        .copied()
-        .filter(|c| *c != "replay-after-complete")
-        .collect();
+    let mut expected: Vec<&str> = CHECKS.to_vec();
     expected.sort_unstable();
     assert_eq!(named, expected);
 }
