@@ -50,10 +50,10 @@ fn compared(ctx: &Context<'_>) -> Vec<(Looks, String)> {
 
 /// The refusals grouped by `part` of how they look: each value, the cases that
 /// got it, largest group first.
-fn grouped<'a>(
-    refusals: &'a [(Looks, String)],
+fn grouped(
+    refusals: &[(Looks, String)],
     part: impl Fn(&Looks) -> &str,
-) -> Vec<(&'a Looks, Vec<&'a str>)> {
+) -> Vec<(&Looks, Vec<&str>)> {
     let mut groups: BTreeMap<String, (&Looks, Vec<&str>)> = BTreeMap::new();
     for (looks, sent) in refusals {
         groups
