@@ -264,6 +264,18 @@ pub(super) fn answers(requests: &Map<String, Value>, marks: &Marks) -> Map<Strin
         .collect()
 }
 
+/// Another answer of the kind `request` asks, differing from [`answer`]'s: a
+/// form or URL declined, another sampled text, no roots. Each is one a server
+/// must take, so a refusal of it can only be the server's single-use rule.
+pub(super) fn other_answer(request: &Value, marks: &Marks) -> Value {
+    match kind_of(request) {
+        Some(Kind::Form | Kind::Url) => json!({"action": "decline"}),
+        Some(Kind::Sampling | Kind::SamplingTools) => sampled(&format!("{}-again", marks.answer())),
+        Some(Kind::Roots) => json!({"roots": []}),
+        None => json!({}),
+    }
+}
+
 /// An answer of another kind than `request` asks (a sampling result for a form,
 /// a form answer for anything else).
 pub(super) fn wrong_kind(request: &Value, marks: &Marks) -> Value {
@@ -324,6 +336,9 @@ mod tests {
         let bad = schema_violation(&form, &marks).unwrap();
         assert_eq!(bad["content"]["ok"], "not-a-boolean");
         assert_eq!(wrong_kind(&form, &marks)["role"], "assistant");
+        assert_eq!(other_answer(&form, &marks), json!({"action": "decline"}));
+        let sampling = json!({"method": "sampling/createMessage", "params": {"messages": []}});
+        assert_ne!(other_answer(&sampling, &marks), answer(&sampling, &marks));
     }
 
     #[test]

@@ -18,7 +18,7 @@ use super::checks::CheckId;
 Checks: integrity, confidentiality, binding-arguments, binding-tool, binding-method, \
 binding-principal, foreign-key, fleet, expiry, error-uniformity, leaks, capability-gate, carriers, \
 result-type, answers-validated, error-channels, size-caps, replay-after-complete. A check that \
-cannot run here is reported as skipped, with what it needs.\n\n\
+cannot run here (or is not reached before --deadline) is reported as skipped, with what it needs.\n\n\
 The audit calls tools and answers their questions with yes (a tool whose annotations say it \
 is destructive is tried last): point it at a test instance, or name a harmless tool with --tool.\n\n\
 The audit is polite: one request at a time, at most --max-requests, at most --rate a second, \
@@ -89,7 +89,18 @@ pub struct AuditArgs {
     /// The longest one request may take, in seconds.
     #[arg(long, value_name = "SECS", default_value_t = 20)]
     pub request_timeout: u64,
+    /// The longest the whole audit may take, in seconds: checks it does not
+    /// reach in time are reported as skipped (a request is never cut short to
+    /// be judged). Raise it for a long --ttl.
+    #[arg(long, value_name = "SECS", default_value_t = DEFAULT_DEADLINE_SECS,
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub deadline: u64,
 }
+
+/// The default of `--deadline`: five minutes, ample for the checks at the
+/// default rate with a short `--ttl`, and a bound on a server that answers
+/// each request just before `--request-timeout`.
+const DEFAULT_DEADLINE_SECS: u64 = 300;
 
 fn check_id(s: &str) -> Result<CheckId, String> {
     CheckId::from_name(s).ok_or_else(|| {
@@ -178,6 +189,10 @@ pub(super) struct Plan {
     pub(super) checks: Vec<CheckId>,
     pub(super) cacert: Option<Vec<u8>>,
     pub(super) request_timeout: Duration,
+    /// When the run began (the options were read).
+    pub(super) started: std::time::Instant,
+    /// How long the whole run may take (`--deadline`).
+    pub(super) deadline: Duration,
 }
 
 /// A `Name: value` header, refusing those the audit sets itself.
@@ -309,6 +324,8 @@ impl Plan {
             checks,
             cacert,
             request_timeout: Duration::from_secs(a.request_timeout.clamp(1, 600)),
+            started: std::time::Instant::now(),
+            deadline: Duration::from_secs(a.deadline),
         })
     }
 

@@ -145,6 +145,8 @@ pub(super) struct Baseline {
     pub(super) rounds: Vec<Round>,
     /// The retry that completed.
     pub(super) last_retry: Value,
+    /// The result it completed with.
+    pub(super) last_result: Value,
     /// Whether the key round's retry fails without the state (the control).
     pub(super) needs_state: bool,
     /// The other tools listed (with arguments for them).
@@ -257,7 +259,7 @@ pub(super) fn list(id: u64, method: &str) -> Value {
 /// a few rounds at most, so that the audit still learns what it lists (the
 /// `carriers` check reports the fault).
 async fn listed(ctx: &mut Context<'_>, method: &str, key: &str) -> Result<Vec<Value>, String> {
-    let spent = |_| "the request budget ran out while listing".to_owned();
+    let spent = |why: Spent| format!("{} while listing", why.what());
     let id = ctx.target.id();
     let request = list(id, method);
     let mut ex = ctx.target.send(Who::Main, &request).await.map_err(spent)?;
@@ -359,10 +361,11 @@ pub(super) async fn establish(ctx: &mut Context<'_>) -> Result<Baseline, String>
         }
         let id = ctx.target.id();
         let first = carrier(id, "tools/call", &c.name, &c.arguments, &all_caps());
-        let ex =
-            ctx.target.send(Who::Main, &first).await.map_err(|_| {
-                "the request budget ran out looking for a tool that asks".to_owned()
-            })?;
+        let ex = ctx
+            .target
+            .send(Who::Main, &first)
+            .await
+            .map_err(|why| format!("{} looking for a tool that asks", why.what()))?;
         let outcome = Outcome::of(&ex);
         match &outcome {
             Outcome::InputRequired { requests, state }
@@ -418,7 +421,7 @@ async fn complete(
     prompts: &[Listed],
 ) -> Result<Baseline, String> {
     let marks: Marks = ctx.marks.clone();
-    let spent = |_| "the request budget ran out completing the flow".to_owned();
+    let spent = |why: Spent| format!("{} completing the flow", why.what());
     let mut rounds = Vec::new();
     loop {
         let answers = answer::answers(&requests, &marks);
@@ -446,6 +449,10 @@ async fn complete(
                     first,
                     rounds,
                     last_retry: r,
+                    last_result: match ex.reply {
+                        Reply::Result(v) => v,
+                        _ => Value::Null,
+                    },
                     needs_state,
                     tools: tools
                         .iter()

@@ -13,35 +13,48 @@
 //!
 //! | id | what it sends | passes when |
 //! |---|---|---|
-//! | `integrity` | the baseline retry with the state's bytes flipped (each region: start, middle, end, the last 16 bytes where an AEAD tag or MAC sits, each segment of a dotted token), truncated, extended, re-encoded (base64 padding and alphabet), emptied, 64 KiB long, and, when the state decodes to JSON, with one value changed and encoded again | every one is a JSON-RPC error: never a result, a next round, a re-prompt or a tool error |
-//! | `confidentiality` | nothing: it decodes the states it was given (base64 of either alphabet, each dotted segment) | no state is readable: no JSON, no text, none of the audit's argument or answer values |
-//! | `binding-arguments` | the retry with the state but another value for an argument | it is refused (an error, or the question asked again) |
+//! | `integrity` | the baseline retry with the state's bytes flipped (each region: start, middle, end, the last 16 bytes where an AEAD tag or MAC sits, each segment of a dotted token), truncated, extended, re-encoded (base64 padding and alphabet), emptied, 64 KiB long, and, when the state decodes to JSON, with one value changed and encoded again | every one is rejected (see below): never a result, a next round or a re-prompt |
+//! | `confidentiality` | nothing: it decodes the states it was given (base64 of either alphabet, each dotted segment) | no argument or answer value in the clear (`low`: the SEP's SHOULD encrypt); a state that is merely readable is an `info` note (the spec allows any format) |
+//! | `binding-arguments` | the retry with the state but another value for an argument | it is rejected |
 //! | `binding-tool` | another tool that asks (with this tool's arguments where it takes them), with this tool's state and both tools' answers | as above |
 //! | `binding-method` | a prompt that asks (`prompts/get`, likewise), with this tool's state | as above |
-//! | `binding-principal` | the retry as another user (`--as-other`) | as above |
+//! | `binding-principal` | the retry as another user (`--as-other`), on its own request and on one with another argument value | as above, and the two refusals alike (else the other user learns whether a guessed argument is right: the cross-user oracle) |
 //! | `foreign-key` | the retry to an instance with another key (`--foreign-url`) | as above |
 //! | `fleet` | the retry to another instance that shares the key (`--peer-url`) | it resumes |
-//! | `expiry` | a fresh state from `--ttl-url` (else the server) resumed at once, another one `--ttl` seconds and one more after it was issued | the first resumes; the second is a JSON-RPC error, or on `tools/call` a tool error |
-//! | `error-uniformity` | nothing: it compares every refusal above | one JSON-RPC code, one message and one HTTP status for all |
-//! | `leaks` | nothing: it reads every refusal (and `--log FILE`) | no private reason, no slice of the state, no token from a header, no argument or answer value |
+//! | `expiry` | a fresh state from `--ttl-url` (else the server) resumed at once, another one `--ttl` seconds and one more after it was issued | the first resumes; the second is rejected |
+//! | `error-uniformity` | nothing: it compares every refusal above (JSON-RPC errors, tool errors, error pages) | one face for all: the same code, message and HTTP status; a difference is shown with both refusals |
+//! | `leaks` | nothing: it reads every refusal (and `--log FILE`) | the same details (data, text) for every cause, whatever their words; no slice of the state, no token from a header, no argument or answer value |
 //! | `capability-gate` | the first call declaring no input capability, then each kind the baseline asked left out | no ask of an undeclared kind (form, URL, sampling, sampling with tools, roots); a -32021 carries `data.requiredCapabilities` (and HTTP 400) |
 //! | `carriers` | `tools/list`, `prompts/list`, `resources/list`, `resources/templates/list` | none answers `input_required` |
-//! | `result-type` | nothing: it reads every result | each has a `resultType` |
-//! | `answers-validated` | the retry with no answer, with only an unrequested key, with an answer of another kind, with a form answer that breaks its schema, and with an extra key beside the right answers | the first four are asked again (never accepted, never a protocol error); the last goes on as the baseline did |
-//! | `error-channels` | an unknown method, a call without `_meta`, headers that disagree with the body (HTTP), an unknown tool, arguments of the wrong type | -32601 (HTTP 404), -32602 (HTTP 400), -32020 (HTTP 400), a JSON-RPC error, a tool result with `isError` |
-//! | `size-caps` | a 1 MiB `requestState`, and 1 MiB of `inputResponses` | both refused (a JSON-RPC error or an HTTP 4xx) |
-//! | `replay-after-complete` | the final retry of the baseline again | always passes; it says (as `info`) whether the final round can be replayed |
+//! | `result-type` | nothing: it reads every result | each has a `resultType`, and no `input_required` result carries a success `content` (wire hygiene) |
+//! | `answers-validated` | the retry with the right answers and no state (where the server gave one), with no answer, with only an unrequested key, with an answer of another kind, with a form answer that breaks its schema, and with an extra key beside the right answers | the first is not taken (`medium`: answers bound to nothing); the next four are asked again (never accepted, never a protocol error); the last goes on as the baseline did |
+//! | `error-channels` | an unknown method, a call without `_meta`, headers that disagree with the body (HTTP), a body that is not JSON, a batch and a body declared `text/plain` (HTTP), a foreign `Origin` (HTTP, DNS rebinding), an unknown tool, arguments of the wrong type | -32601 (HTTP 404), -32602 (HTTP 400), -32020 (HTTP 400), a JSON-RPC error body -32700, -32600 and -32600 each with an HTTP 4xx, HTTP 403, a JSON-RPC error, a tool result with `isError` |
+//! | `size-caps` | a 1 MiB `requestState`, and 1 MiB of `inputResponses` | the state is never taken; neither is answered with a 2xx that holds no JSON-RPC reply. The spec sets no limit: answers taken are an `info` hardening note |
+//! | `replay-after-complete` | the final retry of the baseline again, then with another answer (a form declined) | passes when both are refused (single use), or both complete (an `info` note saying whether the first result came back, a cache, or another, a re-run); fails when only the same answers are refused (a guard keyed by the request, not the flow) |
+//!
+//! *Rejected* means the same in every check that presents a bad state (altered,
+//! misplaced, foreign, expired): a JSON-RPC error, an HTTP 4xx or a
+//! tool result with `isError` (the spec says "reject" and names no channel;
+//! `error-uniformity` compares them). The question asked again treats the
+//! state as no state, which the spec's "reject" does not allow (the conformance
+//! suite fails a re-prompt): a finding, `medium` where the rule is a MUST
+//! (`integrity`, `foreign-key`, `binding-principal`), `low` where it is a
+//! SHOULD (arguments, tool, method, expiry). A state taken is graded the same
+//! way: `critical` or `high` for a MUST, `medium` for a SHOULD.
 //!
 //! A check that cannot run here (no second user given, no prompt that asks, no
-//! argument to change, the request budget spent) is `skip`ped with what it
-//! needs, never passed. Where the control shows the server completes without
+//! argument to change, the request budget spent, the run's `--deadline` passed)
+//! is `skip`ped with what it needs, never passed. The deadline (300 s by
+//! default) bounds the whole run: no request is sent that could not be answered
+//! before it, and a request it cuts short is not judged. Where the control shows the server completes without
 //! the state, the binding checks skip: there the state decides nothing.
 //!
 //! Every finding has a severity (`critical`, `high`, `medium`, `low`, `info`),
 //! the spec sentence it rests on, evidence (request and reply excerpts, every
 //! state, token and value cut to a short prefix) and a fix. The report is a
 //! table on the terminal (colour only on one), `--format json` (the schema in
-//! [`report`]) or `--format markdown`. The exit code is 0, or 1 when a finding
+//! [`report`]) or `--format markdown`. Everything a server chose is escaped for
+//! the format it goes into (see [`report`]). The exit code is 0, or 1 when a finding
 //! is at or above `--fail-on` (default `high`); 2 for a usage error; 3 when
 //! the server cannot be audited (unreachable, or no tool that asks).
 //!

@@ -13,9 +13,9 @@
 //!   ],
 //!   "findings": [
 //!     {"check": "replay-after-complete", "severity": "info",
-//!      "title": "the final round can be replayed: it completes again",
-//!      "evidence": ["sent the final retry again, under a new id; got a result (HTTP 200)"],
-//!      "spec": "MRTR server requirement 5, warning: ...", "fix": "Single use is not a MUST; ..."}
+//!      "title": "the final round can be replayed: with another answer it runs again and completes differently",
+//!      "evidence": ["sent the final retry with another answer, under a new id; got a result (HTTP 200)"],
+//!      "spec": "MRTR server requirement 5, warning: ...", "fix": "Where a side effect must happen at most once, ..."}
 //!   ]
 //! }
 //! ```
@@ -29,8 +29,14 @@
 //!   `high`, `medium`, `low`, `info`. A check fails when it has a finding at or
 //!   above `low`.
 //! - Every state and header value the audit saw is cut to a six-character
-//!   prefix and `…` wherever it would appear; control and bidirectional
-//!   characters a server sent are shown as `?`.
+//!   prefix and `…` wherever it would appear; control characters a server
+//!   sent are shown as `?`, and invisible formatting characters (bidirectional
+//!   controls such as U+061C, U+200E/F, U+202A-E, U+2066-9, zero-width
+//!   characters, the line and paragraph separators U+2028/9) as `\u{…}`.
+//! - The markdown report backslash-escapes every ASCII punctuation character of
+//!   every text in it, or puts a name in a code span whose fence is longer than
+//!   any run of backticks in it: a server's name or tool name can make no link,
+//!   image, HTML, emphasis or heading there.
 //! - A later version adds fields; a change to these is a new `schema`.
 
 use serde_json::{Value, json};
@@ -42,14 +48,86 @@ use super::flow::Baseline;
 /// The schema of the JSON report.
 pub const SCHEMA: &str = "mrtr-audit/1";
 
-/// `s` with every control and bidirectional formatting character shown as `?`.
+/// Whether `c` is invisible formatting that can reorder or break what a
+/// reader sees: bidirectional marks, embeddings, overrides and isolates
+/// (U+061C, U+200E/F, U+202A-E, U+2066-9), zero-width characters, the line
+/// and paragraph separators (U+2028/9), the byte order mark, and the other
+/// format characters (Unicode category Cf) a terminal or a renderer may act on.
+fn is_invisible_format(c: char) -> bool {
+    matches!(c,
+        '\u{ad}'
+        | '\u{600}'..='\u{605}'
+        | '\u{61c}'
+        | '\u{6dd}'
+        | '\u{70f}'
+        | '\u{180e}'
+        | '\u{200b}'..='\u{200f}'
+        | '\u{2028}'..='\u{202e}'
+        | '\u{2060}'..='\u{206f}'
+        | '\u{feff}'
+        | '\u{fff9}'..='\u{fffb}'
+        | '\u{e0000}'..='\u{e007f}')
+}
+
+/// `s` safe to print: every control character (C0, DEL, C1: escapes, newlines)
+/// shown as `?`, and every invisible formatting character ([`is_invisible_format`])
+/// shown escaped as `\u{…}`, so that neither acts on the terminal nor hides in
+/// the report.
 pub(super) fn shown(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            let bidi = matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
-            if c.is_control() || bidi { '?' } else { c }
-        })
-        .collect()
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_control() {
+            out.push('?');
+        } else if is_invisible_format(c) {
+            out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `s` as literal markdown text: every ASCII punctuation character
+/// backslash-escaped (so no link, image, HTML, emphasis, code span, table cell
+/// or autolink can be made of it) and line breaks made spaces (so nothing can
+/// start a heading or a list). For text that is already [`shown`].
+pub(super) fn md_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + s.len() / 4);
+    for c in s.chars() {
+        match c {
+            '\n' | '\r' => out.push(' '),
+            c if c.is_ascii_punctuation() => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `s` as a markdown code span (not for a table cell): fenced with one
+/// backtick more than its longest run of backticks, padded with a space where
+/// it begins or ends with one, line breaks made spaces. Nothing in a code span
+/// is markup.
+pub(super) fn md_code(s: &str) -> String {
+    let s = s.replace(['\n', '\r'], " ");
+    if s.trim().is_empty() {
+        return "(none)".into();
+    }
+    let mut longest = 0;
+    let mut run = 0;
+    for c in s.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat(longest + 1);
+    let pad = if s.starts_with('`') || s.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{s}{pad}{fence}")
 }
 
 /// The first `n` characters of `s`, and `…` when there were more.
@@ -276,19 +354,20 @@ impl Report {
         out
     }
 
-    /// Markdown, for a pull request.
+    /// Markdown, for a pull request. Everything a server chose (and every
+    /// other text) is escaped ([`md_text`]) or in a code span ([`md_code`]).
     pub fn to_markdown(&self) -> String {
-        let cell = |s: &str| s.replace('|', "\\|").replace('\n', " ");
+        let cell = md_text;
         let mut out = String::new();
         out.push_str(&format!(
-            "## mrtr audit of `{}`{}\n\n",
-            cell(&self.target),
+            "## mrtr audit of {}{}\n\n",
+            md_code(&self.target),
             cell(&self.server_line())
         ));
         out.push_str(&format!(
-            "Flow: `{}` `{}`, {} round(s); {} requests sent.\n\n",
+            "Flow: `{}` {}, {} round(s); {} requests sent.\n\n",
             self.flow.0,
-            cell(&self.flow.1),
+            md_code(&self.flow.1),
             self.flow.2,
             self.requests
         ));
@@ -338,7 +417,11 @@ mod tests {
 
     #[test]
     fn what_a_server_wrote_is_shown_safely_and_secrets_are_cut() {
-        assert_eq!(shown("a\x1b[31mb\u{202e}c\n"), "a?[31mb?c?");
+        assert_eq!(shown("a\x1b[31mb\u{202e}c\n"), "a?[31mb\\u{202e}c?");
+        assert_eq!(
+            shown("x\u{61c}\u{2028}\u{2029}\u{200e}\u{2066}\u{feff}y"),
+            "x\\u{61c}\\u{2028}\\u{2029}\\u{200e}\\u{2066}\\u{feff}y"
+        );
         assert_eq!(cut("abcdef", 3), "abc…");
         assert_eq!(cut("abc", 3), "abc");
         let secrets = vec!["Bearer-s3cr3t-token".to_owned()];
@@ -346,5 +429,29 @@ mod tests {
             redact("got Bearer-s3cr3t-token back", &secrets),
             "got Bearer… back"
         );
+    }
+
+    #[test]
+    fn markdown_escapes_every_markup_character() {
+        let hostile =
+            "<img src=x>[**all passed**](https://evil.example) `a` | # _b_ ![i](j) www.x.y &amp;";
+        let escaped = md_text(hostile);
+        // Every ASCII punctuation character is preceded by a backslash.
+        let mut chars = escaped.chars();
+        while let Some(c) = chars.next() {
+            if c == '\\' {
+                assert!(
+                    chars.next().is_some_and(|n| n.is_ascii_punctuation()),
+                    "{escaped}"
+                );
+            } else {
+                assert!(!c.is_ascii_punctuation(), "{c:?} unescaped in {escaped}");
+            }
+        }
+        assert_eq!(md_text("a\nb"), "a b");
+        assert_eq!(md_code("plain"), "`plain`");
+        assert_eq!(md_code("a ` b `` c"), "```a ` b `` c```");
+        assert_eq!(md_code("`x`"), "`` `x` ``");
+        assert_eq!(md_code(""), "(none)");
     }
 }

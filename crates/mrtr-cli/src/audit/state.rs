@@ -122,7 +122,11 @@ pub(super) fn alterations(state: &str) -> Vec<Altered> {
             push(
                 &mut out,
                 Alteration::Flipped,
-                format!("bit 0 of byte {i} of {} flipped", bytes.len()),
+                format!(
+                    "bit 0 of byte {i} (counted from 0) of the {} bytes the state decodes to \
+                     (base64) flipped",
+                    bytes.len()
+                ),
                 enc.encode(&b),
             );
         }
@@ -174,7 +178,12 @@ pub(super) fn alterations(state: &str) -> Vec<Altered> {
                 push(
                     &mut out,
                     Alteration::Flipped,
-                    format!("bit 0 of byte {i} of dotted segment {} flipped", n + 1),
+                    format!(
+                        "bit 0 of byte {i} (counted from 0) of the {} bytes dotted segment {} \
+                         decodes to (base64) flipped",
+                        bytes.len(),
+                        n + 1
+                    ),
                     s.join("."),
                 );
             }

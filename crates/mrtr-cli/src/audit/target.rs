@@ -60,9 +60,24 @@ pub(super) enum Reply {
     Failed(String),
 }
 
-/// The request budget is spent.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Spent;
+/// Why no more requests may be sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Spent {
+    /// The request budget (`--max-requests`) is spent.
+    Budget,
+    /// The run's deadline (`--deadline`) has passed, or would before an answer.
+    Deadline,
+}
+
+impl Spent {
+    /// What ran out, for a message.
+    pub(super) fn what(self) -> &'static str {
+        match self {
+            Self::Budget => "the request budget (--max-requests) ran out",
+            Self::Deadline => "the audit's deadline (--deadline) passed",
+        }
+    }
+}
 
 enum Channel {
     Http(HttpClient),
@@ -78,6 +93,8 @@ pub(super) struct Target {
     max_requests: u32,
     min_interval: Duration,
     timeout: Duration,
+    /// When the whole run must end (`--deadline`).
+    deadline: Instant,
     last: Option<Instant>,
     next_id: u64,
     /// Requests sent so far.
@@ -85,6 +102,9 @@ pub(super) struct Target {
     /// Every result seen: the method asked, and whether the result had a
     /// `resultType`.
     pub(super) results: Vec<(String, bool)>,
+    /// The methods whose `input_required` result also carried a success
+    /// `content` (a result that is both a question and an answer).
+    pub(super) mixed: Vec<String>,
 }
 
 impl Target {
@@ -116,10 +136,12 @@ impl Target {
             max_requests: plan.max_requests,
             min_interval: plan.min_interval,
             timeout: plan.request_timeout,
+            deadline: plan.started + plan.deadline,
             last: None,
             next_id: 1,
             sent: 0,
             results: Vec::new(),
+            mixed: Vec::new(),
         })
     }
 
@@ -157,20 +179,46 @@ impl Target {
         mcp: McpHeaders,
     ) -> Result<Exchange, Spent> {
         let bytes = serde_json::to_vec(body).unwrap_or_default();
-        self.send_bytes(url, who, body, bytes, mcp).await
+        self.send_bytes(url, who, body, bytes, mcp, JSON).await
     }
 
-    /// Sends `bytes` (the serialized `body`, or something else for the size checks).
-    pub(super) async fn send_bytes(
+    /// Sends `bytes` to the server as the first user, declared as `content_type`,
+    /// with the MCP headers `body` implies: a body the transport must refuse
+    /// (not JSON, a batch, another media type). Over stdio, `None`: a line
+    /// transport has neither a media type nor a way to send a broken message.
+    pub(super) async fn send_raw(
+        &mut self,
+        body: &Value,
+        bytes: Vec<u8>,
+        content_type: &'static str,
+    ) -> Result<Option<Exchange>, Spent> {
+        if !self.is_http() {
+            return Ok(None);
+        }
+        let mcp = McpHeaders::Given(derived(body));
+        self.send_bytes(None, Who::Main, &Value::Null, bytes, mcp, content_type)
+            .await
+            .map(Some)
+    }
+
+    /// The time left before the run's deadline.
+    pub(super) fn time_left(&self) -> Duration {
+        self.deadline.saturating_duration_since(Instant::now())
+    }
+
+    /// Sends `bytes` (the serialized `body`, or something else for the size and
+    /// transport checks) as `content_type`.
+    async fn send_bytes(
         &mut self,
         url: Option<&str>,
         who: Who,
         body: &Value,
         bytes: Vec<u8>,
         mcp: McpHeaders,
+        content_type: &'static str,
     ) -> Result<Exchange, Spent> {
         if self.sent >= self.max_requests {
-            return Err(Spent);
+            return Err(Spent::Budget);
         }
         if let Some(last) = self.last {
             let wait = self.min_interval.saturating_sub(last.elapsed());
@@ -178,6 +226,14 @@ impl Target {
                 tokio::time::sleep(wait).await;
             }
         }
+        // The run's deadline bounds every request: one that cannot be answered
+        // before it is not sent, and one cut by it is no answer to judge.
+        let left = self.time_left();
+        if left.is_zero() {
+            return Err(Spent::Deadline);
+        }
+        let cut_by_deadline = left < self.timeout;
+        let timeout = self.timeout.min(left);
         self.sent += 1;
         self.last = Some(Instant::now());
         let method = body["method"].as_str().unwrap_or_default().to_owned();
@@ -189,11 +245,12 @@ impl Target {
                     Who::Main => &self.headers,
                     Who::Other => &self.other,
                 };
-                let request = http_request(&url, body, bytes, mcp, headers);
+                let request = http_request(&url, body, bytes, mcp, headers, content_type);
                 match request {
-                    Ok(req) => match tokio::time::timeout(self.timeout, client.send(req)).await {
+                    Ok(req) => match tokio::time::timeout(timeout, client.send(req)).await {
                         Ok(Ok(resp)) => from_http(resp, &id),
                         Ok(Err(e)) => failed(&e.to_string()),
+                        Err(_) if cut_by_deadline => return Err(Spent::Deadline),
                         Err(_) => failed(&format!("no answer within {} s", self.timeout.as_secs())),
                     },
                     Err(e) => failed(&e),
@@ -204,14 +261,20 @@ impl Target {
                     Ok(v) => v,
                     Err(_) => body.clone(),
                 };
-                match tokio::time::timeout(self.timeout, t.send(sent)).await {
+                match tokio::time::timeout(timeout, t.send(sent)).await {
                     Ok(Ok(v)) => from_message(None, &v, excerpt(&v.to_string())),
                     Ok(Err(e)) => failed(&e.to_string()),
+                    Err(_) if cut_by_deadline => return Err(Spent::Deadline),
                     Err(_) => failed(&format!("no answer within {} s", self.timeout.as_secs())),
                 }
             }
         };
         if let Reply::Result(r) = &exchange.reply {
+            if r.get("resultType").and_then(Value::as_str) == Some("input_required")
+                && r.get("content").is_some()
+            {
+                self.mixed.push(method.clone());
+            }
             self.results.push((method, r.get("resultType").is_some()));
         }
         Ok(exchange)
@@ -226,19 +289,23 @@ fn failed(why: &str) -> Exchange {
     }
 }
 
-/// The POST of `body`, with the MCP headers and then the user's.
+/// The media type of every request but those that test a wrong one.
+pub(super) const JSON: &str = "application/json";
+
+/// The POST of `body` as `content_type`, with the MCP headers and then the user's.
 fn http_request(
     url: &str,
     body: &Value,
     bytes: Vec<u8>,
     mcp: McpHeaders,
     headers: &[Header],
+    content_type: &'static str,
 ) -> Result<http::Request<Vec<u8>>, String> {
     let mut req = http::Request::post(url)
         .body(bytes)
         .map_err(|_| "not a URL".to_owned())?;
     let h = req.headers_mut();
-    h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    h.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
     h.insert(
         ACCEPT,
         HeaderValue::from_static("application/json, text/event-stream"),

@@ -10,8 +10,12 @@ use serde_json::{Map, Value, json};
 use super::super::answer::{self, Marks};
 use super::super::args::Severity;
 use super::super::flow::{Baseline, Listed, Outcome, carrier, retry};
+use super::super::report::cut;
 use super::super::target::{Exchange, McpHeaders, Spent, Who, all_caps};
-use super::{CheckId, CheckResult, Context, Findings, evidence, fresh_state, skip};
+use super::{
+    BadState, CheckId, CheckResult, Context, Findings, Looks, evidence, fresh_state,
+    judge_bad_state, skip,
+};
 
 const FIX_BINDING: &str = "Put the method, the tool (or prompt or resource) name and a digest of the \
      canonical arguments inside the integrity-protected state, and refuse a state presented on \
@@ -22,61 +26,24 @@ const FIX_BINDING: &str = "Put the method, the tool (or prompt or resource) name
 const STATE_FREE: &str = "the server completes this retry without any state (the control) and \
      took the misplaced one too: the state binds nothing here, so this shows nothing";
 
-/// How a misplaced state was answered.
-enum Verdict {
-    /// Refused: an error, the question asked again, a tool error, an HTTP 4xx.
-    Refused,
-    /// The flow went on: the state was taken.
-    Taken,
-    /// Something else (described).
-    Other,
-}
-
-fn verdict(ex: &Exchange, asked: &Map<String, Value>) -> Verdict {
-    let o = Outcome::of(ex);
-    if o.progressed(asked) {
-        return Verdict::Taken;
-    }
-    match o {
-        Outcome::Error { .. } | Outcome::Complete { is_error: true } => Verdict::Refused,
-        Outcome::Http(s) if (400..500).contains(&s) => Verdict::Refused,
-        o if o.asks_again(asked) => Verdict::Refused,
-        _ => Verdict::Other,
-    }
-}
-
-/// Records the verdict of one misplaced state as a finding (or not). A state
-/// taken where the flow goes on without any state (`state_free`) shows
-/// nothing: the result is `None`, and the check is skipped.
-#[allow(clippy::too_many_arguments)]
+/// Records the verdict on one misplaced state (see [`BadState`]) as a finding
+/// (or not). A state taken where the flow goes on without any state
+/// (`state_free`) shows nothing: the result is `None`, and the check is skipped.
+/// `Some(true)` when it was rejected.
 fn judge(
     f: &mut Findings,
     ex: &Exchange,
     asked: &Map<String, Value>,
     sent: &str,
-    severity: Severity,
-    title: &str,
-    fix: &str,
+    taken: (Severity, &str, &str),
     state_free: bool,
 ) -> Option<bool> {
-    Some(match verdict(ex, asked) {
-        Verdict::Refused => true,
-        Verdict::Taken if state_free => return None,
-        Verdict::Taken => {
-            f.add(severity, title, fix, evidence(sent, ex));
-            false
-        }
-        Verdict::Other => {
-            f.add(
-                Severity::Low,
-                "a misplaced state gets neither a refusal nor the flow",
-                "Answer a state presented on the wrong request with the one JSON-RPC error used \
-                 for every bad state.",
-                evidence(sent, ex),
-            );
-            false
-        }
-    })
+    let verdict = BadState::of(ex, asked);
+    if verdict == BadState::Taken && state_free {
+        return None;
+    }
+    judge_bad_state(f, verdict, ex, sent, taken);
+    Some(verdict == BadState::Rejected)
 }
 
 /// `args` with the value of one argument changed: the audit's marked string
@@ -119,11 +86,11 @@ pub(super) async fn arguments(ctx: &mut Context<'_>, b: &Baseline) -> Result<Che
     Ok(judged(
         ctx,
         b,
-        id,
+        Findings::new(id),
         &ex,
         Misplaced {
             sent: &sent,
-            severity: Severity::High,
+            severity: Severity::Medium,
             title: "a state opens for other arguments than its own",
             fix: FIX_BINDING,
             detail: &detail,
@@ -228,9 +195,7 @@ async fn transplant(
         &ex,
         &requests,
         &sent,
-        Severity::High,
-        title,
-        FIX_BINDING,
+        (Severity::Medium, title, FIX_BINDING),
         state_free,
     )
     .is_none()
@@ -300,10 +265,47 @@ pub(super) async fn principal(ctx: &mut Context<'_>, b: &Baseline) -> Result<Che
         Ok(ex) => ex,
         Err(skipped) => return Ok(skipped),
     };
+    // The cross-user oracle: the first user's state presented by the second on
+    // a request with another argument value too. A server that checks the
+    // request before the principal answers the two differently, and so tells
+    // the second user whether a guessed argument of the first user's flow is
+    // right.
+    let mut f = Findings::new(id);
+    if BadState::of(&ex, &b.asked()) != BadState::Taken
+        && let Some((name, args)) = changed(&b.arguments, &ctx.marks)
+    {
+        let mut first = b.first.clone();
+        first["params"]["arguments"] = args;
+        if let Ok(changed_ex) = presented(ctx, b, id, &first, None, Who::Other).await? {
+            let sent = format!(
+                "the first user's state, as the second user, with another value of the \
+                 argument {name:?}"
+            );
+            ctx.keep_refusal(id, &sent, &changed_ex);
+            let looks = |ex: &Exchange| {
+                Looks::of(ex).map_or_else(|| Outcome::of(ex).describe(), |l| l.shown())
+            };
+            let (right, wrong) = (looks(&ex), looks(&changed_ex));
+            if right != wrong {
+                f.add(
+                    Severity::Medium,
+                    "another user is told whether a guessed argument is right (the request is \
+                     checked before the principal)",
+                    "Check the principal before (or together with) the request, and answer \
+                     every mismatch with the one JSON-RPC error used for every bad state.",
+                    format!(
+                        "on its own request: {}; on one with another {name:?}: {}",
+                        cut(&right, 110),
+                        cut(&wrong, 110)
+                    ),
+                );
+            }
+        }
+    }
     Ok(judged(
         ctx,
         b,
-        id,
+        f,
         &ex,
         Misplaced {
             sent: "the first user's state, as the second user (--as-other)",
@@ -349,25 +351,24 @@ struct Misplaced<'a> {
     detail: &'a str,
 }
 
-/// The check's result for the misplaced state `ex` answered: kept as a refusal,
-/// judged, and skipped where the server needs no state.
+/// The check's result for the misplaced state `ex` answered (with what `f`
+/// already holds): kept as a refusal, judged, and skipped where the server
+/// needs no state.
 fn judged(
     ctx: &mut Context<'_>,
     b: &Baseline,
-    id: CheckId,
+    mut f: Findings,
     ex: &Exchange,
     m: Misplaced<'_>,
 ) -> CheckResult {
+    let id = f.id;
     ctx.keep_refusal(id, m.sent, ex);
-    let mut f = Findings::new(id);
     let judged = judge(
         &mut f,
         ex,
         &b.asked(),
         m.sent,
-        m.severity,
-        m.title,
-        m.fix,
+        (m.severity, m.title, m.fix),
         !b.needs_state,
     );
     if judged.is_none() {
@@ -416,7 +417,7 @@ pub(super) async fn foreign_key(ctx: &mut Context<'_>, b: &Baseline) -> Result<C
     Ok(judged(
         ctx,
         b,
-        id,
+        Findings::new(id),
         &ex,
         Misplaced {
             sent: "the state, to the instance with another key",
@@ -480,8 +481,9 @@ pub(super) async fn expiry(
     let Some(ttl) = ctx.plan.ttl else {
         return Ok(skip(
             id,
-            "needs --ttl SECONDS (the state's lifetime plus the skew the server allows), and \
-             --ttl-url for an instance with a short one",
+            "needs --ttl SECONDS: the state's lifetime plus the clock skew the server allows \
+             (--ttl alone serves a server whose lifetime is fixed and short; --ttl-url names \
+             an instance configured with a short one)",
         ));
     };
     let url = ctx.plan.ttl_url.clone();
@@ -523,6 +525,16 @@ pub(super) async fn expiry(
         ));
     }
     let wait = ttl + Duration::from_secs(1);
+    if ctx.target.time_left() <= wait {
+        return Ok(skip(
+            id,
+            format!(
+                "waiting {} s for a state to lapse would pass the audit's deadline (raise \
+                 --deadline above --ttl and the other checks' time)",
+                wait.as_secs()
+            ),
+        ));
+    }
     let _ = writeln!(
         progress,
         "audit: expiry: waiting {} s for a state to lapse",
@@ -531,37 +543,21 @@ pub(super) async fn expiry(
     tokio::time::sleep(wait).await;
     let (ex, requests) = resume(ctx, url.as_deref(), &flows[1]).await?;
     let sent = format!("a state {} s after it was issued", wait.as_secs());
-    let outcome = Outcome::of(&ex);
-    if matches!(outcome, Outcome::Error { .. }) {
-        ctx.keep_refusal(id, &sent, &ex);
-    }
+    ctx.keep_refusal(id, &sent, &ex);
     let mut f = Findings::new(id);
-    let fix = "Put an expiry inside the integrity-protected state and refuse the state after it \
-               (a JSON-RPC error, or on tools/call a tool error the model can act on).";
-    match outcome {
-        Outcome::Error { .. } | Outcome::Complete { is_error: true } => {}
-        Outcome::Http(s) if (400..500).contains(&s) => {}
-        o if o.progressed(&requests) => {
-            f.add(
-                Severity::High,
-                "a state is taken after its lifetime",
-                fix,
-                evidence(&sent, &ex),
-            );
-        }
-        o if o.asks_again(&requests) => f.add(
-            Severity::Low,
-            "an expired state is treated as no state (asked again) instead of refused",
-            fix,
-            evidence(&sent, &ex),
-        ),
-        _ => f.add(
-            Severity::Low,
-            "an expired state gets neither a refusal nor the flow",
-            fix,
-            evidence(&sent, &ex),
-        ),
+    let fix = "Put an expiry inside the integrity-protected state and reject the state after it \
+               with the one JSON-RPC error used for every bad state.";
+    let verdict = BadState::of(&ex, &requests);
+    if verdict == BadState::Taken && !b.needs_state {
+        return Ok(skip(id, STATE_FREE));
     }
+    judge_bad_state(
+        &mut f,
+        verdict,
+        &ex,
+        &sent,
+        (Severity::Medium, "a state is taken after its lifetime", fix),
+    );
     Ok(f.done(format!(
         "a fresh state resumed there; another presented {} s after it was issued",
         wait.as_secs()

@@ -13,7 +13,7 @@ use super::answer::Marks;
 use super::args::{Plan, Severity};
 use super::flow::{self, Baseline, Outcome, Round};
 use super::report::{cut, shown};
-use super::target::{Exchange, Spent, Target, Who};
+use super::target::{Exchange, Reply, Spent, Target, Who};
 
 /// A check, by its stable id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -115,7 +115,7 @@ impl CheckId {
                 "MRTR server requirement 4: \"servers MUST protect its integrity (e.g. HMAC or AEAD) and MUST reject state that fails verification\""
             }
             Self::Confidentiality => {
-                "MRTR (SEP-2322): \"If tampering is a concern, servers SHOULD encrypt it (e.g. AES-GCM, signed JWT)\"; a client can read whatever the state carries"
+                "MRTR server requirement 3: the state is \"an opaque string meaningful only to the server, in any format (base64 JSON, encrypted JWT, binary, ...)\"; only the SEP says \"If tampering is a concern, servers SHOULD encrypt it (e.g. AES-GCM, signed JWT)\": values in the clear miss that SHOULD, a readable state breaks no rule"
             }
             Self::BindingArguments | Self::BindingTool | Self::BindingMethod => {
                 "MRTR server requirement 5: servers SHOULD bind \"an identifier for the originating request, e.g. the method name and a digest of its salient parameters (reject state presented on a non-matching request)\""
@@ -145,22 +145,124 @@ impl CheckId {
                 "tools.mdx, prompts.mdx, resources.mdx: an InputRequiredResult answers tools/call, prompts/get and resources/read"
             }
             Self::ResultType => {
-                "basic/index.mdx: \"The result MUST include a resultType field. Servers implementing this version MUST include it.\""
+                "basic/index.mdx: \"The result MUST include a resultType field. Servers implementing this version MUST include it.\"; an InputRequiredResult carries inputRequests and requestState, the content belongs to the complete result (wire hygiene)"
             }
             Self::AnswersValidated => {
                 "MRTR error handling: missing information \"SHOULD respond with a new InputRequiredResult requesting it again, rather than returning an error\"; wrong answers are treated as missing; extra entries SHOULD be ignored"
             }
             Self::ErrorChannels => {
-                "basic/index.mdx error codes: -32601 (HTTP 404), -32602 for a missing _meta (HTTP 400), -32020 for headers that disagree (HTTP 400); tools.mdx: input validation errors are tool results with isError"
+                "basic/index.mdx error codes: -32601 (HTTP 404), -32602 for a missing _meta (HTTP 400), -32020 for headers that disagree (HTTP 400); Streamable HTTP: servers MUST validate Origin and answer an invalid one with HTTP 403; JSON-RPC 2.0: -32700 for a body that is not JSON, -32600 for one that is not a request (MCP has no batches since 2025-06-18); Streamable HTTP: the body is application/json; tools.mdx: input validation errors are tool results with isError"
             }
             Self::SizeCaps => {
-                "MRTR security considerations: a client is untrusted; state and answers it sends are bounded before any work (the SEP suggests standard limits and throttling)"
+                "The spec sets no limit on requestState, inputResponses, rounds or keys (the SEP suggests standard limits and throttling): a missing cap is a hardening note; a state the server never issued that is taken breaks requirement 4 (\"MUST reject state that fails verification\"); a refusal is a JSON-RPC error or an HTTP 4xx, never an empty 200"
             }
             Self::ReplayAfterComplete => {
                 "MRTR server requirement 5, warning: binding \"do[es] not guarantee single use. Servers for which a requestState must be consumed at most once ... MUST enforce that server-side.\""
             }
         }
     }
+}
+
+/// The word the spec uses for the rule a check rests on: a MUST broken is not
+/// graded like a SHOULD.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Word {
+    /// MUST (or MUST NOT).
+    Must,
+    /// SHOULD (or SHOULD NOT).
+    Should,
+}
+
+impl CheckId {
+    /// The word of the rule a misplaced or altered state breaks here: MUST for
+    /// a state that fails verification (`integrity`, `foreign-key`) and for
+    /// the user's (the SEP and the elicitation page: user data and elicitation
+    /// MUST be bound to the user); SHOULD for the request, the tool, the method
+    /// and the expiry (server requirement 5).
+    pub(super) fn word(self) -> Word {
+        match self {
+            Self::Integrity | Self::ForeignKey | Self::BindingPrincipal => Word::Must,
+            _ => Word::Should,
+        }
+    }
+}
+
+/// What a server did with a state it should have rejected. The spec says
+/// "reject" for every such state (one that fails verification: MUST; one
+/// presented by another principal, after its expiry or on another request:
+/// SHOULD) and names no channel for it; the conformance suite fails a
+/// re-prompt. So every check that presents a bad state gives the same reply
+/// the same verdict: an error (JSON-RPC, HTTP 4xx, or a tool result with
+/// `isError`) rejects it; the question asked again treats it as no state, which
+/// is not rejecting it. Whether the rejections all look alike is
+/// `error-uniformity`'s question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum BadState {
+    /// A JSON-RPC error, an HTTP 4xx (a limit in front of the server), or a
+    /// tool result with `isError`.
+    Rejected,
+    /// The flow went on: the state was taken.
+    Taken,
+    /// The question asked again: the state treated as no state, not rejected.
+    AskedAgain,
+    /// Anything else: no JSON-RPC reply, a server error, an empty ask.
+    Other,
+}
+
+impl BadState {
+    /// The verdict on `ex`, where the flow had asked `asked`.
+    pub(super) fn of(ex: &Exchange, asked: &serde_json::Map<String, serde_json::Value>) -> Self {
+        let o = Outcome::of(ex);
+        if o.progressed(asked) {
+            return Self::Taken;
+        }
+        match o {
+            Outcome::Error { .. } => Self::Rejected,
+            Outcome::Http(s) if (400..500).contains(&s) => Self::Rejected,
+            Outcome::Complete { is_error: true } => Self::Rejected,
+            o if o.asks_again(asked) => Self::AskedAgain,
+            _ => Self::Other,
+        }
+    }
+}
+
+/// Adds the finding for a bad state the server did not reject (`verdict`, on
+/// `ex`, for what `sent` describes), graded by the word of `f`'s rule; a taken
+/// state is graded by the caller (`taken`: severity, title, fix).
+pub(super) fn judge_bad_state(
+    f: &mut Findings,
+    verdict: BadState,
+    ex: &Exchange,
+    sent: &str,
+    taken: (Severity, &str, &str),
+) {
+    let must = f.id.word() == Word::Must;
+    let (severity, title, fix) = match verdict {
+        BadState::Rejected => return,
+        BadState::Taken => taken,
+        BadState::AskedAgain => (
+            if must {
+                Severity::Medium
+            } else {
+                Severity::Low
+            },
+            "a bad state is treated as no state (the question is asked again) instead of rejected",
+            "Reject a state that does not verify, or does not belong to this request, user or \
+             time, with the one JSON-RPC error used for every bad state (the spec says reject; \
+             the conformance suite fails a re-prompt).",
+        ),
+        BadState::Other => (
+            if must {
+                Severity::Medium
+            } else {
+                Severity::Low
+            },
+            "a bad state gets neither a rejection nor the flow (no JSON-RPC reply, a server error, or an empty ask)",
+            "Verify the state before using it, and answer a failure with the one JSON-RPC error \
+             used for every bad state.",
+        ),
+    };
+    f.add(severity, title, fix, evidence(sent, ex));
 }
 
 /// What became of a check.
@@ -206,7 +308,7 @@ pub(super) struct CheckResult {
 
 /// Collects a check's findings, the same title's evidence together.
 pub(super) struct Findings {
-    id: CheckId,
+    pub(super) id: CheckId,
     list: Vec<Finding>,
 }
 
@@ -214,7 +316,7 @@ pub(super) struct Findings {
 const MAX_EVIDENCE: usize = 6;
 
 impl Findings {
-    fn new(id: CheckId) -> Self {
+    pub(super) fn new(id: CheckId) -> Self {
         Self {
             id,
             list: Vec::new(),
@@ -284,6 +386,102 @@ pub(super) struct Refusal {
     /// What was sent.
     pub(super) sent: String,
     pub(super) exchange: Exchange,
+}
+
+/// How a refusal looks to the client, in two parts: its face (the JSON-RPC
+/// code and message, or "a tool error", or the HTTP status of an error page,
+/// with the HTTP status) and its details (the error's `data`, the tool error's
+/// text, the error page). Digit runs and long tokens (request ids, trace ids)
+/// are masked, so that what varies per request is no difference.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct Looks {
+    pub(super) face: String,
+    pub(super) details: String,
+}
+
+impl Looks {
+    /// How `ex` looks, if it is a refusal (an error, a tool error or an HTTP
+    /// 4xx): `None` for anything else.
+    pub(super) fn of(ex: &Exchange) -> Option<Self> {
+        let status = ex
+            .status
+            .map(|s| format!(" (HTTP {s})"))
+            .unwrap_or_default();
+        let (face, details) = match &ex.reply {
+            Reply::Error {
+                code,
+                message,
+                data,
+            } => (
+                format!("JSON-RPC error {code} {:?}{status}", mask(message)),
+                data.as_ref().map(ToString::to_string).unwrap_or_default(),
+            ),
+            Reply::Result(r)
+                if r.get("isError").and_then(serde_json::Value::as_bool) == Some(true) =>
+            {
+                (
+                    format!("a tool error{status}"),
+                    r.get("content")
+                        .map(ToString::to_string)
+                        .unwrap_or_default(),
+                )
+            }
+            Reply::NotJsonRpc if ex.status.is_some_and(|s| (400..500).contains(&s)) => {
+                (format!("an error page{status}"), ex.excerpt.clone())
+            }
+            _ => return None,
+        };
+        Some(Self {
+            face,
+            details: mask(&details),
+        })
+    }
+
+    /// Both parts, cut short and shown safely, for the evidence.
+    pub(super) fn shown(&self) -> String {
+        let details = if self.details.is_empty() {
+            String::new()
+        } else {
+            format!(", details {}", shown(&cut(&self.details, 60)))
+        };
+        format!("{}{details}", shown(&cut(&self.face, 90)))
+    }
+}
+
+/// `text` with every digit run as `#` and every token of 16 or more letters,
+/// digits, `-` and `_` as `…`.
+fn mask(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut token = String::new();
+    let flush = |token: &mut String, out: &mut String| {
+        if token.chars().count() >= 16 {
+            out.push('…');
+        } else {
+            let mut digits = false;
+            for c in token.chars() {
+                if c.is_ascii_digit() {
+                    if !digits {
+                        out.push('#');
+                    }
+                    digits = true;
+                } else {
+                    digits = false;
+                    out.push(c);
+                }
+            }
+        }
+        token.clear();
+    };
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+            token.push(c);
+        } else {
+            flush(&mut token, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut token, &mut out);
+    out
 }
 
 /// What the checks share.
@@ -366,12 +564,22 @@ pub(super) fn evidence(sent: &str, ex: &Exchange) -> String {
     )
 }
 
-/// The skip of a check cut short by the request budget.
-fn spent(id: CheckId) -> CheckResult {
-    skip(
-        id,
-        "the request budget ran out (raise --max-requests, or run fewer checks with --only)",
-    )
+/// The skip of a check cut short by the request budget or the deadline.
+fn spent(id: CheckId, why: Spent, plan: &Plan) -> CheckResult {
+    match why {
+        Spent::Budget => skip(
+            id,
+            "the request budget ran out (raise --max-requests, or run fewer checks with --only)",
+        ),
+        Spent::Deadline => skip(
+            id,
+            format!(
+                "not finished within the audit's deadline ({} s; raise --deadline, or run fewer \
+                 checks with --only)",
+                plan.deadline.as_secs()
+            ),
+        ),
+    }
 }
 
 /// Runs the selected checks: those that send first, then those that read what
@@ -408,7 +616,7 @@ pub(super) async fn run_all(
             CheckId::ReplayAfterComplete => protocol::replay(ctx, b).await,
             CheckId::ErrorUniformity | CheckId::Leaks | CheckId::ResultType => continue,
         };
-        results.push(r.unwrap_or_else(|Spent| spent(id)));
+        results.push(r.unwrap_or_else(|why| spent(id, why, ctx.plan)));
     }
     for id in selected.iter().copied().filter(|c| readers.contains(c)) {
         let r = match id {

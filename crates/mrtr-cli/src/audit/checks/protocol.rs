@@ -10,7 +10,7 @@ use super::super::answer::{self, Kind};
 use super::super::args::Severity;
 use super::super::flow::{Baseline, Outcome, carrier, list, retry};
 use super::super::report::shown;
-use super::super::target::{Exchange, McpHeaders, Reply, Spent, Who, derived};
+use super::super::target::{Exchange, JSON, McpHeaders, Reply, Spent, Who, derived};
 use super::{CheckId, CheckResult, Context, Findings, evidence, fresh_state, skip};
 
 /// The kinds of input the baseline asked for.
@@ -187,6 +187,17 @@ pub(super) fn result_type(ctx: &mut Context<'_>) -> CheckResult {
             format!("a result of {}", shown(m)),
         );
     }
+    let mixed: BTreeSet<&str> = ctx.target.mixed.iter().map(String::as_str).collect();
+    for m in &mixed {
+        f.add(
+            Severity::Low,
+            "an input_required result also carries a success content (wire hygiene)",
+            "Send content only in the complete result: an InputRequiredResult holds \
+             inputRequests and requestState, and a client that reads content as the answer \
+             acts on a result that is not there yet.",
+            format!("an input_required result of {} with content", shown(m)),
+        );
+    }
     let n = ctx.target.results.len();
     f.done(format!("{n} results read"))
 }
@@ -244,6 +255,25 @@ pub(super) async fn answers_validated(
         true,
     ));
     let mut f = Findings::new(id);
+    // The right answers with no state at all, where the server gave one: taken,
+    // they were never bound to the question, so a client can answer on the
+    // first call what was never asked (elicitation: "Servers MUST bind
+    // elicitation requests to client and user identity").
+    if b.state().is_some() {
+        let rid = ctx.target.id();
+        let body = retry(&b.first, rid, None, Some(&round.answers));
+        let ex = ctx.target.send(Who::Main, &body).await?;
+        if Outcome::of(&ex).progressed(&b.asked()) {
+            f.add(
+                Severity::Medium,
+                "answers are taken with no requestState at all: the question need never have \
+                 been asked",
+                "Take answers only with the state of the round that asked for them (sealed, \
+                 bound to the request and the user), and ask again when it is missing.",
+                evidence("the retry with the right answers and no requestState", &ex),
+            );
+        }
+    }
     for (sent, answers, should_go_on) in &cases {
         // Each case on a flow of its own: one that wrongly goes on may use it up.
         let state = match fresh_state(ctx, b, Who::Main, id).await? {
@@ -294,8 +324,13 @@ pub(super) async fn answers_validated(
         }
     }
     Ok(f.done(format!(
-        "{} retries with answers that are not what was asked",
-        cases.len()
+        "{} retries with answers that are not what was asked{}",
+        cases.len(),
+        if b.state().is_some() {
+            ", and the right ones with no state"
+        } else {
+            ""
+        }
     )))
 }
 
@@ -331,6 +366,108 @@ fn expect_error(
             evidence(sent, ex),
         ),
     }
+}
+
+/// What the transport must refuse before the request reaches the server's
+/// methods, each with the JSON-RPC error code it calls for: a body that is not
+/// JSON (-32700 Parse error), a batch (-32600 Invalid Request: batches are not
+/// part of MCP since 2025-06-18), and a body declared as another media type
+/// (Streamable HTTP: the body is `application/json`; -32600, HTTP 415 by
+/// preference). Each must be a JSON-RPC error body, not plain text, and an HTTP
+/// 4xx, never a 200.
+async fn transport_refusals(ctx: &mut Context<'_>, f: &mut Findings) -> Result<(), Spent> {
+    let rid = ctx.target.id();
+    let ping = list(rid, "ping");
+    let text = serde_json::to_string(&ping).unwrap_or_default();
+    let cases: [(&str, Vec<u8>, &'static str, i64, &str); 3] = [
+        (
+            "a body that is not JSON (a request cut short)",
+            text.as_bytes()[..text.len() - 1].to_vec(),
+            JSON,
+            -32700,
+            "a body that is not JSON",
+        ),
+        (
+            "a batch (a JSON array holding one ping)",
+            format!("[{text}]").into_bytes(),
+            JSON,
+            -32600,
+            "a batch",
+        ),
+        (
+            "a ping declared Content-Type: text/plain",
+            text.clone().into_bytes(),
+            "text/plain",
+            -32600,
+            "a body of another media type",
+        ),
+    ];
+    for (sent, bytes, content_type, code, what) in cases {
+        let Some(ex) = ctx.target.send_raw(&ping, bytes, content_type).await? else {
+            return Ok(());
+        };
+        let status = ex.status.unwrap_or(0);
+        match &ex.reply {
+            Reply::Error { code: c, .. } if *c == code => {}
+            Reply::Error { .. } => f.add(
+                Severity::Low,
+                &format!("{what}: another JSON-RPC error code than {code}"),
+                &format!("Answer {what} with the JSON-RPC error {code}."),
+                evidence(sent, &ex),
+            ),
+            _ => f.add(
+                Severity::Low,
+                &format!("{what}: no JSON-RPC error body"),
+                &format!(
+                    "Answer {what} with a JSON-RPC error body (code {code}, id null), \
+                     Content-Type application/json, and an HTTP 4xx."
+                ),
+                evidence(sent, &ex),
+            ),
+        }
+        if !(400..500).contains(&status) {
+            f.add(
+                Severity::Low,
+                &format!("{what}: not an HTTP 4xx"),
+                "Refuse a request the transport cannot take with an HTTP 4xx (400; 415 for a \
+                 wrong Content-Type), never a 200: a client or proxy reads the status first.",
+                evidence(sent, &ex),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// A request from a web page on another origin (DNS rebinding): Streamable
+/// HTTP says a server MUST validate `Origin` and answer an invalid one with
+/// HTTP 403.
+async fn foreign_origin(ctx: &mut Context<'_>, f: &mut Findings) -> Result<(), Spent> {
+    let rid = ctx.target.id();
+    let ping = list(rid, "ping");
+    let mut headers = derived(&ping);
+    headers.push(("origin", "https://mrtr-audit.invalid".into()));
+    let ex = ctx
+        .target
+        .send_to(None, Who::Main, &ping, McpHeaders::Given(headers))
+        .await?;
+    let sent = "a ping with Origin: https://mrtr-audit.invalid";
+    match ex.status {
+        Some(403) => {}
+        Some(s) if (400..500).contains(&s) => f.add(
+            Severity::Low,
+            "a foreign Origin is refused, but not with HTTP 403",
+            "Answer a request whose Origin is not allowed with HTTP 403 (Streamable HTTP).",
+            evidence(sent, &ex),
+        ),
+        _ => f.add(
+            Severity::Medium,
+            "a request from a foreign Origin is served (DNS rebinding)",
+            "Validate the Origin header of every request: allow your own origins (and \
+             loopback ones for a local server), and answer any other with HTTP 403.",
+            evidence(sent, &ex),
+        ),
+    }
+    Ok(())
 }
 
 pub(super) async fn error_channels(
@@ -395,6 +532,11 @@ pub(super) async fn error_channels(
         );
     }
 
+    if http {
+        transport_refusals(ctx, &mut f).await?;
+        foreign_origin(ctx, &mut f).await?;
+    }
+
     let rid = ctx.target.id();
     let no_tool = carrier(
         rid,
@@ -415,7 +557,10 @@ pub(super) async fn error_channels(
 
     let mut detail = "unknown method, no _meta, an unknown tool".to_owned();
     if http {
-        detail.push_str(", disagreeing headers");
+        detail.push_str(
+            ", disagreeing headers, a body that is not JSON, a batch, a text/plain body, a \
+             foreign Origin",
+        );
     }
     if let Some(name) = answer::marked_argument(&b.arguments, &ctx.marks) {
         let rid = ctx.target.id();
@@ -446,27 +591,58 @@ pub(super) async fn error_channels(
     Ok(f.done(detail))
 }
 
+/// The fix for a state that is taken without being one the server issued.
+const FIX_UNVERIFIED: &str = "Verify the state (an AEAD or an HMAC over its exact bytes) before \
+     using it, and reject one that does not verify with the JSON-RPC error for a bad state.";
+
 /// One MiB.
 const MIB: usize = 1024 * 1024;
+
+/// A request that did not go on must still say it was refused: a JSON-RPC
+/// error or an HTTP 4xx. A 2xx (or 3xx) without a JSON-RPC reply, an empty
+/// 200 above all, looks like success to a client and to a proxy. (A dropped
+/// connection is not judged: a proxy in front may have cut it.)
+fn unclear_refusal(f: &mut Findings, ex: &Exchange, sent: &str) {
+    let refused = match Outcome::of(ex) {
+        Outcome::Http(s) => s >= 400,
+        _ => true,
+    };
+    if !refused {
+        f.add(
+            Severity::Low,
+            "an oversized request gets neither a JSON-RPC error nor an HTTP 4xx",
+            "Refuse an oversized request with HTTP 413 and a JSON-RPC error body (or the \
+             JSON-RPC error for a bad state), never a 200 with an empty body or a dropped \
+             connection.",
+            evidence(sent, ex),
+        );
+    }
+}
 
 pub(super) async fn size_caps(ctx: &mut Context<'_>, b: &Baseline) -> Result<CheckResult, Spent> {
     let id = CheckId::SizeCaps;
     let round = b.key_round().clone();
     let mut f = Findings::new(id);
-    let fix = "Refuse a request, a requestState or inputResponses over a set size before parsing \
-               or opening them (HTTP 413, or the JSON-RPC error for a bad state).";
+    let fix = "Consider a body limit, and a requestState length limit checked before opening it \
+               (HTTP 413, or the JSON-RPC error for a bad state), as the SEP's advice to limit \
+               and throttle suggests.";
 
     let rid = ctx.target.id();
     let big_state = "A".repeat(MIB);
     let body = retry(&b.first, rid, Some(&big_state), Some(&round.answers));
     let ex = ctx.target.send(Who::Main, &body).await?;
     if Outcome::of(&ex).progressed(&b.asked()) {
+        // Not a missing limit: 1 MiB of "A" is no state the server sealed, and
+        // taking it breaks requirement 4 (MUST reject state that fails
+        // verification), graded as `integrity` grades a replaced state.
         f.add(
             Severity::High,
-            "a 1 MiB requestState is taken",
-            fix,
+            "a 1 MiB requestState (no state the server issued) is taken",
+            FIX_UNVERIFIED,
             evidence("a 1 MiB requestState", &ex),
         );
+    } else {
+        unclear_refusal(&mut f, &ex, "a 1 MiB requestState");
     }
 
     let mut answers = round.answers.clone();
@@ -490,37 +666,126 @@ pub(super) async fn size_caps(ctx: &mut Context<'_>, b: &Baseline) -> Result<Che
     let body = retry(&b.first, rid, state.as_deref(), Some(&answers));
     let ex = ctx.target.send(Who::Main, &body).await?;
     if Outcome::of(&ex).progressed(&b.asked()) {
+        // The spec sets no limit on inputResponses (nor on the state, the
+        // rounds or the keys): a missing cap is a hardening note, not a finding.
         f.add(
-            Severity::Medium,
-            "1 MiB of inputResponses is taken",
+            Severity::Info,
+            "1 MiB of inputResponses is taken (the spec sets no limit: a hardening note)",
             fix,
             evidence("the right answers with 1 MiB of padding", &ex),
         );
+    } else {
+        unclear_refusal(&mut f, &ex, "the right answers with 1 MiB of padding");
     }
     Ok(f.done("a 1 MiB state and 1 MiB of answers"))
 }
 
+/// What a replay of the final round came back with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Replayed {
+    /// Refused, asked again, or anything else that did not go on.
+    Refused,
+    /// The first result again (`_meta` aside).
+    Same,
+    /// Another result: the flow ran again.
+    Other,
+}
+
+impl Replayed {
+    fn of(ex: &Exchange, b: &Baseline) -> Self {
+        if !Outcome::of(ex).progressed(&b.asked()) {
+            return Self::Refused;
+        }
+        let plain = |v: &Value| {
+            let mut v = v.clone();
+            v.as_object_mut().map(|o| o.remove("_meta"));
+            v
+        };
+        match &ex.reply {
+            Reply::Result(r) if plain(r) == plain(&b.last_result) => Self::Same,
+            _ => Self::Other,
+        }
+    }
+}
+
+/// Single use: the final retry again, then again with another answer (a form
+/// declined, another sampled text, no roots), each under a new id. A server
+/// that refuses both keeps the flow to one use; one that gives the first
+/// result to both answers from a cache; one that completes the other answer
+/// differently ran the flow again. None of these is a rule broken (single use
+/// is a MUST only where the server needs it, which the audit cannot see), but
+/// a server that refuses the same replay and takes the other answer does need
+/// it and keys its guard by the answers, not the flow: a side effect then
+/// happens twice by changing one answer.
 pub(super) async fn replay(ctx: &mut Context<'_>, b: &Baseline) -> Result<CheckResult, Spent> {
     let id = CheckId::ReplayAfterComplete;
-    let rid = ctx.target.id();
-    let mut again = b.last_retry.clone();
-    again["id"] = json!(rid);
-    let ex = ctx.target.send(Who::Main, &again).await?;
-    let asked = &b.asked();
     let mut f = Findings::new(id);
-    if Outcome::of(&ex).progressed(asked) {
-        f.add(
-            Severity::Info,
-            "the final round can be replayed: it completes again",
-            "Single use is not a MUST; where a side effect must happen at most once, enforce \
-             it server-side (a replay guard keyed by the flow).",
-            evidence("the final retry again, under a new id", &ex),
-        );
-        Ok(f.done("a replay of the final round completes again (single use is not enforced)"))
-    } else {
-        Ok(f.done(format!(
-            "a replay of the final round is refused ({})",
-            Outcome::of(&ex).describe()
-        )))
-    }
+    let mut again = b.last_retry.clone();
+    again["id"] = json!(ctx.target.id());
+    let same_ex = ctx.target.send(Who::Main, &again).await?;
+    let same = Replayed::of(&same_ex, b);
+
+    let round = b.key_round();
+    let other_answers: Map<String, Value> = round
+        .requests
+        .iter()
+        .map(|(k, r)| (k.clone(), answer::other_answer(r, &ctx.marks)))
+        .collect();
+    let mut other = b.last_retry.clone();
+    other["id"] = json!(ctx.target.id());
+    other["params"]["inputResponses"] = Value::Object(other_answers);
+    let other_ex = ctx.target.send(Who::Main, &other).await?;
+    let changed = Replayed::of(&other_ex, b);
+
+    const GUARD: &str = "Where a side effect must happen at most once, enforce it server-side with a \
+                         guard keyed by the flow (the state, or an id sealed in it), not by the \
+                         request: a replay with other answers is the same flow.";
+    let summary = match (same, changed) {
+        (Replayed::Refused, Replayed::Refused) => {
+            "a replay of the final round is refused, with the same answers and with others (single use)"
+                .to_owned()
+        }
+        (Replayed::Refused, _) => {
+            f.add(
+                Severity::Medium,
+                "the final round replayed is refused, but with another answer it completes again",
+                GUARD,
+                evidence("the final retry with another answer, under a new id", &other_ex),
+            );
+            "a replay is refused only when its answers are the same".to_owned()
+        }
+        (_, Replayed::Other) => {
+            f.add(
+                Severity::Info,
+                "the final round can be replayed: with another answer it runs again and completes differently",
+                GUARD,
+                evidence("the final retry with another answer, under a new id", &other_ex),
+            );
+            "a replay runs the flow again (single use is not enforced)".to_owned()
+        }
+        (_, Replayed::Same) => {
+            f.add(
+                Severity::Info,
+                "the final round can be replayed: the first result comes back, whatever the answer",
+                "A cached result keeps a side effect to one run; if the tool reads the answers, \
+                 it answers a replay with a result the new answers did not make.",
+                evidence("the final retry with another answer, under a new id", &other_ex),
+            );
+            "a replay is answered with the first result (a cache, or a result that reads no answer)"
+                .to_owned()
+        }
+        (_, Replayed::Refused) => {
+            f.add(
+                Severity::Info,
+                "the final round can be replayed with the same answers (another answer is refused)",
+                GUARD,
+                evidence("the final retry again, under a new id", &same_ex),
+            );
+            format!(
+                "the same replay completes; with another answer: {}",
+                Outcome::of(&other_ex).describe()
+            )
+        }
+    };
+    Ok(f.done(summary))
 }

@@ -5,7 +5,9 @@ use super::super::args::Severity;
 use super::super::flow::{Baseline, Outcome, retry};
 use super::super::state::{self, Alteration};
 use super::super::target::{Spent, Who};
-use super::{CheckId, CheckResult, Context, Findings, evidence, fresh_state, skip};
+use super::{
+    BadState, CheckId, CheckResult, Context, Findings, fresh_state, judge_bad_state, skip,
+};
 
 const FIX_INTEGRITY: &str = "Seal the state with an AEAD (AES-GCM, XAES-256-GCM, ChaCha20-Poly1305) or sign it \
      with an HMAC over its exact bytes, and answer every state that does not verify with one \
@@ -26,8 +28,10 @@ pub(super) async fn integrity(ctx: &mut Context<'_>, b: &Baseline) -> Result<Che
         let body = retry(&b.first, rid, Some(&alt.state), Some(&round.answers));
         let ex = ctx.target.send(Who::Main, &body).await?;
         let sent = format!("the state with {}", alt.label);
-        let outcome = Outcome::of(&ex);
-        if !matches!(outcome, Outcome::Error { .. } | Outcome::Http(400..=499)) {
+        if !matches!(
+            Outcome::of(&ex),
+            Outcome::Error { .. } | Outcome::Http(400..=499)
+        ) {
             // Whatever happened may have used the flow up: the next alteration
             // gets a state of its own.
             if let Ok((r, _)) = fresh_state(ctx, b, Who::Main, id).await? {
@@ -35,50 +39,31 @@ pub(super) async fn integrity(ctx: &mut Context<'_>, b: &Baseline) -> Result<Che
             }
         }
         ctx.keep_refusal(id, &sent, &ex);
-        let reencoded = alt.what == Alteration::ReEncoded;
-        match outcome {
-            Outcome::Error { .. } => refused += 1,
-            // A size limit in front of the server (413, 400) refuses too.
-            Outcome::Http(status) if (400..500).contains(&status) => refused += 1,
-            o if o.progressed(&known) => {
-                let (severity, title) = match alt.what {
-                    Alteration::ReEncoded => (
-                        Severity::Low,
-                        "the same state in another base64 form is taken (a malleable encoding)",
-                    ),
-                    Alteration::Flipped | Alteration::Forged => {
-                        (Severity::Critical, "an altered state is taken: its integrity is not checked")
-                    }
-                    _ => (Severity::High, "a cut, lengthened, empty or replaced state is taken"),
-                };
-                f.add(severity, title, FIX_INTEGRITY, evidence(&sent, &ex));
-            }
-            o if o.asks_again(&known) => f.add(
-                if reencoded { Severity::Low } else { Severity::Medium },
-                "an altered state is treated as no state (the question is asked again) instead of refused",
-                FIX_INTEGRITY,
-                evidence(&sent, &ex),
-            ),
-            Outcome::Complete { is_error: true } => f.add(
-                Severity::Low,
-                "an altered state is refused as a tool error, not as a JSON-RPC error",
-                "Answer a state that fails verification with a JSON-RPC error (-32602), the \
-                 same for every reason.",
-                evidence(&sent, &ex),
-            ),
-            Outcome::Failed(_) | Outcome::Http(_) => f.add(
-                Severity::Medium,
-                "an altered state breaks the request (no JSON-RPC reply, or a server error)",
-                "Verify the state before using it, and answer a failure with a JSON-RPC error.",
-                evidence(&sent, &ex),
-            ),
-            _ => f.add(
-                Severity::Medium,
-                "an altered state gets neither a refusal nor the flow",
-                FIX_INTEGRITY,
-                evidence(&sent, &ex),
-            ),
+        let verdict = BadState::of(&ex, &known);
+        if verdict == BadState::Rejected {
+            refused += 1;
         }
+        let taken = match alt.what {
+            Alteration::ReEncoded => (
+                Severity::Low,
+                "the same state in another base64 form is taken (a malleable encoding)",
+            ),
+            Alteration::Flipped | Alteration::Forged => (
+                Severity::Critical,
+                "an altered state is taken: its integrity is not checked",
+            ),
+            _ => (
+                Severity::High,
+                "a cut, lengthened, empty or replaced state is taken",
+            ),
+        };
+        judge_bad_state(
+            &mut f,
+            verdict,
+            &ex,
+            &sent,
+            (taken.0, taken.1, FIX_INTEGRITY),
+        );
     }
     Ok(f.done(format!(
         "{refused} of {} altered states refused with an error",
@@ -97,11 +82,15 @@ pub(super) fn confidentiality(ctx: &mut Context<'_>, b: &Baseline) -> CheckResul
     for (n, s) in states.iter().enumerate() {
         if let Some(what) = state::readable(s, &marks) {
             let carries_values = what.starts_with("a value");
+            // The spec asks for integrity, not secrecy: the state is "in any format
+            // (base64 JSON, encrypted JWT, binary, ...)"; only the SEP says SHOULD
+            // encrypt. Values in the clear miss that SHOULD; a readable state
+            // without them breaks no rule.
             f.add(
                 if carries_values {
-                    Severity::Medium
-                } else {
                     Severity::Low
+                } else {
+                    Severity::Info
                 },
                 if carries_values {
                     "the state carries the arguments or answers in the clear"

@@ -3,9 +3,11 @@
 //! `--only`, `--skip`, `--fail-on` and `--max-requests`.
 
 use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use super::toy::{Config, Flaw, Toy, random_key};
 use crate::support::bin;
 
 fn audit(args: &[&str]) -> Output {
@@ -238,4 +240,101 @@ fn the_request_budget_skips_what_it_cannot_pay_for() {
         .collect();
     assert!(!spent.is_empty(), "{r}");
     assert!(spent.iter().all(|c| c["status"] == "skip"), "{r}");
+}
+
+/// What a hostile server names itself and its tool reaches the reports only
+/// escaped: no link, image, HTML or emphasis in markdown (and the tool name
+/// stays inside its code span), no raw bidirectional or line-separator
+/// character in text or markdown.
+#[test]
+fn hostile_names_are_escaped_in_every_report() {
+    let server_name =
+        "\u{61c}\u{2028}\u{202e}<img src=https://evil.example/p.png>[**all passed**](https://e.x)";
+    let tool_name = "t` **no findings** [report](https://evil.example) <b>x</b> `x";
+    let toy = Toy::start(Config::new(Flaw::None, random_key()).names(server_name, tool_name));
+    let url = toy.url();
+    let run = |format: &str| {
+        let out = audit(&[
+            &url,
+            "--format",
+            format,
+            "--rate",
+            "1000",
+            "--only",
+            "integrity",
+            "--only",
+            "binding-tool",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let md = run("markdown");
+    for raw in ['\u{61c}', '\u{2028}', '\u{202e}'] {
+        assert!(!md.contains(raw), "{raw:?} raw in {md}");
+    }
+    // The tool name stays whole inside a code span fenced longer than its
+    // backtick runs.
+    let span = format!("``{tool_name}``");
+    assert!(
+        md.contains(&format!("Flow: `tools/call` {span}, 1 round(s)")),
+        "{md}"
+    );
+    // Outside it, every markup character the server chose is escaped; the
+    // report's own markup uses none of these.
+    let rest = md.replace(&span, "");
+    let mut prev = ' ';
+    for c in rest.chars() {
+        if prev != '\\' {
+            assert!(
+                !matches!(c, '<' | '>' | '[' | ']' | '*' | '!' | '&'),
+                "{c:?} unescaped in:\n{md}"
+            );
+        }
+        prev = if prev == '\\' { ' ' } else { c };
+    }
+    assert!(
+        md.contains(
+            "\\\\u\\{61c\\}\\\\u\\{2028\\}\\\\u\\{202e\\}\\<img src\\=https\\:\\/\\/evil\\.example\\/p\\.png\\>\\[\\*\\*all passed"
+        ),
+        "{md}"
+    );
+    let t = run("text");
+    for raw in ['\u{61c}', '\u{2028}', '\u{202e}'] {
+        assert!(!t.contains(raw), "{raw:?} raw in {t}");
+    }
+    assert!(t.contains("\\u{61c}\\u{2028}\\u{202e}<img"), "{t}");
+}
+
+/// `--deadline` bounds the whole run against a server that answers slowly:
+/// the audit ends about when it runs out, and the checks it did not reach are
+/// skipped, saying so.
+#[test]
+fn the_deadline_bounds_the_run_and_skips_what_it_did_not_reach() {
+    let toy = Toy::start(Config::new(Flaw::None, random_key()).delay(Duration::from_millis(300)));
+    let started = Instant::now();
+    let out = audit(&[
+        &toy.url(),
+        "--format",
+        "json",
+        "--rate",
+        "1000",
+        "--request-timeout",
+        "2",
+        "--deadline",
+        "5",
+    ]);
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(took < Duration::from_secs(9), "took {took:?}");
+    let r: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    let checks = r["checks"].as_array().unwrap();
+    assert_eq!(checks.len(), super::CHECKS.len(), "{r}");
+    let cut: Vec<&Value> = checks
+        .iter()
+        .filter(|c| c["detail"].as_str().unwrap().contains("--deadline"))
+        .collect();
+    assert!(!cut.is_empty(), "{r}");
+    assert!(cut.iter().all(|c| c["status"] == "skip"), "{r}");
+    // Nothing cut short was judged: no finding at all.
+    assert!(r["findings"].as_array().unwrap().is_empty(), "{r}");
 }

@@ -1,6 +1,6 @@
 //! A hand-written MRTR server for `mrtr audit`'s tests: correct, or broken in
-//! exactly one way ([`Flaw`]), each way chosen so that exactly one check of the
-//! audit fails (`Flaw::check`).
+//! exactly one way ([`Flaw`]), each way chosen so that one check of the audit
+//! fails, or the few that one fault truly breaks (`Flaw::checks`).
 //!
 //! Axum, POST /mcp, JSON replies, one tokio runtime of its own per instance on
 //! 127.0.0.1:0 ([`Toy`]); a [`Fleet`] is the four instances the audit takes with
@@ -33,8 +33,9 @@
 //! bob, anything else anonymous.
 #![allow(dead_code)] // the self-checks and the audit tests each use a part
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::body::Bytes;
@@ -118,11 +119,52 @@ pub(super) enum Flaw {
     /// `confirm_action` with a non-string `item` is a JSON-RPC -32602 instead of
     /// a tool result with `isError`.
     ToolErrorsAsProtocolErrors,
+    /// The transport answers in plain text: a body that is not JSON gets a 400
+    /// `Bad Request` page, a batch a 200 `ok`, and a body declared `text/plain`
+    /// is taken as JSON.
+    PlainTextTransportErrors,
+    /// A request from any `Origin` is served (no DNS-rebinding defence).
+    IgnoresOrigin,
+    /// A body over the limit gets a 200 with an empty body instead of a 413.
+    EmptyOkOnSize,
+    /// Every `input_required` result also carries a success `content`.
+    ContentWithInputRequired,
+    /// On `tools/call` of the confirming tool, a state whose binding does not
+    /// match (other arguments) is treated as no state: the question is asked
+    /// again instead of the state being rejected. Everything else is refused.
+    RepromptsOnOtherArguments,
+    /// Each refusal has the frozen code and message, and `data.detail` in
+    /// plain words that name no keyword ("does not match this request", "was
+    /// issued to someone else", ...): a text that differs by cause.
+    DataSaysWhich,
+    /// A state of another principal is refused with HTTP 403 (the frozen error
+    /// otherwise), and the request binding is checked first: another user
+    /// learns whether a guessed argument is right.
+    PrincipalRefusedWith403,
+    /// A retry with no `requestState` but an answer to the question is
+    /// completed (a state given is still checked).
+    TakesAnswersWithoutState,
+    /// A completed flow's retry is refused when it comes again, but the guard
+    /// is keyed by the state and the answers: the same state with another
+    /// answer completes again.
+    ReplayGuardKeyedByAnswers,
+}
+
+/// What the toy does with a final retry that comes again (its state and
+/// answers completed a flow before).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Replays {
+    /// Runs it again (the default: the spec asks no single use).
+    Rerun,
+    /// Refuses any retry with a state that completed a flow (single use).
+    SingleUse,
+    /// Answers it with the result the state first completed with.
+    Cached,
 }
 
 impl Flaw {
     /// Every flaw, `None` first.
-    pub(super) const ALL: [Flaw; 18] = [
+    pub(super) const ALL: [Flaw; 27] = [
         Flaw::None,
         Flaw::AcceptsTamperedState,
         Flaw::ReadableState,
@@ -141,30 +183,58 @@ impl Flaw {
         Flaw::NoSizeCap,
         Flaw::NoResultType,
         Flaw::ToolErrorsAsProtocolErrors,
+        Flaw::PlainTextTransportErrors,
+        Flaw::IgnoresOrigin,
+        Flaw::EmptyOkOnSize,
+        Flaw::ContentWithInputRequired,
+        Flaw::RepromptsOnOtherArguments,
+        Flaw::DataSaysWhich,
+        Flaw::PrincipalRefusedWith403,
+        Flaw::TakesAnswersWithoutState,
+        Flaw::ReplayGuardKeyedByAnswers,
     ];
 
-    /// The id of the one audit check this flaw must fail (`None` for the correct toy).
-    pub(super) fn check(self) -> Option<&'static str> {
-        Some(match self {
-            Flaw::None => return None,
-            Flaw::AcceptsTamperedState => "integrity",
-            Flaw::ReadableState => "confidentiality",
-            Flaw::UnboundArguments => "binding-arguments",
-            Flaw::UnboundTool => "binding-tool",
-            Flaw::UnboundMethod => "binding-method",
-            Flaw::UnboundPrincipal => "binding-principal",
-            Flaw::SharedDefaultKey => "foreign-key",
-            Flaw::PerProcessKey => "fleet",
-            Flaw::IgnoresTtl => "expiry",
-            Flaw::DistinctErrors => "error-uniformity",
-            Flaw::LeaksReason => "leaks",
-            Flaw::AsksUndeclared => "capability-gate",
-            Flaw::InputRequiredOnList => "carriers",
-            Flaw::NoResultType => "result-type",
-            Flaw::AcceptsWrongKind => "answers-validated",
-            Flaw::ToolErrorsAsProtocolErrors => "error-channels",
-            Flaw::NoSizeCap => "size-caps",
-        })
+    /// The ids of the audit checks this flaw must fail (none for the correct
+    /// toy, and for a flaw the spec sets no rule against).
+    pub(super) fn checks(self) -> &'static [&'static str] {
+        match self {
+            Flaw::None | Flaw::NoSizeCap => &[],
+            Flaw::AcceptsTamperedState => &["integrity"],
+            Flaw::ReadableState => &["confidentiality"],
+            Flaw::UnboundArguments => &["binding-arguments"],
+            // Bob, with alice's state, is asked again on another argument and
+            // refused on hers: he can tell (the cross-user oracle).
+            Flaw::RepromptsOnOtherArguments => &["binding-arguments", "binding-principal"],
+            Flaw::UnboundTool => &["binding-tool"],
+            Flaw::UnboundMethod => &["binding-method"],
+            Flaw::UnboundPrincipal => &["binding-principal"],
+            Flaw::SharedDefaultKey => &["foreign-key"],
+            Flaw::PerProcessKey => &["fleet"],
+            Flaw::IgnoresTtl => &["expiry"],
+            Flaw::DistinctErrors => &["error-uniformity"],
+            // The reason in data also tells bob, with alice's state, whether
+            // he guessed her argument: "binding" on another, "principal" on hers.
+            Flaw::LeaksReason | Flaw::DataSaysWhich => &["binding-principal", "leaks"],
+            Flaw::PrincipalRefusedWith403 => &["binding-principal", "error-uniformity"],
+            Flaw::AsksUndeclared => &["capability-gate"],
+            Flaw::InputRequiredOnList => &["carriers"],
+            Flaw::NoResultType | Flaw::ContentWithInputRequired => &["result-type"],
+            Flaw::AcceptsWrongKind | Flaw::TakesAnswersWithoutState => &["answers-validated"],
+            Flaw::ToolErrorsAsProtocolErrors
+            | Flaw::PlainTextTransportErrors
+            | Flaw::IgnoresOrigin => &["error-channels"],
+            Flaw::EmptyOkOnSize => &["size-caps"],
+            Flaw::ReplayGuardKeyedByAnswers => &["replay-after-complete"],
+        }
+    }
+
+    /// A check that must report this flaw as an `info` note (a hardening
+    /// note: the spec sets no rule it breaks), passing.
+    pub(super) fn note(self) -> Option<&'static str> {
+        match self {
+            Flaw::NoSizeCap => Some("size-caps"),
+            _ => None,
+        }
     }
 }
 
@@ -176,6 +246,17 @@ pub(super) struct Config {
     pub(super) key: [u8; 32],
     /// The state TTL.
     pub(super) ttl: Duration,
+    /// The `serverInfo` name `server/discover` gives.
+    pub(super) server_name: String,
+    /// The name `tools/list` gives the confirming tool (the prompt keeps
+    /// `confirm_action`).
+    pub(super) tool_name: String,
+    /// How long every reply waits before it goes out.
+    pub(super) delay: Duration,
+    /// The largest request body taken; a larger one gets HTTP 413.
+    pub(super) max_body: usize,
+    /// What a completed flow's retry gets when it comes again.
+    pub(super) replays: Replays,
 }
 
 impl Config {
@@ -185,7 +266,38 @@ impl Config {
             flaw,
             key,
             ttl: DEFAULT_TTL,
+            server_name: "mrtr-audit-toy".into(),
+            tool_name: "confirm_action".into(),
+            delay: Duration::ZERO,
+            max_body: MAX_BODY,
+            replays: Replays::Rerun,
         }
+    }
+
+    /// With another rule for a completed flow's retry that comes again.
+    pub(super) fn replays(mut self, replays: Replays) -> Self {
+        self.replays = replays;
+        self
+    }
+
+    /// With another body limit (a proxy in front with a small one).
+    pub(super) fn body_limit(mut self, max_body: usize) -> Self {
+        self.max_body = max_body;
+        self
+    }
+
+    /// With another `serverInfo` name and confirming tool name (for what a
+    /// hostile server may put into a report).
+    pub(super) fn names(mut self, server: &str, tool: &str) -> Self {
+        self.server_name = server.into();
+        self.tool_name = tool.into();
+        self
+    }
+
+    /// Every reply `delay` late (a slow server).
+    pub(super) fn delay(mut self, delay: Duration) -> Self {
+        self.delay = delay;
+        self
     }
 
     /// With another TTL.
@@ -270,12 +382,17 @@ pub(super) const AUDIT_TTL_SECS: u64 = 3;
 
 impl Fleet {
     pub(super) fn start(flaw: Flaw) -> Fleet {
+        Self::start_with(flaw, |c| c)
+    }
+
+    /// As [`Fleet::start`], each instance's settings changed by `tweak`.
+    pub(super) fn start_with(flaw: Flaw, tweak: impl Fn(Config) -> Config) -> Fleet {
         let (key, other) = (random_key(), random_key());
         Fleet {
-            main: Toy::start(Config::new(flaw, key)),
-            peer: Toy::start(Config::new(flaw, key)),
-            foreign: Toy::start(Config::new(flaw, other)),
-            ttl: Toy::start(Config::new(flaw, key).ttl(SHORT_TTL)),
+            main: Toy::start(tweak(Config::new(flaw, key))),
+            peer: Toy::start(tweak(Config::new(flaw, key))),
+            foreign: Toy::start(tweak(Config::new(flaw, other))),
+            ttl: Toy::start(tweak(Config::new(flaw, key).ttl(SHORT_TTL))),
         }
     }
 
@@ -330,6 +447,18 @@ impl Refusal {
             RejectReason::Binding | RejectReason::Audience => Refusal::Binding,
             RejectReason::Principal => Refusal::Principal,
             _ => Refusal::Malformed,
+        }
+    }
+
+    /// The reason as [`Flaw::DataSaysWhich`] tells it: plain words, none of
+    /// them a keyword a list would look for.
+    fn plain_text(self) -> &'static str {
+        match self {
+            Refusal::Binding => "does not match this request",
+            Refusal::Principal => "was issued to someone else",
+            Refusal::Expired => "is too old now",
+            Refusal::UnknownKey => "comes from somewhere else",
+            _ => "cannot be used",
         }
     }
 
@@ -407,10 +536,18 @@ type Reply = (StatusCode, Option<Value>);
 
 struct App {
     flaw: Flaw,
+    server_name: String,
+    tool_name: String,
+    delay: Duration,
+    max_body: usize,
     /// The key in force (the configured one, unless the flaw replaces it).
     key: [u8; 32],
     ttl: Duration,
     sealer: Sealer,
+    replays: Replays,
+    /// The flows completed, by state (and answers, under
+    /// [`Flaw::ReplayGuardKeyedByAnswers`]), with their results.
+    completed: Mutex<HashMap<String, Value>>,
 }
 
 impl App {
@@ -436,9 +573,15 @@ impl App {
         let ring = Keyring::new(Key::from_secret(&key).expect("a 32-byte key"));
         App {
             flaw: config.flaw,
+            server_name: config.server_name,
+            tool_name: config.tool_name,
+            delay: config.delay,
+            max_body: config.max_body,
             key,
             ttl,
             sealer: Sealer::new(ring, seal_config),
+            replays: config.replays,
+            completed: Mutex::new(HashMap::new()),
         }
     }
 
@@ -561,6 +704,11 @@ impl App {
                 "message": FROZEN_MESSAGE,
                 "data": {"reason": why.private_text()}
             }),
+            Flaw::DataSaysWhich => json!({
+                "code": FROZEN_CODE,
+                "message": FROZEN_MESSAGE,
+                "data": {"detail": why.plain_text()}
+            }),
             Flaw::DistinctErrors => {
                 let code = match why {
                     Refusal::Binding | Refusal::Principal => -32600,
@@ -570,8 +718,12 @@ impl App {
             }
             _ => json!({"code": FROZEN_CODE, "message": FROZEN_MESSAGE}),
         };
+        let status = match (self.flaw, why) {
+            (Flaw::PrincipalRefusedWith403, Refusal::Principal) => StatusCode::FORBIDDEN,
+            _ => StatusCode::OK,
+        };
         (
-            StatusCode::OK,
+            status,
             Some(json!({"jsonrpc": "2.0", "id": id, "error": error})),
         )
     }
@@ -647,7 +799,7 @@ impl App {
                 "resultType": "complete",
                 "supportedVersions": [PROTOCOL],
                 "capabilities": {"tools": {}, "prompts": {}, "resources": {}},
-                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "mrtr-audit-toy", "version": "1.0.0"}}
+                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": self.server_name, "version": "1.0.0"}}
             }),
             "ping" => json!({"resultType": "complete"}),
             // Asks first, and lists once it has an answer (the audit answers,
@@ -674,7 +826,7 @@ impl App {
             "tools/list" => {
                 let item = json!({"type": "object", "properties": {"item": {"type": "string"}}, "required": ["item"]});
                 let mut r = json!({"tools": [
-                    {"name": "confirm_action", "description": "Asks the user to confirm an item, then acts on it.",
+                    {"name": self.tool_name, "description": "Asks the user to confirm an item, then acts on it.",
                      "inputSchema": item},
                     {"name": "ask_name", "description": "Asks the user's name, then greets them.",
                      "inputSchema": item},
@@ -704,7 +856,7 @@ impl App {
     ) -> Reply {
         let name = params["name"].as_str().unwrap_or_default();
         let asking = match (method, name) {
-            ("tools/call", "confirm_action") => Asking::ConfirmTool,
+            ("tools/call", n) if n == self.tool_name => Asking::ConfirmTool,
             ("tools/call", "ask_name") => Asking::AskName,
             ("prompts/get", "confirm_action") => Asking::ConfirmPrompt,
             ("tools/call", _) => return error(StatusCode::OK, id, -32602, "Unknown tool", None),
@@ -732,10 +884,18 @@ impl App {
             principal,
         };
         match params.get("requestState") {
+            None | Some(Value::Null) if self.flaw == Flaw::TakesAnswersWithoutState => {}
             None | Some(Value::Null) => return self.ask(id, &c, caps, asking, item),
             Some(Value::String(token)) => match self.open(&c, token) {
                 Ok(()) => {}
                 Err(Refusal::Tag) if self.flaw == Flaw::AcceptsTamperedState => {}
+                Err(Refusal::Binding)
+                    if self.flaw == Flaw::RepromptsOnOtherArguments
+                        && method == "tools/call"
+                        && name == self.tool_name =>
+                {
+                    return self.ask(id, &c, caps, asking, item);
+                }
                 Err(why) => return self.refusal(id, why),
             },
             Some(_) => return self.refusal(id, Refusal::Malformed),
@@ -743,11 +903,36 @@ impl App {
         let answer = params
             .get("inputResponses")
             .and_then(|r| r.get(asking.key()));
-        match self.read_answer(asking, answer) {
-            Answer::Accepted(v) => ok(id, self.done(asking, item, Some(&v))),
-            Answer::Declined => ok(id, self.done(asking, item, None)),
-            Answer::Missing => self.ask(id, &c, caps, asking, item),
+        let used = params.get("requestState").and_then(Value::as_str).map(|t| {
+            if self.flaw == Flaw::ReplayGuardKeyedByAnswers {
+                let all = params.get("inputResponses").unwrap_or(&Value::Null);
+                format!("{t} {}", canonical_json(all))
+            } else {
+                t.to_owned()
+            }
+        });
+        let guarded =
+            self.flaw == Flaw::ReplayGuardKeyedByAnswers || self.replays != Replays::Rerun;
+        if let Some(used) = used.as_ref().filter(|_| guarded)
+            && let Some(first) = self.completed.lock().expect("the table").get(used)
+        {
+            return match self.replays {
+                Replays::Cached => ok(id, first.clone()),
+                _ => error(StatusCode::OK, id, FROZEN_CODE, FROZEN_MESSAGE, None),
+            };
         }
+        let result = match self.read_answer(asking, answer) {
+            Answer::Accepted(v) => self.done(asking, item, Some(&v)),
+            Answer::Declined => self.done(asking, item, None),
+            Answer::Missing => return self.ask(id, &c, caps, asking, item),
+        };
+        if let Some(used) = used.filter(|_| guarded) {
+            self.completed
+                .lock()
+                .expect("the table")
+                .insert(used, result.clone());
+        }
+        ok(id, result)
     }
 
     /// An `InputRequiredResult` asking `asking`'s question, if the request
@@ -762,14 +947,15 @@ impl App {
                 Some(json!({"requiredCapabilities": {"elicitation": {"form": {}}}})),
             );
         }
-        ok(
-            id,
-            json!({
-                "resultType": "input_required",
-                "inputRequests": {asking.key(): asking.form(item)},
-                "requestState": self.seal(c, asking.key()),
-            }),
-        )
+        let mut result = json!({
+            "resultType": "input_required",
+            "inputRequests": {asking.key(): asking.form(item)},
+            "requestState": self.seal(c, asking.key()),
+        });
+        if self.flaw == Flaw::ContentWithInputRequired {
+            result["content"] = json!([{"type": "text", "text": "done"}]);
+        }
+        ok(id, result)
     }
 
     fn read_answer(&self, asking: Asking, answer: Option<&Value>) -> Answer {
@@ -905,7 +1091,60 @@ fn hmac_sha256(key: &[u8; 32], message: &[u8]) -> Vec<u8> {
 }
 
 async fn handle(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -> Response {
+    if !app.delay.is_zero() {
+        tokio::time::sleep(app.delay).await;
+    }
+    if app.flaw != Flaw::IgnoresOrigin && !allowed_origin(&headers) {
+        let (status, body) = error(
+            StatusCode::FORBIDDEN,
+            &Value::Null,
+            -32600,
+            "Forbidden: Origin not allowed",
+            None,
+        );
+        return json_response(status, body);
+    }
+    if app.flaw == Flaw::PlainTextTransportErrors {
+        match serde_json::from_slice::<Value>(&body) {
+            Err(_) => return (StatusCode::BAD_REQUEST, "Bad Request").into_response(),
+            Ok(Value::Array(_)) => return (StatusCode::OK, "ok").into_response(),
+            Ok(_) => {}
+        }
+    } else if !is_json(&headers) {
+        let (status, body) = error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            &Value::Null,
+            -32600,
+            "Unsupported Media Type: the body must be application/json",
+            None,
+        );
+        return json_response(status, body);
+    }
     let (status, body) = reply(&app, &headers, &body);
+    json_response(status, body)
+}
+
+/// Whether the request has no `Origin`, or a loopback one.
+fn allowed_origin(headers: &HeaderMap) -> bool {
+    let Some(origin) = headers.get(header::ORIGIN) else {
+        return true;
+    };
+    let origin = origin.to_str().unwrap_or_default();
+    ["http://127.0.0.1", "http://localhost", "http://[::1]"]
+        .iter()
+        .any(|o| origin == *o || origin.strip_prefix(o).is_some_and(|r| r.starts_with(':')))
+}
+
+/// Whether the request says its body is `application/json`.
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"))
+}
+
+fn json_response(status: StatusCode, body: Option<Value>) -> Response {
     match body {
         Some(v) => (
             status,
@@ -918,7 +1157,10 @@ async fn handle(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) ->
 }
 
 fn reply(app: &App, headers: &HeaderMap, body: &[u8]) -> Reply {
-    if body.len() > MAX_BODY && app.flaw != Flaw::NoSizeCap {
+    if body.len() > app.max_body && app.flaw == Flaw::EmptyOkOnSize {
+        return (StatusCode::OK, None);
+    }
+    if body.len() > app.max_body && app.flaw != Flaw::NoSizeCap {
         return error(
             StatusCode::PAYLOAD_TOO_LARGE,
             &Value::Null,
