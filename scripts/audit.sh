@@ -26,9 +26,9 @@ TTL=2
 # The checks each peer fails, as its SDK's documented protection leaves them.
 declare -A EXPECTED=(
   [mrtr]=""
-  [python]="answers-validated capability-gate error-channels size-caps"
-  [typescript]="answers-validated binding-arguments confidentiality size-caps"
-  [rmcp]="answers-validated capability-gate confidentiality error-channels size-caps"
+  [python]="answers-validated capability-gate error-channels"
+  [typescript]="answers-validated binding-arguments binding-tool confidentiality"
+  [rmcp]="answers-validated capability-gate error-channels"
 )
 
 table=""

@@ -372,33 +372,34 @@ fn expect_error(
 /// methods, each with the JSON-RPC error code it calls for: a body that is not
 /// JSON (-32700 Parse error), a batch (-32600 Invalid Request: batches are not
 /// part of MCP since 2025-06-18), and a body declared as another media type
-/// (Streamable HTTP: the body is `application/json`; -32600, HTTP 415 by
-/// preference). Each must be a JSON-RPC error body, not plain text, and an HTTP
-/// 4xx, never a 200.
+/// (Streamable HTTP: the body is `application/json`; HTTP 415 by preference,
+/// with any JSON-RPC error code: neither JSON-RPC nor MCP names one for a media
+/// type, so none is asked). Each must be a JSON-RPC error body, not plain
+/// text, and an HTTP 4xx, never a 200.
 async fn transport_refusals(ctx: &mut Context<'_>, f: &mut Findings) -> Result<(), Spent> {
     let rid = ctx.target.id();
     let ping = list(rid, "ping");
     let text = serde_json::to_string(&ping).unwrap_or_default();
-    let cases: [(&str, Vec<u8>, &'static str, i64, &str); 3] = [
+    let cases: [(&str, Vec<u8>, &'static str, Option<i64>, &str); 3] = [
         (
             "a body that is not JSON (a request cut short)",
             text.as_bytes()[..text.len() - 1].to_vec(),
             JSON,
-            -32700,
+            Some(-32700),
             "a body that is not JSON",
         ),
         (
             "a batch (a JSON array holding one ping)",
             format!("[{text}]").into_bytes(),
             JSON,
-            -32600,
+            Some(-32600),
             "a batch",
         ),
         (
             "a ping declared Content-Type: text/plain",
             text.clone().into_bytes(),
             "text/plain",
-            -32600,
+            None,
             "a body of another media type",
         ),
     ];
@@ -408,19 +409,26 @@ async fn transport_refusals(ctx: &mut Context<'_>, f: &mut Findings) -> Result<(
         };
         let status = ex.status.unwrap_or(0);
         match &ex.reply {
-            Reply::Error { code: c, .. } if *c == code => {}
+            Reply::Error { code: c, .. } if code.is_none_or(|code| *c == code) => {}
             Reply::Error { .. } => f.add(
                 Severity::Low,
-                &format!("{what}: another JSON-RPC error code than {code}"),
-                &format!("Answer {what} with the JSON-RPC error {code}."),
+                &format!(
+                    "{what}: another JSON-RPC error code than {}",
+                    code.unwrap_or(0)
+                ),
+                &format!(
+                    "Answer {what} with the JSON-RPC error {}.",
+                    code.unwrap_or(0)
+                ),
                 evidence(sent, &ex),
             ),
             _ => f.add(
                 Severity::Low,
                 &format!("{what}: no JSON-RPC error body"),
                 &format!(
-                    "Answer {what} with a JSON-RPC error body (code {code}, id null), \
-                     Content-Type application/json, and an HTTP 4xx."
+                    "Answer {what} with a JSON-RPC error body ({}id null), Content-Type \
+                     application/json, and an HTTP 4xx.",
+                    code.map(|c| format!("code {c}, ")).unwrap_or_default()
                 ),
                 evidence(sent, &ex),
             ),
