@@ -6,7 +6,7 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 use serde_json::Value;
 
-use super::checks::CheckId;
+use super::catalog::{CheckId, Severity};
 
 /// `mrtr audit`: audit an MRTR server for the spec's request-state rules.
 #[derive(Debug, Args)]
@@ -120,34 +120,6 @@ pub enum Format {
     Markdown,
 }
 
-/// How bad a finding is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, ValueEnum)]
-pub enum Severity {
-    /// Worth knowing; breaks no rule.
-    Info,
-    /// A SHOULD missed, or a MUST on a detail.
-    Low,
-    /// A rule broken that weakens a defence.
-    Medium,
-    /// A MUST broken that lets a client do what it should not.
-    High,
-    /// A forged or moved state is taken: the protection is not there.
-    Critical,
-}
-
-impl Severity {
-    /// Its name in the report.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Info => "info",
-            Self::Low => "low",
-            Self::Medium => "medium",
-            Self::High => "high",
-            Self::Critical => "critical",
-        }
-    }
-}
-
 /// A header to send: its name and value.
 #[derive(Clone, PartialEq, Eq)]
 pub(super) struct Header {
@@ -224,7 +196,7 @@ fn header(flag: &str, raw: &str) -> Result<Header, String> {
 fn http_url(flag: &str, url: &str) -> Result<String, String> {
     let uri: http::Uri = url
         .parse()
-        .map_err(|_| format!("{flag}: not a URL: {:?}", super::report::cut(url, 80)))?;
+        .map_err(|_| format!("{flag}: not a URL: {:?}", super::text::cut(url, 80)))?;
     match (uri.scheme_str(), uri.host()) {
         (Some("http" | "https"), Some(_)) => Ok(url.to_owned()),
         _ => Err(format!("{flag}: an http:// or https:// URL")),

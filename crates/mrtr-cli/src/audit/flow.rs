@@ -4,9 +4,10 @@
 use serde_json::{Map, Value, json};
 
 use super::answer::{self, Marks};
-use super::checks::Context;
-use super::report::{cut, shown};
+use super::outcome::Outcome;
+use super::run::Context;
 use super::target::{Exchange, Reply, Spent, Who, all_caps, meta};
+use super::text::{cut, shown};
 
 /// The most rounds the baseline may take.
 const MAX_ROUNDS: usize = 8;
@@ -14,105 +15,6 @@ const MAX_ROUNDS: usize = 8;
 const MAX_CANDIDATES: usize = 12;
 /// The most flows that ask completed while looking for one that needs its state.
 const MAX_ASKING: usize = 6;
-
-/// What a reply means to the flow.
-#[derive(Debug, Clone)]
-pub(super) enum Outcome {
-    /// A final result (`isError` or not).
-    Complete { is_error: bool },
-    /// An `InputRequiredResult`: the keys it asks, the requests, the state.
-    InputRequired {
-        requests: Map<String, Value>,
-        state: Option<String>,
-    },
-    /// A JSON-RPC error.
-    Error { code: i64, message: String },
-    /// An HTTP status with no JSON-RPC reply.
-    Http(u16),
-    /// No reply at all.
-    Failed(String),
-}
-
-impl Outcome {
-    pub(super) fn of(ex: &Exchange) -> Self {
-        match &ex.reply {
-            Reply::Result(r) => {
-                if r.get("resultType").and_then(Value::as_str) == Some("input_required") {
-                    Self::InputRequired {
-                        requests: r
-                            .get("inputRequests")
-                            .and_then(Value::as_object)
-                            .cloned()
-                            .unwrap_or_default(),
-                        state: r
-                            .get("requestState")
-                            .and_then(Value::as_str)
-                            .map(str::to_owned),
-                    }
-                } else {
-                    Self::Complete {
-                        is_error: r.get("isError").and_then(Value::as_bool) == Some(true),
-                    }
-                }
-            }
-            Reply::Error { code, message, .. } => Self::Error {
-                code: *code,
-                message: message.clone(),
-            },
-            Reply::NotJsonRpc => Self::Http(ex.status.unwrap_or(0)),
-            Reply::Failed(why) => Self::Failed(why.clone()),
-        }
-    }
-
-    /// Whether the flow went on past what it had asked (`asked`: the keys of
-    /// this round and of the rounds before it): a result that is no error, or
-    /// a round that asks something new.
-    pub(super) fn progressed(&self, asked: &Map<String, Value>) -> bool {
-        match self {
-            Self::Complete { is_error } => !is_error,
-            Self::InputRequired { requests, .. } => {
-                !requests.is_empty() && !requests.keys().all(|k| asked.contains_key(k))
-            }
-            _ => false,
-        }
-    }
-
-    /// Whether this asks again what the flow had asked (`asked`).
-    pub(super) fn asks_again(&self, asked: &Map<String, Value>) -> bool {
-        matches!(self, Self::InputRequired { requests, .. }
-            if !requests.is_empty() && requests.keys().all(|k| asked.contains_key(k)))
-    }
-
-    /// A short description for the evidence.
-    pub(super) fn describe(&self) -> String {
-        match self {
-            Self::Complete { is_error: false } => "a result".into(),
-            Self::Complete { is_error: true } => "a tool error (isError)".into(),
-            Self::InputRequired { requests, state } => format!(
-                "input_required asking {}{}",
-                if requests.is_empty() {
-                    "nothing".to_owned()
-                } else {
-                    requests
-                        .keys()
-                        .map(|k| shown(&cut(k, 24)))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                },
-                if state.is_some() {
-                    " (with a state)"
-                } else {
-                    ""
-                }
-            ),
-            Self::Error { code, message } => {
-                format!("JSON-RPC error {code} {:?}", shown(&cut(message, 80)))
-            }
-            Self::Http(status) => format!("HTTP {status} without a JSON-RPC reply"),
-            Self::Failed(why) => format!("no reply ({})", shown(why)),
-        }
-    }
-}
 
 /// One round of the baseline: the state it was given, what it asked, and what
 /// the audit answered.
@@ -282,8 +184,73 @@ async fn listed(ctx: &mut Context<'_>, method: &str, key: &str) -> Result<Vec<Va
     })
 }
 
-/// Finds the flow to work on and completes it once.
+/// What the server offers: its `serverInfo` (if it said), and its tools and
+/// prompts with arguments the audit made for each.
+struct Offered {
+    /// `serverInfo`, from `server/discover`.
+    server: Option<Value>,
+    /// The tools of `tools/list`.
+    tools: Vec<Listed>,
+    /// The prompts of `prompts/list`.
+    prompts: Vec<Listed>,
+}
+
+/// What trying one tool came to.
+enum Tried {
+    /// It asked, and its flow completed with plain answers (boxed: a baseline
+    /// is large beside the other two).
+    Completed(Box<Baseline>),
+    /// It asked, but its flow did not complete: why.
+    Failed(String),
+    /// It did not ask: what it answered instead.
+    NotAsking(String),
+}
+
+/// Finds the flow to work on and completes it once: the first tool whose flow
+/// needs its state, else the first whose flow completes.
 pub(super) async fn establish(ctx: &mut Context<'_>) -> Result<Baseline, String> {
+    let offered = discover(ctx).await?;
+    let candidates = candidates(ctx, &offered.tools);
+    if candidates.is_empty() {
+        return Err("the server lists no tools (tools/list), so there is no flow to audit".into());
+    }
+    let mut tried = Vec::new();
+    // The first flow that asks, kept while a flow that needs its state is
+    // looked for: on one that does not, a misplaced state may show nothing.
+    let mut fallback: Option<Baseline> = None;
+    let mut asking = 0;
+    for c in &candidates {
+        if asking >= MAX_ASKING {
+            break;
+        }
+        match try_tool(ctx, c, &offered).await? {
+            Tried::Completed(baseline) => {
+                asking += 1;
+                if baseline.needs_state {
+                    return Ok(*baseline);
+                }
+                fallback.get_or_insert(*baseline);
+            }
+            Tried::Failed(e) if fallback.is_none() && ctx.plan.tool.is_some() => return Err(e),
+            Tried::Failed(e) => {
+                asking += 1;
+                tried.push(e);
+            }
+            Tried::NotAsking(why) => tried.push(why),
+        }
+    }
+    if let Some(b) = fallback {
+        return Ok(b);
+    }
+    Err(format!(
+        "no tool answered input_required (tried {}); name one with --tool NAME --args JSON",
+        tried.join("; ")
+    ))
+}
+
+/// Asks the server what it is (`server/discover`) and what it lists (tools
+/// and prompts), making arguments for each.
+async fn discover(ctx: &mut Context<'_>) -> Result<Offered, String> {
     let marks = ctx.marks.clone();
     let id = ctx.target.id();
     let discover = json!({"jsonrpc": "2.0", "id": id, "method": "server/discover", "params": {"_meta": meta(&all_caps())}});
@@ -326,7 +293,17 @@ pub(super) async fn establish(ctx: &mut Context<'_>) -> Result<Baseline, String>
             })
         })
         .collect();
-    let candidates: Vec<Listed> = match &ctx.plan.tool {
+    Ok(Offered {
+        server,
+        tools,
+        prompts,
+    })
+}
+
+/// The tools to try, in order: `--tool` alone when given, else the listed
+/// ones, at most [`MAX_CANDIDATES`].
+fn candidates(ctx: &Context<'_>, tools: &[Listed]) -> Vec<Listed> {
+    match &ctx.plan.tool {
         Some((name, args)) => vec![Listed {
             name: name.clone(),
             arguments: args.clone(),
@@ -336,78 +313,54 @@ pub(super) async fn establish(ctx: &mut Context<'_>) -> Result<Baseline, String>
             // Tools that say they are destructive last; among the rest, those
             // with an argument the audit can change first (the argument binding
             // check needs one). The sort is stable: otherwise the server's order.
-            let mut c = tools.clone();
+            let mut c = tools.to_vec();
             c.sort_by_key(|t| {
                 (
                     t.destructive,
-                    answer::marked_argument(&t.arguments, &marks).is_none(),
+                    answer::marked_argument(&t.arguments, &ctx.marks).is_none(),
                 )
             });
             c.truncate(MAX_CANDIDATES);
             c
         }
-    };
-    if candidates.is_empty() {
-        return Err("the server lists no tools (tools/list), so there is no flow to audit".into());
     }
-    let mut tried = Vec::new();
-    // The first flow that asks, kept while a flow that needs its state is
-    // looked for: on one that does not, a misplaced state may show nothing.
-    let mut fallback: Option<Baseline> = None;
-    let mut asking = 0;
-    for c in &candidates {
-        if asking >= MAX_ASKING {
-            break;
-        }
-        let id = ctx.target.id();
-        let first = carrier(id, "tools/call", &c.name, &c.arguments, &all_caps());
-        let ex = ctx
-            .target
-            .send(Who::Main, &first)
-            .await
-            .map_err(|why| format!("{} looking for a tool that asks", why.what()))?;
-        let outcome = Outcome::of(&ex);
-        match &outcome {
-            Outcome::InputRequired { requests, state }
-                if state.is_some() || !requests.is_empty() =>
-            {
-                asking += 1;
-                match complete(
-                    ctx,
-                    c,
-                    first,
-                    requests.clone(),
-                    state.clone(),
-                    &tools,
-                    &prompts,
-                )
-                .await
-                {
-                    Ok(mut baseline) => {
-                        baseline.server = server.clone();
-                        if baseline.needs_state {
-                            return Ok(baseline);
-                        }
-                        fallback.get_or_insert(baseline);
-                    }
-                    Err(e) if fallback.is_none() && ctx.plan.tool.is_some() => return Err(e),
-                    Err(e) => tried.push(e),
+}
+
+/// Calls the tool `c` and, when it asks, completes its flow.
+async fn try_tool(ctx: &mut Context<'_>, c: &Listed, offered: &Offered) -> Result<Tried, String> {
+    let id = ctx.target.id();
+    let first = carrier(id, "tools/call", &c.name, &c.arguments, &all_caps());
+    let ex = ctx
+        .target
+        .send(Who::Main, &first)
+        .await
+        .map_err(|why| format!("{} looking for a tool that asks", why.what()))?;
+    Ok(match Outcome::of(&ex) {
+        Outcome::InputRequired { requests, state } if state.is_some() || !requests.is_empty() => {
+            let completed = complete(
+                ctx,
+                c,
+                first,
+                requests,
+                state,
+                &offered.tools,
+                &offered.prompts,
+            )
+            .await;
+            match completed {
+                Ok(mut baseline) => {
+                    baseline.server = offered.server.clone();
+                    Tried::Completed(Box::new(baseline))
                 }
+                Err(e) => Tried::Failed(e),
             }
-            other => tried.push(format!(
-                "{}: {}",
-                shown(&cut(&c.name, 40)),
-                other.describe()
-            )),
         }
-    }
-    if let Some(b) = fallback {
-        return Ok(b);
-    }
-    Err(format!(
-        "no tool answered input_required (tried {}); name one with --tool NAME --args JSON",
-        tried.join("; ")
-    ))
+        other => Tried::NotAsking(format!(
+            "{}: {}",
+            shown(&cut(&c.name, 40)),
+            other.describe()
+        )),
+    })
 }
 
 /// Answers every round of the flow that `first` began, then runs the control.

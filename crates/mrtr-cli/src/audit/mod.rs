@@ -58,24 +58,34 @@
 //! is at or above `--fail-on` (default `high`); 2 for a usage error; 3 when
 //! the server cannot be audited (unreachable, or no tool that asks).
 //!
-//! The files, one job each: `args` (the options), `target` (the server, the
-//! request budget and rate), `flow` (finding and completing the baseline),
-//! `answer` (plain answers to any input request), `state` (decoding and
-//! mutating a state), `checks` (the checks), `report` (the report and its
-//! formats).
+//! The files, one job each: `text` (cutting, showing and escaping what a
+//! server wrote), `catalog` (the checks' ids, names, spec sentences and the
+//! severities), `args` (the options), `target` (the server, the request budget
+//! and rate), `outcome` (what a reply means), `answer` (plain answers to any
+//! input request), `state` (decoding and mutating a state), `run` (what a run
+//! shares: the context and the refusal log), `flow` (finding and completing the
+//! baseline), `checks` (the checks), `report` (the report and its formats).
 
+// The modules import one way, each only those before it in
+// `tests::BOTTOM_UP` (text, catalog, args, target, outcome, answer, state, run,
+// flow, checks, report): text and catalog are leaves, report and this module
+// the top. A test holds them to it.
 mod answer;
 mod args;
+mod catalog;
 mod checks;
 mod flow;
+mod outcome;
 pub mod report;
+mod run;
 mod state;
 mod target;
+mod text;
 
 use std::io::{IsTerminal, Write};
 
-pub use args::{AuditArgs, Format, Severity};
-pub use checks::CheckId;
+pub use args::{AuditArgs, Format};
+pub use catalog::{CheckId, Severity};
 use report::Report;
 
 /// Exit code: no finding at or above `--fail-on`.
@@ -135,14 +145,14 @@ pub async fn run_audit_with_output(
 /// Finds the baseline flow, then runs every selected check in order.
 async fn audit(plan: &args::Plan, progress: &mut (dyn Write + Send)) -> Result<Report, String> {
     let target = target::Target::connect(plan).await?;
-    let mut ctx = checks::Context::new(plan, target);
-    let _ = writeln!(progress, "audit: {}", report::shown(&ctx.target.describe()));
+    let mut ctx = run::Context::new(plan, target);
+    let _ = writeln!(progress, "audit: {}", text::shown(&ctx.target.describe()));
     let baseline = flow::establish(&mut ctx).await?;
     let _ = writeln!(
         progress,
         "audit: working on {} {} ({} round(s) to complete; it {} the state)",
         baseline.method,
-        report::shown(&baseline.name),
+        text::shown(&baseline.name),
         baseline.rounds.len(),
         if baseline.needs_state {
             "needs"
@@ -152,4 +162,80 @@ async fn audit(plan: &args::Plan, progress: &mut (dyn Write + Send)) -> Result<R
     );
     let results = checks::run_all(&mut ctx, &baseline, progress).await;
     Ok(Report::new(&ctx, &baseline, results))
+}
+
+#[cfg(test)]
+mod tests {
+    /// The audit's modules, bottom first, with their files and how deep each
+    /// file sits below this module (`super::` once or twice to reach a
+    /// sibling). Each may import only the modules before it.
+    const BOTTOM_UP: [(&str, &[(&str, usize)]); 11] = [
+        ("text", &[(include_str!("text.rs"), 1)]),
+        ("catalog", &[(include_str!("catalog.rs"), 1)]),
+        ("args", &[(include_str!("args.rs"), 1)]),
+        ("target", &[(include_str!("target.rs"), 1)]),
+        ("outcome", &[(include_str!("outcome.rs"), 1)]),
+        ("answer", &[(include_str!("answer.rs"), 1)]),
+        ("state", &[(include_str!("state.rs"), 1)]),
+        ("run", &[(include_str!("run.rs"), 1)]),
+        ("flow", &[(include_str!("flow.rs"), 1)]),
+        (
+            "checks",
+            &[
+                (include_str!("checks/mod.rs"), 1),
+                (include_str!("checks/binding.rs"), 2),
+                (include_str!("checks/oracle.rs"), 2),
+                (include_str!("checks/protocol.rs"), 2),
+                (include_str!("checks/tamper.rs"), 2),
+            ],
+        ),
+        ("report", &[(include_str!("report.rs"), 1)]),
+    ];
+
+    /// The sibling modules `source` names through `super::` (`depth` times),
+    /// in `use` lines or inline paths, grouped imports included.
+    fn siblings(source: &str, depth: usize) -> Vec<String> {
+        let prefix = "super::".repeat(depth);
+        let mut found = Vec::new();
+        for (at, _) in source.match_indices(&prefix) {
+            if source[..at].ends_with("super::") {
+                continue;
+            }
+            let rest = &source[at + prefix.len()..];
+            let names: Vec<&str> = match rest.strip_prefix('{') {
+                Some(group) => group[..group.find('}').unwrap_or(group.len())]
+                    .split(',')
+                    .map(str::trim)
+                    .collect(),
+                None => vec![rest],
+            };
+            for name in names {
+                let end = name
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .unwrap_or(name.len());
+                let name = &name[..end];
+                if !name.is_empty() && name != "super" {
+                    found.push(name.to_owned());
+                }
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn the_audit_modules_import_one_way() {
+        let order: Vec<&str> = BOTTOM_UP.iter().map(|(m, _)| *m).collect();
+        for (at, (module, files)) in BOTTOM_UP.iter().enumerate() {
+            for (source, depth) in *files {
+                for name in siblings(source, *depth) {
+                    if let Some(theirs) = order.iter().position(|m| *m == name) {
+                        assert!(
+                            theirs < at,
+                            "audit::{module} imports audit::{name}, which is not below it"
+                        );
+                    }
+                }
+            }
+        }
+    }
 }

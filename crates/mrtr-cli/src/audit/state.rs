@@ -102,176 +102,188 @@ fn other_char(c: char) -> char {
     }
 }
 
-/// The altered states to present instead of `state`.
+/// An alteration before it is checked against the state: what it is, what
+/// was done (for the evidence), and the altered state.
+type Candidate = (Alteration, String, String);
+
+/// How one alteration of the state's text is made from it.
+type MakeText = fn(&str) -> Option<String>;
+
+/// The alterations of the state's text, whatever its encoding, in the order
+/// they are sent: what each is, what was done, and how it is made (`None`
+/// where the state is too short, or would be cut inside a character).
+const TEXT_ALTERATIONS: [(Alteration, &str, MakeText); 8] = [
+    (Alteration::Truncated, "the last character cut", |s| {
+        let n = s.len();
+        (n > 1 && s.is_char_boundary(n - 1)).then(|| s[..n - 1].to_owned())
+    }),
+    (Alteration::Truncated, "the last 4 characters cut", |s| {
+        let n = s.len();
+        (n > 8 && s.is_char_boundary(n - 4)).then(|| s[..n - 4].to_owned())
+    }),
+    (Alteration::Truncated, "cut to its first half", |s| {
+        let n = s.len();
+        (n > 2 && s.is_char_boundary(n / 2)).then(|| s[..n / 2].to_owned())
+    }),
+    (Alteration::Extended, "one character added", |s| {
+        Some(format!("{s}A"))
+    }),
+    (Alteration::Extended, "four characters added", |s| {
+        Some(format!("{s}AAAA"))
+    }),
+    (Alteration::Extended, "a dot added", |s| {
+        Some(format!("{s}."))
+    }),
+    (Alteration::Emptied, "the empty string", |_| {
+        Some(String::new())
+    }),
+    (Alteration::Huge, "64 KiB of `A`", |_| {
+        Some("A".repeat(64 * 1024))
+    }),
+];
+
+/// The altered states to present instead of `state`: those of its decoded
+/// bytes (or of each dotted segment's), else characters changed in place,
+/// then [`TEXT_ALTERATIONS`]. None is the state itself.
 pub(super) fn alterations(state: &str) -> Vec<Altered> {
     let mut out = Vec::new();
-    let push = |out: &mut Vec<Altered>, what, label: String, s: String| {
-        if s != state {
-            out.push(Altered {
-                what,
-                label,
-                state: s,
-            });
+    let keep = |out: &mut Vec<Altered>, candidates: Vec<Candidate>| {
+        for (what, label, s) in candidates {
+            if s != state {
+                out.push(Altered {
+                    what,
+                    label,
+                    state: s,
+                });
+            }
         }
     };
     let segments: Vec<&str> = state.split('.').collect();
     if let Some((bytes, enc)) = decode(state) {
-        for i in positions(bytes.len()) {
-            let mut b = bytes.clone();
-            b[i] ^= 0x01;
-            push(
-                &mut out,
-                Alteration::Flipped,
-                format!(
-                    "bit 0 of byte {i} (counted from 0) of the {} bytes the state decodes to \
-                     (base64) flipped",
-                    bytes.len()
-                ),
-                enc.encode(&b),
-            );
-        }
-        let other_padding = Encoding {
-            padded: !enc.padded,
-            ..enc
-        };
-        push(
-            &mut out,
-            Alteration::ReEncoded,
-            format!(
-                "the same bytes {} padding",
-                if enc.padded { "without" } else { "with" }
-            ),
-            other_padding.encode(&bytes),
-        );
-        let other_alphabet = Encoding {
-            url: !enc.url,
-            ..enc
-        };
-        push(
-            &mut out,
-            Alteration::ReEncoded,
-            format!(
-                "the same bytes in the {} alphabet",
-                if enc.url { "standard" } else { "URL-safe" }
-            ),
-            other_alphabet.encode(&bytes),
-        );
-        if let Some(forged) = forge(&bytes) {
-            push(
-                &mut out,
-                Alteration::Forged,
-                "decoded as JSON, one value changed, encoded again".into(),
-                enc.encode(&forged),
-            );
-        }
+        keep(&mut out, of_bytes(&bytes, enc));
     } else if segments.len() > 1 {
-        for (n, seg) in segments.iter().enumerate().take(4) {
-            let Some((bytes, enc)) = decode(seg) else {
-                continue;
-            };
-            for i in positions(bytes.len()) {
-                let mut flipped = bytes.clone();
-                flipped[i] ^= 0x01;
-                let mut s = segments.clone();
-                let encoded = enc.encode(&flipped);
-                s[n] = &encoded;
-                push(
-                    &mut out,
-                    Alteration::Flipped,
-                    format!(
-                        "bit 0 of byte {i} (counted from 0) of the {} bytes dotted segment {} \
-                         decodes to (base64) flipped",
-                        bytes.len(),
-                        n + 1
-                    ),
-                    s.join("."),
-                );
-            }
-            if let Some(forged) = forge(&bytes) {
-                let encoded = enc.encode(&forged);
-                let mut s = segments.clone();
-                s[n] = &encoded;
-                push(
-                    &mut out,
-                    Alteration::Forged,
-                    format!(
-                        "dotted segment {} decoded as JSON, one value changed",
-                        n + 1
-                    ),
-                    s.join("."),
-                );
-            }
-        }
+        keep(&mut out, of_segments(&segments));
     }
     if !out.iter().any(|a| a.what == Alteration::Flipped) {
-        let chars: Vec<char> = state.chars().collect();
-        for i in positions(chars.len()) {
+        keep(&mut out, of_characters(state));
+    }
+    let text = TEXT_ALTERATIONS
+        .iter()
+        .filter_map(|(what, label, make)| Some((*what, (*label).to_owned(), make(state)?)))
+        .collect();
+    keep(&mut out, text);
+    out
+}
+
+/// The alterations of a state that decodes (`enc`) to `bytes`: bits flipped,
+/// the same bytes encoded otherwise, and a forgery when they are JSON.
+fn of_bytes(bytes: &[u8], enc: Encoding) -> Vec<Candidate> {
+    let mut out = Vec::new();
+    for i in positions(bytes.len()) {
+        let mut b = bytes.to_vec();
+        b[i] ^= 0x01;
+        out.push((
+            Alteration::Flipped,
+            format!(
+                "bit 0 of byte {i} (counted from 0) of the {} bytes the state decodes to \
+                 (base64) flipped",
+                bytes.len()
+            ),
+            enc.encode(&b),
+        ));
+    }
+    let other_padding = Encoding {
+        padded: !enc.padded,
+        ..enc
+    };
+    out.push((
+        Alteration::ReEncoded,
+        format!(
+            "the same bytes {} padding",
+            if enc.padded { "without" } else { "with" }
+        ),
+        other_padding.encode(bytes),
+    ));
+    let other_alphabet = Encoding {
+        url: !enc.url,
+        ..enc
+    };
+    out.push((
+        Alteration::ReEncoded,
+        format!(
+            "the same bytes in the {} alphabet",
+            if enc.url { "standard" } else { "URL-safe" }
+        ),
+        other_alphabet.encode(bytes),
+    ));
+    if let Some(forged) = forge(bytes) {
+        out.push((
+            Alteration::Forged,
+            "decoded as JSON, one value changed, encoded again".into(),
+            enc.encode(&forged),
+        ));
+    }
+    out
+}
+
+/// The alterations of a dotted state (`segments`): in each of the first four
+/// segments that decodes, bits flipped, and a forgery when it is JSON.
+fn of_segments(segments: &[&str]) -> Vec<Candidate> {
+    let mut out = Vec::new();
+    for (n, seg) in segments.iter().enumerate().take(4) {
+        let Some((bytes, enc)) = decode(seg) else {
+            continue;
+        };
+        for i in positions(bytes.len()) {
+            let mut flipped = bytes.clone();
+            flipped[i] ^= 0x01;
+            let mut s = segments.to_vec();
+            let encoded = enc.encode(&flipped);
+            s[n] = &encoded;
+            out.push((
+                Alteration::Flipped,
+                format!(
+                    "bit 0 of byte {i} (counted from 0) of the {} bytes dotted segment {} \
+                     decodes to (base64) flipped",
+                    bytes.len(),
+                    n + 1
+                ),
+                s.join("."),
+            ));
+        }
+        if let Some(forged) = forge(&bytes) {
+            let encoded = enc.encode(&forged);
+            let mut s = segments.to_vec();
+            s[n] = &encoded;
+            out.push((
+                Alteration::Forged,
+                format!(
+                    "dotted segment {} decoded as JSON, one value changed",
+                    n + 1
+                ),
+                s.join("."),
+            ));
+        }
+    }
+    out
+}
+
+/// The alterations of a state none of whose bytes could be flipped: characters
+/// changed in place.
+fn of_characters(state: &str) -> Vec<Candidate> {
+    let chars: Vec<char> = state.chars().collect();
+    positions(chars.len())
+        .into_iter()
+        .map(|i| {
             let mut c = chars.clone();
             c[i] = other_char(c[i]);
-            push(
-                &mut out,
+            (
                 Alteration::Flipped,
                 format!("character {i} of {} changed", chars.len()),
                 c.into_iter().collect(),
-            );
-        }
-    }
-    let n = state.len();
-    if n > 1 && state.is_char_boundary(n - 1) {
-        push(
-            &mut out,
-            Alteration::Truncated,
-            "the last character cut".into(),
-            state[..n - 1].to_owned(),
-        );
-    }
-    if n > 8 && state.is_char_boundary(n - 4) {
-        push(
-            &mut out,
-            Alteration::Truncated,
-            "the last 4 characters cut".into(),
-            state[..n - 4].to_owned(),
-        );
-    }
-    if n > 2 && state.is_char_boundary(n / 2) {
-        push(
-            &mut out,
-            Alteration::Truncated,
-            "cut to its first half".into(),
-            state[..n / 2].to_owned(),
-        );
-    }
-    push(
-        &mut out,
-        Alteration::Extended,
-        "one character added".into(),
-        format!("{state}A"),
-    );
-    push(
-        &mut out,
-        Alteration::Extended,
-        "four characters added".into(),
-        format!("{state}AAAA"),
-    );
-    push(
-        &mut out,
-        Alteration::Extended,
-        "a dot added".into(),
-        format!("{state}."),
-    );
-    push(
-        &mut out,
-        Alteration::Emptied,
-        "the empty string".into(),
-        String::new(),
-    );
-    push(
-        &mut out,
-        Alteration::Huge,
-        "64 KiB of `A`".into(),
-        "A".repeat(64 * 1024),
-    );
-    out
+            )
+        })
+        .collect()
 }
 
 /// `bytes` as JSON with its first scalar value changed, serialized again.
@@ -326,18 +338,14 @@ pub(super) fn readable(state: &str, marks: &[String]) -> Option<String> {
         if texts.iter().any(|t| t.contains(m.as_str())) {
             return Some(format!(
                 "a value the audit sent ({}) is in it",
-                super::report::cut(m, 6)
+                super::text::cut(m, 6)
             ));
         }
     }
     for b in &decoded {
         if let Some(v) = embedded_json(b) {
             let keys: Vec<String> = match &v {
-                Value::Object(o) => o
-                    .keys()
-                    .take(6)
-                    .map(|k| super::report::cut(k, 20))
-                    .collect(),
+                Value::Object(o) => o.keys().take(6).map(|k| super::text::cut(k, 20)).collect(),
                 _ => vec!["(an array)".into()],
             };
             return Some(format!("it decodes to JSON ({})", keys.join(", ")));

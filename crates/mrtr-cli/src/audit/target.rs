@@ -9,7 +9,7 @@ use mrtr_client::{HttpClient, ServerStderr, StdioTransport};
 use serde_json::{Value, json};
 
 use super::args::{Endpoint, Header, Plan};
-use super::report::{cut, excerpt};
+use super::text::{cut, excerpt};
 
 /// The protocol version the audit speaks.
 pub(super) const PROTOCOL: &str = "2026-07-28";

@@ -40,17 +40,14 @@ fn cache(args: &CallArgs) -> Option<TokenCache> {
         .map(TokenCache::new)
 }
 
-/// The token source for `url`, unless the caller gives credentials of their own
-/// (`-H`, `--bearer-env`): then the OAuth options are a usage error. Neither
-/// goes over plain http to a host that is not loopback (RFC 6750 section 5.3),
-/// except `-H` and `--bearer-env` with `--insecure-http`; without OAuth
-/// options such a URL gets no token source (its `401` is an error, not a
-/// login).
-pub(super) fn token_source(
-    args: &CallArgs,
-    url: &str,
-    cacert: Option<&[u8]>,
-) -> Result<Option<Arc<OAuthTokenSource>>, Connect> {
+/// Whether `url` gets an OAuth token source: not when the caller gives
+/// credentials of their own (`-H`, `--bearer-env`), nor over plain http to a
+/// host that is not loopback.
+///
+/// # Errors
+/// [`Connect::Usage`] when the options mix both kinds of credentials, or would
+/// send them in clear.
+fn logs_in(args: &CallArgs, url: &str) -> Result<bool, Connect> {
     let private = private_channel(url);
     if !args.headers.is_empty() || args.bearer_env.is_some() {
         if wanted(args) {
@@ -67,7 +64,7 @@ pub(super) fn token_source(
                     .into(),
             ));
         }
-        return Ok(None);
+        return Ok(false);
     }
     if !private {
         if wanted(args) {
@@ -77,6 +74,39 @@ pub(super) fn token_source(
                     .into(),
             ));
         }
+        return Ok(false);
+    }
+    Ok(true)
+}
+
+/// The secret in the environment variable `var` (`--client-secret-env`).
+///
+/// # Errors
+/// [`Connect::Usage`] when it is unset, empty or not UTF-8.
+fn client_secret(var: &str) -> Result<ClientSecretValue, Connect> {
+    match std::env::var(var) {
+        Ok(s) if !s.trim().is_empty() => Ok(ClientSecretValue::new(s.trim())),
+        Ok(_) => Err(Connect::Usage(format!(
+            "--client-secret-env {var}: {var} is empty"
+        ))),
+        Err(_) => Err(Connect::Usage(format!(
+            "--client-secret-env {var}: {var} is not set (or not UTF-8)"
+        ))),
+    }
+}
+
+/// The token source for `url`, unless the caller gives credentials of their own
+/// (`-H`, `--bearer-env`): then the OAuth options are a usage error. Neither
+/// goes over plain http to a host that is not loopback (RFC 6750 section 5.3),
+/// except `-H` and `--bearer-env` with `--insecure-http`; without OAuth
+/// options such a URL gets no token source (its `401` is an error, not a
+/// login).
+pub(super) fn token_source(
+    args: &CallArgs,
+    url: &str,
+    cacert: Option<&[u8]>,
+) -> Result<Option<Arc<OAuthTokenSource>>, Connect> {
+    if !logs_in(args, url)? {
         return Ok(None);
     }
     if args.client_secret_env.is_some() && args.oauth_issuer.is_none() {
@@ -107,19 +137,7 @@ pub(super) fn token_source(
     }
     b = b.allow_any_loopback_http(args.oauth_allow_loopback_http);
     if let Some(var) = &args.client_secret_env {
-        match std::env::var(var) {
-            Ok(s) if !s.trim().is_empty() => b = b.client_secret(ClientSecretValue::new(s.trim())),
-            Ok(_) => {
-                return Err(Connect::Usage(format!(
-                    "--client-secret-env {var}: {var} is empty"
-                )));
-            }
-            Err(_) => {
-                return Err(Connect::Usage(format!(
-                    "--client-secret-env {var}: {var} is not set (or not UTF-8)"
-                )));
-            }
-        }
+        b = b.client_secret(client_secret(var)?);
     }
     for s in &args.scopes {
         b = b.scope(s);

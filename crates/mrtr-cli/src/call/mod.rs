@@ -88,9 +88,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mrtr::client::{Cap, Client, ClientError, TransportError};
+use mrtr::client::{Cap, CarrierCall, Client, ClientError, Completion, TransportError};
 use mrtr::error::code;
-use mrtr::wire::input::InputKind;
+use mrtr::wire::input::{InputKind, Root};
+use serde_json::{Map, Value};
 
 pub use args::CallArgs;
 use args::{build_call, parse_answers, roots_of};
@@ -144,21 +145,13 @@ pub async fn run_call_with_output(
     if args.logout {
         return login::logout(&args, out, err);
     }
-    let call = match build_call(args.target.as_ref()) {
-        Ok(c) => c,
+    let Asked {
+        call,
+        answers,
+        roots,
+    } = match asked(&args) {
+        Ok(a) => a,
         Err(msg) => return usage(err, &msg),
-    };
-    let answers = match args.answers.as_deref().map(parse_answers).transpose() {
-        Ok(a) => a.unwrap_or_default(),
-        Err(msg) => return usage(err, &msg),
-    };
-    let roots = if args.roots.is_empty() {
-        None
-    } else {
-        match roots_of(&args.roots) {
-            Ok(r) => Some(r),
-            Err(msg) => return usage(err, &msg),
-        }
     };
     let server = match connect(&args) {
         Ok(s) => s,
@@ -215,9 +208,57 @@ pub async fn run_call_with_output(
         // The server's last lines, once its stderr has closed.
         let _ = tokio::time::timeout(STDERR_DRAIN, printer).await;
     }
+    finish(outcome, args.json, &handler, out, err)
+}
+
+/// What the command line asks: the call, the answers given ahead, the roots
+/// to share.
+struct Asked {
+    /// The tool, prompt or resource to call.
+    call: CarrierCall,
+    /// `--answers`, by key (empty when not given).
+    answers: Map<String, Value>,
+    /// `--root`; `None` when none was given.
+    roots: Option<Vec<Root>>,
+}
+
+/// The call, `--answers` and `--root` of `args`, in that order.
+///
+/// # Errors
+/// The message of the first that is not usable.
+fn asked(args: &CallArgs) -> Result<Asked, String> {
+    let call = build_call(args.target.as_ref())?;
+    let answers = args
+        .answers
+        .as_deref()
+        .map(parse_answers)
+        .transpose()?
+        .unwrap_or_default();
+    let roots = if args.roots.is_empty() {
+        None
+    } else {
+        Some(roots_of(&args.roots)?)
+    };
+    Ok(Asked {
+        call,
+        answers,
+        roots,
+    })
+}
+
+/// Prints what the call came to (the result, the tool error, or the error
+/// with its data and a hint; `json`: the result as JSON) and returns the
+/// exit code.
+fn finish(
+    outcome: Result<Completion, ClientError>,
+    json: bool,
+    handler: &CliHandler,
+    out: &mut (dyn Write + Send),
+    err: &mut (dyn Write + Send),
+) -> i32 {
     match outcome {
         Ok(done) => {
-            let shown = if args.json || done.text().is_empty() {
+            let shown = if json || done.text().is_empty() {
                 shown_json(&done.result)
             } else {
                 done.text()

@@ -8,13 +8,14 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::super::answer::{self, Marks};
-use super::super::args::Severity;
-use super::super::flow::{Baseline, Listed, Outcome, carrier, retry};
-use super::super::report::cut;
+use super::super::catalog::{CheckId, Severity};
+use super::super::flow::{Baseline, Listed, carrier, retry};
+use super::super::outcome::Outcome;
+use super::super::run::Context;
 use super::super::target::{Exchange, McpHeaders, Spent, Who, all_caps};
+use super::super::text::cut;
 use super::{
-    BadState, CheckId, CheckResult, Context, Findings, Looks, evidence, fresh_state,
-    judge_bad_state, skip,
+    BadState, CheckResult, Findings, Looks, Verdict, evidence, fresh_state, judge_bad_state, skip,
 };
 
 const FIX_BINDING: &str = "Put the method, the tool (or prompt or resource) name and a digest of the \
@@ -26,23 +27,30 @@ const FIX_BINDING: &str = "Put the method, the tool (or prompt or resource) name
 const STATE_FREE: &str = "the server completes this retry without any state (the control) and \
      took the misplaced one too: the state binds nothing here, so this shows nothing";
 
+/// One misplaced state's reply, to be judged.
+struct Trial<'a> {
+    /// What came back.
+    ex: &'a Exchange,
+    /// Every key the flow had asked.
+    asked: &'a Map<String, Value>,
+    /// What was sent, for the evidence.
+    sent: &'a str,
+    /// The finding a taken state makes.
+    taken: Verdict<'a>,
+    /// Whether the flow goes on without any state (the control).
+    state_free: bool,
+}
+
 /// Records the verdict on one misplaced state (see [`BadState`]) as a finding
 /// (or not). A state taken where the flow goes on without any state
 /// (`state_free`) shows nothing: the result is `None`, and the check is skipped.
 /// `Some(true)` when it was rejected.
-fn judge(
-    f: &mut Findings,
-    ex: &Exchange,
-    asked: &Map<String, Value>,
-    sent: &str,
-    taken: (Severity, &str, &str),
-    state_free: bool,
-) -> Option<bool> {
-    let verdict = BadState::of(ex, asked);
-    if verdict == BadState::Taken && state_free {
+fn judge(f: &mut Findings, t: Trial<'_>) -> Option<bool> {
+    let verdict = BadState::of(t.ex, t.asked);
+    if verdict == BadState::Taken && t.state_free {
         return None;
     }
-    judge_bad_state(f, verdict, ex, sent, taken);
+    judge_bad_state(f, verdict, t.ex, t.sent, t.taken);
     Some(verdict == BadState::Rejected)
 }
 
@@ -90,9 +98,11 @@ pub(super) async fn arguments(ctx: &mut Context<'_>, b: &Baseline) -> Result<Che
         &ex,
         Misplaced {
             sent: &sent,
-            severity: Severity::Medium,
-            title: "a state opens for other arguments than its own",
-            fix: FIX_BINDING,
+            taken: Verdict {
+                severity: Severity::Medium,
+                title: "a state opens for other arguments than its own",
+                fix: FIX_BINDING,
+            },
             detail: &detail,
         },
     ))
@@ -115,24 +125,17 @@ async fn asking(
     })
 }
 
-/// The state of the baseline presented on `method` for the first of
-/// `candidates` that asks (another tool, or a prompt), with both flows'
-/// answers; skipped with `none` when none of them asks.
-async fn transplant(
+/// The first of `candidates` (at most six) that asks on `method`: its name,
+/// its first request, what it asked, and whether it was called with the
+/// baseline's arguments. The baseline's arguments are tried first where it
+/// takes them (then only the tool or the method differs), else its own.
+async fn other_asking(
     ctx: &mut Context<'_>,
     b: &Baseline,
-    id: CheckId,
     method: &str,
     candidates: &[Listed],
-    none: &str,
-) -> Result<CheckResult, Spent> {
-    if b.state().is_none() {
-        return Ok(skip(id, "the server hands out no requestState"));
-    }
-    // The other flow with the baseline's arguments where it takes them (then only
-    // the tool or the method differs), else with its own.
-    let mut found = None;
-    'search: for Listed {
+) -> Result<Option<(String, Value, Map<String, Value>, bool)>, Spent> {
+    for Listed {
         name,
         arguments: own,
         ..
@@ -151,16 +154,33 @@ async fn transplant(
         };
         for (args, same_args) in tries {
             if let Some((first, requests)) = asking(ctx, method, name, args).await? {
-                found = Some((
+                return Ok(Some((
                     name.clone(),
                     first,
                     requests,
                     same_args || *args == b.arguments,
-                ));
-                break 'search;
+                )));
             }
         }
     }
+    Ok(None)
+}
+
+/// The state of the baseline presented on `method` for the first of
+/// `candidates` that asks (another tool, or a prompt), with both flows'
+/// answers; skipped with `none` when none of them asks.
+async fn transplant(
+    ctx: &mut Context<'_>,
+    b: &Baseline,
+    id: CheckId,
+    method: &str,
+    candidates: &[Listed],
+    none: &str,
+) -> Result<CheckResult, Spent> {
+    if b.state().is_none() {
+        return Ok(skip(id, "the server hands out no requestState"));
+    }
+    let found = other_asking(ctx, b, method, candidates).await?;
     let Some((name, first, requests, same_args)) = found else {
         return Ok(skip(id, none));
     };
@@ -190,16 +210,18 @@ async fn transplant(
     } else {
         "a state of one method opens for another"
     };
-    if judge(
-        &mut f,
-        &ex,
-        &requests,
-        &sent,
-        (Severity::Medium, title, FIX_BINDING),
+    let trial = Trial {
+        ex: &ex,
+        asked: &requests,
+        sent: &sent,
+        taken: Verdict {
+            severity: Severity::Medium,
+            title,
+            fix: FIX_BINDING,
+        },
         state_free,
-    )
-    .is_none()
-    {
+    };
+    if judge(&mut f, trial).is_none() {
         return Ok(skip(
             id,
             format!(
@@ -309,10 +331,12 @@ pub(super) async fn principal(ctx: &mut Context<'_>, b: &Baseline) -> Result<Che
         &ex,
         Misplaced {
             sent: "the first user's state, as the second user (--as-other)",
-            severity: Severity::Critical,
-            title: "a state of one user opens for another",
-            fix: "Bind the authenticated principal (for OAuth, the token's issuer and subject) \
+            taken: Verdict {
+                severity: Severity::Critical,
+                title: "a state of one user opens for another",
+                fix: "Bind the authenticated principal (for OAuth, the token's issuer and subject) \
                   inside the integrity-protected state, and refuse a state presented by anyone else.",
+            },
             detail: "presented by the second user",
         },
     ))
@@ -343,10 +367,10 @@ async fn presented(
 
 /// A state presented where it does not belong, and what taking it means.
 struct Misplaced<'a> {
+    /// What was sent, for the evidence.
     sent: &'a str,
-    severity: Severity,
-    title: &'a str,
-    fix: &'a str,
+    /// The finding a taken state makes.
+    taken: Verdict<'a>,
     /// The check's detail when it ran.
     detail: &'a str,
 }
@@ -365,11 +389,13 @@ fn judged(
     ctx.keep_refusal(id, m.sent, ex);
     let judged = judge(
         &mut f,
-        ex,
-        &b.asked(),
-        m.sent,
-        (m.severity, m.title, m.fix),
-        !b.needs_state,
+        Trial {
+            ex,
+            asked: &b.asked(),
+            sent: m.sent,
+            taken: m.taken,
+            state_free: !b.needs_state,
+        },
     );
     if judged.is_none() {
         return skip(id, STATE_FREE);
@@ -421,10 +447,12 @@ pub(super) async fn foreign_key(ctx: &mut Context<'_>, b: &Baseline) -> Result<C
         &ex,
         Misplaced {
             sent: "the state, to the instance with another key",
-            severity: Severity::Critical,
-            title: "a state opens under another key",
-            fix: "Verify the state with the instance's own keys only (check that --foreign-url \
+            taken: Verdict {
+                severity: Severity::Critical,
+                title: "a state opens under another key",
+                fix: "Verify the state with the instance's own keys only (check that --foreign-url \
                   really has another key).",
+            },
             detail: "presented to the instance with another key",
         },
     ))
@@ -556,7 +584,11 @@ pub(super) async fn expiry(
         verdict,
         &ex,
         &sent,
-        (Severity::Medium, "a state is taken after its lifetime", fix),
+        Verdict {
+            severity: Severity::Medium,
+            title: "a state is taken after its lifetime",
+            fix,
+        },
     );
     Ok(f.done(format!(
         "a fresh state resumed there; another presented {} s after it was issued",

@@ -1,6 +1,6 @@
-//! The checks: their ids, what each found, and the context they share (the
-//! server, the audit's marked values, and every refusal seen, which the
-//! `error-uniformity` and `leaks` checks read afterwards).
+//! The checks: what each found, the verdicts they share, and the order they
+//! run in. Their ids are in [`super::catalog`]; what a run shares (the server,
+//! the audit's marked values, the refusal log) in [`super::run`].
 
 mod binding;
 mod oracle;
@@ -9,183 +9,13 @@ mod tamper;
 
 use std::io::Write;
 
-use super::answer::Marks;
-use super::args::{Plan, Severity};
-use super::flow::{self, Baseline, Outcome, Round};
-use super::report::{cut, shown};
-use super::target::{Exchange, Reply, Spent, Target, Who};
-
-/// A check, by its stable id.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum CheckId {
-    /// Altered states are refused.
-    Integrity,
-    /// A state cannot be read.
-    Confidentiality,
-    /// A state opens only for its arguments.
-    BindingArguments,
-    /// A state opens only for its tool.
-    BindingTool,
-    /// A state opens only for its method.
-    BindingMethod,
-    /// A state opens only for its user.
-    BindingPrincipal,
-    /// A state opens only under its key.
-    ForeignKey,
-    /// A state opens on every instance that shares the key.
-    Fleet,
-    /// A state is refused after its lifetime.
-    Expiry,
-    /// Every refusal looks the same.
-    ErrorUniformity,
-    /// No reply (or log) gives away a reason, a token or a value.
-    Leaks,
-    /// No ask of a kind the client did not declare.
-    CapabilityGate,
-    /// `input_required` only on the three carrier methods.
-    Carriers,
-    /// Every result has a `resultType`.
-    ResultType,
-    /// Answers are checked against what was asked.
-    AnswersValidated,
-    /// Errors go on the right channel, with the right code and status.
-    ErrorChannels,
-    /// Oversized states and answers are refused.
-    SizeCaps,
-    /// What a replayed final round does (information only).
-    ReplayAfterComplete,
-}
-
-impl CheckId {
-    /// Every check, in the report's order.
-    pub const ALL: [CheckId; 18] = [
-        Self::Integrity,
-        Self::Confidentiality,
-        Self::BindingArguments,
-        Self::BindingTool,
-        Self::BindingMethod,
-        Self::BindingPrincipal,
-        Self::ForeignKey,
-        Self::Fleet,
-        Self::Expiry,
-        Self::ErrorUniformity,
-        Self::Leaks,
-        Self::CapabilityGate,
-        Self::Carriers,
-        Self::ResultType,
-        Self::AnswersValidated,
-        Self::ErrorChannels,
-        Self::SizeCaps,
-        Self::ReplayAfterComplete,
-    ];
-
-    /// Its id.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Integrity => "integrity",
-            Self::Confidentiality => "confidentiality",
-            Self::BindingArguments => "binding-arguments",
-            Self::BindingTool => "binding-tool",
-            Self::BindingMethod => "binding-method",
-            Self::BindingPrincipal => "binding-principal",
-            Self::ForeignKey => "foreign-key",
-            Self::Fleet => "fleet",
-            Self::Expiry => "expiry",
-            Self::ErrorUniformity => "error-uniformity",
-            Self::Leaks => "leaks",
-            Self::CapabilityGate => "capability-gate",
-            Self::Carriers => "carriers",
-            Self::ResultType => "result-type",
-            Self::AnswersValidated => "answers-validated",
-            Self::ErrorChannels => "error-channels",
-            Self::SizeCaps => "size-caps",
-            Self::ReplayAfterComplete => "replay-after-complete",
-        }
-    }
-
-    /// The check named `name`.
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|c| c.name() == name)
-    }
-
-    /// The spec's sentence the check rests on.
-    pub fn spec(self) -> &'static str {
-        match self {
-            Self::Integrity => {
-                "MRTR server requirement 4: \"servers MUST protect its integrity (e.g. HMAC or AEAD) and MUST reject state that fails verification\""
-            }
-            Self::Confidentiality => {
-                "MRTR server requirement 3: the state is \"an opaque string meaningful only to the server, in any format (base64 JSON, encrypted JWT, binary, ...)\"; only the SEP says \"If tampering is a concern, servers SHOULD encrypt it (e.g. AES-GCM, signed JWT)\": values in the clear miss that SHOULD, a readable state breaks no rule"
-            }
-            Self::BindingArguments | Self::BindingTool | Self::BindingMethod => {
-                "MRTR server requirement 5: servers SHOULD bind \"an identifier for the originating request, e.g. the method name and a digest of its salient parameters (reject state presented on a non-matching request)\""
-            }
-            Self::BindingPrincipal => {
-                "MRTR server requirement 5: servers SHOULD bind \"the authenticated principal (reject state presented by a different principal)\"; elicitation: \"Servers MUST bind elicitation requests to client and user identity\""
-            }
-            Self::ForeignKey => {
-                "MRTR server requirement 4: servers \"MUST reject state that fails verification\""
-            }
-            Self::Fleet => {
-                "MRTR: \"Requests in each round are completely independent. The server handling the retry needs nothing beyond what is in the retry request\""
-            }
-            Self::Expiry => {
-                "MRTR server requirement 5: servers SHOULD bind \"a short expiry/TTL (reject state presented after it lapses)\""
-            }
-            Self::ErrorUniformity => {
-                "MRTR security considerations: state is attacker-controlled; one error for every failed verification gives an attacker no oracle (the conformance suite expects \"-32602 or similar\")"
-            }
-            Self::Leaks => {
-                "MRTR: requestState is attacker-controlled input; a refusal that names its reason, or echoes a token or a value, helps the attacker (the reason belongs in a private log)"
-            }
-            Self::CapabilityGate => {
-                "MRTR server requirement 7: \"Servers MUST NOT send inputRequests the client has not declared support for in its capabilities\"; basic/_meta: a required undeclared capability is -32021 with data.requiredCapabilities (HTTP 400)"
-            }
-            Self::Carriers => {
-                "tools.mdx, prompts.mdx, resources.mdx: an InputRequiredResult answers tools/call, prompts/get and resources/read"
-            }
-            Self::ResultType => {
-                "basic/index.mdx: \"The result MUST include a resultType field. Servers implementing this version MUST include it.\"; an InputRequiredResult carries inputRequests and requestState, the content belongs to the complete result (wire hygiene)"
-            }
-            Self::AnswersValidated => {
-                "MRTR error handling: missing information \"SHOULD respond with a new InputRequiredResult requesting it again, rather than returning an error\"; wrong answers are treated as missing; extra entries SHOULD be ignored"
-            }
-            Self::ErrorChannels => {
-                "basic/index.mdx error codes: -32601 (HTTP 404), -32602 for a missing _meta (HTTP 400), -32020 for headers that disagree (HTTP 400); Streamable HTTP: servers MUST validate Origin and answer an invalid one with HTTP 403; JSON-RPC 2.0: -32700 for a body that is not JSON, -32600 for one that is not a request (MCP has no batches since 2025-06-18); Streamable HTTP: the body is application/json; tools.mdx: input validation errors are tool results with isError"
-            }
-            Self::SizeCaps => {
-                "The spec sets no limit on requestState, inputResponses, rounds or keys (the SEP suggests standard limits and throttling): a missing cap is a hardening note; a state the server never issued that is taken breaks requirement 4 (\"MUST reject state that fails verification\"); a refusal is a JSON-RPC error or an HTTP 4xx, never an empty 200"
-            }
-            Self::ReplayAfterComplete => {
-                "MRTR server requirement 5, warning: binding \"do[es] not guarantee single use. Servers for which a requestState must be consumed at most once ... MUST enforce that server-side.\""
-            }
-        }
-    }
-}
-
-/// The word the spec uses for the rule a check rests on: a MUST broken is not
-/// graded like a SHOULD.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Word {
-    /// MUST (or MUST NOT).
-    Must,
-    /// SHOULD (or SHOULD NOT).
-    Should,
-}
-
-impl CheckId {
-    /// The word of the rule a misplaced or altered state breaks here: MUST for
-    /// a state that fails verification (`integrity`, `foreign-key`) and for
-    /// the user's (the SEP and the elicitation page: user data and elicitation
-    /// MUST be bound to the user); SHOULD for the request, the tool, the method
-    /// and the expiry (server requirement 5).
-    pub(super) fn word(self) -> Word {
-        match self {
-            Self::Integrity | Self::ForeignKey | Self::BindingPrincipal => Word::Must,
-            _ => Word::Should,
-        }
-    }
-}
+use super::args::Plan;
+use super::catalog::{CheckId, Severity, Word};
+use super::flow::{self, Baseline, Round};
+use super::outcome::Outcome;
+use super::run::Context;
+use super::target::{Exchange, Reply, Spent, Who};
+use super::text::{cut, shown};
 
 /// What a server did with a state it should have rejected. The spec says
 /// "reject" for every such state (one that fails verification: MUST; one
@@ -226,41 +56,56 @@ impl BadState {
     }
 }
 
+/// The finding a reply makes: how bad, its title, and the fix.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Verdict<'a> {
+    /// How bad it is.
+    pub(super) severity: Severity,
+    /// The finding's title (findings with one title share their evidence).
+    pub(super) title: &'a str,
+    /// What the server should do instead.
+    pub(super) fix: &'a str,
+}
+
 /// Adds the finding for a bad state the server did not reject (`verdict`, on
 /// `ex`, for what `sent` describes), graded by the word of `f`'s rule; a taken
-/// state is graded by the caller (`taken`: severity, title, fix).
+/// state is graded by the caller (`taken`).
 pub(super) fn judge_bad_state(
     f: &mut Findings,
     verdict: BadState,
     ex: &Exchange,
     sent: &str,
-    taken: (Severity, &str, &str),
+    taken: Verdict<'_>,
 ) {
     let must = f.id.word() == Word::Must;
-    let (severity, title, fix) = match verdict {
+    let Verdict {
+        severity,
+        title,
+        fix,
+    } = match verdict {
         BadState::Rejected => return,
         BadState::Taken => taken,
-        BadState::AskedAgain => (
-            if must {
+        BadState::AskedAgain => Verdict {
+            severity: if must {
                 Severity::Medium
             } else {
                 Severity::Low
             },
-            "a bad state is treated as no state (the question is asked again) instead of rejected",
-            "Reject a state that does not verify, or does not belong to this request, user or \
+            title: "a bad state is treated as no state (the question is asked again) instead of rejected",
+            fix: "Reject a state that does not verify, or does not belong to this request, user or \
              time, with the one JSON-RPC error used for every bad state (the spec says reject; \
              the conformance suite fails a re-prompt).",
-        ),
-        BadState::Other => (
-            if must {
+        },
+        BadState::Other => Verdict {
+            severity: if must {
                 Severity::Medium
             } else {
                 Severity::Low
             },
-            "a bad state gets neither a rejection nor the flow (no JSON-RPC reply, a server error, or an empty ask)",
-            "Verify the state before using it, and answer a failure with the one JSON-RPC error \
+            title: "a bad state gets neither a rejection nor the flow (no JSON-RPC reply, a server error, or an empty ask)",
+            fix: "Verify the state before using it, and answer a failure with the one JSON-RPC error \
              used for every bad state.",
-        ),
+        },
     };
     f.add(severity, title, fix, evidence(sent, ex));
 }
@@ -378,16 +223,6 @@ pub(super) fn skip(id: CheckId, why: impl Into<String>) -> CheckResult {
     }
 }
 
-/// A refusal of an altered or misplaced state, kept for `error-uniformity` and
-/// `leaks`.
-#[derive(Debug, Clone)]
-pub(super) struct Refusal {
-    pub(super) check: CheckId,
-    /// What was sent.
-    pub(super) sent: String,
-    pub(super) exchange: Exchange,
-}
-
 /// How a refusal looks to the client, in two parts: its face (the JSON-RPC
 /// code and message, or "a tool error", or the HTTP status of an error page,
 /// with the HTTP status) and its details (the error's `data`, the tool error's
@@ -482,39 +317,6 @@ fn mask(text: &str) -> String {
     }
     flush(&mut token, &mut out);
     out
-}
-
-/// What the checks share.
-pub(super) struct Context<'a> {
-    pub(super) plan: &'a Plan,
-    pub(super) target: Target,
-    pub(super) marks: Marks,
-    pub(super) refusals: Vec<Refusal>,
-}
-
-impl<'a> Context<'a> {
-    pub(super) fn new(plan: &'a Plan, target: Target) -> Self {
-        Self {
-            plan,
-            target,
-            marks: Marks::new(),
-            refusals: Vec::new(),
-        }
-    }
-
-    /// Keeps `ex` as a refusal of what `sent` describes, if it refused.
-    pub(super) fn keep_refusal(&mut self, check: CheckId, sent: &str, ex: &Exchange) {
-        if matches!(
-            Outcome::of(ex),
-            Outcome::Error { .. } | Outcome::Complete { is_error: true } | Outcome::Http(_)
-        ) {
-            self.refusals.push(Refusal {
-                check,
-                sent: sent.to_owned(),
-                exchange: ex.clone(),
-            });
-        }
-    }
 }
 
 /// A fresh key round and its state (see [`flow::fresh`]), or the skip that

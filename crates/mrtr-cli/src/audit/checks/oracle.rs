@@ -4,11 +4,12 @@
 
 use std::collections::BTreeMap;
 
-use super::super::args::Severity;
+use super::super::catalog::{CheckId, Severity};
 use super::super::flow::Baseline;
-use super::super::report::{cut, shown};
+use super::super::run::{Context, Refusal};
 use super::super::target::Reply;
-use super::{CheckId, CheckResult, Context, Findings, Looks, skip};
+use super::super::text::{cut, shown};
+use super::{CheckResult, Findings, Looks, skip};
 
 /// The checks whose refusals are refusals of a bad state.
 const STATE_CHECKS: [CheckId; 7] = [
@@ -24,7 +25,7 @@ const STATE_CHECKS: [CheckId; 7] = [
 /// Whether `r` is a size refusal made before the body was parsed (HTTP 413):
 /// it answers the request's length, which the client knows, not anything about
 /// the state, so it is no oracle and names no private reason.
-fn before_parsing(r: &super::Refusal) -> bool {
+fn before_parsing(r: &Refusal) -> bool {
     r.exchange.status == Some(413)
 }
 
@@ -151,74 +152,12 @@ pub(super) fn leaks(ctx: &mut Context<'_>, b: &Baseline) -> CheckResult {
     let mut read = 0;
     for r in &ctx.refusals {
         read += 1;
-        let text = match &r.exchange.reply {
-            Reply::Error { message, data, .. } => {
-                let data = data.as_ref().map(ToString::to_string).unwrap_or_default();
-                format!("{message} {data}")
-            }
-            _ => r.exchange.excerpt.clone(),
-        };
-        let sent = format!("{}: {}", r.check.name(), r.sent);
-        if secrets.iter().any(|s| text.contains(s.as_str())) {
-            f.add(
-                Severity::High,
-                "a refusal echoes a credential the client sent",
-                "Never put a header value or token into a reply.",
-                format!(
-                    "{} — a -H/--as-other value is in the reply",
-                    shown(&cut(&sent, 80))
-                ),
-            );
-        }
-        if let Some(v) = values.iter().find(|v| text.contains(v.as_str())) {
-            f.add(
-                Severity::Medium,
-                "a refusal echoes an argument or answer value",
-                "Name the field at fault, never its value: a value can be a secret or an injection.",
-                format!("{} — the reply holds {}", shown(&cut(&sent, 80)), cut(v, 6)),
-            );
-        }
-        if state_slices.iter().any(|s| text.contains(s.as_str())) {
-            f.add(
-                Severity::Low,
-                "a refusal echoes the state",
-                "Refuse a state without repeating it.",
-                format!(
-                    "{} — a slice of the state is in the reply",
-                    shown(&cut(&sent, 80))
-                ),
-            );
-        }
+        echoed(&mut f, r, &secrets, &values, &state_slices);
     }
     let mut detail = format!("{read} refusals read");
     if let Some(path) = &ctx.plan.log {
-        match read_log(path) {
-            Ok(log) => {
-                if secrets.iter().any(|s| log.contains(s.as_str())) {
-                    f.add(
-                        Severity::High,
-                        "a credential reaches the server's log",
-                        "Log who the caller is (a principal), never a header value or token.",
-                        format!(
-                            "{}: a -H/--as-other value is in it",
-                            shown(&path.display().to_string())
-                        ),
-                    );
-                }
-                if let Some(v) = values.iter().find(|v| log.contains(v.as_str())) {
-                    f.add(
-                        Severity::Medium,
-                        "an argument or answer value reaches the server's log",
-                        "Log the names of arguments and answer keys, never their values.",
-                        format!(
-                            "{}: {} is in it",
-                            shown(&path.display().to_string()),
-                            cut(v, 6)
-                        ),
-                    );
-                }
-                detail.push_str(&format!(", and the log ({} bytes)", log.len()));
-            }
+        match logged(&mut f, path, &secrets, &values) {
+            Ok(len) => detail.push_str(&format!(", and the log ({len} bytes)")),
             Err(e) => {
                 return skip(
                     id,
@@ -230,6 +169,91 @@ pub(super) fn leaks(ctx: &mut Context<'_>, b: &Baseline) -> CheckResult {
         return skip(id, "no refusal to read, and no --log FILE");
     }
     f.done(detail)
+}
+
+/// `leaks` on one refusal: no credential (`secrets`), no argument or answer
+/// value (`values`) and no slice of a state (`state_slices`) in what it says.
+fn echoed(
+    f: &mut Findings,
+    r: &Refusal,
+    secrets: &[String],
+    values: &[String],
+    state_slices: &[String],
+) {
+    let text = match &r.exchange.reply {
+        Reply::Error { message, data, .. } => {
+            let data = data.as_ref().map(ToString::to_string).unwrap_or_default();
+            format!("{message} {data}")
+        }
+        _ => r.exchange.excerpt.clone(),
+    };
+    let sent = format!("{}: {}", r.check.name(), r.sent);
+    if secrets.iter().any(|s| text.contains(s.as_str())) {
+        f.add(
+            Severity::High,
+            "a refusal echoes a credential the client sent",
+            "Never put a header value or token into a reply.",
+            format!(
+                "{} — a -H/--as-other value is in the reply",
+                shown(&cut(&sent, 80))
+            ),
+        );
+    }
+    if let Some(v) = values.iter().find(|v| text.contains(v.as_str())) {
+        f.add(
+            Severity::Medium,
+            "a refusal echoes an argument or answer value",
+            "Name the field at fault, never its value: a value can be a secret or an injection.",
+            format!("{} — the reply holds {}", shown(&cut(&sent, 80)), cut(v, 6)),
+        );
+    }
+    if state_slices.iter().any(|s| text.contains(s.as_str())) {
+        f.add(
+            Severity::Low,
+            "a refusal echoes the state",
+            "Refuse a state without repeating it.",
+            format!(
+                "{} — a slice of the state is in the reply",
+                shown(&cut(&sent, 80))
+            ),
+        );
+    }
+}
+
+/// `leaks` on the server's log at `path`: no credential (`secrets`) and no
+/// argument or answer value (`values`) in it. Returns how long the log read
+/// was.
+fn logged(
+    f: &mut Findings,
+    path: &std::path::Path,
+    secrets: &[String],
+    values: &[String],
+) -> std::io::Result<usize> {
+    let log = read_log(path)?;
+    if secrets.iter().any(|s| log.contains(s.as_str())) {
+        f.add(
+            Severity::High,
+            "a credential reaches the server's log",
+            "Log who the caller is (a principal), never a header value or token.",
+            format!(
+                "{}: a -H/--as-other value is in it",
+                shown(&path.display().to_string())
+            ),
+        );
+    }
+    if let Some(v) = values.iter().find(|v| log.contains(v.as_str())) {
+        f.add(
+            Severity::Medium,
+            "an argument or answer value reaches the server's log",
+            "Log the names of arguments and answer keys, never their values.",
+            format!(
+                "{}: {} is in it",
+                shown(&path.display().to_string()),
+                cut(v, 6)
+            ),
+        );
+    }
+    Ok(log.len())
 }
 
 /// The log, at most its last 64 MiB.

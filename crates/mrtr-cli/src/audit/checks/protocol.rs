@@ -6,12 +6,14 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value, json};
 
-use super::super::answer::{self, Kind};
-use super::super::args::Severity;
-use super::super::flow::{Baseline, Outcome, carrier, list, retry};
-use super::super::report::shown;
+use super::super::answer::{self, Kind, Marks};
+use super::super::catalog::{CheckId, Severity};
+use super::super::flow::{Baseline, carrier, list, retry};
+use super::super::outcome::Outcome;
+use super::super::run::Context;
 use super::super::target::{Exchange, JSON, McpHeaders, Reply, Spent, Who, derived};
-use super::{CheckId, CheckResult, Context, Findings, evidence, fresh_state, skip};
+use super::super::text::shown;
+use super::{CheckResult, Findings, evidence, fresh_state, skip};
 
 /// The kinds of input the baseline asked for.
 fn kinds(b: &Baseline) -> BTreeSet<Kind> {
@@ -217,62 +219,10 @@ pub(super) async fn answers_validated(
         return Ok(skip(id, "the first round asks nothing"));
     };
     let marks = ctx.marks.clone();
-    // What is sent, the answers (none: no inputResponses), and whether the flow
-    // must go on as the baseline did.
-    type Case = (String, Option<Map<String, Value>>, bool);
-    let mut cases: Vec<Case> = Vec::new();
-    cases.push(("no inputResponses".into(), None, false));
-    let mut unrequested = Map::new();
-    unrequested.insert(
-        "mrtr-audit-unrequested".into(),
-        json!({"action": "accept", "content": {}}),
-    );
-    cases.push(("only an unrequested key".into(), Some(unrequested), false));
-    let mut wrong = round.answers.clone();
-    wrong.insert(key.clone(), answer::wrong_kind(&request, &marks));
-    cases.push((
-        format!("an answer of another kind for {key:?}"),
-        Some(wrong),
-        false,
-    ));
-    if let Some(bad) = answer::schema_violation(&request, &marks) {
-        let mut broken = round.answers.clone();
-        broken.insert(key.clone(), bad);
-        cases.push((
-            format!("a form answer for {key:?} that breaks its schema"),
-            Some(broken),
-            false,
-        ));
-    }
-    let mut extra = round.answers.clone();
-    extra.insert(
-        "mrtr-audit-extra".into(),
-        json!({"action": "accept", "content": {}}),
-    );
-    cases.push((
-        "the right answers and an extra unrequested key".into(),
-        Some(extra),
-        true,
-    ));
+    let cases = answer_cases(&round.answers, &key, &request, &marks);
     let mut f = Findings::new(id);
-    // The right answers with no state at all, where the server gave one: taken,
-    // they were never bound to the question, so a client can answer on the
-    // first call what was never asked (elicitation: "Servers MUST bind
-    // elicitation requests to client and user identity").
     if b.state().is_some() {
-        let rid = ctx.target.id();
-        let body = retry(&b.first, rid, None, Some(&round.answers));
-        let ex = ctx.target.send(Who::Main, &body).await?;
-        if Outcome::of(&ex).progressed(&b.asked()) {
-            f.add(
-                Severity::Medium,
-                "answers are taken with no requestState at all: the question need never have \
-                 been asked",
-                "Take answers only with the state of the round that asked for them (sealed, \
-                 bound to the request and the user), and ask again when it is missing.",
-                evidence("the retry with the right answers and no requestState", &ex),
-            );
-        }
+        answers_without_state(ctx, b, &round.answers, &mut f).await?;
     }
     for (sent, answers, should_go_on) in &cases {
         // Each case on a flow of its own: one that wrongly goes on may use it up.
@@ -284,44 +234,8 @@ pub(super) async fn answers_validated(
         let rid = ctx.target.id();
         let body = retry(&b.first, rid, state.as_deref(), answers.as_ref());
         let ex = ctx.target.send(Who::Main, &body).await?;
-        let o = Outcome::of(&ex);
         let sent = format!("the retry with {sent}");
-        if *should_go_on {
-            if !o.progressed(&b.asked()) {
-                f.add(
-                    Severity::Low,
-                    "an extra, unrequested answer beside the right ones stops the flow",
-                    "Ignore inputResponses entries that were not asked for.",
-                    evidence(&sent, &ex),
-                );
-            }
-            continue;
-        }
-        if o.asks_again(&b.asked()) {
-            continue;
-        }
-        match o {
-            o if o.progressed(&b.asked()) => f.add(
-                Severity::High,
-                "an answer that is missing or not what was asked is taken",
-                "Check every answer against what was asked (its key, its kind, the form's \
-                 schema) and ask again for what is missing or wrong.",
-                evidence(&sent, &ex),
-            ),
-            Outcome::Error { .. } | Outcome::Http(_) => f.add(
-                Severity::Low,
-                "a missing or wrong answer is a protocol error instead of a new question",
-                "Answer a missing or wrong answer with a new InputRequiredResult asking again, \
-                 not an error: the client can always recover from a question.",
-                evidence(&sent, &ex),
-            ),
-            _ => f.add(
-                Severity::Low,
-                "a missing or wrong answer is not asked again",
-                "Answer a missing or wrong answer with a new InputRequiredResult asking again.",
-                evidence(&sent, &ex),
-            ),
-        }
+        judge_answers(&mut f, &ex, &sent, *should_go_on, &b.asked());
     }
     Ok(f.done(format!(
         "{} retries with answers that are not what was asked{}",
@@ -332,6 +246,130 @@ pub(super) async fn answers_validated(
             ""
         }
     )))
+}
+
+/// One case of `answers-validated`: what is sent, the answers (none: no
+/// inputResponses), and whether the flow must go on as the baseline did.
+type Case = (String, Option<Map<String, Value>>, bool);
+
+/// The answers `answers-validated` sends instead of the right ones (`right`),
+/// where the round asked `key` with `request`.
+fn answer_cases(
+    right: &Map<String, Value>,
+    key: &str,
+    request: &Value,
+    marks: &Marks,
+) -> Vec<Case> {
+    let mut cases: Vec<Case> = Vec::new();
+    cases.push(("no inputResponses".into(), None, false));
+    let mut unrequested = Map::new();
+    unrequested.insert(
+        "mrtr-audit-unrequested".into(),
+        json!({"action": "accept", "content": {}}),
+    );
+    cases.push(("only an unrequested key".into(), Some(unrequested), false));
+    let mut wrong = right.clone();
+    wrong.insert(key.to_owned(), answer::wrong_kind(request, marks));
+    cases.push((
+        format!("an answer of another kind for {key:?}"),
+        Some(wrong),
+        false,
+    ));
+    if let Some(bad) = answer::schema_violation(request, marks) {
+        let mut broken = right.clone();
+        broken.insert(key.to_owned(), bad);
+        cases.push((
+            format!("a form answer for {key:?} that breaks its schema"),
+            Some(broken),
+            false,
+        ));
+    }
+    let mut extra = right.clone();
+    extra.insert(
+        "mrtr-audit-extra".into(),
+        json!({"action": "accept", "content": {}}),
+    );
+    cases.push((
+        "the right answers and an extra unrequested key".into(),
+        Some(extra),
+        true,
+    ));
+    cases
+}
+
+/// The right answers (`right`) with no state at all, where the server gave
+/// one: taken, they were never bound to the question, so a client can answer
+/// on the first call what was never asked (elicitation: "Servers MUST bind
+/// elicitation requests to client and user identity").
+async fn answers_without_state(
+    ctx: &mut Context<'_>,
+    b: &Baseline,
+    right: &Map<String, Value>,
+    f: &mut Findings,
+) -> Result<(), Spent> {
+    let rid = ctx.target.id();
+    let body = retry(&b.first, rid, None, Some(right));
+    let ex = ctx.target.send(Who::Main, &body).await?;
+    if Outcome::of(&ex).progressed(&b.asked()) {
+        f.add(
+            Severity::Medium,
+            "answers are taken with no requestState at all: the question need never have \
+             been asked",
+            "Take answers only with the state of the round that asked for them (sealed, \
+             bound to the request and the user), and ask again when it is missing.",
+            evidence("the retry with the right answers and no requestState", &ex),
+        );
+    }
+    Ok(())
+}
+
+/// Judges the reply `ex` to one case (`sent`): where the flow should go on
+/// (`should_go_on`), that it did; else that the question was asked again
+/// (`asked`: what the flow had asked).
+fn judge_answers(
+    f: &mut Findings,
+    ex: &Exchange,
+    sent: &str,
+    should_go_on: bool,
+    asked: &Map<String, Value>,
+) {
+    let o = Outcome::of(ex);
+    if should_go_on {
+        if !o.progressed(asked) {
+            f.add(
+                Severity::Low,
+                "an extra, unrequested answer beside the right ones stops the flow",
+                "Ignore inputResponses entries that were not asked for.",
+                evidence(sent, ex),
+            );
+        }
+        return;
+    }
+    if o.asks_again(asked) {
+        return;
+    }
+    match o {
+        o if o.progressed(asked) => f.add(
+            Severity::High,
+            "an answer that is missing or not what was asked is taken",
+            "Check every answer against what was asked (its key, its kind, the form's \
+             schema) and ask again for what is missing or wrong.",
+            evidence(sent, ex),
+        ),
+        Outcome::Error { .. } | Outcome::Http(_) => f.add(
+            Severity::Low,
+            "a missing or wrong answer is a protocol error instead of a new question",
+            "Answer a missing or wrong answer with a new InputRequiredResult asking again, \
+             not an error: the client can always recover from a question.",
+            evidence(sent, ex),
+        ),
+        _ => f.add(
+            Severity::Low,
+            "a missing or wrong answer is not asked again",
+            "Answer a missing or wrong answer with a new InputRequiredResult asking again.",
+            evidence(sent, ex),
+        ),
+    }
 }
 
 /// Whether `ex` is the JSON-RPC error `code`, over HTTP with `status`.
@@ -485,6 +523,34 @@ pub(super) async fn error_channels(
     let id = CheckId::ErrorChannels;
     let http = ctx.target.is_http();
     let mut f = Findings::new(id);
+    request_errors(ctx, b, &mut f).await?;
+    if http {
+        transport_refusals(ctx, &mut f).await?;
+        foreign_origin(ctx, &mut f).await?;
+    }
+    unknown_tool(ctx, &mut f).await?;
+    let mut detail = "unknown method, no _meta, an unknown tool".to_owned();
+    if http {
+        detail.push_str(
+            ", disagreeing headers, a body that is not JSON, a batch, a text/plain body, a \
+             foreign Origin",
+        );
+    }
+    if wrong_argument_type(ctx, b, &mut f).await? {
+        detail.push_str(", an argument of the wrong type");
+    }
+    Ok(f.done(detail))
+}
+
+/// `error-channels` on requests that are wrong as requests: an unknown
+/// method, a call without `_meta`, and (HTTP) an `Mcp-Name` header that
+/// disagrees with the body.
+async fn request_errors(
+    ctx: &mut Context<'_>,
+    b: &Baseline,
+    f: &mut Findings,
+) -> Result<(), Spent> {
+    let http = ctx.target.is_http();
     let status = |s: u16| http.then_some(s);
 
     let rid = ctx.target.id();
@@ -492,7 +558,7 @@ pub(super) async fn error_channels(
     unknown["method"] = json!("mrtr-audit/no-such-method");
     let ex = ctx.target.send(Who::Main, &unknown).await?;
     expect_error(
-        &mut f,
+        f,
         &ex,
         "an unknown method",
         -32601,
@@ -508,7 +574,7 @@ pub(super) async fn error_channels(
     }
     let ex = ctx.target.send(Who::Main, &no_meta).await?;
     expect_error(
-        &mut f,
+        f,
         &ex,
         "the first call without _meta",
         -32602,
@@ -531,7 +597,7 @@ pub(super) async fn error_channels(
             .send_to(None, Who::Main, &first, McpHeaders::Given(headers))
             .await?;
         expect_error(
-            &mut f,
+            f,
             &ex,
             "the first call with an Mcp-Name header that differs from the body",
             -32020,
@@ -539,12 +605,11 @@ pub(super) async fn error_channels(
             "headers that disagree with the body",
         );
     }
+    Ok(())
+}
 
-    if http {
-        transport_refusals(ctx, &mut f).await?;
-        foreign_origin(ctx, &mut f).await?;
-    }
-
+/// `error-channels` on a call of a tool that does not exist: a JSON-RPC error.
+async fn unknown_tool(ctx: &mut Context<'_>, f: &mut Findings) -> Result<(), Spent> {
     let rid = ctx.target.id();
     let no_tool = carrier(
         rid,
@@ -562,41 +627,44 @@ pub(super) async fn error_channels(
             evidence("a call of a tool that does not exist", &ex),
         );
     }
+    Ok(())
+}
 
-    let mut detail = "unknown method, no _meta, an unknown tool".to_owned();
-    if http {
-        detail.push_str(
-            ", disagreeing headers, a body that is not JSON, a batch, a text/plain body, a \
-             foreign Origin",
-        );
+/// `error-channels` on the first call with a number for the audit's string
+/// argument: a tool error, not a JSON-RPC error and not taken. `false` when
+/// the tool has no such argument (nothing was sent).
+async fn wrong_argument_type(
+    ctx: &mut Context<'_>,
+    b: &Baseline,
+    f: &mut Findings,
+) -> Result<bool, Spent> {
+    let Some(name) = answer::marked_argument(&b.arguments, &ctx.marks) else {
+        return Ok(false);
+    };
+    let rid = ctx.target.id();
+    let mut wrong = b.first.clone();
+    wrong["id"] = json!(rid);
+    wrong["params"]["arguments"][&name] = json!(12345);
+    let ex = ctx.target.send(Who::Main, &wrong).await?;
+    let sent = format!("the first call with a number for the string argument {name:?}");
+    match Outcome::of(&ex) {
+        Outcome::Error { .. } => f.add(
+            Severity::Low,
+            "arguments of the wrong type are a JSON-RPC error, not a tool error",
+            "Report invalid tool arguments as a tool result with isError: true and a message \
+             the model can act on (tools.mdx, since 2025-11-25).",
+            evidence(&sent, &ex),
+        ),
+        Outcome::Complete { is_error: false } => f.add(
+            Severity::Low,
+            "arguments of the wrong type are taken",
+            "Validate tool arguments against the input schema; report a mismatch as a tool \
+             result with isError: true.",
+            evidence(&sent, &ex),
+        ),
+        _ => {}
     }
-    if let Some(name) = answer::marked_argument(&b.arguments, &ctx.marks) {
-        let rid = ctx.target.id();
-        let mut wrong = b.first.clone();
-        wrong["id"] = json!(rid);
-        wrong["params"]["arguments"][&name] = json!(12345);
-        let ex = ctx.target.send(Who::Main, &wrong).await?;
-        let sent = format!("the first call with a number for the string argument {name:?}");
-        match Outcome::of(&ex) {
-            Outcome::Error { .. } => f.add(
-                Severity::Low,
-                "arguments of the wrong type are a JSON-RPC error, not a tool error",
-                "Report invalid tool arguments as a tool result with isError: true and a message \
-                 the model can act on (tools.mdx, since 2025-11-25).",
-                evidence(&sent, &ex),
-            ),
-            Outcome::Complete { is_error: false } => f.add(
-                Severity::Low,
-                "arguments of the wrong type are taken",
-                "Validate tool arguments against the input schema; report a mismatch as a tool \
-                 result with isError: true.",
-                evidence(&sent, &ex),
-            ),
-            _ => {}
-        }
-        detail.push_str(", an argument of the wrong type");
-    }
-    Ok(f.done(detail))
+    Ok(true)
 }
 
 /// The fix for a state that is taken without being one the server issued.

@@ -1,13 +1,13 @@
 //! `integrity` (altered states are refused) and `confidentiality` (a state
 //! cannot be read).
 
-use super::super::args::Severity;
-use super::super::flow::{Baseline, Outcome, retry};
+use super::super::catalog::{CheckId, Severity};
+use super::super::flow::{Baseline, retry};
+use super::super::outcome::Outcome;
+use super::super::run::Context;
 use super::super::state::{self, Alteration};
 use super::super::target::{Spent, Who};
-use super::{
-    BadState, CheckId, CheckResult, Context, Findings, fresh_state, judge_bad_state, skip,
-};
+use super::{BadState, CheckResult, Findings, Verdict, fresh_state, judge_bad_state, skip};
 
 const FIX_INTEGRITY: &str = "Seal the state with an AEAD (AES-GCM, XAES-256-GCM, ChaCha20-Poly1305) or sign it \
      with an HMAC over its exact bytes, and answer every state that does not verify with one \
@@ -62,7 +62,11 @@ pub(super) async fn integrity(ctx: &mut Context<'_>, b: &Baseline) -> Result<Che
             verdict,
             &ex,
             &sent,
-            (taken.0, taken.1, FIX_INTEGRITY),
+            Verdict {
+                severity: taken.0,
+                title: taken.1,
+                fix: FIX_INTEGRITY,
+            },
         );
     }
     Ok(f.done(format!(
