@@ -64,7 +64,7 @@ where
         .with_max_rounds(cfg.max_rounds)
         // A side effect behind `Round::once` must not repeat when a client replays
         // the final round.
-        .with_replay_guard(replay_store::guard(cfg, Timestamp::now())?);
+        .with_replay_guard(replay_store::guard(&cfg.replay(), Timestamp::now())?);
     Ok(make(engine))
 }
 

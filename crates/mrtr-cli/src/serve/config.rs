@@ -277,6 +277,17 @@ impl Default for ServeConfig {
 }
 
 impl ServeConfig {
+    /// The replay settings, as `replay_store` reads them.
+    pub(super) fn replay(&self) -> replay_store::Replay<'_> {
+        replay_store::Replay {
+            store: &self.replay_store,
+            max_claims: self.replay_max_claims,
+            max_claims_per_principal: self.replay_max_claims_per_principal,
+            allow_eviction: self.replay_allow_eviction,
+            audience: &self.audience,
+        }
+    }
+
     /// Checks the ranges of the numeric settings, normalizes the allowed origins,
     /// and checks that the principal was chosen and fits the transport.
     ///
@@ -284,7 +295,7 @@ impl ServeConfig {
     /// [`ServerConfigError`] naming the first setting that is out of range or malformed.
     pub fn validate(mut self) -> Result<Self, ServerConfigError> {
         self.check_limits()?;
-        replay_store::validate(&self)?;
+        replay_store::validate(&self.replay())?;
         let origins = std::mem::take(&mut self.allowed_origins);
         self.allowed_origins = origins
             .iter()

@@ -4,10 +4,10 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::{ServeConfig, ServerConfigError};
 use mrtr::Timestamp;
 use mrtr::defaults;
 use mrtr::replay::{MemoryReplayGuard, ReplayGuard};
+use mrtr_server::ServerConfigError;
 
 /// The replay guard of `mrtr serve` (`--replay-store`, `MRTR_REPLAY_STORE`).
 #[derive(Clone, PartialEq, Eq, Default)]
@@ -55,11 +55,28 @@ impl ReplayStore {
     }
 }
 
+/// The replay settings of a `ServeConfig`, as the functions below read them
+/// (`ServeConfig::replay`), so that this module does not import the
+/// configuration that holds it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Replay<'a> {
+    /// `--replay-store`.
+    pub(super) store: &'a ReplayStore,
+    /// `--replay-max-claims`.
+    pub(super) max_claims: Option<usize>,
+    /// `--replay-max-claims-per-principal`.
+    pub(super) max_claims_per_principal: Option<usize>,
+    /// `--replay-store-allow-eviction`.
+    pub(super) allow_eviction: bool,
+    /// The audience the claims are kept under.
+    pub(super) audience: &'a str,
+}
+
 /// Checks the replay settings of `cfg` together: the in-memory caps are in range
 /// and apply to the in-memory store, the eviction opt-in to a Redis one.
-pub(super) fn validate(cfg: &ServeConfig) -> Result<(), ServerConfigError> {
-    let caps = cfg.replay_max_claims.is_some() || cfg.replay_max_claims_per_principal.is_some();
-    match cfg.replay_store {
+pub(super) fn validate(cfg: &Replay<'_>) -> Result<(), ServerConfigError> {
+    let caps = cfg.max_claims.is_some() || cfg.max_claims_per_principal.is_some();
+    match cfg.store {
         ReplayStore::Redis(_) if caps => {
             return Err(ServerConfigError(
                 "--replay-max-claims and --replay-max-claims-per-principal bound the in-memory \
@@ -67,7 +84,7 @@ pub(super) fn validate(cfg: &ServeConfig) -> Result<(), ServerConfigError> {
                     .into(),
             ));
         }
-        ReplayStore::Memory if cfg.replay_allow_eviction => {
+        ReplayStore::Memory if cfg.allow_eviction => {
             return Err(ServerConfigError(
                 "--replay-store-allow-eviction is for a Redis replay store (--replay-store \
                  redis://…)"
@@ -77,14 +94,14 @@ pub(super) fn validate(cfg: &ServeConfig) -> Result<(), ServerConfigError> {
         _ => {}
     }
     let ceiling = defaults::REPLAY_MAX_CLAIMS_CEILING;
-    let max = cfg.replay_max_claims.unwrap_or(defaults::REPLAY_MAX_CLAIMS);
+    let max = cfg.max_claims.unwrap_or(defaults::REPLAY_MAX_CLAIMS);
     if max == 0 || max > ceiling {
         return Err(ServerConfigError(format!(
             "--replay-max-claims must be between 1 and {ceiling}"
         )));
     }
     let per = cfg
-        .replay_max_claims_per_principal
+        .max_claims_per_principal
         .unwrap_or(defaults::REPLAY_MAX_CLAIMS_PER_PRINCIPAL);
     if per == 0 || per > max {
         return Err(ServerConfigError(format!(
@@ -99,20 +116,20 @@ pub(super) fn validate(cfg: &ServeConfig) -> Result<(), ServerConfigError> {
 /// The guard `cfg` asks for; an in-memory one refuses states sealed before
 /// `started_at` and holds the configured caps.
 pub(super) fn guard(
-    cfg: &ServeConfig,
+    cfg: &Replay<'_>,
     started_at: Timestamp,
 ) -> Result<Arc<dyn ReplayGuard>, ServerConfigError> {
-    match &cfg.replay_store {
+    match cfg.store {
         ReplayStore::Memory => Ok(Arc::new(
             MemoryReplayGuard::new(started_at)
-                .with_max_claims(cfg.replay_max_claims.unwrap_or(defaults::REPLAY_MAX_CLAIMS))
+                .with_max_claims(cfg.max_claims.unwrap_or(defaults::REPLAY_MAX_CLAIMS))
                 .with_max_claims_per_principal(
-                    cfg.replay_max_claims_per_principal
+                    cfg.max_claims_per_principal
                         .unwrap_or(defaults::REPLAY_MAX_CLAIMS_PER_PRINCIPAL),
                 ),
         )),
-        ReplayStore::Redis(url) => mrtr_redis::RedisReplayGuard::new(url, &cfg.audience)
-            .map(|g| Arc::new(g.allow_eviction(cfg.replay_allow_eviction)) as Arc<dyn ReplayGuard>)
+        ReplayStore::Redis(url) => mrtr_redis::RedisReplayGuard::new(url, cfg.audience)
+            .map(|g| Arc::new(g.allow_eviction(cfg.allow_eviction)) as Arc<dyn ReplayGuard>)
             .map_err(|e| ServerConfigError(format!("--replay-store: {e}"))),
     }
 }
@@ -125,12 +142,12 @@ pub(super) fn guard(
 ///
 /// # Errors
 /// [`ServerConfigError`] (exit 2) naming the policy found, never the URL.
-pub(super) async fn check_at_start(cfg: &ServeConfig) -> Result<(), ServerConfigError> {
-    if let ReplayStore::Redis(url) = &cfg.replay_store {
+pub(super) async fn check_at_start(cfg: &Replay<'_>) -> Result<(), ServerConfigError> {
+    if let ReplayStore::Redis(url) = cfg.store {
         use mrtr_redis::{RedisReplayGuard, StoreCheck};
-        let probe = RedisReplayGuard::new(url, &cfg.audience)
+        let probe = RedisReplayGuard::new(url, cfg.audience)
             .map_err(|e| ServerConfigError(format!("--replay-store: {e}")))?
-            .allow_eviction(cfg.replay_allow_eviction);
+            .allow_eviction(cfg.allow_eviction);
         match probe.check_store().await {
             found if found.refuses_claims() => {
                 return Err(ServerConfigError(format!(

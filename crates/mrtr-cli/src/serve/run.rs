@@ -66,7 +66,7 @@ where
         replay_store::fresh_second().await;
     }
     // A Redis store that may evict claims stops the start (exit 2).
-    replay_store::check_at_start(&cfg).await?;
+    replay_store::check_at_start(&cfg.replay()).await?;
     let service = Arc::new(build_service(&cfg, make)?);
     tracing::info!(replay_store = ?cfg.replay_store, "replay guard for once steps");
     // Handlers are installed here, before the server reports that it is up.

@@ -406,6 +406,20 @@ fn expect_error(
     }
 }
 
+/// A request the transport cannot take, and the refusal it calls for.
+struct Unreadable {
+    /// What was sent, for the evidence.
+    sent: &'static str,
+    /// The body.
+    bytes: Vec<u8>,
+    /// Its declared `Content-Type`.
+    content_type: &'static str,
+    /// The JSON-RPC error code asked (`None`: any).
+    code: Option<i64>,
+    /// Its name in a finding.
+    what: &'static str,
+}
+
 /// What the transport must refuse before the request reaches the server's
 /// methods, each with the JSON-RPC error code it calls for: a body that is not
 /// JSON (-32700 Parse error), a batch (-32600 Invalid Request: batches are not
@@ -418,30 +432,37 @@ async fn transport_refusals(ctx: &mut Context<'_>, f: &mut Findings) -> Result<(
     let rid = ctx.target.id();
     let ping = list(rid, "ping");
     let text = serde_json::to_string(&ping).unwrap_or_default();
-    let cases: [(&str, Vec<u8>, &'static str, Option<i64>, &str); 3] = [
-        (
-            "a body that is not JSON (a request cut short)",
-            text.as_bytes()[..text.len() - 1].to_vec(),
-            JSON,
-            Some(-32700),
-            "a body that is not JSON",
-        ),
-        (
-            "a batch (a JSON array holding one ping)",
-            format!("[{text}]").into_bytes(),
-            JSON,
-            Some(-32600),
-            "a batch",
-        ),
-        (
-            "a ping declared Content-Type: text/plain",
-            text.clone().into_bytes(),
-            "text/plain",
-            None,
-            "a body of another media type",
-        ),
+    let cases = [
+        Unreadable {
+            sent: "a body that is not JSON (a request cut short)",
+            bytes: text.as_bytes()[..text.len() - 1].to_vec(),
+            content_type: JSON,
+            code: Some(-32700),
+            what: "a body that is not JSON",
+        },
+        Unreadable {
+            sent: "a batch (a JSON array holding one ping)",
+            bytes: format!("[{text}]").into_bytes(),
+            content_type: JSON,
+            code: Some(-32600),
+            what: "a batch",
+        },
+        Unreadable {
+            sent: "a ping declared Content-Type: text/plain",
+            bytes: text.clone().into_bytes(),
+            content_type: "text/plain",
+            code: None,
+            what: "a body of another media type",
+        },
     ];
-    for (sent, bytes, content_type, code, what) in cases {
+    for Unreadable {
+        sent,
+        bytes,
+        content_type,
+        code,
+        what,
+    } in cases
+    {
         let Some(ex) = ctx.target.send_raw(&ping, bytes, content_type).await? else {
             return Ok(());
         };
