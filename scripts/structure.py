@@ -196,7 +196,8 @@ class Module:
     items: set[str] = field(default_factory=set)
     imports: dict[str, tuple[str, ...]] = field(default_factory=dict)  # name -> absolute path
     globs: list[tuple[str, ...]] = field(default_factory=list)
-    refs: set[tuple[str, ...]] = field(default_factory=set)  # absolute paths named
+    refs: dict[tuple[str, ...], int] = field(default_factory=dict)  # absolute path -> first line
+    line0: int = 0  # the file's line before `code` starts
 
 
 MOD_DECL = re.compile(r"\b(?:pub(?:\s*\([^)]*\))?\s+)?mod\s+(r#)?(\w+)\s*([;{])")
@@ -234,7 +235,7 @@ def load_module(src: Source, path: tuple[str, ...], file: str, dir_for_children:
                 text: str, code: str, start: int, end: int, files: list) -> Module:
     """A module whose body is `code[start:end]` of `file`."""
     body = code[start:end]
-    mod = Module(path=path, file=file, code="", offset=start)
+    mod = Module(path=path, file=file, code="", offset=start, line0=line_of(code, start) - 1)
     cut: list[tuple[int, int]] = []
     for m in MOD_DECL.finditer(body):
         if any(a <= m.start() < b for a, b in cut):
@@ -361,10 +362,10 @@ def collect_imports(crate: Crate) -> None:
             end = mod.code.find(";", m.end())
             if end < 0:
                 continue
-            yield expand_use_tree(mod.code[m.end():end])
+            yield m.start(), expand_use_tree(mod.code[m.end():end])
 
     def first_pass(mod: Module) -> None:
-        for trees in uses(mod):
+        for _, trees in uses(mod):
             for segs, alias in trees:
                 target = absolute(mod, segs, crate.root, in_use=True)
                 if target is None:
@@ -377,16 +378,17 @@ def collect_imports(crate: Crate) -> None:
             first_pass(child)
 
     def second_pass(mod: Module) -> None:
-        for trees in uses(mod):
+        for pos, trees in uses(mod):
             for segs, _ in trees:
                 target = absolute(mod, segs, crate.root, in_use=True)
                 if target is not None:
-                    mod.refs.add(tuple(s for s in target if s != "*"))
+                    named = tuple(s for s in target if s != "*")
+                    mod.refs.setdefault(named, mod.line0 + line_of(mod.code, pos))
         for m in CODE_PATH.finditer(mod.code):
             segs = [m.group(1)] + [s.strip().removeprefix("r#") for s in m.group(2).split("::") if s.strip()]
             target = absolute(mod, segs, crate.root, in_use=False)
             if target is not None:
-                mod.refs.add(target)
+                mod.refs.setdefault(target, mod.line0 + line_of(mod.code, m.start()))
         for child in mod.children.values():
             second_pass(child)
 
@@ -431,8 +433,9 @@ def cycles(crate: Crate) -> list[tuple[tuple[str, ...], list[str], list[tuple[st
     """Every strongly connected component of more than one sibling: (parent, members, edges)."""
     collect_imports(crate)
     edges: dict[tuple[str, ...], set[tuple[str, str]]] = {}
+    where: dict[tuple[tuple[str, ...], str, str], str] = {}  # an example of each edge
     for mod in all_modules(crate.root):
-        for ref in mod.refs:
+        for ref, line in sorted(mod.refs.items(), key=lambda r: r[1]):
             target = resolve(crate.root, ref)
             src = mod.path
             common = 0
@@ -442,11 +445,14 @@ def cycles(crate: Crate) -> list[tuple[tuple[str, ...], list[str], list[tuple[st
                 continue  # an ancestor or a descendant, not a sibling's subtree
             parent = src[:common]
             edges.setdefault(parent, set()).add((src[common], target[common]))
+            where.setdefault((parent, src[common], target[common]),
+                             f"{mod.file}:{line} names crate::{'::'.join(ref)}")
     found = []
     for parent, es in sorted(edges.items()):
         for comp in scc(es):
             if len(comp) > 1:
-                inside = sorted((a, b) for a, b in es if a in comp and b in comp)
+                inside = sorted((a, b, where[(parent, a, b)]) for a, b in es
+                                if a in comp and b in comp)
                 found.append((parent, sorted(comp), inside))
     return found
 
@@ -593,7 +599,8 @@ def render(results, list_counts: bool) -> tuple[int, str]:
         for parent, members, es in cyc:
             where = "crate::" + "::".join(parent) if parent else "crate"
             out.append(f"  cycle in {crate.name} under {where}: {{{', '.join(members)}}}")
-            out.append("    edges: " + ", ".join(f"{a} -> {b}" for a, b in es))
+            for a, b, example in es:
+                out.append(f"    {a} -> {b}  (e.g. {example})")
         for file, line, length, name in sorted(longs):
             out.append(f"  long function in {crate.name}: {file}:{line} {name} ({length} lines)")
     summary = (f"structure: {len(results)} crates, {n_cyc} sibling-module cycle(s), "
@@ -649,11 +656,18 @@ def self_test() -> int:
         # `crate::Thing`, no cycle (e does not name f).
         "src/f.rs": "use crate::Thing;\n",
     }
-    files["src/lib.rs"] += "mod f;\n"
+    # g.rs beside g/: its children form a cycle through a path to their parent.
+    files["src/g.rs"] = "mod h;\nmod i;\n"
+    files["src/g/h.rs"] = "use super::i::I;\npub struct H;\n"
+    files["src/g/i.rs"] = "pub struct I;\npub fn j() { let _ = crate::g::h::H; }\n"
+    # p and q: a cycle only through a re-export at the root (`crate::Q` is q's).
+    files["src/p.rs"] = "pub struct P;\npub fn p() -> crate::Q { crate::Q }\n"
+    files["src/q.rs"] = "pub struct Q;\nimpl Q { pub fn p(&self) -> super::p::P { super::p::P } }\n"
+    files["src/lib.rs"] += "mod f;\nmod g;\nmod p;\nmod q;\npub use q::Q;\n"
     crate = load_crate(Source(files), "sample", "src/lib.rs")
     (_, cyc, longs), = check([crate])
     got_cycles = {("::".join(p), tuple(m)) for p, m, _ in cyc}
-    want_cycles = {("", ("a", "b", "c")), ("d", ("x", "y"))}
+    want_cycles = {("", ("a", "b", "c")), ("", ("p", "q")), ("d", ("x", "y")), ("g", ("h", "i"))}
     failures = []
     if got_cycles != want_cycles:
         failures.append(f"cycles: got {sorted(got_cycles)}, want {sorted(want_cycles)}")
@@ -662,7 +676,7 @@ def self_test() -> int:
     if got_long != want_long:
         failures.append(f"long functions: got {got_long}, want {want_long}")
     # f -> e through the re-export, and no edge from e to a (test-only code).
-    root_edges = {e for p, m, es in cyc if p == () for e in es}
+    root_edges = {(a, b) for p, m, es in cyc if p == () for a, b, _ in es}
     if ("e", "a") in root_edges:
         failures.append("an edge e -> a from test-only code")
     # The lexer: strings, chars, lifetimes, raw strings and nested comments.
