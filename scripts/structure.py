@@ -709,6 +709,7 @@ def main(argv: list[str]) -> int:
         print(f"usage: scripts/structure.py [--list | --self-test] (unknown: {' '.join(unknown)})",
               file=sys.stderr)
         return 2
+    os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     crates = workspace_crates(Source(), crate_roots("."))
     code, text = render(check(crates), "--list" in argv)
     print(text, file=sys.stderr if code else sys.stdout)
