@@ -9,7 +9,7 @@
 use serde_json::Value;
 
 use crate::wire::JsonObject;
-use crate::wire::schema::{PrimitiveSchema, RequestedSchema, StringFormat};
+use crate::wire::schema::{EnumOption, PrimitiveSchema, RequestedSchema, StringFormat};
 
 /// One reason an answer does not fit its question. Shown to the user when the
 /// question is asked again, so it names fields and rules, never the value given.
@@ -92,6 +92,8 @@ pub fn validate_content(
     }
 }
 
+/// Checks one answered value against its property, by the property's kind; the
+/// error says what the value must be.
 fn check(prop: &PrimitiveSchema, v: &Value) -> Result<(), String> {
     match prop {
         PrimitiveSchema::String {
@@ -99,64 +101,13 @@ fn check(prop: &PrimitiveSchema, v: &Value) -> Result<(), String> {
             max_length,
             format,
             ..
-        } => {
-            let s = v.as_str().ok_or("must be text")?;
-            let n = s.chars().count() as u64;
-            if let Some(min) = min_length
-                && n < *min
-            {
-                return Err(format!("must be at least {min} characters"));
-            }
-            if let Some(max) = max_length
-                && n > *max
-            {
-                return Err(format!("must be at most {max} characters"));
-            }
-            if let Some(f) = format {
-                let ok = match f {
-                    StringFormat::Email => is_email(s),
-                    StringFormat::Uri => is_uri(s),
-                    StringFormat::Date => is_date(s),
-                    StringFormat::DateTime => is_date_time(s),
-                };
-                if !ok {
-                    return Err(format!("must be a valid {}", f.as_str()));
-                }
-            }
-            Ok(())
-        }
+        } => check_string(v, *min_length, *max_length, format.as_ref()),
         PrimitiveSchema::Number {
             integer,
             minimum,
             maximum,
             ..
-        } => {
-            let x = v.as_f64().ok_or(if *integer {
-                "must be a whole number"
-            } else {
-                "must be a number"
-            })?;
-            if *integer && !(v.is_i64() || v.is_u64() || x.fract() == 0.0) {
-                return Err("must be a whole number".into());
-            }
-            if let Some(min) = minimum
-                && x < *min
-            {
-                return Err(format!(
-                    "must be at least {}",
-                    crate::wire::schema::number_value(*min)
-                ));
-            }
-            if let Some(max) = maximum
-                && x > *max
-            {
-                return Err(format!(
-                    "must be at most {}",
-                    crate::wire::schema::number_value(*max)
-                ));
-            }
-            Ok(())
-        }
+        } => check_number(v, *integer, *minimum, *maximum),
         PrimitiveSchema::Boolean { .. } => v
             .is_boolean()
             .then_some(())
@@ -177,35 +128,110 @@ fn check(prop: &PrimitiveSchema, v: &Value) -> Result<(), String> {
             min_items,
             max_items,
             ..
-        } => {
-            let arr = v.as_array().ok_or("must be a list of choices")?;
-            let mut seen = std::collections::HashSet::new();
-            for item in arr {
-                let s = item.as_str().ok_or("must be a list of choices")?;
-                if !options.iter().any(|o| o.value == s) {
-                    return Err(format!(
-                        "may only contain: {}",
-                        choice_list(options.iter().map(|o| o.value.as_str()))
-                    ));
-                }
-                if !seen.insert(s) {
-                    return Err("must not list a choice twice".into());
-                }
-            }
-            let n = arr.len() as u64;
-            if let Some(min) = min_items
-                && n < *min
-            {
-                return Err(format!("needs at least {min} choices"));
-            }
-            if let Some(max) = max_items
-                && n > *max
-            {
-                return Err(format!("allows at most {max} choices"));
-            }
-            Ok(())
+        } => check_multi_select(v, options, *min_items, *max_items),
+    }
+}
+
+/// A string: its length in characters within the bounds, and of its format.
+fn check_string(
+    v: &Value,
+    min_length: Option<u64>,
+    max_length: Option<u64>,
+    format: Option<&StringFormat>,
+) -> Result<(), String> {
+    let s = v.as_str().ok_or("must be text")?;
+    let n = s.chars().count() as u64;
+    if let Some(min) = min_length
+        && n < min
+    {
+        return Err(format!("must be at least {min} characters"));
+    }
+    if let Some(max) = max_length
+        && n > max
+    {
+        return Err(format!("must be at most {max} characters"));
+    }
+    if let Some(f) = format {
+        let ok = match f {
+            StringFormat::Email => is_email(s),
+            StringFormat::Uri => is_uri(s),
+            StringFormat::Date => is_date(s),
+            StringFormat::DateTime => is_date_time(s),
+        };
+        if !ok {
+            return Err(format!("must be a valid {}", f.as_str()));
         }
     }
+    Ok(())
+}
+
+/// A number (a whole one for an integer property) within the bounds.
+fn check_number(
+    v: &Value,
+    integer: bool,
+    minimum: Option<f64>,
+    maximum: Option<f64>,
+) -> Result<(), String> {
+    let x = v.as_f64().ok_or(if integer {
+        "must be a whole number"
+    } else {
+        "must be a number"
+    })?;
+    if integer && !(v.is_i64() || v.is_u64() || x.fract() == 0.0) {
+        return Err("must be a whole number".into());
+    }
+    if let Some(min) = minimum
+        && x < min
+    {
+        return Err(format!(
+            "must be at least {}",
+            crate::wire::schema::number_value(min)
+        ));
+    }
+    if let Some(max) = maximum
+        && x > max
+    {
+        return Err(format!(
+            "must be at most {}",
+            crate::wire::schema::number_value(max)
+        ));
+    }
+    Ok(())
+}
+
+/// A list of the listed choices, none twice, as many as the bounds allow.
+fn check_multi_select(
+    v: &Value,
+    options: &[EnumOption],
+    min_items: Option<u64>,
+    max_items: Option<u64>,
+) -> Result<(), String> {
+    let arr = v.as_array().ok_or("must be a list of choices")?;
+    let mut seen = std::collections::HashSet::new();
+    for item in arr {
+        let s = item.as_str().ok_or("must be a list of choices")?;
+        if !options.iter().any(|o| o.value == s) {
+            return Err(format!(
+                "may only contain: {}",
+                choice_list(options.iter().map(|o| o.value.as_str()))
+            ));
+        }
+        if !seen.insert(s) {
+            return Err("must not list a choice twice".into());
+        }
+    }
+    let n = arr.len() as u64;
+    if let Some(min) = min_items
+        && n < min
+    {
+        return Err(format!("needs at least {min} choices"));
+    }
+    if let Some(max) = max_items
+        && n > max
+    {
+        return Err(format!("allows at most {max} choices"));
+    }
+    Ok(())
 }
 
 fn choice_list<'a>(it: impl Iterator<Item = &'a str>) -> String {

@@ -252,50 +252,24 @@ fn flatten(
     Ok(flat)
 }
 
-/// One field's schema as a form property.
+/// One field's schema as a form property: a single choice, a string, a number
+/// or a boolean, as its `type` says.
 fn primitive(
     field: &str,
     raw: &Value,
     defs: Option<&Map<String, Value>>,
 ) -> Result<PrimitiveSchema, FormTypeError> {
     let s = flatten(field, raw, defs, 0)?;
-    let text = |key: &str| s.get(key).and_then(Value::as_str).map(str::to_owned);
-    let (title, description) = (text("title"), text("description"));
-    let bad_default = || FormTypeError::BadDefault {
-        field: field.to_owned(),
-    };
-    let only = |allowed: &[&str]| -> Result<(), FormTypeError> {
-        match s
-            .keys()
-            .find(|k| !allowed.contains(&k.as_str()) && !ANNOTATIONS.contains(&k.as_str()))
-        {
-            Some(k) => Err(FormTypeError::UnsupportedKeyword {
-                field: field.to_owned(),
-                keyword: k.clone(),
-            }),
-            None => Ok(()),
-        }
-    };
-    let bound = |key: &str| -> Result<Option<f64>, FormTypeError> {
-        match s.get(key) {
-            None => Ok(None),
-            Some(v) => v
-                .as_f64()
-                .map(Some)
-                .ok_or_else(|| FormTypeError::UnsupportedKeyword {
-                    field: field.to_owned(),
-                    keyword: key.to_owned(),
-                }),
-        }
-    };
+    let k = Keywords { field, schema: &s };
+    let (title, description) = (k.text("title"), k.text("description"));
     let ty = s.get("type").and_then(Value::as_str);
     if ty.is_none() || ty == Some("string") {
         if let Some(values) = s.get("enum") {
-            only(&["type", "enum"])?;
+            k.only(&["type", "enum"])?;
             return single_select(field, values, None, title, description, s.get("default"));
         }
         if let Some(entries) = s.get("oneOf") {
-            only(&["type", "oneOf"])?;
+            k.only(&["type", "oneOf"])?;
             return single_select(
                 field,
                 &Value::Null,
@@ -307,97 +281,9 @@ fn primitive(
         }
     }
     match ty {
-        Some("string") => {
-            only(&["type", "minLength", "maxLength", "format"])?;
-            let length = |key: &str| -> Result<Option<u64>, FormTypeError> {
-                match s.get(key) {
-                    None => Ok(None),
-                    Some(v) => {
-                        v.as_u64()
-                            .map(Some)
-                            .ok_or_else(|| FormTypeError::UnsupportedKeyword {
-                                field: field.to_owned(),
-                                keyword: key.to_owned(),
-                            })
-                    }
-                }
-            };
-            let format = match s.get("format") {
-                None => None,
-                Some(f) => Some(match f.as_str() {
-                    Some("email") => StringFormat::Email,
-                    Some("uri") => StringFormat::Uri,
-                    Some("date") => StringFormat::Date,
-                    Some("date-time") => StringFormat::DateTime,
-                    other => {
-                        return Err(FormTypeError::UnsupportedFormat {
-                            field: field.to_owned(),
-                            format: other.unwrap_or("?").to_owned(),
-                        });
-                    }
-                }),
-            };
-            let default = match s.get("default") {
-                None => None,
-                Some(Value::String(d)) => Some(d.clone()),
-                Some(_) => return Err(bad_default()),
-            };
-            Ok(PrimitiveSchema::String {
-                title,
-                description,
-                min_length: length("minLength")?,
-                max_length: length("maxLength")?,
-                format,
-                default,
-            })
-        }
-        Some(t @ ("integer" | "number")) => {
-            only(&["type", "minimum", "maximum", "format"])?;
-            let integer = t == "integer";
-            if let Some(f) = s.get("format") {
-                // schemars names the Rust width (`uint8`, `int64`, `double`); the
-                // bounds it implies are the ones emitted as `minimum`/`maximum`.
-                let known = match f.as_str() {
-                    Some(
-                        "int8" | "int16" | "int32" | "int64" | "int128" | "int" | "uint8"
-                        | "uint16" | "uint32" | "uint64" | "uint128" | "uint",
-                    ) => integer,
-                    Some("float" | "double") => !integer,
-                    _ => false,
-                };
-                if !known {
-                    return Err(FormTypeError::UnsupportedFormat {
-                        field: field.to_owned(),
-                        format: f.as_str().unwrap_or("?").to_owned(),
-                    });
-                }
-            }
-            let default = match s.get("default") {
-                None => None,
-                Some(d) => Some(d.as_f64().ok_or_else(bad_default)?),
-            };
-            Ok(PrimitiveSchema::Number {
-                integer,
-                title,
-                description,
-                minimum: bound("minimum")?,
-                maximum: bound("maximum")?,
-                default,
-            })
-        }
-        Some("boolean") => {
-            only(&["type"])?;
-            let default = match s.get("default") {
-                None => None,
-                Some(Value::Bool(b)) => Some(*b),
-                Some(_) => return Err(bad_default()),
-            };
-            Ok(PrimitiveSchema::Boolean {
-                title,
-                description,
-                default,
-            })
-        }
+        Some("string") => string_property(&k, title, description),
+        Some(t @ ("integer" | "number")) => number_property(&k, t == "integer", title, description),
+        Some("boolean") => boolean_property(&k, title, description),
         Some("object") => Err(not_primitive(
             field,
             if s.contains_key("properties") {
@@ -410,6 +296,161 @@ fn primitive(
         Some("null") => Err(not_primitive(field, "always null")),
         _ => Err(not_primitive(field, "not of one primitive type")),
     }
+}
+
+/// One field's flattened schema, read keyword by keyword: a reader that cannot
+/// take a keyword's value fails naming the field and the keyword.
+struct Keywords<'a> {
+    field: &'a str,
+    schema: &'a Map<String, Value>,
+}
+
+impl Keywords<'_> {
+    /// A string annotation (`title`, `description`).
+    fn text(&self, key: &str) -> Option<String> {
+        self.schema
+            .get(key)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    }
+
+    /// Fails on the first keyword neither in `allowed` nor an annotation.
+    fn only(&self, allowed: &[&str]) -> Result<(), FormTypeError> {
+        match self
+            .schema
+            .keys()
+            .find(|k| !allowed.contains(&k.as_str()) && !ANNOTATIONS.contains(&k.as_str()))
+        {
+            Some(k) => Err(self.unsupported(k)),
+            None => Ok(()),
+        }
+    }
+
+    /// A numeric bound (`minimum`, `maximum`), if present.
+    fn bound(&self, key: &str) -> Result<Option<f64>, FormTypeError> {
+        match self.schema.get(key) {
+            None => Ok(None),
+            Some(v) => v.as_f64().map(Some).ok_or_else(|| self.unsupported(key)),
+        }
+    }
+
+    /// A length bound (`minLength`, `maxLength`), if present.
+    fn length(&self, key: &str) -> Result<Option<u64>, FormTypeError> {
+        match self.schema.get(key) {
+            None => Ok(None),
+            Some(v) => v.as_u64().map(Some).ok_or_else(|| self.unsupported(key)),
+        }
+    }
+
+    fn unsupported(&self, keyword: &str) -> FormTypeError {
+        FormTypeError::UnsupportedKeyword {
+            field: self.field.to_owned(),
+            keyword: keyword.to_owned(),
+        }
+    }
+
+    fn unsupported_format(&self, format: &Value) -> FormTypeError {
+        FormTypeError::UnsupportedFormat {
+            field: self.field.to_owned(),
+            format: format.as_str().unwrap_or("?").to_owned(),
+        }
+    }
+
+    fn bad_default(&self) -> FormTypeError {
+        FormTypeError::BadDefault {
+            field: self.field.to_owned(),
+        }
+    }
+}
+
+/// A string property: its length bounds, one of the spec's four formats, a
+/// string default.
+fn string_property(
+    k: &Keywords<'_>,
+    title: Option<String>,
+    description: Option<String>,
+) -> Result<PrimitiveSchema, FormTypeError> {
+    k.only(&["type", "minLength", "maxLength", "format"])?;
+    let format = match k.schema.get("format") {
+        None => None,
+        Some(f) => Some(match f.as_str() {
+            Some("email") => StringFormat::Email,
+            Some("uri") => StringFormat::Uri,
+            Some("date") => StringFormat::Date,
+            Some("date-time") => StringFormat::DateTime,
+            _ => return Err(k.unsupported_format(f)),
+        }),
+    };
+    let default = match k.schema.get("default") {
+        None => None,
+        Some(Value::String(d)) => Some(d.clone()),
+        Some(_) => return Err(k.bad_default()),
+    };
+    Ok(PrimitiveSchema::String {
+        title,
+        description,
+        min_length: k.length("minLength")?,
+        max_length: k.length("maxLength")?,
+        format,
+        default,
+    })
+}
+
+/// A number property (`integer` or `number`): its bounds, a format naming a Rust
+/// width of the same kind, a numeric default.
+fn number_property(
+    k: &Keywords<'_>,
+    integer: bool,
+    title: Option<String>,
+    description: Option<String>,
+) -> Result<PrimitiveSchema, FormTypeError> {
+    k.only(&["type", "minimum", "maximum", "format"])?;
+    if let Some(f) = k.schema.get("format") {
+        // schemars names the Rust width (`uint8`, `int64`, `double`); the
+        // bounds it implies are the ones emitted as `minimum`/`maximum`.
+        let known = match f.as_str() {
+            Some(
+                "int8" | "int16" | "int32" | "int64" | "int128" | "int" | "uint8" | "uint16"
+                | "uint32" | "uint64" | "uint128" | "uint",
+            ) => integer,
+            Some("float" | "double") => !integer,
+            _ => false,
+        };
+        if !known {
+            return Err(k.unsupported_format(f));
+        }
+    }
+    let default = match k.schema.get("default") {
+        None => None,
+        Some(d) => Some(d.as_f64().ok_or_else(|| k.bad_default())?),
+    };
+    Ok(PrimitiveSchema::Number {
+        integer,
+        title,
+        description,
+        minimum: k.bound("minimum")?,
+        maximum: k.bound("maximum")?,
+        default,
+    })
+}
+
+/// A boolean property: nothing but a boolean default.
+fn boolean_property(
+    k: &Keywords<'_>,
+    title: Option<String>,
+    description: Option<String>,
+) -> Result<PrimitiveSchema, FormTypeError> {
+    k.only(&["type"])?;
+    let default = match k.schema.get("default") {
+        None => None,
+        Some(Value::Bool(b)) => Some(*b),
+        Some(_) => return Err(k.bad_default()),
+    };
+    Ok(PrimitiveSchema::Boolean {
+        title,
+        description,
+        default,
+    })
 }
 
 /// A single choice from `enum: [strings]`, or from `oneOf: [{const, title?}]`.

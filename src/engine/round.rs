@@ -493,6 +493,10 @@ impl Round {
     /// [`Round::answer`] with a further check of an accepted form's content (the
     /// handler's type); a content that fails it is asked again with the note the
     /// check returns.
+    ///
+    /// The answer is looked for where it can be, in order: sealed by an earlier
+    /// round, then in this retry's `inputResponses`; with neither, the question
+    /// is recorded to go out.
     fn answer_checked(
         &self,
         key: &str,
@@ -501,77 +505,111 @@ impl Round {
         issued_only: bool,
         fits: &dyn Fn(&Value) -> Result<(), String>,
     ) -> Result<Option<InputResponse>, Flow> {
-        let fixed = &self.shared.fixed;
-        let digest = fixed.engine.question_digest(&request);
+        let digest = self.shared.fixed.engine.question_digest(&request);
         let mut live = lock(&self.shared.live);
-        if live.finished {
-            return Err(finished_error());
-        }
-        let at = match live.seen.iter().position(|(k, _)| k == key) {
-            Some(at) if live.seen[at].1 != digest => {
-                return Err(Flow::Fail(Error::internal(format!(
-                    "handler asked key {key:?} twice with different questions in one round"
-                ))));
-            }
-            Some(at) => at,
-            None => {
-                live.seen.push((key.to_owned(), digest));
-                live.seen.len() - 1
-            }
-        };
+        let at = question_at(&mut live, key, digest)?;
         let kind = request.kind();
-        let mut note = None;
-        // 1. an answer sealed by an earlier round, for this very question
-        if let Some(a) = fixed
-            .prior
-            .as_ref()
-            .and_then(|p| p.state().answers.get(key))
-        {
-            if a.kind == kind
-                && a.digest == digest
-                && let Ok(resp) = InputResponse::parse_as(kind, &a.value)
-            {
+        let sealed_note = match self.sealed_answer(key, kind, digest) {
+            Ok(resp) => {
                 live.answered.push(Answered::Sealed { at });
                 return Ok(Some(resp));
             }
-            note =
-                Some("The question changed since it was answered; please answer again.".to_owned());
-        }
-        // 2. an answer in this retry's inputResponses
-        if let Some(v) = fixed.request.input_responses().and_then(|r| r.get(key)) {
-            let asked = fixed.prior.as_ref().and_then(|p| p.state().asked.get(key));
-            let eligible = match asked {
-                Some(q) => q.kind == kind && q.digest == digest,
-                None => fixed.engine.policy() == AnswerPolicy::Lenient && !issued_only,
-            };
-            if asked.is_some() && !eligible {
-                note = Some(
-                    "The question changed since it was asked; please answer again.".to_owned(),
-                );
+            Err(note) => note,
+        };
+        let note = match self.fresh_answer(key, &request, kind, digest, issued_only, fits) {
+            Ok(resp) => {
+                live.answered.push(Answered::Fresh {
+                    at,
+                    kind,
+                    digest,
+                    request: Box::new(request),
+                });
+                return Ok(Some(resp));
             }
-            if eligible {
-                match accept(kind, &request, v, fits) {
-                    Ok(resp) => {
-                        live.answered.push(Answered::Fresh {
-                            at,
-                            kind,
-                            digest,
-                            request: Box::new(request),
-                        });
-                        return Ok(Some(resp));
-                    }
-                    Err(n) => note = Some(n),
-                }
-            }
+            Err(note) => note.or(sealed_note),
+        };
+        let ask = PendingAsk {
+            request,
+            necessity,
+            digest,
+            note,
+        };
+        self.record_question(&mut live, at, ask)
+    }
+
+    /// An answer sealed by an earlier round, for this very question; else the
+    /// note for the re-ask when the sealed answer was to another question (`None`
+    /// when there is no sealed answer to `key`).
+    fn sealed_answer(
+        &self,
+        key: &str,
+        kind: InputKind,
+        digest: QuestionDigest,
+    ) -> Result<InputResponse, Option<String>> {
+        let fixed = &self.shared.fixed;
+        let Some(a) = fixed
+            .prior
+            .as_ref()
+            .and_then(|p| p.state().answers.get(key))
+        else {
+            return Err(None);
+        };
+        if a.kind == kind
+            && a.digest == digest
+            && let Ok(resp) = InputResponse::parse_as(kind, &a.value)
+        {
+            return Ok(resp);
         }
-        // 3. no usable answer: the question must go out, if this request's declared
-        // capabilities allow it (an answer already in hand needs no capability: nothing
-        // is sent for it). The gate drops an optional ask now, so the handler sees it
-        // as unavailable; a required one the client cannot serve is recorded like any
-        // other, and the gate fails the round with -32021 when it ends.
-        let declared = &fixed.request.meta().client_capabilities;
+        Err(Some(
+            "The question changed since it was answered; please answer again.".to_owned(),
+        ))
+    }
+
+    /// An answer in this retry's `inputResponses`, eligible when the earlier round
+    /// asked this very question (or, under [`AnswerPolicy::Lenient`] and unless
+    /// `issued_only`, when it asked nothing under `key`) and accepted by
+    /// [`accept`]; else the note for the re-ask, if any.
+    fn fresh_answer(
+        &self,
+        key: &str,
+        request: &InputRequest,
+        kind: InputKind,
+        digest: QuestionDigest,
+        issued_only: bool,
+        fits: &dyn Fn(&Value) -> Result<(), String>,
+    ) -> Result<InputResponse, Option<String>> {
+        let fixed = &self.shared.fixed;
+        let Some(v) = fixed.request.input_responses().and_then(|r| r.get(key)) else {
+            return Err(None);
+        };
+        let asked = fixed.prior.as_ref().and_then(|p| p.state().asked.get(key));
+        let eligible = match asked {
+            Some(q) => q.kind == kind && q.digest == digest,
+            None => fixed.engine.policy() == AnswerPolicy::Lenient && !issued_only,
+        };
+        if !eligible {
+            return Err(asked.map(|_| {
+                "The question changed since it was asked; please answer again.".to_owned()
+            }));
+        }
+        accept(kind, request, v, fits).map_err(Some)
+    }
+
+    /// No usable answer: the question must go out, if this request's declared
+    /// capabilities allow it (an answer already in hand needs no capability:
+    /// nothing is sent for it). The gate drops an optional ask now, so the
+    /// handler sees it as unavailable (`Ok(None)`); a required one the client
+    /// cannot serve is recorded like any other, and the gate fails the round with
+    /// -32021 when it ends.
+    fn record_question(
+        &self,
+        live: &mut Live,
+        at: usize,
+        ask: PendingAsk,
+    ) -> Result<Option<InputResponse>, Flow> {
+        let declared = &self.shared.fixed.request.meta().client_capabilities;
         let mut dropped = false;
-        let verdict = capability::verdict(declared, [(&request, necessity)], |d| {
+        let verdict = capability::verdict(declared, [(&ask.request, ask.necessity)], |d| {
             dropped = d == Decision::Drop;
         });
         if verdict.is_ok() && dropped {
@@ -582,17 +620,30 @@ impl Round {
         if live.pending.capacity() == 0 {
             live.pending.reserve_exact(1);
         }
-        let ask = PendingAsk {
-            request,
-            necessity,
-            digest,
-            note,
-        };
         match live.pending.iter_mut().find(|(k, _)| *k == at) {
             Some((_, asked)) => *asked = ask,
             None => live.pending.push((at, ask)),
         }
         Err(Unanswered::recorded())
+    }
+}
+
+/// Where `key` stands among the questions of this round: a question asked again
+/// keeps its place, a new one goes last. The same key asked with another
+/// question, or any ask after the round finished, fails the flow.
+fn question_at(live: &mut Live, key: &str, digest: QuestionDigest) -> Result<usize, Flow> {
+    if live.finished {
+        return Err(finished_error());
+    }
+    match live.seen.iter().position(|(k, _)| k == key) {
+        Some(at) if live.seen[at].1 != digest => Err(Flow::Fail(Error::internal(format!(
+            "handler asked key {key:?} twice with different questions in one round"
+        )))),
+        Some(at) => Ok(at),
+        None => {
+            live.seen.push((key.to_owned(), digest));
+            Ok(live.seen.len() - 1)
+        }
     }
 }
 

@@ -251,44 +251,16 @@ impl PrimitiveSchema {
         match ty {
             "string" => {
                 if let Some(one_of) = o.get("oneOf") {
-                    let options = parse_titled(one_of, "oneOf")?;
                     return Ok(Self::SingleSelect {
                         title,
                         description,
-                        options,
+                        options: parse_titled(one_of, "oneOf")?,
                         style: EnumStyle::Titled,
                         default: opt_str(o, "default")?,
                     });
                 }
                 if let Some(values) = o.get("enum") {
-                    let values = string_list(values, "enum")?;
-                    let names = match o.get("enumNames") {
-                        Some(n) => Some(string_list(n, "enumNames")?),
-                        None => None,
-                    };
-                    if let Some(names) = &names
-                        && names.len() != values.len()
-                    {
-                        return Err(WireError::new(
-                            "enumNames must have one name per enum value",
-                        ));
-                    }
-                    let style = if names.is_some() {
-                        EnumStyle::LegacyNames
-                    } else {
-                        EnumStyle::Untitled
-                    };
-                    let options = values
-                        .iter()
-                        .enumerate()
-                        .map(|(i, v)| EnumOption {
-                            value: v.clone(),
-                            title: names.as_ref().map_or_else(|| v.clone(), |n| n[i].clone()),
-                        })
-                        .collect::<Vec<_>>();
-                    if options.is_empty() {
-                        return Err(WireError::new("an enum needs at least one value"));
-                    }
+                    let (options, style) = untitled_options(o, values)?;
                     return Ok(Self::SingleSelect {
                         title,
                         description,
@@ -297,20 +269,7 @@ impl PrimitiveSchema {
                         default: opt_str(o, "default")?,
                     });
                 }
-                let format = match opt_str(o, "format")? {
-                    None => None,
-                    Some(f) => Some(StringFormat::parse(&f).ok_or_else(|| {
-                        WireError::new("string format must be email, uri, date or date-time")
-                    })?),
-                };
-                Ok(Self::String {
-                    title,
-                    description,
-                    min_length: opt_u64(o, "minLength")?,
-                    max_length: opt_u64(o, "maxLength")?,
-                    format,
-                    default: opt_str(o, "default")?,
-                })
+                Self::string_from(o, title, description)
             }
             "number" | "integer" => Ok(Self::Number {
                 integer: ty == "integer",
@@ -329,46 +288,7 @@ impl PrimitiveSchema {
                     Some(_) => return Err(WireError::new("a boolean default must be a boolean")),
                 },
             }),
-            "array" => {
-                let items = o.get("items").and_then(Value::as_object).ok_or_else(|| {
-                    WireError::new("a multi-select enum needs an \"items\" object")
-                })?;
-                let (options, titled) = if let Some(any_of) = items.get("anyOf") {
-                    (parse_titled(any_of, "items.anyOf")?, true)
-                } else if let Some(values) = items.get("enum") {
-                    if items.get("type").and_then(Value::as_str) != Some("string") {
-                        return Err(WireError::new("multi-select items must be of type string"));
-                    }
-                    let opts = string_list(values, "items.enum")?
-                        .into_iter()
-                        .map(|v| EnumOption {
-                            title: v.clone(),
-                            value: v,
-                        })
-                        .collect::<Vec<_>>();
-                    (opts, false)
-                } else {
-                    return Err(WireError::new(
-                        "array properties are only allowed as multi-select enums",
-                    ));
-                };
-                if options.is_empty() {
-                    return Err(WireError::new("an enum needs at least one value"));
-                }
-                let default = match o.get("default") {
-                    None => None,
-                    Some(d) => Some(string_list(d, "default")?),
-                };
-                Ok(Self::MultiSelect {
-                    title,
-                    description,
-                    options,
-                    titled,
-                    min_items: opt_u64(o, "minItems")?,
-                    max_items: opt_u64(o, "maxItems")?,
-                    default,
-                })
-            }
+            "array" => Self::multi_select_from(o, title, description),
             "object" => Err(WireError::new(
                 "requestedSchema properties must be primitive: nested objects are not allowed",
             )),
@@ -378,18 +298,80 @@ impl PrimitiveSchema {
         }
     }
 
+    /// A plain string property: its length bounds, its format (one of the four
+    /// the spec names) and its default.
+    fn string_from(
+        o: &Map<String, Value>,
+        title: Option<String>,
+        description: Option<String>,
+    ) -> Result<Self, WireError> {
+        let format = match opt_str(o, "format")? {
+            None => None,
+            Some(f) => Some(StringFormat::parse(&f).ok_or_else(|| {
+                WireError::new("string format must be email, uri, date or date-time")
+            })?),
+        };
+        Ok(Self::String {
+            title,
+            description,
+            min_length: opt_u64(o, "minLength")?,
+            max_length: opt_u64(o, "maxLength")?,
+            format,
+            default: opt_str(o, "default")?,
+        })
+    }
+
+    /// A multi-select enum (`type: array`): its `items`, titled (`anyOf`) or
+    /// untitled (`enum` of strings), its item-count bounds and default.
+    fn multi_select_from(
+        o: &Map<String, Value>,
+        title: Option<String>,
+        description: Option<String>,
+    ) -> Result<Self, WireError> {
+        let items = o
+            .get("items")
+            .and_then(Value::as_object)
+            .ok_or_else(|| WireError::new("a multi-select enum needs an \"items\" object"))?;
+        let (options, titled) = if let Some(any_of) = items.get("anyOf") {
+            (parse_titled(any_of, "items.anyOf")?, true)
+        } else if let Some(values) = items.get("enum") {
+            if items.get("type").and_then(Value::as_str) != Some("string") {
+                return Err(WireError::new("multi-select items must be of type string"));
+            }
+            let opts = string_list(values, "items.enum")?
+                .into_iter()
+                .map(|v| EnumOption {
+                    title: v.clone(),
+                    value: v,
+                })
+                .collect::<Vec<_>>();
+            (opts, false)
+        } else {
+            return Err(WireError::new(
+                "array properties are only allowed as multi-select enums",
+            ));
+        };
+        if options.is_empty() {
+            return Err(WireError::new("an enum needs at least one value"));
+        }
+        let default = match o.get("default") {
+            None => None,
+            Some(d) => Some(string_list(d, "default")?),
+        };
+        Ok(Self::MultiSelect {
+            title,
+            description,
+            options,
+            titled,
+            min_items: opt_u64(o, "minItems")?,
+            max_items: opt_u64(o, "maxItems")?,
+            default,
+        })
+    }
+
     /// The JSON form of this property.
     pub fn to_value(&self) -> Value {
         let mut o = Map::new();
-        let put_common =
-            |o: &mut Map<String, Value>, title: &Option<String>, description: &Option<String>| {
-                if let Some(t) = title {
-                    o.insert("title".into(), Value::String(t.clone()));
-                }
-                if let Some(d) = description {
-                    o.insert("description".into(), Value::String(d.clone()));
-                }
-            };
         match self {
             Self::String {
                 title,
@@ -399,20 +381,11 @@ impl PrimitiveSchema {
                 format,
                 default,
             } => {
-                o.insert("type".into(), "string".into());
-                put_common(&mut o, title, description);
-                if let Some(n) = min_length {
-                    o.insert("minLength".into(), (*n).into());
-                }
-                if let Some(n) = max_length {
-                    o.insert("maxLength".into(), (*n).into());
-                }
-                if let Some(f) = format {
-                    o.insert("format".into(), f.as_str().into());
-                }
-                if let Some(d) = default {
-                    o.insert("default".into(), d.clone().into());
-                }
+                put_head(&mut o, "string", title, description);
+                put(&mut o, "minLength", min_length.map(Value::from));
+                put(&mut o, "maxLength", max_length.map(Value::from));
+                put(&mut o, "format", format.map(|f| f.as_str().into()));
+                put(&mut o, "default", default.clone().map(Value::String));
             }
             Self::Number {
                 integer,
@@ -422,31 +395,19 @@ impl PrimitiveSchema {
                 maximum,
                 default,
             } => {
-                o.insert(
-                    "type".into(),
-                    if *integer { "integer" } else { "number" }.into(),
-                );
-                put_common(&mut o, title, description);
-                for (k, v) in [
-                    ("minimum", minimum),
-                    ("maximum", maximum),
-                    ("default", default),
-                ] {
-                    if let Some(v) = v {
-                        o.insert(k.into(), number_value(*v));
-                    }
-                }
+                let ty = if *integer { "integer" } else { "number" };
+                put_head(&mut o, ty, title, description);
+                put(&mut o, "minimum", minimum.map(number_value));
+                put(&mut o, "maximum", maximum.map(number_value));
+                put(&mut o, "default", default.map(number_value));
             }
             Self::Boolean {
                 title,
                 description,
                 default,
             } => {
-                o.insert("type".into(), "boolean".into());
-                put_common(&mut o, title, description);
-                if let Some(d) = default {
-                    o.insert("default".into(), (*d).into());
-                }
+                put_head(&mut o, "boolean", title, description);
+                put(&mut o, "default", default.map(Value::Bool));
             }
             Self::SingleSelect {
                 title,
@@ -455,34 +416,20 @@ impl PrimitiveSchema {
                 style,
                 default,
             } => {
-                o.insert("type".into(), "string".into());
-                put_common(&mut o, title, description);
+                put_head(&mut o, "string", title, description);
                 match style {
                     EnumStyle::Titled => {
                         o.insert("oneOf".into(), titled_value(options));
                     }
-                    EnumStyle::Untitled | EnumStyle::LegacyNames => {
-                        o.insert(
-                            "enum".into(),
-                            options
-                                .iter()
-                                .map(|x| Value::String(x.value.clone()))
-                                .collect(),
-                        );
-                        if *style == EnumStyle::LegacyNames {
-                            o.insert(
-                                "enumNames".into(),
-                                options
-                                    .iter()
-                                    .map(|x| Value::String(x.title.clone()))
-                                    .collect(),
-                            );
-                        }
+                    EnumStyle::Untitled => {
+                        o.insert("enum".into(), option_values(options));
+                    }
+                    EnumStyle::LegacyNames => {
+                        o.insert("enum".into(), option_values(options));
+                        o.insert("enumNames".into(), option_titles(options));
                     }
                 }
-                if let Some(d) = default {
-                    o.insert("default".into(), d.clone().into());
-                }
+                put(&mut o, "default", default.clone().map(Value::String));
             }
             Self::MultiSelect {
                 title,
@@ -493,38 +440,104 @@ impl PrimitiveSchema {
                 max_items,
                 default,
             } => {
-                o.insert("type".into(), "array".into());
-                put_common(&mut o, title, description);
-                if let Some(n) = min_items {
-                    o.insert("minItems".into(), (*n).into());
-                }
-                if let Some(n) = max_items {
-                    o.insert("maxItems".into(), (*n).into());
-                }
-                let mut items = Map::new();
-                if *titled {
-                    items.insert("anyOf".into(), titled_value(options));
-                } else {
-                    items.insert("type".into(), "string".into());
-                    items.insert(
-                        "enum".into(),
-                        options
-                            .iter()
-                            .map(|x| Value::String(x.value.clone()))
-                            .collect(),
-                    );
-                }
-                o.insert("items".into(), Value::Object(items));
-                if let Some(d) = default {
-                    o.insert(
-                        "default".into(),
-                        d.iter().cloned().map(Value::String).collect(),
-                    );
-                }
+                put_head(&mut o, "array", title, description);
+                put(&mut o, "minItems", min_items.map(Value::from));
+                put(&mut o, "maxItems", max_items.map(Value::from));
+                o.insert("items".into(), multi_select_items(options, *titled));
+                let default = default
+                    .as_ref()
+                    .map(|d| d.iter().cloned().map(Value::String).collect());
+                put(&mut o, "default", default);
             }
         }
         Value::Object(o)
     }
+}
+
+/// The options of an untitled single-select enum (`enum` of strings) and their
+/// style: titled by a legacy `enumNames` (one name per value) when there is
+/// one, else by their values.
+fn untitled_options(
+    o: &Map<String, Value>,
+    values: &Value,
+) -> Result<(Vec<EnumOption>, EnumStyle), WireError> {
+    let values = string_list(values, "enum")?;
+    let names = match o.get("enumNames") {
+        Some(n) => Some(string_list(n, "enumNames")?),
+        None => None,
+    };
+    if let Some(names) = &names
+        && names.len() != values.len()
+    {
+        return Err(WireError::new(
+            "enumNames must have one name per enum value",
+        ));
+    }
+    let style = if names.is_some() {
+        EnumStyle::LegacyNames
+    } else {
+        EnumStyle::Untitled
+    };
+    let options = values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| EnumOption {
+            value: v.clone(),
+            title: names.as_ref().map_or_else(|| v.clone(), |n| n[i].clone()),
+        })
+        .collect::<Vec<_>>();
+    if options.is_empty() {
+        return Err(WireError::new("an enum needs at least one value"));
+    }
+    Ok((options, style))
+}
+
+/// A property's `type`, then its `title` and `description` when present: the
+/// keys every property starts with, in that order.
+fn put_head(
+    o: &mut Map<String, Value>,
+    ty: &str,
+    title: &Option<String>,
+    description: &Option<String>,
+) {
+    o.insert("type".into(), ty.into());
+    put(o, "title", title.clone().map(Value::String));
+    put(o, "description", description.clone().map(Value::String));
+}
+
+/// Sets an optional keyword: an absent one is left out, never written as null.
+fn put(o: &mut Map<String, Value>, key: &str, value: Option<Value>) {
+    if let Some(v) = value {
+        o.insert(key.into(), v);
+    }
+}
+
+/// An untitled enum's values.
+fn option_values(options: &[EnumOption]) -> Value {
+    options
+        .iter()
+        .map(|x| Value::String(x.value.clone()))
+        .collect()
+}
+
+/// A legacy enum's `enumNames`: its options' titles.
+fn option_titles(options: &[EnumOption]) -> Value {
+    options
+        .iter()
+        .map(|x| Value::String(x.title.clone()))
+        .collect()
+}
+
+/// A multi-select's `items`: titled options (`anyOf`), or an `enum` of strings.
+fn multi_select_items(options: &[EnumOption], titled: bool) -> Value {
+    let mut items = Map::new();
+    if titled {
+        items.insert("anyOf".into(), titled_value(options));
+    } else {
+        items.insert("type".into(), "string".into());
+        items.insert("enum".into(), option_values(options));
+    }
+    Value::Object(items)
 }
 
 /// A whole number stays an integer on the wire (`1`, not `1.0`).

@@ -1,31 +1,18 @@
 //! 2025-11-25 clients: the same handler re-run inside the one request until it
-//! completes, each round's asks sent through rmcp's [`Peer`] and answered into
-//! the next round, all within [`Mrtr::with_legacy_flow_timeout`].
+//! completes, each round's asks sent through rmcp's [`Peer`](::rmcp::Peer) and
+//! answered into the next round, all within [`Mrtr::with_legacy_flow_timeout`].
 
 use std::future::Future;
 use std::time::Duration;
 
-use ::rmcp::{Peer, RoleServer};
 use serde_json::{Map, Value};
 
-use super::params::parse_wire;
+use super::params::{Legacy, parse_wire};
 use super::{Caller, Label, Mrtr};
 use mrtr::engine::{CarrierResult, Flow, Outcome, Round, Run};
 use mrtr::error::{Error, Fallback, Retry, ToolAdvice};
 use mrtr::record::{self, Named};
 use mrtr::wire::PROTOCOL_VERSION;
-
-/// A 2025-11-25 caller: where its asks go, what it declared at `initialize`, and
-/// whether its answers could come from someone else.
-#[derive(Clone)]
-pub(super) struct Legacy {
-    pub(super) peer: Peer<RoleServer>,
-    pub(super) capabilities: Value,
-    /// The request came over HTTP, on a session no `HttpGuard`-style check
-    /// bound to its principal: the answers to its asks are accepted from whoever
-    /// holds the session id.
-    pub(super) unbound: bool,
-}
 
 /// A 2025-11-25 client: a fresh flow in this request, its capabilities from
 /// initialize, rounds re-run here until the handler completes, all within

@@ -180,7 +180,6 @@ mod tool;
 use convert::{AskCache, prompt_response, resource_response};
 #[cfg(feature = "http")]
 pub use guard::{DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_SESSIONS, Guarded, HttpGuard, HttpGuardError};
-use legacy::Legacy;
 use params::Params;
 pub use principals::{FromContext, Principals};
 pub use registry::{service_prompts, service_resources, service_tools};

@@ -3,14 +3,26 @@
 //! kept in their wire shape for a 2025-11-25 one, whose flow rewrites them
 //! every round.
 
-use ::rmcp::RoleServer;
 use ::rmcp::model::{CallToolRequestParams, ProtocolVersion};
 use ::rmcp::service::RequestContext as RmcpContext;
+use ::rmcp::{Peer, RoleServer};
 use serde_json::{Map, Value};
 
-use super::{Legacy, SessionBound};
+use super::SessionBound;
 use mrtr::wire::meta::MetaMemo;
 use mrtr::wire::{CarrierMethod, CarrierRequest, RequestError};
+
+/// A 2025-11-25 caller: where its asks go, what it declared at `initialize`, and
+/// whether its answers could come from someone else.
+#[derive(Clone)]
+pub(super) struct Legacy {
+    pub(super) peer: Peer<RoleServer>,
+    pub(super) capabilities: Value,
+    /// The request came over HTTP, on a session no `HttpGuard`-style check
+    /// bound to its principal: the answers to its asks are accepted from whoever
+    /// holds the session id.
+    pub(super) unbound: bool,
+}
 
 /// A carrier request's params as a flow takes them.
 #[derive(Clone)]
