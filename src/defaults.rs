@@ -170,45 +170,45 @@ pub const REDIS_WAIT_TIMEOUT: Duration = Duration::from_millis(100);
 
 /// The most requests one client flow may send, the first one included:
 /// [`MAX_ROUNDS`] + 1, so a default client can finish every flow a default server
-/// allows (see the module doc). [`ClientBuilder::with_max_rounds`](crate::client::ClientBuilder::with_max_rounds),
+/// allows (see the module doc). [`FlowRules::with_max_rounds`](crate::client::FlowRules::with_max_rounds),
 /// `mrtr call --max-rounds`.
 pub const CLIENT_MAX_ROUNDS: u32 = MAX_ROUNDS + 1;
 
 /// The longest one client flow may take: 5 minutes.
-/// [`ClientBuilder::with_total_timeout`](crate::client::ClientBuilder::with_total_timeout),
+/// `mrtr-client`'s `ClientBuilder::with_total_timeout`,
 /// `mrtr call --timeout`.
 pub const CLIENT_TOTAL_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// The longest one request of a client flow may wait for its response: 30 seconds.
 /// A server that holds a retry open while the user finishes a URL-mode step needs
-/// more. [`ClientBuilder::with_request_timeout`](crate::client::ClientBuilder::with_request_timeout),
+/// more. `mrtr-client`'s `ClientBuilder::with_request_timeout`,
 /// `mrtr call --request-timeout`.
 pub const CLIENT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The most questions (input requests) the client accepts in one round: 16, what a
 /// default server may ask ([`MAX_ASKS_PER_ROUND`]). A round that asks more ends the
 /// flow before any of its questions is answered.
-/// [`ClientBuilder::with_max_questions_per_round`](crate::client::ClientBuilder::with_max_questions_per_round),
+/// [`FlowRules::with_max_questions_per_round`](crate::client::FlowRules::with_max_questions_per_round),
 /// `mrtr call --max-questions-per-round`.
 pub const CLIENT_MAX_QUESTIONS_PER_ROUND: usize = MAX_ASKS_PER_ROUND;
 
 /// The most questions of one round the client answers at the same time: 4 (the
 /// rest wait their turn).
-/// [`ClientBuilder::with_max_concurrent_answers`](crate::client::ClientBuilder::with_max_concurrent_answers),
+/// `mrtr-client`'s `ClientBuilder::with_max_concurrent_answers`,
 /// `mrtr call --max-concurrent-answers`.
 pub const CLIENT_MAX_CONCURRENT_ANSWERS: usize = 4;
 
 /// The most sampling requests (each one a call to the client's model) one client
 /// flow accepts, over all its rounds: 16, one per round of a default server's
 /// longest flow.
-/// [`ClientBuilder::with_max_sampling_per_flow`](crate::client::ClientBuilder::with_max_sampling_per_flow),
+/// [`FlowRules::with_max_sampling_per_flow`](crate::client::FlowRules::with_max_sampling_per_flow),
 /// `mrtr call --max-sampling-per-flow`.
 pub const CLIENT_MAX_SAMPLING_PER_FLOW: u32 = 16;
 
 /// The most bytes of answers (`inputResponses`, as serialized JSON) one client
 /// flow sends, over all its rounds: 256 KiB, the most a default server reads in
 /// one request ([`MAX_BODY`]).
-/// [`ClientBuilder::with_max_answer_bytes`](crate::client::ClientBuilder::with_max_answer_bytes),
+/// [`FlowRules::with_max_answer_bytes`](crate::client::FlowRules::with_max_answer_bytes),
 /// `mrtr call --max-answer-bytes`.
 pub const CLIENT_MAX_ANSWER_BYTES: u64 = MAX_BODY as u64;
 
@@ -217,7 +217,7 @@ pub const CLIENT_MAX_ANSWER_BYTES: u64 = MAX_BODY as u64;
 /// that raised its own limit still works. A longer one ends the flow before it is
 /// sent back: a hostile server cannot make the client upload a state of megabytes
 /// on every round.
-/// [`ClientBuilder::with_max_state_bytes`](crate::client::ClientBuilder::with_max_state_bytes),
+/// [`FlowRules::with_max_state_bytes`](crate::client::FlowRules::with_max_state_bytes),
 /// `mrtr call --max-state-bytes`.
 pub const CLIENT_MAX_STATE_BYTES: usize = 4 * MAX_TOKEN_LEN;
 
@@ -226,7 +226,7 @@ pub const CLIENT_MAX_STATE_BYTES: usize = 4 * MAX_TOKEN_LEN;
 /// largest body a default server reads ([`MAX_BODY`]), so a default client can
 /// send every flow a default server accepts. A request that would go over it is
 /// not sent.
-/// [`ClientBuilder::with_max_upload_bytes`](crate::client::ClientBuilder::with_max_upload_bytes),
+/// [`FlowRules::with_max_upload_bytes`](crate::client::FlowRules::with_max_upload_bytes),
 /// `mrtr call --max-upload-bytes`.
 pub const CLIENT_MAX_UPLOAD_BYTES: u64 = CLIENT_MAX_ROUNDS as u64 * MAX_BODY as u64;
 

@@ -91,10 +91,10 @@
 //! handler shape, and the one carrier path), `record` (how a request is
 //! recorded, crate-private), [`service`] (the JSON-RPC router),
 //! [`streamable_http`] (the transport's rules, sans-IO), [`lines`] (the stdio
-//! transports' bounded line splitter, sans-IO) and [`client`] (the driver, without
-//! a transport). The crate `mrtr-server` holds the transports, `mrtr-rmcp` runs the
-//! same handlers on an rmcp (official Rust SDK) server, `mrtr-client` the client's
-//! transports. [`manual`] holds the prose: token format, security model, handler
+//! transports' bounded line splitter, sans-IO) and [`client`] (the client's flow as
+//! values, sans-IO). The crate `mrtr-server` holds the transports, `mrtr-rmcp` runs the
+//! same handlers on an rmcp (official Rust SDK) server, `mrtr-client` the async
+//! client and its transports. [`manual`] holds the prose: token format, security model, handler
 //! model, key rotation, operations. The reference server's tools and the
 //! `mrtr call` terminal client belong to the `mrtr` binary (`mrtr-cli`), not to this API.
 #![forbid(unsafe_code)]

@@ -44,14 +44,15 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
 use libfuzzer_sys::fuzz_target;
-use mrtr::client::{
-    BoxFuture, Cap, CarrierCall, Client, ClientError, Flow, HandlerError, Handlers, InputContext,
-    InputHandler, Step, Transport, TransportError, Turn,
-};
+use mrtr::client::{Flow, Turn};
 use mrtr::wire::input::{InputRequest, InputResponse, InputResponses};
 use mrtr::wire::jsonrpc::RequestId;
 use mrtr::wire::{
     CreateMessageResult, ElicitAction, ElicitParams, ElicitResult, ListRootsResult, Root,
+};
+use mrtr_client::{
+    BoxFuture, Cap, CarrierCall, Client, ClientError, FlowError, HandlerError, Handlers,
+    InputContext, InputHandler, Step, Transport, TransportError,
 };
 use serde_json::{Value, json};
 
@@ -352,7 +353,6 @@ fn drive_flow(
                 }
                 asked.answer(answers)?
             }
-            other => panic!("an unknown turn {other:?}"),
         };
     }
     panic!("a flow longer than 64 rounds");
@@ -505,7 +505,7 @@ fn check(
                 "completed by {r}"
             );
         }
-        Err(ClientError::CapExceeded { cap, limit }) => match cap {
+        Err(ClientError::Flow(FlowError::CapExceeded { cap, limit })) => match cap {
             Cap::QuestionsPerRound => {
                 assert_eq!(*limit, c.questions as u64);
                 assert!(!answered_last, "a round over the question cap was answered");
@@ -517,13 +517,13 @@ fn check(
             Cap::AnswerBytes => assert_eq!(*limit, c.answer_bytes),
             other => panic!("unexpected cap {other:?}"),
         },
-        Err(ClientError::UndeclaredInput { .. }) => {
+        Err(ClientError::Flow(FlowError::UndeclaredInput { .. })) => {
             assert!(
                 !answered_last,
                 "a round asking an undeclared kind was answered"
             );
         }
-        Err(ClientError::MaxRounds { rounds }) => {
+        Err(ClientError::Flow(FlowError::MaxRounds { rounds })) => {
             assert_eq!(*rounds, c.rounds);
             assert_eq!(*rounds, last);
             assert!(!answered_last, "a round past the round cap was answered");

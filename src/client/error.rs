@@ -1,6 +1,5 @@
-//! [`ClientError`]: every way a flow can end without a result.
-
-use std::time::Duration;
+//! [`FlowError`]: every way the flow itself can end without a result (the
+//! transport, the handlers and the clocks are the async client's, in `mrtr-client`).
 
 use serde_json::Value;
 
@@ -8,19 +7,14 @@ use crate::wire::InputKind;
 use crate::wire::jsonrpc::RequestId;
 use crate::wire::meta::ClientCapabilities;
 
-use super::handler::HandlerError;
-use super::transport::TransportError;
-
-/// Why a call ended without a final result.
+/// Why a flow ended without a final result, as the flow sees it: what the
+/// server answered, and the client's caps.
 ///
 /// A tool that ran and failed is *not* an error here: it is a complete result
 /// with `isError: true` (see [`Completion::is_tool_error`](super::Completion::is_tool_error)).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
-pub enum ClientError {
-    /// No response could be obtained.
-    #[error("transport: {0}")]
-    Transport(#[from] TransportError),
+pub enum FlowError {
     /// The server answered with a JSON-RPC error.
     #[error("json-rpc error {code}: {message}")]
     JsonRpc {
@@ -36,18 +30,6 @@ pub enum ClientError {
     MaxRounds {
         /// How many requests were sent.
         rounds: u32,
-    },
-    /// The whole flow took longer than the client's time cap.
-    #[error("gave up after {after:?}: the flow did not complete in time")]
-    Timeout {
-        /// The cap that was reached.
-        after: Duration,
-    },
-    /// One request got no response within the client's per-request time cap.
-    #[error("no response within {after:?}: the request timed out")]
-    RequestTimeout {
-        /// The cap that was reached.
-        after: Duration,
     },
     /// The response carries another id than the request it answers: it is not
     /// the response to this request, and the flow stops.
@@ -95,17 +77,7 @@ pub enum ClientError {
     /// `InputRequiredResult`.
     #[error("malformed response: {0}")]
     Malformed(String),
-    /// A handler gave no answer for an input request; the flow stops without a retry.
-    #[error("input {key:?} ({}) not answered: {source}", .kind.as_str())]
-    Handler {
-        /// The input request's key.
-        key: String,
-        /// Its kind.
-        kind: InputKind,
-        /// Why.
-        source: HandlerError,
-    },
-    /// Answers passed to [`Client::resume`](super::Client::resume) do not match the
+    /// Answers passed to [`Asked::answer`](super::Asked::answer) do not match the
     /// outstanding input requests (a key unanswered, unknown, or of the wrong kind).
     #[error("answer {key:?} does not fit the pending flow: {reason}")]
     AnswerMismatch {
@@ -117,25 +89,24 @@ pub enum ClientError {
 }
 
 /// A limit the client sets on what one flow may make it do (see
-/// [`ClientError::CapExceeded`] and the setters of
-/// [`ClientBuilder`](super::ClientBuilder)).
+/// [`FlowError::CapExceeded`] and the setters of [`FlowRules`](super::FlowRules)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Cap {
     /// Input requests in one `InputRequiredResult`
-    /// ([`max_questions_per_round`](super::ClientBuilder::with_max_questions_per_round)).
+    /// ([`FlowRules::with_max_questions_per_round`](super::FlowRules::with_max_questions_per_round)).
     QuestionsPerRound,
     /// `sampling/createMessage` requests over the whole flow
-    /// ([`max_sampling_per_flow`](super::ClientBuilder::with_max_sampling_per_flow)).
+    /// ([`FlowRules::with_max_sampling_per_flow`](super::FlowRules::with_max_sampling_per_flow)).
     SamplingPerFlow,
     /// Bytes of `inputResponses` (serialized JSON) over the whole flow
-    /// ([`max_answer_bytes`](super::ClientBuilder::with_max_answer_bytes)).
+    /// ([`FlowRules::with_max_answer_bytes`](super::FlowRules::with_max_answer_bytes)).
     AnswerBytes,
     /// Bytes of one `requestState` the client would echo
-    /// ([`max_state_bytes`](super::ClientBuilder::with_max_state_bytes)).
+    /// ([`FlowRules::with_max_state_bytes`](super::FlowRules::with_max_state_bytes)).
     StateBytes,
     /// Bytes of requests (serialized JSON-RPC) over the whole flow
-    /// ([`max_upload_bytes`](super::ClientBuilder::with_max_upload_bytes)).
+    /// ([`FlowRules::with_max_upload_bytes`](super::FlowRules::with_max_upload_bytes)).
     UploadBytes,
 }
 
@@ -158,8 +129,8 @@ impl std::fmt::Display for Cap {
     }
 }
 
-impl ClientError {
-    /// The JSON-RPC error code, for [`ClientError::JsonRpc`].
+impl FlowError {
+    /// The JSON-RPC error code, for [`FlowError::JsonRpc`].
     pub fn jsonrpc_code(&self) -> Option<i64> {
         match self {
             Self::JsonRpc { code, .. } => Some(*code),

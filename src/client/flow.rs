@@ -1,5 +1,5 @@
 //! The values a flow is made of: the call ([`CarrierCall`]), the way it ends
-//! ([`Completion`]), and the resumable middle ([`PendingFlow`], [`Step`]).
+//! ([`Completion`]), and the resumable middle ([`PendingFlow`]).
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
@@ -123,8 +123,8 @@ impl Completion {
 
 /// A flow stopped between rounds, waiting for answers: everything needed to
 /// retry, and nothing else. Serialize it (it is plain JSON), keep it, and hand it
-/// to [`Client::resume`](super::Client::resume) later, or in another process with
-/// another [`Client`](super::Client) talking to the same server.
+/// to `mrtr-client`'s `Client::resume` later (or [`Asked::resume`](super::Asked::resume)),
+/// or in another process with another client talking to the same server.
 ///
 /// ```json
 /// {
@@ -186,17 +186,6 @@ impl PendingFlow {
     pub fn call(&self) -> CarrierCall {
         CarrierCall::new(self.method, self.params.clone())
     }
-}
-
-/// Where a manually stepped flow stands.
-#[derive(Debug, Clone, PartialEq)]
-#[allow(clippy::large_enum_variant)] // one value per flow step; boxing would only add noise
-#[non_exhaustive]
-pub enum Step {
-    /// The flow finished.
-    Complete(Completion),
-    /// The server asked for input; answer it and [`resume`](super::Client::resume).
-    NeedsInput(PendingFlow),
 }
 
 mod method_serde {

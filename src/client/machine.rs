@@ -20,25 +20,9 @@
 //! length of the `requestState`. [`Asked::answer`] checks the answers against
 //! what was asked and counts their bytes; [`Ready::request`] counts the bytes
 //! of every request. A cap reached ends the flow with a typed
-//! [`ClientError`], before anything is answered or sent for the round at fault.
-//! Nothing here waits, sends or reads: [`Client`](super::Client) is one loop
+//! [`FlowError`], before anything is answered or sent for the round at fault.
+//! Nothing here waits, sends or reads: `mrtr-client`'s `Client` is one loop
 //! over these states, and any other runtime can be another.
-//!
-//! ```
-//! use mrtr::client::{CarrierCall, Flow, FlowRules, Turn};
-//! use mrtr::wire::jsonrpc::RequestId;
-//! use mrtr::wire::meta::ClientCapabilities;
-//! use serde_json::json;
-//!
-//! let rules = FlowRules::new(ClientCapabilities::default());
-//! let ready = Flow::start(CarrierCall::tool("deploy", json!({})), rules);
-//! let (sent, request) = ready.request(RequestId::from(1)).unwrap();
-//! assert_eq!(request["method"], "tools/call");
-//! // ... send `request` however you like, then:
-//! let response = json!({"jsonrpc": "2.0", "id": 1, "result": {"content": []}});
-//! let Turn::Complete(done) = sent.on_response(response).unwrap() else { panic!() };
-//! assert_eq!(done.rounds, 1);
-//! ```
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -53,12 +37,12 @@ use crate::wire::meta::{ClientCapabilities, Implementation, RequestMeta};
 use crate::wire::result::InputRequiredResult;
 use crate::wire::{CarrierMethod, InputRequests, JsonObject};
 
-use super::error::{Cap, ClientError};
+use super::error::{Cap, FlowError};
 use super::flow::{CarrierCall, Completion, PendingFlow};
 
 /// What every flow of one client may do, and what it declares: the
 /// capabilities and `clientInfo` of its `_meta`, and the caps (each with the
-/// default of [`ClientBuilder`](super::ClientBuilder)'s setter of that name).
+/// default of `mrtr-client`'s `ClientBuilder` setter of that name).
 #[derive(Debug, Clone)]
 pub struct FlowRules {
     capabilities: ClientCapabilities,
@@ -122,7 +106,7 @@ impl FlowRules {
     }
 
     /// The capabilities declared (what the flow may be asked).
-    pub(super) fn with_capabilities(mut self, capabilities: ClientCapabilities) -> Self {
+    pub fn with_capabilities(mut self, capabilities: ClientCapabilities) -> Self {
         self.meta = Self::meta_of(&capabilities, &self.client_info);
         self.capabilities = capabilities;
         self
@@ -174,12 +158,17 @@ impl FlowRules {
         &self.meta
     }
 
-    /// [`ClientError::UndeclaredInput`] when `asks` holds a kind the rules do
+    /// Checks that every input request of `asks` is of a kind the rules
+    /// declare ([`Sent::on_response`] runs it on every round; a client that
+    /// answers a stored [`PendingFlow`] runs it again).
+    ///
+    /// # Errors
+    /// [`FlowError::UndeclaredInput`] when `asks` holds a kind the rules do
     /// not declare.
-    pub(super) fn check_declared(&self, asks: &InputRequests) -> Result<(), ClientError> {
+    pub fn check_declared(&self, asks: &InputRequests) -> Result<(), FlowError> {
         for (key, ask) in asks {
             if let Some(missing) = capability::missing(&self.capabilities, ask) {
-                return Err(ClientError::UndeclaredInput {
+                return Err(FlowError::UndeclaredInput {
                     key: key.clone(),
                     kind: ask.kind(),
                     missing: Box::new(missing),
@@ -189,11 +178,14 @@ impl FlowRules {
         Ok(())
     }
 
-    /// [`Cap::QuestionsPerRound`]: how many questions one round may ask.
-    pub(super) fn check_questions(&self, asks: &InputRequests) -> Result<(), ClientError> {
+    /// Checks [`Cap::QuestionsPerRound`]: how many questions one round may ask.
+    ///
+    /// # Errors
+    /// [`FlowError::CapExceeded`] when `asks` holds more.
+    pub fn check_questions(&self, asks: &InputRequests) -> Result<(), FlowError> {
         let limit = self.limits.questions_per_round;
         if asks.len() > limit {
-            return Err(ClientError::CapExceeded {
+            return Err(FlowError::CapExceeded {
                 cap: Cap::QuestionsPerRound,
                 limit: limit as u64,
             });
@@ -228,7 +220,7 @@ struct Core {
     backoff: Duration,
 }
 
-/// The start of a flow: see the [module docs](self).
+/// The start of a flow: see [the module](crate::client).
 #[derive(Debug)]
 pub struct Flow(());
 
@@ -273,7 +265,6 @@ pub struct Asked {
 /// What a response means for the flow.
 #[derive(Debug)]
 #[allow(clippy::large_enum_variant)] // one value per round; boxing would only add noise
-#[non_exhaustive]
 pub enum Turn {
     /// The flow finished.
     Complete(Completion),
@@ -295,9 +286,9 @@ impl Ready {
     /// the state received last (exactly as received; none when none came).
     ///
     /// # Errors
-    /// [`ClientError::CapExceeded`] ([`Cap::UploadBytes`]) when the request
+    /// [`FlowError::CapExceeded`] ([`Cap::UploadBytes`]) when the request
     /// would take the flow over its upload cap: it is not to be sent.
-    pub fn request(self, id: RequestId) -> Result<(Sent, Value), ClientError> {
+    pub fn request(self, id: RequestId) -> Result<(Sent, Value), FlowError> {
         let Self { mut core, answers } = self;
         let mut params = core.call.params().clone();
         params.insert("_meta".into(), core.rules.meta.clone());
@@ -330,11 +321,11 @@ impl Sent {
     /// the round comes first.
     ///
     /// # Errors
-    /// [`ClientError::IdMismatch`], [`ClientError::JsonRpc`],
-    /// [`ClientError::Malformed`], [`ClientError::UnknownResultType`],
-    /// [`ClientError::UndeclaredInput`], [`ClientError::MaxRounds`] and
-    /// [`ClientError::CapExceeded`] (questions, sampling, state).
-    pub fn on_response(self, response: Value) -> Result<Turn, ClientError> {
+    /// [`FlowError::IdMismatch`], [`FlowError::JsonRpc`],
+    /// [`FlowError::Malformed`], [`FlowError::UnknownResultType`],
+    /// [`FlowError::UndeclaredInput`], [`FlowError::MaxRounds`] and
+    /// [`FlowError::CapExceeded`] (questions, sampling, state).
+    pub fn on_response(self, response: Value) -> Result<Turn, FlowError> {
         let Self { mut core, id } = self;
         let round = core.tally.round;
         let irr = match classify(core.call.method(), result_of(response, &id)?)? {
@@ -353,7 +344,7 @@ impl Sent {
             rules.check_declared(asks)?;
         }
         if round >= rules.max_rounds {
-            return Err(ClientError::MaxRounds { rounds: round });
+            return Err(FlowError::MaxRounds { rounds: round });
         }
         // The caps on what a round may ask come before any handler runs (and
         // before a manual caller is shown anything).
@@ -447,11 +438,11 @@ impl Asked {
     /// The flow with `responses` to send: one per question, of the kind asked.
     ///
     /// # Errors
-    /// [`ClientError::AnswerMismatch`] when `responses` does not answer exactly
-    /// the questions with the asked kinds; [`ClientError::CapExceeded`]
+    /// [`FlowError::AnswerMismatch`] when `responses` does not answer exactly
+    /// the questions with the asked kinds; [`FlowError::CapExceeded`]
     /// ([`Cap::AnswerBytes`]) when they would take the flow over its answer cap.
     /// Nothing is to be sent then.
-    pub fn answer(self, responses: InputResponses) -> Result<Ready, ClientError> {
+    pub fn answer(self, responses: InputResponses) -> Result<Ready, FlowError> {
         check_answers(&self.asks, &responses)?;
         let Self { mut core, .. } = self;
         let answers = core.count_bytes(&responses)?;
@@ -464,7 +455,7 @@ impl Asked {
 
 impl Core {
     /// [`Cap::SamplingPerFlow`]: adds this round's sampling requests to the tally.
-    fn count_sampling(&mut self, asks: &InputRequests) -> Result<(), ClientError> {
+    fn count_sampling(&mut self, asks: &InputRequests) -> Result<(), FlowError> {
         let limit = self.rules.limits.sampling_per_flow;
         let asked = asks
             .values()
@@ -479,7 +470,7 @@ impl Core {
                 self.tally.sampling = n;
                 Ok(())
             }
-            None => Err(ClientError::CapExceeded {
+            None => Err(FlowError::CapExceeded {
                 cap: Cap::SamplingPerFlow,
                 limit: u64::from(limit),
             }),
@@ -487,10 +478,10 @@ impl Core {
     }
 
     /// [`Cap::StateBytes`]: the longest `requestState` echoed.
-    fn check_state(&self, state: &str) -> Result<(), ClientError> {
+    fn check_state(&self, state: &str) -> Result<(), FlowError> {
         let limit = self.rules.limits.state_bytes;
         if state.len() > limit {
-            return Err(ClientError::CapExceeded {
+            return Err(FlowError::CapExceeded {
                 cap: Cap::StateBytes,
                 limit: limit as u64,
             });
@@ -500,7 +491,7 @@ impl Core {
 
     /// [`Cap::UploadBytes`]: adds the size of `request` (serialized) to the tally
     /// within the cap.
-    fn count_upload(&mut self, request: &Value) -> Result<(), ClientError> {
+    fn count_upload(&mut self, request: &Value) -> Result<(), FlowError> {
         let limit = self.rules.limits.upload_bytes;
         let mut size = ByteCount(0);
         // Counted as serialized, without building the bytes (the transport does).
@@ -515,7 +506,7 @@ impl Core {
                 self.tally.uploaded = n;
                 Ok(())
             }
-            None => Err(ClientError::CapExceeded {
+            None => Err(FlowError::CapExceeded {
                 cap: Cap::UploadBytes,
                 limit,
             }),
@@ -524,7 +515,7 @@ impl Core {
 
     /// [`Cap::AnswerBytes`]: the wire form of `responses`, once its size is added
     /// to the tally within the cap.
-    fn count_bytes(&mut self, responses: &InputResponses) -> Result<Value, ClientError> {
+    fn count_bytes(&mut self, responses: &InputResponses) -> Result<Value, FlowError> {
         let limit = self.rules.limits.answer_bytes;
         let m: Map<String, Value> = responses
             .iter()
@@ -537,7 +528,7 @@ impl Core {
                 self.tally.bytes = n;
                 Ok(value)
             }
-            None => Err(ClientError::CapExceeded {
+            None => Err(FlowError::CapExceeded {
                 cap: Cap::AnswerBytes,
                 limit,
             }),
@@ -560,10 +551,10 @@ impl std::io::Write for ByteCount {
 }
 
 /// `responses` must answer exactly the keys of `asks`, each with the asked kind.
-fn check_answers(asks: &InputRequests, responses: &InputResponses) -> Result<(), ClientError> {
+fn check_answers(asks: &InputRequests, responses: &InputResponses) -> Result<(), FlowError> {
     for (key, ask) in asks {
         let Some(answer) = responses.get(key) else {
-            return Err(ClientError::AnswerMismatch {
+            return Err(FlowError::AnswerMismatch {
                 key: key.clone(),
                 reason: "no answer given".into(),
             });
@@ -577,7 +568,7 @@ fn check_answers(asks: &InputRequests, responses: &InputResponses) -> Result<(),
                 | (InputKind::Roots, InputResponse::ListRoots(_))
         );
         if !fits {
-            return Err(ClientError::AnswerMismatch {
+            return Err(FlowError::AnswerMismatch {
                 key: key.clone(),
                 reason: format!(
                     "the answer is not of the asked kind ({})",
@@ -587,7 +578,7 @@ fn check_answers(asks: &InputRequests, responses: &InputResponses) -> Result<(),
         }
     }
     if let Some(extra) = responses.keys().find(|k| !asks.contains_key(*k)) {
-        return Err(ClientError::AnswerMismatch {
+        return Err(FlowError::AnswerMismatch {
             key: extra.clone(),
             reason: "no such input request".into(),
         });
@@ -600,10 +591,15 @@ enum Outcome {
     InputRequired(InputRequiredResult),
 }
 
-/// Extracts `result` from a response to the request with `id`.
-pub(super) fn result_of(response: Value, id: &RequestId) -> Result<Value, ClientError> {
+/// Extracts `result` from a JSON-RPC response to the request with `id`.
+///
+/// # Errors
+/// [`FlowError::IdMismatch`] for a response to another id,
+/// [`FlowError::JsonRpc`] for an error response, [`FlowError::Malformed`]
+/// for anything that is not a JSON-RPC response.
+pub fn result_of(response: Value, id: &RequestId) -> Result<Value, FlowError> {
     let Value::Object(mut o) = response else {
-        return Err(ClientError::Malformed(
+        return Err(FlowError::Malformed(
             "a JSON-RPC response must be an object".into(),
         ));
     };
@@ -612,7 +608,7 @@ pub(super) fn result_of(response: Value, id: &RequestId) -> Result<Value, Client
     let received = o.get("id").cloned().unwrap_or(Value::Null);
     let unread_id = o.contains_key("error") && received.is_null();
     if received != id.to_value() && !unread_id {
-        return Err(ClientError::IdMismatch {
+        return Err(FlowError::IdMismatch {
             expected: id.clone(),
             received,
         });
@@ -621,26 +617,26 @@ pub(super) fn result_of(response: Value, id: &RequestId) -> Result<Value, Client
         let code = err.get("code").and_then(Value::as_i64);
         let message = err.get("message").and_then(Value::as_str);
         return match (code, message) {
-            (Some(code), Some(message)) => Err(ClientError::JsonRpc {
+            (Some(code), Some(message)) => Err(FlowError::JsonRpc {
                 code,
                 message: message.to_owned(),
                 data: err.get("data").cloned(),
             }),
-            _ => Err(ClientError::Malformed(
+            _ => Err(FlowError::Malformed(
                 "a JSON-RPC error needs an integer code and a string message".into(),
             )),
         };
     }
     match o.remove("result") {
         Some(r @ Value::Object(_)) => Ok(r),
-        Some(_) => Err(ClientError::Malformed("result must be an object".into())),
-        None => Err(ClientError::Malformed(
+        Some(_) => Err(FlowError::Malformed("result must be an object".into())),
+        None => Err(FlowError::Malformed(
             "a JSON-RPC response needs result or error".into(),
         )),
     }
 }
 
-fn classify(method: CarrierMethod, result: Value) -> Result<Outcome, ClientError> {
+fn classify(method: CarrierMethod, result: Value) -> Result<Outcome, FlowError> {
     match result.get("resultType") {
         // Absent means complete (servers of earlier versions; MCP 2026-07-28, Base Protocol §Result Responses).
         None => Ok(Outcome::Complete(result)),
@@ -648,14 +644,12 @@ fn classify(method: CarrierMethod, result: Value) -> Result<Outcome, ClientError
             "complete" => Ok(Outcome::Complete(result)),
             "input_required" => InputRequiredResult::from_value(method, &result)
                 .map(Outcome::InputRequired)
-                .map_err(|e| {
-                    ClientError::Malformed(format!("InputRequiredResult: {}", e.message()))
-                }),
-            other => Err(ClientError::UnknownResultType {
+                .map_err(|e| FlowError::Malformed(format!("InputRequiredResult: {}", e.message()))),
+            other => Err(FlowError::UnknownResultType {
                 result_type: other.to_owned(),
             }),
         },
-        Some(_) => Err(ClientError::Malformed("resultType must be a string".into())),
+        Some(_) => Err(FlowError::Malformed("resultType must be a string".into())),
     }
 }
 
@@ -720,7 +714,7 @@ mod tests {
         assert!(third["params"].get("inputResponses").is_none());
         // The round cap (3): a third round that asks again ends the flow.
         let e = sent.on_response(reply(3, ask("s3"))).unwrap_err();
-        assert!(matches!(e, ClientError::MaxRounds { rounds: 3 }), "{e:?}");
+        assert!(matches!(e, FlowError::MaxRounds { rounds: 3 }), "{e:?}");
     }
 
     #[test]
@@ -728,17 +722,17 @@ mod tests {
         let start = || Flow::start(CarrierCall::tool("t", Value::Null), rules());
         let sent = || start().request(RequestId::from(7)).unwrap().0;
         let e = sent().on_response(reply(8, json!({}))).unwrap_err();
-        assert!(matches!(e, ClientError::IdMismatch { .. }), "{e:?}");
+        assert!(matches!(e, FlowError::IdMismatch { .. }), "{e:?}");
         let roots = json!({"resultType": "input_required", "inputRequests": {
             "r": {"method": "roots/list"}}});
         let e = sent().on_response(reply(7, roots)).unwrap_err();
-        assert!(matches!(e, ClientError::UndeclaredInput { .. }), "{e:?}");
+        assert!(matches!(e, FlowError::UndeclaredInput { .. }), "{e:?}");
         let long = "x".repeat(defaults::CLIENT_MAX_STATE_BYTES + 1);
         let e = sent().on_response(reply(7, ask(&long))).unwrap_err();
         assert!(
             matches!(
                 e,
-                ClientError::CapExceeded {
+                FlowError::CapExceeded {
                     cap: Cap::StateBytes,
                     ..
                 }
@@ -748,7 +742,7 @@ mod tests {
         let e = sent()
             .on_response(reply(7, json!({"resultType": "later"})))
             .unwrap_err();
-        assert!(matches!(e, ClientError::UnknownResultType { .. }), "{e:?}");
+        assert!(matches!(e, FlowError::UnknownResultType { .. }), "{e:?}");
         // Answers must answer exactly what was asked.
         let Turn::Ask(asked) = sent().on_response(reply(7, ask("s"))).unwrap() else {
             panic!()
@@ -756,7 +750,7 @@ mod tests {
         let wrong: InputResponses =
             serde_json::from_value(json!({"other": {"action": "cancel"}})).unwrap();
         let e = asked.answer(wrong).unwrap_err();
-        assert!(matches!(e, ClientError::AnswerMismatch { .. }), "{e:?}");
+        assert!(matches!(e, FlowError::AnswerMismatch { .. }), "{e:?}");
         // An upload cap too small for the first request: nothing to send.
         let tiny = rules().with_max_upload_bytes(10);
         let e = Flow::start(CarrierCall::tool("t", Value::Null), tiny)
@@ -765,7 +759,7 @@ mod tests {
         assert!(
             matches!(
                 e,
-                ClientError::CapExceeded {
+                FlowError::CapExceeded {
                     cap: Cap::UploadBytes,
                     ..
                 }

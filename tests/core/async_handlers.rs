@@ -9,13 +9,13 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use mrtr::Timestamp;
-use mrtr::client::{Client, ClientError, Handlers, InProcess};
 use mrtr::engine::{Confirmation, Engine, Form};
 use mrtr::principal::Principal;
 use mrtr::seal::Keyring;
 use mrtr::service::Service;
 use mrtr::wire::{ElicitAction, ElicitResult};
 use mrtr::{PromptResult, ResourceResult, ToolResult};
+use mrtr_client::{Client, ClientError, FlowError, Handlers, InProcess};
 use serde_json::{Value, json};
 use tokio::sync::{Notify, oneshot};
 
@@ -156,9 +156,9 @@ fn panicking(before_await: bool) -> Service {
 }
 
 #[track_caller]
-fn assert_internal_error(r: Result<mrtr::client::Completion, ClientError>) {
+fn assert_internal_error(r: Result<mrtr_client::Completion, ClientError>) {
     match r {
-        Err(ClientError::JsonRpc { code, message, .. }) => {
+        Err(ClientError::Flow(FlowError::JsonRpc { code, message, .. })) => {
             assert_eq!(code, -32603);
             // The panic message stays in the process.
             assert!(!message.contains("bug"), "{message}");

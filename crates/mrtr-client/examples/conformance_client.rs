@@ -20,7 +20,7 @@
 use std::process::ExitCode;
 
 use mrtr::wire::{ElicitAction, ElicitParams, ElicitResult, JsonObject, PrimitiveSchema};
-use mrtr_client::{CarrierCall, Client, ClientError, Handlers, HttpTransport, Step};
+use mrtr_client::{CarrierCall, Client, ClientError, FlowError, Handlers, HttpTransport, Step};
 use serde_json::{Value, json};
 
 const SCENARIO: &str = "sep-2322-client-request-state";
@@ -75,9 +75,9 @@ async fn run(url: &str) -> Result<(), ClientError> {
         ),
         // `Step` may grow; a step this client does not know fails the scenario.
         _ => {
-            return Err(ClientError::Malformed(
+            return Err(ClientError::Flow(FlowError::Malformed(
                 "test_mrtr_echo_state: a step this client does not know".into(),
-            ));
+            )));
         }
     }
 

@@ -20,7 +20,7 @@ use hyper_util::rt::TokioExecutor;
 use rustls::RootCertStore;
 use serde_json::Value;
 
-use mrtr::client::TransportError;
+use crate::TransportError;
 
 /// The largest body [`HttpClient`] reads (bytes).
 pub const MAX_FETCH_BYTES: usize = 256 * 1024;
@@ -33,7 +33,7 @@ pub const FETCH_TIMEOUT: Duration = Duration::from_secs(20);
 /// Cheap to clone (the connection pool is shared). Needs a tokio runtime.
 ///
 /// ```no_run
-/// # async fn run() -> Result<(), mrtr::client::TransportError> {
+/// # async fn run() -> Result<(), mrtr_client::TransportError> {
 /// let client = mrtr_client::HttpClient::new()?;
 /// let metadata = client
 ///     .get_json("https://auth.example/.well-known/oauth-authorization-server")

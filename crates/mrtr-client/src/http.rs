@@ -42,7 +42,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::{CertificateError, RootCertStore};
 use serde_json::Value;
 
-use mrtr::client::{BoxFuture, Timer, Transport, TransportError};
+use crate::{BoxFuture, Timer, Transport, TransportError};
 use mrtr::streamable_http::{self, Framing, McpHeaders, SseParser};
 use mrtr::wire::PROTOCOL_VERSION;
 
@@ -55,7 +55,7 @@ pub const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
 /// Needs a tokio runtime. Cheap to share: the connection pool is inside.
 ///
 /// ```no_run
-/// # fn main() -> Result<(), mrtr::client::TransportError> {
+/// # fn main() -> Result<(), mrtr_client::TransportError> {
 /// use mrtr_client::HttpTransport;
 ///
 /// // The system's CA certificates.

@@ -2,24 +2,34 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod driver;
+mod error;
 #[cfg(feature = "http")]
 pub mod fetch;
+mod handler;
 #[cfg(feature = "http")]
 pub mod http;
+mod in_process;
 #[cfg(feature = "oauth")]
 pub mod oauth;
 #[cfg(feature = "stdio")]
 pub mod stdio;
 mod timer;
+mod transport;
 
+pub use driver::{Client, ClientBuilder, Step};
+pub use error::ClientError;
 #[cfg(feature = "http")]
 pub use fetch::{HttpClient, HttpClientBuilder};
+pub use handler::{HandlerError, Handlers, InputContext, InputHandler, NoInput};
 #[cfg(feature = "http")]
 pub use http::{BearerToken, Challenge, HttpTransport, HttpTransportBuilder, TokenSource};
+pub use in_process::InProcess;
 #[cfg(feature = "stdio")]
 pub use stdio::{ServerStderr, StdioTransport, StdioTransportBuilder};
-pub use timer::TokioTimer;
+pub use timer::{Timer, TokioTimer};
+pub use transport::{BoxFuture, Transport, TransportError};
 
-/// The transport-free client driver of the core (`mrtr::client`), re-exported so
-/// that one dependency names everything a client needs.
-pub use mrtr::client::*;
+/// The flow's values from the core ([`mrtr::client`]), re-exported where the
+/// client's API names them.
+pub use mrtr::client::{Cap, CarrierCall, Completion, FlowError, FlowRules, PendingFlow};

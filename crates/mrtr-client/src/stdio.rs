@@ -37,7 +37,7 @@ use tokio::process::{Child, ChildStdin};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use mrtr::client::{BoxFuture, Timer, Transport, TransportError};
+use crate::{BoxFuture, Timer, Transport, TransportError};
 use mrtr::lines::{Line, LineSplitter};
 
 /// The longest line read from the server's stdout by default (bytes): a longer

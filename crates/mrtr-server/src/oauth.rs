@@ -213,7 +213,7 @@ pub enum OAuthSetupError {
         /// Which document.
         what: &'static str,
         /// Why.
-        source: mrtr::client::TransportError,
+        source: mrtr_client::TransportError,
     },
     /// A document was fetched but is not what the issuer must publish.
     #[error("{0}")]

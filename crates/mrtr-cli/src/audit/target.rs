@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use http::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
-use mrtr::client::Transport;
+use mrtr_client::Transport;
 use mrtr_client::{HttpClient, ServerStderr, StdioTransport};
 use serde_json::{Value, json};
 

@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use mrtr::client::CarrierCall;
 use mrtr::defaults;
 use mrtr::wire::input::Root;
+use mrtr_client::CarrierCall;
 
 /// Arguments of `mrtr call`.
 #[derive(Debug, Clone, clap::Args)]

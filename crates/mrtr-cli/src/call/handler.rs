@@ -9,7 +9,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde_json::{Map, Value, json};
 
 use mrtr::answers::validate_content;
-use mrtr::client::{BoxFuture, HandlerError, InputContext, InputHandler};
 use mrtr::wire::JsonObject;
 use mrtr::wire::input::{
     CreateMessageParams, CreateMessageResult, ElicitAction, ElicitParams, ElicitResult, InputKind,
@@ -17,6 +16,7 @@ use mrtr::wire::input::{
 };
 use mrtr::wire::meta::{ClientCapabilities, ElicitationCapability, SamplingCapability};
 use mrtr::wire::schema::RequestedSchema;
+use mrtr_client::{BoxFuture, HandlerError, InputContext, InputHandler};
 
 use super::args::root_of;
 use super::prompt::{ask_form, ask_roots, ask_sampling, ask_url, kind_of, problem_list};

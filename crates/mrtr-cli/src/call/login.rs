@@ -182,10 +182,10 @@ pub(super) fn token_source(
 pub(super) async fn ensure_logged_in(
     args: &CallArgs,
     oauth: &OAuthTokenSource,
-) -> Result<(), mrtr::client::TransportError> {
+) -> Result<(), mrtr_client::TransportError> {
     let limit = Duration::from_secs(args.login_timeout.saturating_add(args.request_timeout));
     match tokio::time::timeout(limit, oauth.log_in_if_protected()).await {
-        Err(_) => Err(mrtr::client::TransportError::Unauthorized(format!(
+        Err(_) => Err(mrtr_client::TransportError::Unauthorized(format!(
             "no login within {} s",
             limit.as_secs()
         ))),

@@ -88,9 +88,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mrtr::client::{Cap, CarrierCall, Client, ClientError, Completion, TransportError};
 use mrtr::error::code;
 use mrtr::wire::input::{InputKind, Root};
+use mrtr_client::{Cap, CarrierCall, Client, ClientError, Completion, FlowError, TransportError};
 use serde_json::{Map, Value};
 
 pub use args::CallArgs;
@@ -273,7 +273,7 @@ fn finish(
         }
         Err(e) => {
             let _ = writeln!(err, "error: {}", one_line(&e.to_string()));
-            if let ClientError::JsonRpc { data: Some(d), .. } = &e {
+            if let ClientError::Flow(FlowError::JsonRpc { data: Some(d), .. }) = &e {
                 let _ = writeln!(err, "data: {}", one_line(&shown_json(d)));
             }
             let refused = handler.refused.load(Ordering::Relaxed);
@@ -307,21 +307,21 @@ const ROOTS_HINT: &str = "to share roots, pass --root PATH or run on a terminal"
 /// What to do about an error the user can fix with a flag.
 fn hint(e: &ClientError) -> Option<&'static str> {
     match e {
-        ClientError::UndeclaredInput {
+        ClientError::Flow(FlowError::UndeclaredInput {
             kind: InputKind::Sampling,
             ..
-        } => Some(SAMPLING_HINT),
-        ClientError::UndeclaredInput {
+        }) => Some(SAMPLING_HINT),
+        ClientError::Flow(FlowError::UndeclaredInput {
             kind: InputKind::Roots,
             ..
-        } => Some(ROOTS_HINT),
+        }) => Some(ROOTS_HINT),
         // The server needs a capability this call did not declare (-32021): its
         // `data.requiredCapabilities` names which. Elicitation is always declared.
-        ClientError::JsonRpc {
+        ClientError::Flow(FlowError::JsonRpc {
             code: code::MISSING_REQUIRED_CLIENT_CAPABILITY,
             data: Some(data),
             ..
-        } => {
+        }) => {
             let required = &data["requiredCapabilities"];
             match (required.get("sampling"), required.get("roots")) {
                 (Some(_), Some(_)) => Some(
@@ -333,18 +333,20 @@ fn hint(e: &ClientError) -> Option<&'static str> {
                 (None, None) => None,
             }
         }
-        ClientError::CapExceeded {
+        ClientError::Flow(FlowError::CapExceeded {
             cap: Cap::StateBytes,
             ..
-        } => Some(
+        }) => Some(
             "--max-state-bytes BYTES raises this cap; raise it only for a server you trust \
              (the state is sent back on every round)",
         ),
-        ClientError::CapExceeded {
+        ClientError::Flow(FlowError::CapExceeded {
             cap: Cap::UploadBytes,
             ..
-        } => Some("--max-upload-bytes BYTES raises this cap; raise it only for a server you trust"),
-        ClientError::CapExceeded { .. } => {
+        }) => {
+            Some("--max-upload-bytes BYTES raises this cap; raise it only for a server you trust")
+        }
+        ClientError::Flow(FlowError::CapExceeded { .. }) => {
             Some("the caps are flags (see mrtr call --help); raise one only for a server you trust")
         }
         ClientError::RequestTimeout { .. } => Some("--request-timeout SECS waits longer"),

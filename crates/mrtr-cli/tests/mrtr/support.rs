@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use mrtr::client::InProcess;
 use mrtr::replay::MemoryReplayGuard;
 use mrtr::service::RequestLog;
 use mrtr::{Engine, Principal, Service, Timestamp};
+use mrtr_client::InProcess;
 use serde_json::{Value, json};
 
 /// The helpers every crate's tests share (request builders, reply readers, raw

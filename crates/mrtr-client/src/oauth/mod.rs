@@ -10,7 +10,7 @@
 //!    which must name this server, and takes its first authorization server;
 //! 2. reads that server's metadata (RFC 8414, else OpenID Connect discovery),
 //!    which must name the same issuer; every URL it fetches or opens passes
-//!    one [`UrlPolicy`](crate::fetch::UrlPolicy): `https://`, or plain
+//!    one [`UrlPolicy`]: `https://`, or plain
 //!    `http://` only to the loopback origin of the MCP server itself (or of the
 //!    [`issuer`](OAuthBuilder::issuer) the user named), so a remote server
 //!    cannot point the client at services on the user's own machine;

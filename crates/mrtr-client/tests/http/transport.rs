@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use mrtr::wire::{ElicitAction, ElicitResult};
 use mrtr_client::{
-    BearerToken, BoxFuture, Challenge, Client, ClientError, Handlers, HttpTransport, TokenSource,
-    Transport, TransportError,
+    BearerToken, BoxFuture, Challenge, Client, ClientError, FlowError, Handlers, HttpTransport,
+    TokenSource, Transport, TransportError,
 };
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -243,11 +243,11 @@ async fn a_jsonrpc_error_with_http_400_is_typed() {
     let client = Client::builder(HttpTransport::new(&url).unwrap()).build();
     assert_eq!(
         client.call_tool("t", Value::Null).await.unwrap_err(),
-        ClientError::JsonRpc {
+        ClientError::Flow(FlowError::JsonRpc {
             code: -32020,
             message: "Header mismatch".into(),
             data: Some(json!({"h": 1}))
-        }
+        })
     );
 }
 

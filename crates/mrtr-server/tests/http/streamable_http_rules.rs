@@ -30,7 +30,7 @@ use mrtr::streamable_http::{
     self, ACCEPT_JSON_AND_EVENT_STREAM, McpHeaders, Refusal, SseParser, error_status, sse_event,
 };
 use mrtr::{Engine, Keyring, ResourceResult, Service, ToolResult};
-use mrtr_client::{Client, ClientError, HttpTransport, Transport};
+use mrtr_client::{Client, ClientError, FlowError, HttpTransport, Transport};
 use mrtr_server::http::{Anonymous, HttpOptions, mcp_router};
 use serde_json::{Value, json};
 
@@ -419,7 +419,10 @@ fn client_takes_an_id_less_error_as_the_reply() {
         .block_on(s.client().call_tool("echo", json!({"x": huge})))
         .unwrap_err();
     assert!(
-        matches!(err, ClientError::JsonRpc { code: -32600, .. }),
+        matches!(
+            err,
+            ClientError::Flow(FlowError::JsonRpc { code: -32600, .. })
+        ),
         "{err:?}"
     );
     // In an event stream too.
@@ -543,7 +546,10 @@ fn client_hands_over_a_jsonrpc_error_whatever_the_status() {
         .block_on(s.client().request("nope/nothing", Default::default()))
         .unwrap_err();
     assert!(
-        matches!(err, ClientError::JsonRpc { code: -32601, .. }),
+        matches!(
+            err,
+            ClientError::Flow(FlowError::JsonRpc { code: -32601, .. })
+        ),
         "{err:?}"
     );
     // A 500 without one is a transport failure with its status.

@@ -11,7 +11,9 @@ use mrtr::wire::{
     CreateMessageResult, ElicitAction, ElicitParams, ElicitResult, JsonObject, ListRootsResult,
     PrimitiveSchema, Root,
 };
-use mrtr_client::{CarrierCall, Client, ClientError, Handlers, HttpTransport, PendingFlow, Step};
+use mrtr_client::{
+    CarrierCall, Client, ClientError, FlowError, Handlers, HttpTransport, PendingFlow, Step,
+};
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
@@ -201,11 +203,11 @@ async fn a_required_capability_missing_is_a_typed_error() {
         .await
         .unwrap_err()
     {
-        ClientError::JsonRpc {
+        ClientError::Flow(FlowError::JsonRpc {
             code: -32021,
             data: Some(d),
             ..
-        } => {
+        }) => {
             assert!(d["requiredCapabilities"].get("sampling").is_some(), "{d}");
         }
         e => panic!("{e:?}"),
@@ -250,7 +252,7 @@ async fn a_tampered_state_is_refused() {
     pending.request_state = Some(String::from_utf8(bytes).unwrap());
     let answers = c.fulfil(&pending).await.unwrap();
     match c.resume(pending, answers).await.unwrap_err() {
-        ClientError::JsonRpc { code, message, .. } => {
+        ClientError::Flow(FlowError::JsonRpc { code, message, .. }) => {
             assert_eq!(code, -32602);
             assert_eq!(message, "Invalid or expired requestState");
         }

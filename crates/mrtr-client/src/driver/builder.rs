@@ -4,20 +4,22 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicI64;
 use std::time::Duration;
 
-use crate::client::handler::InputHandler;
-use crate::client::machine::FlowRules;
-use crate::client::timer::Timer;
-use crate::client::transport::Transport;
+use crate::Timer;
+use crate::handler::InputHandler;
+use crate::transport::Transport;
+use mrtr::client::FlowRules;
 
 use super::{Client, Inner};
 
 // Named only in the setters' docs.
 #[cfg(doc)]
-use crate::client::error::{Cap, ClientError};
+use crate::ClientError;
 #[cfg(doc)]
-use crate::client::handler::NoInput;
+use crate::handler::NoInput;
 #[cfg(doc)]
-use crate::defaults;
+use mrtr::client::Cap;
+#[cfg(doc)]
+use mrtr::defaults;
 
 /// Builds a [`Client`]. Mandatory things are arguments of [`Client::builder`];
 /// everything here has a default, stated on its setter.
@@ -57,7 +59,7 @@ impl ClientBuilder {
     /// ([`defaults::CLIENT_MAX_ROUNDS`], a default server's 16 rounds plus the
     /// request that completes).
     /// A flow whose last allowed request is answered with another
-    /// `InputRequiredResult` ends with [`ClientError::MaxRounds`] (its input
+    /// `InputRequiredResult` ends with [`FlowError::MaxRounds`](crate::FlowError::MaxRounds) (its input
     /// requests are not shown to anyone). Values below 1 count as 1.
     pub fn with_max_rounds(mut self, n: u32) -> Self {
         self.rules = self.rules.with_max_rounds(n);
@@ -84,7 +86,7 @@ impl ClientBuilder {
 
     /// The most questions (input requests) one round may ask. Default: 16
     /// ([`defaults::CLIENT_MAX_QUESTIONS_PER_ROUND`], what a default server may
-    /// ask). A round that asks more ends the flow with [`ClientError::CapExceeded`]
+    /// ask). A round that asks more ends the flow with [`FlowError::CapExceeded`](crate::FlowError::CapExceeded)
     /// ([`Cap::QuestionsPerRound`]) before any handler runs and without a retry.
     /// Values below 1 count as 1.
     pub fn with_max_questions_per_round(mut self, n: usize) -> Self {
@@ -104,7 +106,7 @@ impl ClientBuilder {
     /// The most sampling requests one flow may ask, over all its rounds (each is a
     /// call to the client's model). Default: 16
     /// ([`defaults::CLIENT_MAX_SAMPLING_PER_FLOW`]). The round that would go over it
-    /// ends the flow with [`ClientError::CapExceeded`] ([`Cap::SamplingPerFlow`])
+    /// ends the flow with [`FlowError::CapExceeded`](crate::FlowError::CapExceeded) ([`Cap::SamplingPerFlow`])
     /// before any handler runs. 0 refuses every sampling request.
     pub fn with_max_sampling_per_flow(mut self, n: u32) -> Self {
         self.rules = self.rules.with_max_sampling_per_flow(n);
@@ -114,7 +116,7 @@ impl ClientBuilder {
     /// The most bytes of answers (`inputResponses`, as serialized JSON) one flow may
     /// send, over all its rounds. Default: 256 KiB ([`defaults::CLIENT_MAX_ANSWER_BYTES`]).
     /// Answers that would go over it are not sent: the flow ends with
-    /// [`ClientError::CapExceeded`] ([`Cap::AnswerBytes`]).
+    /// [`FlowError::CapExceeded`](crate::FlowError::CapExceeded) ([`Cap::AnswerBytes`]).
     pub fn with_max_answer_bytes(mut self, n: u64) -> Self {
         self.rules = self.rules.with_max_answer_bytes(n);
         self
@@ -123,7 +125,7 @@ impl ClientBuilder {
     /// The longest `requestState` (in bytes) the client echoes. Default: 64 KiB
     /// ([`defaults::CLIENT_MAX_STATE_BYTES`], four times the longest state a default
     /// server seals). A round whose state is longer ends the flow with
-    /// [`ClientError::CapExceeded`] ([`Cap::StateBytes`]) before any handler runs
+    /// [`FlowError::CapExceeded`](crate::FlowError::CapExceeded) ([`Cap::StateBytes`]) before any handler runs
     /// and before the state is sent back; the error never holds the state.
     pub fn with_max_state_bytes(mut self, n: usize) -> Self {
         self.rules = self.rules.with_max_state_bytes(n);
@@ -135,14 +137,14 @@ impl ClientBuilder {
     /// send, over all its rounds. Default: 4.25 MiB
     /// ([`defaults::CLIENT_MAX_UPLOAD_BYTES`], 17 requests of a default server's
     /// largest body). A request that would go over it is not sent: the flow ends
-    /// with [`ClientError::CapExceeded`] ([`Cap::UploadBytes`]).
+    /// with [`FlowError::CapExceeded`](crate::FlowError::CapExceeded) ([`Cap::UploadBytes`]).
     pub fn with_max_upload_bytes(mut self, n: u64) -> Self {
         self.rules = self.rules.with_max_upload_bytes(n);
         self
     }
 
     /// The timer for back-off and the time cap. Default: the transport's
-    /// ([`Transport::timer`](crate::client::Transport::timer); `mrtr-client`'s
+    /// ([`Transport::timer`](crate::Transport::timer); `mrtr-client`'s
     /// transports give tokio's, so the client must then run inside a tokio runtime),
     /// none otherwise (no back-off, no time cap).
     pub fn with_timer(mut self, timer: impl Timer + 'static) -> Self {

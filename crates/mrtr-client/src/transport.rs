@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::Timer;
+use crate::Timer;
 
 /// A boxed, `Send` future: what the object-safe client traits return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -18,7 +18,7 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// result}` or `{jsonrpc, id?, error}`). How the response travels (a JSON body,
 /// an SSE stream, a pipe) is the transport's business: the driver only ever sees
 /// the one response to the one request. A JSON-RPC *error response* is a normal
-/// return value (the driver turns it into [`ClientError::JsonRpc`]); a
+/// return value (the driver turns it into [`FlowError::JsonRpc`](crate::FlowError::JsonRpc)); a
 /// [`TransportError`] means no response object could be obtained.
 ///
 /// The trait is object safe (`Arc<dyn Transport>` is what the [`Client`] holds)
@@ -26,7 +26,7 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// multi-threaded runtime. Implement it with `Box::pin(async move { ... })`:
 ///
 /// ```
-/// use mrtr::client::{BoxFuture, Transport, TransportError};
+/// use mrtr_client::{BoxFuture, Transport, TransportError};
 /// use serde_json::{json, Value};
 ///
 /// #[derive(Debug)]
@@ -40,7 +40,6 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// }
 /// ```
 ///
-/// [`ClientError::JsonRpc`]: super::ClientError::JsonRpc
 /// [`Client`]: super::Client
 pub trait Transport: Send + Sync + std::fmt::Debug {
     /// Sends `request` and resolves to its response.

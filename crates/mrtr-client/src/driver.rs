@@ -2,7 +2,7 @@
 //!
 //! The client and its entry points are here; [`builder`] has its options,
 //! [`round`] the round loops over the flow's states
-//! ([`machine`](super::machine), where every check and cap is), and [`answer`]
+//! ([`mrtr::client::Flow`], where every check and cap is), and [`answer`]
 //! the answers from the handler.
 
 mod answer;
@@ -16,20 +16,31 @@ use std::time::Duration;
 use futures_util::future::{Either, select};
 use serde_json::Value;
 
-use crate::defaults;
-use crate::wire::JsonObject;
-use crate::wire::input::InputResponses;
-use crate::wire::jsonrpc::{self, RequestId};
-use crate::wire::meta::ClientCapabilities;
+use mrtr::defaults;
+use mrtr::wire::JsonObject;
+use mrtr::wire::input::InputResponses;
+use mrtr::wire::jsonrpc::{self, RequestId};
+use mrtr::wire::meta::ClientCapabilities;
 
-use super::error::ClientError;
-use super::flow::{CarrierCall, Completion, PendingFlow, Step};
-use super::handler::{InputHandler, NoInput};
-use super::machine::{Asked, Flow, FlowRules, result_of};
-use super::timer::Timer;
-use super::transport::Transport;
+use crate::ClientError;
+use crate::Timer;
+use crate::handler::{InputHandler, NoInput};
+use crate::transport::Transport;
+use mrtr::client::{Asked, Flow, FlowRules, result_of};
+use mrtr::client::{CarrierCall, Completion, PendingFlow};
 
 pub use builder::ClientBuilder;
+
+/// Where a manually stepped flow stands.
+#[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)] // one value per flow step; boxing would only add noise
+#[non_exhaustive]
+pub enum Step {
+    /// The flow finished.
+    Complete(Completion),
+    /// The server asked for input; answer it and [`resume`](Client::resume).
+    NeedsInput(PendingFlow),
+}
 
 #[derive(Debug)]
 struct Inner {
@@ -148,7 +159,7 @@ impl Client {
     /// of the kind asked) and stops at the next round that asks for input.
     ///
     /// # Errors
-    /// [`ClientError::AnswerMismatch`] when `responses` does not answer exactly the
+    /// [`FlowError::AnswerMismatch`](crate::FlowError::AnswerMismatch) when `responses` does not answer exactly the
     /// outstanding keys with the asked kinds (nothing is sent then); otherwise see [`ClientError`].
     pub async fn resume(
         &self,
@@ -178,7 +189,7 @@ impl Client {
     /// total time cap.
     ///
     /// # Errors
-    /// [`ClientError::UndeclaredInput`], [`ClientError::CapExceeded`] (too many
+    /// [`FlowError::UndeclaredInput`](crate::FlowError::UndeclaredInput), [`FlowError::CapExceeded`](crate::FlowError::CapExceeded) (too many
     /// questions; nothing is asked), [`ClientError::Handler`] or [`ClientError::Timeout`].
     pub async fn fulfil(&self, pending: &PendingFlow) -> Result<InputResponses, ClientError> {
         let rules = &self.inner.rules;
@@ -194,8 +205,8 @@ impl Client {
     /// total time caps.
     ///
     /// # Errors
-    /// [`ClientError::Transport`], [`ClientError::JsonRpc`], [`ClientError::IdMismatch`],
-    /// [`ClientError::Malformed`], [`ClientError::RequestTimeout`] or [`ClientError::Timeout`].
+    /// [`ClientError::Transport`], [`FlowError::JsonRpc`](crate::FlowError::JsonRpc), [`FlowError::IdMismatch`](crate::FlowError::IdMismatch),
+    /// [`FlowError::Malformed`](crate::FlowError::Malformed), [`ClientError::RequestTimeout`] or [`ClientError::Timeout`].
     pub async fn request(&self, method: &str, params: JsonObject) -> Result<Value, ClientError> {
         let mut params = params;
         params.insert("_meta".into(), self.meta());
@@ -203,7 +214,7 @@ impl Client {
         let request = jsonrpc::request(&id, method, Value::Object(params));
         self.capped(async {
             let response = self.send(request).await?;
-            result_of(response, &id)
+            Ok(result_of(response, &id)?)
         })
         .await
     }

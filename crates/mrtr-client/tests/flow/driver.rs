@@ -4,13 +4,13 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mrtr::client::{
-    BoxFuture, CarrierCall, Client, ClientError, HandlerError, Handlers, InputHandler, PendingFlow,
-    Step, Timer, Transport, TransportError,
-};
 use mrtr::wire::{
     CreateMessageResult, ElicitAction, ElicitParams, ElicitResult, InputKind, InputResponse,
     InputResponses, ListRootsResult, Root,
+};
+use mrtr_client::{
+    BoxFuture, CarrierCall, Client, ClientError, FlowError, HandlerError, Handlers, InputHandler,
+    PendingFlow, Step, Timer, Transport, TransportError,
 };
 use serde_json::{Value, json};
 
@@ -313,7 +313,7 @@ async fn rounds_are_capped() {
         .with_max_rounds(3)
         .build();
     let err = c.call_tool("t", json!({})).await.unwrap_err();
-    assert_eq!(err, ClientError::MaxRounds { rounds: 3 });
+    assert_eq!(err, ClientError::Flow(FlowError::MaxRounds { rounds: 3 }));
     assert_eq!(fake.requests().len(), 3);
     // The last round's questions are not shown to anyone: no retry could carry the answers.
     assert_eq!(*asked.lock().unwrap(), 2);
@@ -325,9 +325,9 @@ async fn rounds_are_capped() {
     let before = fake.requests().len();
     assert_eq!(
         c.call_tool("t", json!({})).await.unwrap_err(),
-        ClientError::MaxRounds {
+        ClientError::Flow(FlowError::MaxRounds {
             rounds: default_cap
-        }
+        })
     );
     assert_eq!(fake.requests().len() - before, default_cap as usize);
 }
@@ -388,7 +388,7 @@ async fn an_undeclared_kind_is_refused_without_retry() {
         });
         let (c, _) = client(&fake, h);
         match c.call_tool("t", json!({})).await.unwrap_err() {
-            ClientError::UndeclaredInput { kind: k, .. } => assert_eq!(k, kind),
+            ClientError::Flow(FlowError::UndeclaredInput { kind: k, .. }) => assert_eq!(k, kind),
             e => panic!("unexpected {e:?}"),
         }
         assert_eq!(fake.requests().len(), 1, "no retry");
@@ -404,7 +404,7 @@ async fn an_undeclared_kind_is_refused_without_retry() {
     let h = Handlers::new().on_sampling(|_c, _p| async { Err(HandlerError::Declined) });
     let (c, _) = client(&fake, h);
     match c.call_tool("t", json!({})).await.unwrap_err() {
-        ClientError::UndeclaredInput { missing, .. } => {
+        ClientError::Flow(FlowError::UndeclaredInput { missing, .. }) => {
             assert_eq!(missing.to_value(), json!({"sampling": {"tools": {}}}));
         }
         e => panic!("unexpected {e:?}"),
@@ -427,9 +427,9 @@ async fn an_unknown_result_type_is_an_error() {
     let (c, _) = client(&fake, elicit_handler());
     assert_eq!(
         c.call_tool("t", json!({})).await.unwrap_err(),
-        ClientError::UnknownResultType {
+        ClientError::Flow(FlowError::UnknownResultType {
             result_type: "task".into()
-        }
+        })
     );
     assert_eq!(fake.requests().len(), 1);
 }
@@ -440,15 +440,15 @@ async fn a_jsonrpc_error_is_typed() {
         json!({"jsonrpc": "2.0", "id": req["id"], "error": {"code": -32021, "message": "Missing required client capability",
             "data": {"requiredCapabilities": {"elicitation": {}}}}})
     });
-    let (c, _) = client(&fake, mrtr::client::NoInput);
+    let (c, _) = client(&fake, mrtr_client::NoInput);
     let err = c.call_tool("t", json!({})).await.unwrap_err();
     assert_eq!(
         err,
-        ClientError::JsonRpc {
+        ClientError::Flow(FlowError::JsonRpc {
             code: -32021,
             message: "Missing required client capability".into(),
             data: Some(json!({"requiredCapabilities": {"elicitation": {}}})),
-        }
+        })
     );
     assert_eq!(err.jsonrpc_code(), Some(-32021));
 }
@@ -469,7 +469,7 @@ async fn malformed_responses_are_errors() {
         });
         let (c, _) = client(&fake, elicit_handler());
         match c.call_tool("t", json!({})).await {
-            Err(ClientError::Malformed(_)) => {}
+            Err(ClientError::Flow(FlowError::Malformed(_))) => {}
             other => panic!("{other:?}"),
         }
     }
@@ -708,7 +708,7 @@ async fn resume_refuses_answers_that_do_not_fit() {
             .map(|(k, v)| (k.to_owned(), v))
             .collect();
         match c.resume(pending.clone(), answers).await.unwrap_err() {
-            ClientError::AnswerMismatch { .. } => {}
+            ClientError::Flow(FlowError::AnswerMismatch { .. }) => {}
             e => panic!("{e:?}"),
         }
     }

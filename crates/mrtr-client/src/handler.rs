@@ -3,14 +3,14 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use crate::wire::CarrierMethod;
-use crate::wire::JsonObject;
-use crate::wire::input::{
+use mrtr::wire::CarrierMethod;
+use mrtr::wire::JsonObject;
+use mrtr::wire::input::{
     CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult, ListRootsResult,
 };
-use crate::wire::meta::{ClientCapabilities, ElicitationCapability, SamplingCapability};
+use mrtr::wire::meta::{ClientCapabilities, ElicitationCapability, SamplingCapability};
 
-use super::transport::BoxFuture;
+use crate::transport::BoxFuture;
 
 /// Where an input request comes from: shown to a user, logged, or used to route.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,7 +49,7 @@ pub enum HandlerError {
 /// Each method has a default that answers [`HandlerError::Unsupported`]; the
 /// driver never calls a method whose kind [`capabilities`](Self::capabilities)
 /// does not declare (it refuses such a request with
-/// [`ClientError::UndeclaredInput`](super::ClientError::UndeclaredInput) before
+/// [`FlowError::UndeclaredInput`](crate::FlowError::UndeclaredInput) before
 /// asking anything). The methods of one round run concurrently, so an
 /// implementation must be ready for overlapping calls.
 ///
@@ -154,12 +154,12 @@ type RootsFn = Arc<
 /// | [`on_roots`](Self::on_roots) | `roots: {}` |
 ///
 /// ```
-/// use mrtr::client::Handlers;
+/// use mrtr_client::Handlers;
 /// use mrtr::wire::{ElicitAction, ElicitResult};
 /// let h = Handlers::new().on_elicit(|_ctx, _params| async {
 ///     Ok(ElicitResult { action: ElicitAction::Decline, content: None })
 /// });
-/// use mrtr::client::InputHandler;
+/// use mrtr_client::InputHandler;
 /// assert_eq!(h.capabilities().to_value(), serde_json::json!({"elicitation": {}}));
 /// ```
 #[derive(Clone, Default)]

@@ -14,12 +14,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::Value;
 
-use super::transport::{BoxFuture, Transport, TransportError};
-use crate::principal::Principal;
-use crate::service::{ParsedMessage, Reply, RequestContext, Service};
-use crate::streamable_http::{McpHeaders, check_headers};
-use crate::time::Timestamp;
-use crate::wire::{CarrierMethod, PROTOCOL_VERSION};
+use crate::transport::{BoxFuture, Transport, TransportError};
+use mrtr::Principal;
+use mrtr::Timestamp;
+use mrtr::service::{ParsedMessage, Reply, RequestContext, Service};
+use mrtr::streamable_http::{McpHeaders, check_headers};
+use mrtr::wire::{CarrierMethod, PROTOCOL_VERSION};
 
 /// Makes the deadline future of one request.
 type DeadlineFactory = Arc<dyn Fn() -> BoxFuture<'static, ()> + Send + Sync>;
@@ -73,7 +73,7 @@ impl std::fmt::Debug for Clock {
 /// # Example
 /// A two-round flow: the tool asks for a name, the client's handler answers.
 /// ```
-/// use mrtr::client::{Client, Handlers, InProcess};
+/// use mrtr_client::{Client, Handlers, InProcess};
 /// use mrtr::engine::{Elicited, Engine, Form};
 /// use mrtr::ToolResult;
 /// use mrtr::wire::{ElicitAction, ElicitResult};
@@ -169,7 +169,8 @@ impl InProcess {
     /// runtime, or a future the test completes itself:
     ///
     /// ```
-    /// # use mrtr::{client::InProcess, Engine, Keyring, Principal, Service};
+    /// # use mrtr::{Engine, Keyring, Principal, Service};
+    /// # use mrtr_client::InProcess;
     /// # let service = Service::new(Engine::new(Keyring::ephemeral(), "t"), "t", "0");
     /// let transport = InProcess::new(service, Principal::anonymous())
     ///     // never completes: the same as no deadline
@@ -257,9 +258,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::engine::{Engine, Form};
-    use crate::result::ToolResult;
-    use crate::seal::Keyring;
+    use mrtr::engine::{Engine, Form};
+    use mrtr::result::ToolResult;
+    use mrtr::seal::Keyring;
 
     const T0: Timestamp = Timestamp::from_unix_secs(1_800_000_000);
 

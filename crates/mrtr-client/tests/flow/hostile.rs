@@ -7,14 +7,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mrtr::client::{
-    BoxFuture, Cap, CarrierCall, Client, ClientError, Handlers, PendingFlow, Step, Timer,
-    Transport, TransportError,
-};
 use mrtr::defaults;
 use mrtr::wire::jsonrpc::RequestId;
 use mrtr::wire::{
     CreateMessageResult, ElicitAction, ElicitResult, InputResponse, InputResponses, JsonObject,
+};
+use mrtr_client::{
+    BoxFuture, Cap, CarrierCall, Client, ClientError, FlowError, Handlers, PendingFlow, Step,
+    Timer, Transport, TransportError,
 };
 use serde_json::{Value, json};
 
@@ -117,7 +117,7 @@ fn noting(len: usize) -> Handlers {
     })
 }
 
-fn client(server: &Hostile, handler: Handlers) -> mrtr::client::ClientBuilder {
+fn client(server: &Hostile, handler: Handlers) -> mrtr_client::ClientBuilder {
     Client::builder(server.clone())
         .with_handler(handler)
         .with_timer(Tokio)
@@ -125,7 +125,7 @@ fn client(server: &Hostile, handler: Handlers) -> mrtr::client::ClientBuilder {
 
 fn cap(err: ClientError) -> (Cap, u64) {
     match err {
-        ClientError::CapExceeded { cap, limit } => (cap, limit),
+        ClientError::Flow(FlowError::CapExceeded { cap, limit }) => (cap, limit),
         other => panic!("expected CapExceeded, got {other:?}"),
     }
 }
@@ -534,7 +534,7 @@ async fn a_response_for_another_id_is_refused() {
         });
         let c = client(&server, Handlers::new()).build();
         match c.call_tool("t", json!({})).await.unwrap_err() {
-            ClientError::IdMismatch { expected, received } => {
+            ClientError::Flow(FlowError::IdMismatch { expected, received }) => {
                 assert_eq!(expected, RequestId::from(1i64));
                 assert_eq!(received, wrong);
             }
@@ -542,7 +542,7 @@ async fn a_response_for_another_id_is_refused() {
         }
         assert!(matches!(
             c.request("tools/list", JsonObject::new()).await,
-            Err(ClientError::IdMismatch { .. })
+            Err(ClientError::Flow(FlowError::IdMismatch { .. }))
         ));
     }
     // An error for another request is not this request's error either.
@@ -553,7 +553,7 @@ async fn a_response_for_another_id_is_refused() {
     let c = client(&server, Handlers::new()).build();
     assert!(matches!(
         c.call_tool("t", json!({})).await,
-        Err(ClientError::IdMismatch { .. })
+        Err(ClientError::Flow(FlowError::IdMismatch { .. }))
     ));
     // An error with a null id is the server saying it could not read the id (JSON-RPC 2.0 §5).
     let server = Hostile::responses(|_| {

@@ -1,12 +1,14 @@
 //! The round loops: one exchange at a time over the flow's states
-//! ([`machine`](crate::client::machine)), pausing where a state-only round asks
+//! ([`mrtr::client::Flow`]), pausing where a state-only round asks
 //! it, answering through the handler (or stopping for a manual caller).
 
 use serde_json::Value;
 
-use crate::client::error::ClientError;
-use crate::client::flow::{Completion, Step};
-use crate::client::machine::{Ready, Turn};
+use crate::ClientError;
+use mrtr::client::Completion;
+
+use super::Step;
+use mrtr::client::{Ready, Turn};
 
 use super::Client;
 
@@ -49,7 +51,7 @@ impl Client {
     async fn exchange(&self, ready: Ready) -> Result<Turn, ClientError> {
         let (sent, request) = ready.request(self.next_id())?;
         let response: Value = self.send(request).await?;
-        sent.on_response(response)
+        Ok(sent.on_response(response)?)
     }
 
     /// The back-off pause of a state-only round (none without a timer).

@@ -1,0 +1,63 @@
+//! [`ClientError`]: every way a call can end without a result: the flow's own
+//! ([`FlowError`]), and the transport's, the handlers' and the clocks'.
+
+use std::time::Duration;
+
+use mrtr::client::FlowError;
+use mrtr::wire::InputKind;
+
+use crate::handler::HandlerError;
+use crate::transport::TransportError;
+
+/// Why a call ended without a final result.
+///
+/// A tool that ran and failed is *not* an error here: it is a complete result
+/// with `isError: true` (see [`Completion::is_tool_error`](mrtr::client::Completion::is_tool_error)).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// The flow ended: what the server answered, or one of the client's caps
+    /// (every check of [`mrtr::client::Flow`]).
+    #[error(transparent)]
+    Flow(#[from] FlowError),
+    /// No response could be obtained.
+    #[error("transport: {0}")]
+    Transport(#[from] TransportError),
+    /// The whole flow took longer than the client's time cap.
+    #[error("gave up after {after:?}: the flow did not complete in time")]
+    Timeout {
+        /// The cap that was reached.
+        after: Duration,
+    },
+    /// One request got no response within the client's per-request time cap.
+    #[error("no response within {after:?}: the request timed out")]
+    RequestTimeout {
+        /// The cap that was reached.
+        after: Duration,
+    },
+    /// A handler gave no answer for an input request; the flow stops without a retry.
+    #[error("input {key:?} ({}) not answered: {source}", .kind.as_str())]
+    Handler {
+        /// The input request's key.
+        key: String,
+        /// Its kind.
+        kind: InputKind,
+        /// Why.
+        source: HandlerError,
+    },
+}
+
+impl ClientError {
+    /// The flow's own error, if it is one.
+    pub fn flow(&self) -> Option<&FlowError> {
+        match self {
+            Self::Flow(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The JSON-RPC error code, for [`FlowError::JsonRpc`].
+    pub fn jsonrpc_code(&self) -> Option<i64> {
+        self.flow().and_then(FlowError::jsonrpc_code)
+    }
+}

@@ -1,0 +1,4 @@
+//! flow: the client driving flows (in-process and scripted transports), and hostile servers.
+
+mod driver;
+mod hostile;
