@@ -42,6 +42,7 @@ pub fn service(engine: Engine, deployments: Arc<AtomicU64>) -> Service {
 
 /// The conformance fixtures: the tools that the MRTR (SEP-2322) server scenarios of the
 /// official MCP conformance suite call, named `test_input_required_result_*`.
+// structure: data table (one registration per conformance fixture, in the suite's order)
 fn conformance(s: Service) -> Service {
     s.tool(
         "test_input_required_result_elicitation",

@@ -10,7 +10,7 @@ use mrtr::wire::input::{
 };
 use mrtr::wire::meta::{ClientCapabilities, ElicitationCapability, SamplingCapability};
 
-use crate::transport::BoxFuture;
+use crate::BoxFuture;
 
 /// Where an input request comes from: shown to a user, logged, or used to route.
 #[derive(Debug, Clone, PartialEq, Eq)]

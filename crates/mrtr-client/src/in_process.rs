@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::Value;
 
-use crate::transport::{BoxFuture, Transport, TransportError};
+use crate::{BoxFuture, Transport, TransportError};
 use mrtr::Principal;
 use mrtr::Timestamp;
 use mrtr::service::{ParsedMessage, Reply, RequestContext, Service};

@@ -28,7 +28,10 @@ pub use in_process::InProcess;
 #[cfg(feature = "stdio")]
 pub use stdio::{ServerStderr, StdioTransport, StdioTransportBuilder};
 pub use timer::{Timer, TokioTimer};
-pub use transport::{BoxFuture, Transport, TransportError};
+pub use transport::{Transport, TransportError};
+
+/// A boxed, `Send` future: what the object-safe client traits return.
+pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
 
 /// The flow's values from the core ([`mrtr::client`]), re-exported where the
 /// client's API names them.

@@ -13,7 +13,7 @@
 
 use std::time::Duration;
 
-use crate::transport::BoxFuture;
+use crate::BoxFuture;
 
 /// Resolves futures after a delay, on whatever runtime the caller uses.
 pub trait Timer: Send + Sync + std::fmt::Debug {

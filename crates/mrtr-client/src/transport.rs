@@ -1,15 +1,10 @@
 //! The [`Transport`] trait: one JSON-RPC request out, its response back.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::Timer;
-
-/// A boxed, `Send` future: what the object-safe client traits return.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+use crate::{BoxFuture, Timer};
 
 /// Sends one JSON-RPC request and returns the JSON-RPC response.
 ///
