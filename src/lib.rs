@@ -106,15 +106,14 @@ pub mod client;
 pub mod defaults;
 pub mod engine;
 pub mod error;
-pub mod lines;
+mod lines;
 /// The manual: prose chapters on the token format, the security model, the handler model and key rotation.
 pub mod manual;
 mod memo;
 pub mod metrics;
 mod peer;
 pub mod principal;
-#[doc(hidden)]
-pub mod record;
+mod record;
 mod registry;
 pub mod replay;
 pub mod result;
@@ -149,12 +148,84 @@ pub use typed::Refusal;
 /// exact version.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::engine::{Run, into_run, turn};
+    pub use crate::engine::handler::into_run;
+    pub use crate::engine::handler::private::Run;
+    /// The one carrier path (`mrtr::engine`'s turn), for the adapters.
+    pub mod turn {
+        pub use crate::engine::turn::*;
+    }
+    /// The stdio transports' bounded line splitter.
+    pub mod lines {
+        pub use crate::lines::*;
+    }
     pub use crate::error::DiagContext;
     pub use crate::memo::AskMemo;
     pub use crate::peer::Peer;
-    pub use crate::record::{self, Named};
+    pub use crate::principal::source::is_principal_name;
+    /// The one place a request is recorded.
+    pub mod record {
+        pub use crate::record::*;
+    }
+    pub use crate::record::Named;
     pub use crate::registry::{Registered, Registries, Registry};
     pub use crate::wire::meta::MetaMemo;
     pub use crate::wire::truncate;
+
+    use crate::wire::RequestError;
+    use crate::wire::{CarrierMethod, CarrierRequest, InputRequiredResult, JsonObject};
+
+    /// The memo an engine parses carrier `_meta` through.
+    pub fn metas(engine: &crate::Engine) -> &MetaMemo {
+        engine.metas()
+    }
+
+    /// The targets `service` registered for the carrier whose result is `T`.
+    pub fn registry<T: Registered>(service: &crate::Service) -> &Registry<T> {
+        service.registry::<T>()
+    }
+
+    /// The `requestState` of `result`, the result given up for it (moved, not copied).
+    pub fn into_request_state(result: InputRequiredResult) -> Option<String> {
+        result.into_request_state()
+    }
+
+    /// A tool result's texts and structured content, when every block is text
+    /// and the structured content is not `null`; else the result, unchanged.
+    #[allow(clippy::result_large_err)] // why: the result given back whole, as it came
+    pub fn into_texts(
+        result: crate::ToolResult,
+    ) -> Result<(Vec<String>, Option<serde_json::Value>), crate::ToolResult> {
+        result.into_texts()
+    }
+
+    /// [`CarrierRequest::from_params`] with `_meta` parsed through `metas`.
+    pub fn from_params_memo(
+        method: CarrierMethod,
+        params: Option<&serde_json::Value>,
+        metas: &MetaMemo,
+    ) -> Result<CarrierRequest, RequestError> {
+        CarrierRequest::from_params_memo(method, params, metas)
+    }
+
+    /// [`CarrierRequest::from_fields`] with `_meta` parsed through `metas`.
+    #[allow(clippy::too_many_arguments)] // why: the fields of the request, each its own
+    pub fn from_fields_memo(
+        method: CarrierMethod,
+        meta: Option<&JsonObject>,
+        metas: &MetaMemo,
+        target: String,
+        arguments: Option<JsonObject>,
+        input_responses: Option<JsonObject>,
+        request_state: Option<String>,
+    ) -> Result<CarrierRequest, RequestError> {
+        CarrierRequest::from_fields_memo(
+            method,
+            meta,
+            metas,
+            target,
+            arguments,
+            input_responses,
+            request_state,
+        )
+    }
 }

@@ -5,7 +5,7 @@
 //! over-long line is skipped up to its newline.
 //!
 //! ```
-//! use mrtr::lines::{Line, LineSplitter};
+//! use mrtr::__private::lines::{Line, LineSplitter};
 //!
 //! let mut splitter = LineSplitter::new(5);
 //! let mut line = Vec::new();

@@ -39,8 +39,11 @@ pub struct RequestLog {
 /// characters) and its round, when known.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Named<'a> {
+    /// The JSON-RPC method.
     pub method: Option<&'a str>,
+    /// The tool or prompt name, or the resource URI.
     pub target: Option<&'a str>,
+    /// The round of the flow.
     pub round: Option<u32>,
 }
 

@@ -463,8 +463,7 @@ impl ToolResult {
     /// The text of each block and the structured content, when every block is
     /// text and the structured content is not `null` (the shape the `rmcp`
     /// adapter builds rmcp's result from directly); else the result, unchanged.
-    #[doc(hidden)]
-    pub fn into_texts(self) -> Result<(Vec<String>, Option<Value>), Self> {
+    pub(crate) fn into_texts(self) -> Result<(Vec<String>, Option<Value>), Self> {
         let plain = self.content.iter().all(|c| matches!(c.0, Block::Text(_)))
             && !matches!(self.structured, Some(Value::Null));
         if !plain {

@@ -37,12 +37,11 @@
 mod ask;
 mod finish;
 pub mod form_type;
-mod handler;
+pub(crate) mod handler;
 mod once;
 mod round;
 mod state;
-#[doc(hidden)]
-pub mod turn;
+pub(crate) mod turn;
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -51,10 +50,6 @@ use serde_json::Value;
 
 pub use ask::{Confirmation, FormAnswer};
 pub use ask::{Elicited, Fields, Form, Roots, RootsAsk, Sampling, UrlVisit};
-#[doc(hidden)]
-pub use handler::into_run;
-#[doc(hidden)]
-pub use handler::private::Run;
 pub use handler::{CarrierResult, Later, Now, Output};
 pub(crate) use handler::{Handler, register};
 pub use round::{Flow, Round, Unanswered};
@@ -221,8 +216,7 @@ impl Engine {
 
     /// The memo a carrier request's `_meta` is parsed through
     /// ([`CarrierRequest::from_params_memo`](crate::wire::CarrierRequest)).
-    #[doc(hidden)]
-    pub fn metas(&self) -> &MetaMemo {
+    pub(crate) fn metas(&self) -> &MetaMemo {
         &self.inner.metas
     }
 

@@ -49,7 +49,9 @@ pub struct Turn<'a> {
 #[derive(Debug)]
 #[must_use]
 pub struct Ran<T> {
+    /// The round's outcome.
     pub outcome: Outcome<T>,
+    /// Which round of its flow it was.
     pub round: Option<u32>,
 }
 

@@ -11,10 +11,8 @@
 //! transport (`mrtr_server::http`) and the rmcp adapter (`mrtr_rmcp`) both take it.
 
 #[cfg(feature = "http")]
-mod source;
+pub(crate) mod source;
 #[cfg(feature = "http")]
-#[doc(hidden)]
-pub use source::is_principal_name;
 #[cfg(feature = "http")]
 pub use source::{Anonymous, FromExtension, FromHeader, PrincipalSource, Reads, Rejection};
 

@@ -277,8 +277,7 @@ impl Service {
 
     /// The targets registered for the carrier whose result is `T`, for the
     /// `rmcp` adapter's `*_service_*` methods.
-    #[doc(hidden)]
-    pub fn registry<T: Registered>(&self) -> &Registry<T> {
+    pub(crate) fn registry<T: Registered>(&self) -> &Registry<T> {
         self.registries.of::<T>()
     }
 

@@ -124,8 +124,7 @@ impl CarrierRequest {
     }
 
     /// [`CarrierRequest::from_params`] with `_meta` parsed through `metas`.
-    #[doc(hidden)]
-    pub fn from_params_memo(
+    pub(crate) fn from_params_memo(
         method: CarrierMethod,
         params: Option<&Value>,
         metas: &MetaMemo,
@@ -239,8 +238,8 @@ impl CarrierRequest {
     }
 
     /// [`CarrierRequest::from_fields`] with `_meta` parsed through `metas`.
-    #[doc(hidden)]
-    pub fn from_fields_memo(
+    #[allow(clippy::too_many_arguments)] // why: the fields of the request, each its own
+    pub(crate) fn from_fields_memo(
         method: CarrierMethod,
         meta: Option<&JsonObject>,
         metas: &MetaMemo,

@@ -145,8 +145,7 @@ impl InputRequiredResult {
     }
 
     /// The `requestState`, the result given up for it (moved, not copied).
-    #[doc(hidden)]
-    pub fn into_request_state(self) -> Option<String> {
+    pub(crate) fn into_request_state(self) -> Option<String> {
         self.request_state
     }
 

@@ -38,7 +38,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use crate::{BoxFuture, Timer, Transport, TransportError};
-use mrtr::lines::{Line, LineSplitter};
+use mrtr::__private::lines::{Line, LineSplitter};
 
 /// The longest line read from the server's stdout by default (bytes): a longer
 /// line is skipped without being held in memory.

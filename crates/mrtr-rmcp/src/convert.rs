@@ -115,7 +115,10 @@ fn input_required(
             }
         };
         if let Some(requests) = converted {
-            return Ok(RmcpInputRequired::new(requests, irr.into_request_state()));
+            return Ok(RmcpInputRequired::new(
+                requests,
+                mrtr::__private::into_request_state(irr),
+            ));
         }
     }
     serde_json::from_value(irr.to_value()).map_err(|_| unfit("InputRequiredResult"))
@@ -160,7 +163,7 @@ fn through_json<T: CarrierResult, C: DeserializeOwned>(
 /// gives (`resultType: complete`, no `isError`), without that detour. Any other
 /// result comes back, for the JSON path.
 pub(super) fn tool_result(result: ToolResult) -> Result<CallToolResult, ToolResult> {
-    let (texts, structured) = result.into_texts()?;
+    let (texts, structured) = mrtr::__private::into_texts(result)?;
     let mut typed = CallToolResult::success(texts.into_iter().map(ContentBlock::text).collect());
     typed.is_error = None;
     typed.structured_content = structured;

@@ -9,9 +9,10 @@ use serde_json::{Map, Value};
 
 use super::params::{Legacy, parse_wire};
 use super::{Caller, Label, Mrtr};
-use mrtr::engine::{CarrierResult, Flow, Outcome, Round, Run};
+use mrtr::__private::Run;
+use mrtr::__private::{Named, record};
+use mrtr::engine::{CarrierResult, Flow, Outcome, Round};
 use mrtr::error::{Error, Fallback, Retry, ToolAdvice};
-use mrtr::record::{self, Named};
 use mrtr::wire::PROTOCOL_VERSION;
 
 /// A 2025-11-25 client: a fresh flow in this request, its capabilities from
@@ -64,7 +65,11 @@ where
     // The engine ends a flow past its round limit; this bound is a backstop.
     let bound = mrtr.inner.engine.max_rounds().saturating_add(2);
     for _ in 0..bound {
-        let (target, request) = parse_wire(T::METHOD, params, mrtr.inner.engine.metas());
+        let (target, request) = parse_wire(
+            T::METHOD,
+            params,
+            mrtr::__private::metas(&mrtr.inner.engine),
+        );
         let outcome = mrtr
             .round(target.as_deref(), request, caller, label, handler)
             .await;

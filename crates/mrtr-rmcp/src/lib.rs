@@ -156,12 +156,13 @@ use ::rmcp::model::{
 use ::rmcp::service::RequestContext as RmcpContext;
 use ::rmcp::{ErrorData, RoleServer};
 
+use mrtr::__private::Run;
+use mrtr::__private::turn::{self, Turn};
+use mrtr::__private::{Named, record};
 use mrtr::Timestamp;
-use mrtr::engine::turn::{self, Turn};
-use mrtr::engine::{CarrierResult, Engine, Flow, Outcome, Output, Round, Run};
+use mrtr::engine::{CarrierResult, Engine, Flow, Outcome, Output, Round};
 use mrtr::error::Error;
 use mrtr::principal::Principal;
-use mrtr::record::{self, Named};
 use mrtr::result::{PromptResult, ResourceResult};
 use mrtr::wire::jsonrpc::RequestId;
 use mrtr::wire::{CarrierMethod, CarrierRequest, RequestError};
@@ -384,7 +385,11 @@ impl Mrtr {
     where
         S: Send + Sync + 'static,
     {
-        let params = Params::of_tool(&mut request, &context, self.inner.engine.metas());
+        let params = Params::of_tool(
+            &mut request,
+            &context,
+            mrtr::__private::metas(&self.inner.engine),
+        );
         // The router runs a tool function (and so its ToolCall) only for one of
         // its routes; checked here all the same, so the label never rests on it.
         let label = if router.has_route(&request.name) {
@@ -450,7 +455,7 @@ impl Mrtr {
     }
 
     fn metas(&self) -> &mrtr::wire::meta::MetaMemo {
-        self.inner.engine.metas()
+        mrtr::__private::metas(&self.inner.engine)
     }
 
     /// Runs a flow on the carrier path: one round for a 2026-07-28 client,

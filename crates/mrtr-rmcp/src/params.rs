@@ -87,7 +87,7 @@ impl Params {
             return Self::of_wire(CarrierMethod::ToolsCall, &*request, context, legacy, metas);
         }
         let meta = &context.meta.0.0;
-        let parsed = CarrierRequest::from_fields_memo(
+        let parsed = mrtr::__private::from_fields_memo(
             CarrierMethod::ToolsCall,
             (!meta.is_empty()).then_some(meta),
             metas,
@@ -178,7 +178,7 @@ pub(super) fn parse_wire(
         .map(str::to_owned);
     (
         target,
-        CarrierRequest::from_params_memo(method, Some(params), metas),
+        mrtr::__private::from_params_memo(method, Some(params), metas),
     )
 }
 

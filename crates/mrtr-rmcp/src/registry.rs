@@ -81,7 +81,7 @@ impl Mrtr {
     ) -> Outcome<T> {
         let params = Params::of(T::METHOD, request, context, self.metas());
         let target = params.target(T::METHOD).unwrap_or_default();
-        let handler = service.registry::<T>().handler_of(target);
+        let handler = mrtr::__private::registry::<T>(service).handler_of(target);
         // Only tools and prompts are labelled by name, as on `Service`.
         let label = match T::METHOD {
             CarrierMethod::ToolsCall | CarrierMethod::PromptsGet if handler.is_some() => {
@@ -112,8 +112,7 @@ pub fn service_resources(service: &Service) -> Vec<Resource> {
 }
 
 fn definitions<T: Registered, D: DeserializeOwned>(service: &Service) -> Vec<D> {
-    service
-        .registry::<T>()
+    mrtr::__private::registry::<T>(service)
         .definitions()
         .filter_map(|d| D::deserialize(d).ok())
         .collect()

@@ -451,7 +451,7 @@ fn tool_scope_refusal(parts: &Parts, message: &ParsedMessage) -> Option<Response
     let outcome = format!("http:{}", resp.status().as_u16());
     resp.extensions_mut().insert(RequestLog {
         method: Some(method.to_owned()),
-        target: Some(mrtr::record::target(tool).to_owned()),
+        target: Some(mrtr::__private::record::target(tool).to_owned()),
         outcome,
         detail: Some("oauth: the tool needs a scope the token lacks".into()),
         ..RequestLog::default()

@@ -15,9 +15,9 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::http::error_body;
 use super::log;
+use mrtr::__private::lines::{Line, LineSplitter};
 use mrtr::Timestamp;
 use mrtr::defaults;
-use mrtr::lines::{Line, LineSplitter};
 use mrtr::principal::Principal;
 use mrtr::service::{RequestContext, RequestLog, Service};
 

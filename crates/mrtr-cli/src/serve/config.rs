@@ -423,7 +423,7 @@ impl ServeConfig {
             (PrincipalConfig::OAuth(o), false) => {
                 let _checked = o.config()?;
             }
-            (PrincipalConfig::Named(name), true) if !mrtr::principal::is_principal_name(name) => {
+            (PrincipalConfig::Named(name), true) if !mrtr::__private::is_principal_name(name) => {
                 return Err(ServerConfigError(format!(
                     "--principal (or {PRINCIPAL_ENV}) must be visible ASCII without spaces"
                 )));
