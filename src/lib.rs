@@ -121,9 +121,6 @@ pub mod result;
 pub mod seal;
 pub mod service;
 pub mod streamable_http;
-#[cfg(feature = "test-vectors")]
-#[doc(hidden)]
-pub mod testing;
 mod time;
 mod typed;
 pub mod wire;
