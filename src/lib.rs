@@ -95,8 +95,9 @@
 //! a transport). The crate `mrtr-server` holds the transports, `mrtr-rmcp` runs the
 //! same handlers on an rmcp (official Rust SDK) server, `mrtr-client` the client's
 //! transports. [`manual`] holds the prose: token format, security model, handler
-//! model, key rotation, operations. The reference server's tools and the
-//! `mrtr call` terminal client belong to the `mrtr` binary (`mrtr-cli`), not to this API.
+//! model. The reference server's tools, the `mrtr call` terminal client and the
+//! operator's chapters (key rotation, operations) belong to the `mrtr` binary
+//! (`mrtr-cli`), not to this API.
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -107,7 +108,7 @@ pub mod defaults;
 pub mod engine;
 pub mod error;
 pub mod lines;
-/// The manual: prose chapters on the token format, the security model, the handler model and key rotation.
+/// The manual: prose chapters on the token format, the security model and the handler model.
 pub mod manual;
 mod memo;
 pub mod metrics;
