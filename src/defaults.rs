@@ -12,7 +12,7 @@
 //! | engine | [`MAX_ROUNDS`], [`MAX_ASKS_PER_ROUND`] | 16, 16 |
 //! | service | [`HANDLER_TIMEOUT`], [`LIST_CACHE_TTL`] | 30 s, 60 s |
 //! | replay guard | [`REPLAY_MAX_CLAIMS`], [`REPLAY_MAX_CLAIMS_PER_PRINCIPAL`] (in memory) | 1 000 000, 10 000 |
-//! | | [`REPLAY_MAX_CLAIMS_CEILING`] (flag bound) | 20 000 000 |
+//! | | [`REPLAY_MAX_CLAIMS_CEILING`] (configuration bound) | 20 000 000 |
 //! | | [`REDIS_COMMAND_TIMEOUT`], [`REDIS_CONNECT_TIMEOUT`] (Redis) | 250 ms, 1 s |
 //! | | [`REDIS_POLICY_RECHECK`], [`REDIS_WAIT_TIMEOUT`] (Redis) | 60 s, 100 ms |
 //! | client | [`CLIENT_MAX_ROUNDS`] (= [`MAX_ROUNDS`] + 1), [`CLIENT_TOTAL_TIMEOUT`] | 17, 5 min |
@@ -22,7 +22,7 @@
 //! | | [`CLIENT_MAX_STATE_BYTES`] (= 4 × [`MAX_TOKEN_LEN`]), [`CLIENT_MAX_UPLOAD_BYTES`] (= [`CLIENT_MAX_ROUNDS`] × [`MAX_BODY`]) | 64 KiB, 4.25 MiB |
 //! | | [`BACKOFF_INITIAL`] → [`BACKOFF_MAX`] | 50 ms → 250 ms |
 //! | server | [`LISTEN`], [`MAX_BODY`], [`AUDIENCE`] | `127.0.0.1:8808`, 256 KiB, `mrtr-reference` |
-//! | | [`MAX_CLOCK_SKEW`] (flag bound), [`STDIO_MAX_IN_FLIGHT`] | 1 h, 64 |
+//! | | [`MAX_CLOCK_SKEW`] (configuration bound), [`STDIO_MAX_IN_FLIGHT`] | 1 h, 64 |
 //! | | [`SHUTDOWN_GRACE`] | 10 s |
 //! | HTTP connections | [`HEADER_READ_TIMEOUT`], [`IDLE_TIMEOUT`], [`MAX_CONNECTIONS`] | 10 s, 30 s, 512 |
 //! | | [`MAX_CONNECTIONS_PER_PEER`], [`METRICS_MAX_CONNECTIONS`] | 128, 16 |
@@ -69,12 +69,13 @@ use std::time::Duration;
 // ---------------------------------------------------------------------------
 
 /// Per-round expiry of a `requestState`: 10 minutes (a human may have to answer).
-/// [`SealConfig::ttl`](crate::seal::SealConfig::ttl), `mrtr serve --state-ttl`.
+/// [`SealConfig::ttl`](crate::seal::SealConfig::ttl) sets it (the `mrtr`
+/// binary exposes it as `serve --state-ttl`).
 pub const STATE_TTL: Duration = Duration::from_secs(600);
 
 /// Ceiling for the per-round expiry, and for how far in the future an `exp` may
-/// lie when opened: 24 hours. [`SealConfig::max_ttl`](crate::seal::SealConfig::max_ttl);
-/// also the upper bound of `mrtr serve --state-ttl`.
+/// lie when opened: 24 hours. [`SealConfig::max_ttl`](crate::seal::SealConfig::max_ttl)
+/// sets it; the `mrtr` binary also refuses a `serve --state-ttl` above it.
 pub const MAX_STATE_TTL: Duration = Duration::from_secs(24 * 3600);
 
 /// Absolute lifetime of a flow, fixed in round 1: 1 hour.
@@ -82,10 +83,12 @@ pub const MAX_STATE_TTL: Duration = Duration::from_secs(24 * 3600);
 pub const FLOW_LIFETIME: Duration = Duration::from_secs(3600);
 
 /// Clock skew tolerated between instances on expiry checks: 60 seconds.
-/// [`SealConfig::clock_skew`](crate::seal::SealConfig::clock_skew), `mrtr serve --clock-skew`.
+/// [`SealConfig::clock_skew`](crate::seal::SealConfig::clock_skew) sets it (the `mrtr`
+/// binary exposes it as `serve --clock-skew`).
 pub const CLOCK_SKEW: Duration = Duration::from_secs(60);
 
-/// The upper bound of `mrtr serve --clock-skew`: 1 hour.
+/// The ceiling for a configured [`CLOCK_SKEW`]: 1 hour. The core does
+/// not read it; the `mrtr` binary refuses a `serve --clock-skew` above it.
 pub const MAX_CLOCK_SKEW: Duration = Duration::from_secs(3600);
 
 /// Longest token `open` accepts: 16 384 characters.
@@ -101,7 +104,8 @@ pub const MAX_PLAINTEXT: usize = 8 * 1024;
 // ---------------------------------------------------------------------------
 
 /// The most `InputRequiredResult`s one flow may issue: 16.
-/// [`Engine::max_rounds`](crate::engine::Engine::max_rounds), `mrtr serve --max-rounds`.
+/// [`Engine::max_rounds`](crate::engine::Engine::max_rounds) sets it (the `mrtr`
+/// binary exposes it as `serve --max-rounds`).
 pub const MAX_ROUNDS: u32 = 16;
 
 /// The most questions one round may ask: 16.
@@ -127,8 +131,8 @@ pub const LIST_CACHE_TTL: Duration = Duration::from_secs(60);
 /// principals (or, for anonymous callers, a hundred peer addresses), each at its
 /// quota, to fill it for everyone. Full, it holds about 105 MiB (see
 /// [`MemoryReplayGuard`](crate::replay::MemoryReplayGuard) for the figure per claim).
-/// [`MemoryReplayGuard::with_max_claims`](crate::replay::MemoryReplayGuard::with_max_claims),
-/// `mrtr serve --replay-max-claims`.
+/// [`MemoryReplayGuard::with_max_claims`](crate::replay::MemoryReplayGuard::with_max_claims) sets it
+/// (the `mrtr` binary exposes it as `serve --replay-max-claims`).
 pub const REPLAY_MAX_CLAIMS: usize = 1_000_000;
 
 /// The most live claims one principal (an anonymous caller: one peer address, or
@@ -137,13 +141,14 @@ pub const REPLAY_MAX_CLAIMS: usize = 1_000_000;
 /// it for everyone. A claim lives until its flow's deadline plus twice the clock
 /// skew (about 62 min by default), so this lets one principal start about 2.7
 /// `once` steps a second, sustained.
-/// [`MemoryReplayGuard::with_max_claims_per_principal`](crate::replay::MemoryReplayGuard::with_max_claims_per_principal),
-/// `mrtr serve --replay-max-claims-per-principal`.
+/// [`MemoryReplayGuard::with_max_claims_per_principal`](crate::replay::MemoryReplayGuard::with_max_claims_per_principal) sets it
+/// (the `mrtr` binary exposes it as `serve --replay-max-claims-per-principal`).
 pub const REPLAY_MAX_CLAIMS_PER_PRINCIPAL: usize = 10_000;
 
-/// The upper bound of `mrtr serve --replay-max-claims` (and so of
-/// `--replay-max-claims-per-principal`): 20 000 000, about 2 GiB of claims when
-/// full.
+/// The ceiling for a configured [`REPLAY_MAX_CLAIMS`] (and so
+/// [`REPLAY_MAX_CLAIMS_PER_PRINCIPAL`]): 20 000 000, about 2 GiB of claims when
+/// full. The core does not read it; the `mrtr` binary refuses a
+/// `serve --replay-max-claims` above it.
 pub const REPLAY_MAX_CLAIMS_CEILING: usize = 20_000_000;
 
 /// How long the Redis replay guard (`mrtr-redis`) waits for the answer to one
@@ -170,46 +175,46 @@ pub const REDIS_WAIT_TIMEOUT: Duration = Duration::from_millis(100);
 
 /// The most requests one client flow may send, the first one included:
 /// [`MAX_ROUNDS`] + 1, so a default client can finish every flow a default server
-/// allows (see the module doc). [`FlowRules::with_max_rounds`](crate::client::FlowRules::with_max_rounds),
-/// `mrtr call --max-rounds`.
+/// allows (see the module doc). [`FlowRules::with_max_rounds`](crate::client::FlowRules::with_max_rounds) sets it
+/// (the `mrtr` binary exposes it as `call --max-rounds`).
 pub const CLIENT_MAX_ROUNDS: u32 = MAX_ROUNDS + 1;
 
 /// The longest one client flow may take: 5 minutes.
-/// `mrtr-client`'s `ClientBuilder::with_total_timeout`,
-/// `mrtr call --timeout`.
+/// `mrtr-client`'s `ClientBuilder::with_total_timeout` sets it
+/// (the `mrtr` binary exposes it as `call --timeout`).
 pub const CLIENT_TOTAL_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// The longest one request of a client flow may wait for its response: 30 seconds.
 /// A server that holds a retry open while the user finishes a URL-mode step needs
-/// more. `mrtr-client`'s `ClientBuilder::with_request_timeout`,
-/// `mrtr call --request-timeout`.
+/// more. `mrtr-client`'s `ClientBuilder::with_request_timeout` sets it
+/// (the `mrtr` binary exposes it as `call --request-timeout`).
 pub const CLIENT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The most questions (input requests) the client accepts in one round: 16, what a
 /// default server may ask ([`MAX_ASKS_PER_ROUND`]). A round that asks more ends the
 /// flow before any of its questions is answered.
-/// [`FlowRules::with_max_questions_per_round`](crate::client::FlowRules::with_max_questions_per_round),
-/// `mrtr call --max-questions-per-round`.
+/// [`FlowRules::with_max_questions_per_round`](crate::client::FlowRules::with_max_questions_per_round) sets it
+/// (the `mrtr` binary exposes it as `call --max-questions-per-round`).
 pub const CLIENT_MAX_QUESTIONS_PER_ROUND: usize = MAX_ASKS_PER_ROUND;
 
 /// The most questions of one round the client answers at the same time: 4 (the
 /// rest wait their turn).
-/// `mrtr-client`'s `ClientBuilder::with_max_concurrent_answers`,
-/// `mrtr call --max-concurrent-answers`.
+/// `mrtr-client`'s `ClientBuilder::with_max_concurrent_answers` sets it
+/// (the `mrtr` binary exposes it as `call --max-concurrent-answers`).
 pub const CLIENT_MAX_CONCURRENT_ANSWERS: usize = 4;
 
 /// The most sampling requests (each one a call to the client's model) one client
 /// flow accepts, over all its rounds: 16, one per round of a default server's
 /// longest flow.
-/// [`FlowRules::with_max_sampling_per_flow`](crate::client::FlowRules::with_max_sampling_per_flow),
-/// `mrtr call --max-sampling-per-flow`.
+/// [`FlowRules::with_max_sampling_per_flow`](crate::client::FlowRules::with_max_sampling_per_flow) sets it
+/// (the `mrtr` binary exposes it as `call --max-sampling-per-flow`).
 pub const CLIENT_MAX_SAMPLING_PER_FLOW: u32 = 16;
 
 /// The most bytes of answers (`inputResponses`, as serialized JSON) one client
 /// flow sends, over all its rounds: 256 KiB, the most a default server reads in
 /// one request ([`MAX_BODY`]).
-/// [`FlowRules::with_max_answer_bytes`](crate::client::FlowRules::with_max_answer_bytes),
-/// `mrtr call --max-answer-bytes`.
+/// [`FlowRules::with_max_answer_bytes`](crate::client::FlowRules::with_max_answer_bytes) sets it
+/// (the `mrtr` binary exposes it as `call --max-answer-bytes`).
 pub const CLIENT_MAX_ANSWER_BYTES: u64 = MAX_BODY as u64;
 
 /// The longest `requestState` the client echoes: 64 KiB, four times the longest
@@ -217,8 +222,8 @@ pub const CLIENT_MAX_ANSWER_BYTES: u64 = MAX_BODY as u64;
 /// that raised its own limit still works. A longer one ends the flow before it is
 /// sent back: a hostile server cannot make the client upload a state of megabytes
 /// on every round.
-/// [`FlowRules::with_max_state_bytes`](crate::client::FlowRules::with_max_state_bytes),
-/// `mrtr call --max-state-bytes`.
+/// [`FlowRules::with_max_state_bytes`](crate::client::FlowRules::with_max_state_bytes) sets it
+/// (the `mrtr` binary exposes it as `call --max-state-bytes`).
 pub const CLIENT_MAX_STATE_BYTES: usize = 4 * MAX_TOKEN_LEN;
 
 /// The most bytes of requests (JSON-RPC, as serialized JSON) one client flow
@@ -226,8 +231,8 @@ pub const CLIENT_MAX_STATE_BYTES: usize = 4 * MAX_TOKEN_LEN;
 /// largest body a default server reads ([`MAX_BODY`]), so a default client can
 /// send every flow a default server accepts. A request that would go over it is
 /// not sent.
-/// [`FlowRules::with_max_upload_bytes`](crate::client::FlowRules::with_max_upload_bytes),
-/// `mrtr call --max-upload-bytes`.
+/// [`FlowRules::with_max_upload_bytes`](crate::client::FlowRules::with_max_upload_bytes) sets it
+/// (the `mrtr` binary exposes it as `call --max-upload-bytes`).
 pub const CLIENT_MAX_UPLOAD_BYTES: u64 = CLIENT_MAX_ROUNDS as u64 * MAX_BODY as u64;
 
 /// The client's first wait before retrying after a state-only round: 50 ms.
@@ -237,7 +242,7 @@ pub const BACKOFF_INITIAL: Duration = Duration::from_millis(50);
 pub const BACKOFF_MAX: Duration = Duration::from_millis(250);
 
 // ---------------------------------------------------------------------------
-// Server (the transports of `mrtr-server` and `mrtr serve`)
+// Server (the transports of `mrtr-server`)
 // ---------------------------------------------------------------------------
 
 /// The listen address: loopback only, so nothing else on the network can reach it.
@@ -251,8 +256,8 @@ pub const LISTEN: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALH
 /// message, a list of roots). 256 KiB is sixteen times the largest state, room for
 /// generous arguments and answers, and a quarter of the old 1 MiB: every body the
 /// server holds, and every parse it does, costs at most a quarter as much.
-/// `mrtr_server::http::HttpOptions::with_max_body`,
-/// `mrtr serve --max-body`.
+/// `mrtr_server::http::HttpOptions::with_max_body` sets it
+/// (the `mrtr` binary exposes it as `serve --max-body`).
 pub const MAX_BODY: usize = 256 * 1024;
 
 /// The audience a sealed `requestState` is bound to.
@@ -267,15 +272,15 @@ pub const AUDIENCE: &str = "mrtr-reference";
 /// a body that stalls is cut after 5 s and one trickled slower than the minimum
 /// rate soon after, whatever it declared; a 256 KiB body ([`MAX_BODY`]) has 21 s.
 /// Waiting for a share of [`BODY_BUDGET`] does not count.
-/// `mrtr_server::http::HttpOptions::with_body_timeout`,
-/// `mrtr serve --body-timeout`.
+/// `mrtr_server::http::HttpOptions::with_body_timeout` sets it
+/// (the `mrtr` binary exposes it as `serve --body-timeout`).
 pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The slowest a request body may arrive, on average, past [`BODY_READ_TIMEOUT`]:
 /// 16 KiB per second (128 kbit/s, a poor mobile link). A trickle below it cannot
 /// stretch its read: its deadline grows only with the bytes that arrived.
-/// `mrtr_server::http::HttpOptions::with_body_min_rate`,
-/// `mrtr serve --body-min-rate`.
+/// `mrtr_server::http::HttpOptions::with_body_min_rate` sets it
+/// (the `mrtr` binary exposes it as `serve --body-min-rate`).
 pub const BODY_MIN_RATE: u64 = 16 * 1024;
 
 /// How long in-flight requests may take to finish after SIGINT/SIGTERM: 10 seconds.
@@ -286,23 +291,23 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 pub const STDIO_MAX_IN_FLIGHT: usize = 64;
 
 // ---------------------------------------------------------------------------
-// HTTP connections (`ServeOptions`, `mrtr serve`): see "Sizing" in the module doc
+// HTTP connections (`ServeOptions`): see "Sizing" in the module doc
 // ---------------------------------------------------------------------------
 
 /// How long a client may take to send a request's head (request line and
 /// headers), from its first byte, or from the accept for a new connection: 10
 /// seconds. A client that trickles its headers (slowloris) is closed then. A head
 /// is a few hundred bytes; even a slow mobile link sends it in well under a second.
-/// `mrtr_server::http::ServeOptions::with_header_read_timeout`,
-/// `mrtr serve --header-timeout`.
+/// `mrtr_server::http::ServeOptions::with_header_read_timeout` sets it
+/// (the `mrtr` binary exposes it as `serve --header-timeout`).
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long a kept-alive connection may sit idle between requests: 30 seconds.
 /// Long enough for a client to reuse its connection across the rounds of a flow
 /// that the model answers; a round a human answers usually takes longer, and the
 /// client simply reconnects.
-/// `mrtr_server::http::ServeOptions::with_idle_timeout`,
-/// `mrtr serve --idle-timeout`.
+/// `mrtr_server::http::ServeOptions::with_idle_timeout` sets it
+/// (the `mrtr` binary exposes it as `serve --idle-timeout`).
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The most connections open at once: 512. At the cap, the connection that has
@@ -310,8 +315,8 @@ pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// is closed to make room; when every connection has a request in progress, new
 /// connections wait in the listen backlog. Lowered at start-up to the open-file
 /// limit less [`FD_RESERVE`].
-/// `mrtr_server::http::ServeOptions::with_max_connections`,
-/// `mrtr serve --max-connections`.
+/// `mrtr_server::http::ServeOptions::with_max_connections` sets it
+/// (the `mrtr` binary exposes it as `serve --max-connections`).
 pub const MAX_CONNECTIONS: usize = 512;
 
 /// The most connections one peer may hold open at once: 128, a quarter of
@@ -323,8 +328,8 @@ pub const MAX_CONNECTIONS: usize = 512;
 /// load generators and pooled clients (a few dozen connections) never notice.
 /// Behind a reverse proxy every connection comes from the proxy: raise it to
 /// [`MAX_CONNECTIONS`] there, and let the proxy limit its clients.
-/// `mrtr_server::http::ServeOptions::with_max_connections_per_peer`,
-/// `mrtr serve --max-connections-per-peer`.
+/// `mrtr_server::http::ServeOptions::with_max_connections_per_peer` sets it
+/// (the `mrtr` binary exposes it as `serve --max-connections-per-peer`).
 pub const MAX_CONNECTIONS_PER_PEER: usize = 128;
 
 /// File descriptors kept free for everything but client connections (the
@@ -336,8 +341,8 @@ pub const FD_RESERVE: u64 = 64;
 /// lines by default); bodies stream through it.
 pub const HTTP1_MAX_BUF: usize = 32 * 1024;
 
-/// The most connections the metrics listener (`mrtr serve --metrics-listen`)
-/// holds open at once: 16. A scraper needs one; the listener runs the same
+/// The most connections a metrics listener (the `mrtr` binary's
+/// `serve --metrics-listen`) holds open at once: 16. A scraper needs one; the listener runs the same
 /// accept loop as the MCP one, with [`METRICS_TIMEOUT`] for heads and idleness,
 /// and its connections are counted in the MCP listener's share of the open-file
 /// limit.
@@ -356,8 +361,8 @@ pub const METRICS_TIMEOUT: Duration = Duration::from_secs(5);
 /// bodies slowly (or never) cannot keep anyone else's request out. Handlers that
 /// await (a database, an API) hold their slot while they wait, so the cap is
 /// generous.
-/// `mrtr_server::http::HttpOptions::with_max_in_flight`,
-/// `mrtr serve --max-in-flight`.
+/// `mrtr_server::http::HttpOptions::with_max_in_flight` sets it
+/// (the `mrtr` binary exposes it as `serve --max-in-flight`).
 pub const MAX_IN_FLIGHT: usize = 256;
 
 /// The bytes of request bodies one router buffers at once beyond each body's
@@ -366,8 +371,8 @@ pub const MAX_IN_FLIGHT: usize = 256;
 /// [`MAX_BODY`] for a chunked one) before any of it is read, and waits (at most
 /// [`ADMISSION_TIMEOUT`]) while the budget is spent; the reservation lasts until
 /// the reply is built, so it also bounds the parsed copies.
-/// `mrtr_server::http::HttpOptions::with_body_budget`,
-/// `mrtr serve --body-budget`.
+/// `mrtr_server::http::HttpOptions::with_body_budget` sets it
+/// (the `mrtr` binary exposes it as `serve --body-budget`).
 pub const BODY_BUDGET: usize = 4 * 1024 * 1024;
 
 /// The bytes of every body that do not count against [`BODY_BUDGET`]: 16 KiB, the

@@ -90,13 +90,14 @@
 //! [`result`] (the three carriers' typed results), [`engine`] (the round, the
 //! handler shape, and the one carrier path), `record` (how a request is
 //! recorded, crate-private), [`service`] (the JSON-RPC router),
-//! [`streamable_http`] (the transport's rules, sans-IO), [`lines`] (the stdio
+//! [`streamable_http`] (the transport's rules, sans-IO), `lines` (crate-private, the stdio
 //! transports' bounded line splitter, sans-IO) and [`client`] (the client's flow as
 //! values, sans-IO). The crate `mrtr-server` holds the transports, `mrtr-rmcp` runs the
 //! same handlers on an rmcp (official Rust SDK) server, `mrtr-client` the async
 //! client and its transports. [`manual`] holds the prose: token format, security model, handler
-//! model, key rotation, operations. The reference server's tools and the
-//! `mrtr call` terminal client belong to the `mrtr` binary (`mrtr-cli`), not to this API.
+//! model. The reference server's tools, the `mrtr call` terminal client and the
+//! operator's chapters (key rotation, operations) belong to the `mrtr` binary
+//! (`mrtr-cli`), not to this API.
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -107,7 +108,7 @@ pub mod defaults;
 pub mod engine;
 pub mod error;
 mod lines;
-/// The manual: prose chapters on the token format, the security model, the handler model and key rotation.
+/// The manual: prose chapters on the token format, the security model and the handler model.
 pub mod manual;
 mod memo;
 pub mod metrics;
@@ -120,9 +121,6 @@ pub mod result;
 pub mod seal;
 pub mod service;
 pub mod streamable_http;
-#[cfg(feature = "test-vectors")]
-#[doc(hidden)]
-pub mod testing;
 mod time;
 mod typed;
 pub mod wire;

@@ -85,8 +85,8 @@
 //!   pressure (any `maxmemory-policy` but `noeviction`; the Redis guard refuses
 //!   claims on such a store unless told otherwise), or a failover to a replica
 //!   the claim had not reached yet forgets claims of flows still open, and their
-//!   replays run the step again. See `RedisReplayGuard` and
-//!   [`manual::operations`](crate::manual::operations).
+//!   replays run the step again. See `RedisReplayGuard` and the `mrtr` binary's
+//!   operations chapter (`mrtr_cli::manual::operations`).
 //!
 //! Keys: stores see [`Claim::store_key`], a SHA-256 digest of the flow id and the
 //! step name, never the token, the flow id or the step name themselves.

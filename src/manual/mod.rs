@@ -9,8 +9,11 @@
 //! | [`token_format`](crate::manual::token_format) | you need the exact bytes of a sealed `requestState`, or you change them |
 //! | [`security_model`](crate::manual::security_model) | you decide whether mrtr protects what you need: what is secret, bound, expiring, single-use, and which errors a client sees |
 //! | [`handler_model`](crate::manual::handler_model) | you write a tool, prompt or resource handler that asks for input |
-//! | [`rotation`](crate::manual::rotation) | you run a fleet: key formats, `MRTR_KEYS`, `--keys-file`, and the three-phase key rotation |
-//! | [`operations`](crate::manual::operations) | you operate a fleet: what instances share, logs, metrics, alerts, a replay store that is down |
+//!
+//! Running the `mrtr` binary (`mrtr serve`) as a fleet, its key files and the
+//! three-phase key rotation, its logs, metrics and alerts, is the binary's own
+//! manual: `mrtr_cli::manual::rotation` and `mrtr_cli::manual::operations`, in
+//! the `mrtr-cli` crate's docs. They change with its flags; these do not.
 //!
 //! # Citing the specification
 //!
@@ -21,7 +24,5 @@
 //! document outside this repository; `tests/core/docs_links.rs` keeps it so.
 
 pub mod handler_model;
-pub mod operations;
-pub mod rotation;
 pub mod security_model;
 pub mod token_format;

@@ -200,7 +200,7 @@
 //!   claim count only once `N` replicas acknowledged it (fewer is a refusal,
 //!   and that step of that flow is then refused for good). Use a Redis (or
 //!   Valkey) dedicated to mrtr, with `maxmemory-policy noeviction` and AOF; see
-//!   [`operations`](super::operations).
+//!   the `mrtr` binary's operations chapter (`mrtr_cli::manual::operations`).
 //! - The engine has no guard by default; `mrtr serve` installs a
 //!   [`MemoryReplayGuard`] unless told `--replay-store`.
 //!
@@ -312,7 +312,8 @@
 //!   anonymous server does not.
 //! - **Choose one audience** per service, identical on every instance.
 //! - **Keep the keys secret and shared**: the same ring on every instance, from
-//!   a secret store, rotated as in [`rotation`]. Without configured keys a
+//!   a secret store, rotated as in the `mrtr` binary's
+//!   rotation chapter (`mrtr_cli::manual::rotation`). Without configured keys a
 //!   process uses an ephemeral key its peers cannot open.
 //! - **Share a [`ReplayGuard`]** across the fleet when a side effect must happen
 //!   at most once (`--replay-store redis://…`), keep its store durable, and
@@ -329,8 +330,8 @@
 //!   often as it likes. mrtr caps rounds per flow, questions per round and the
 //!   carried state; the HTTP transport caps the body size, the requests in flight,
 //!   the body bytes buffered at once, the open connections, and how long a head may
-//!   take and a kept-alive connection may idle (see the operations chapter,
-//!   "Facing the open internet"). It does not limit request rates: put a rate
+//!   take and a kept-alive connection may idle (see the `mrtr` binary's operations
+//!   chapter, `mrtr_cli::manual::operations`, "Facing the open internet"). It does not limit request rates: put a rate
 //!   limiter in front of a public server.
 //! - **Reseed after `fork`**: nonces come from a per-thread generator that does
 //!   not reseed on `fork`; a process that forks after sealing must call
@@ -362,4 +363,3 @@
 //! [`validate_content`]: crate::answers::validate_content
 //! [`token_format`]: super::token_format
 //! [`handler_model`]: super::handler_model
-//! [`rotation`]: super::rotation

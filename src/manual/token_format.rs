@@ -27,7 +27,8 @@
 //!
 //! so a token cannot be moved to another format version or another key, and
 //! its nonce cannot be swapped. The kid names exactly one key of the
-//! [`Keyring`]; `open` never tries the others (see [`rotation`]).
+//! [`Keyring`]; `open` never tries the others (see the `mrtr` binary's rotation chapter,
+//! `mrtr_cli::manual::rotation`).
 //!
 //! Only the canonical encoding is accepted: the URL-safe alphabet, no `=`
 //! padding, no whitespace, zero trailing bits. Any other spelling of the same
@@ -130,10 +131,10 @@
 //!   the same public error as any other refusal.
 //! - The engine's state is strict JSON: adding a key to it is a format change
 //!   as well, because a build without the key refuses it (`decode`).
-//! - A new format is rolled out like a new key (see [`rotation`]): first ship a
-//!   build that opens both formats and still seals the old one, then one that
-//!   seals the new one, and stop opening the old one only after the longest flow
-//!   lifetime plus clock skew. Otherwise, during a rolling deploy, an old
+//! - A new format is rolled out like a new key (see the rotation chapter): first
+//!   ship a build that opens both formats and still seals the old one, then one
+//!   that seals the new one, and stop opening the old one only after the longest
+//!   flow lifetime plus clock skew. Otherwise, during a rolling deploy, an old
 //!   instance refuses what a new one sealed and the flow fails for the user.
 //!
 //! [`Sealer::seal`]: crate::seal::Sealer::seal
@@ -148,5 +149,4 @@
 //! [`MAX_PLAINTEXT`]: crate::defaults::MAX_PLAINTEXT
 //! [`OpenError`]: crate::seal::OpenError
 //! [`RejectReason`]: crate::seal::RejectReason
-//! [`rotation`]: super::rotation
 //! [`security_model`]: super::security_model

@@ -32,8 +32,8 @@ use crate::time::Timestamp;
 ///
 /// [`Sealer::try_replace_keyring`]: super::Sealer::try_replace_keyring
 ///
-/// Why this is enough, the key file format and how to check a rotation:
-/// [`crate::manual::rotation`].
+/// Why this is enough, the key file format and how to check a rotation: the
+/// `mrtr` binary's rotation chapter (`mrtr_cli::manual::rotation`).
 ///
 /// ```
 /// use mrtr::seal::{Key, Keyring};

@@ -16,8 +16,8 @@
 //! ```
 //!
 //! The byte layout, the limits and the versioning rules are in
-//! [`crate::manual::token_format`]; the key ring and its rotation in
-//! [`crate::manual::rotation`].
+//! [`crate::manual::token_format`]; the key ring's three-phase rotation in the
+//! `mrtr` binary's rotation chapter (`mrtr_cli::manual::rotation`).
 //!
 //! # Security
 //!

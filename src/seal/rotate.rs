@@ -24,7 +24,7 @@ impl Sealer {
     ///
     /// Keep a key that sealed tokens still in flight in the new ring (open-only)
     /// until those tokens expire, or they fail as `unknown_key`: the three phases
-    /// of [`crate::manual::rotation`]. This one does not check that:
+    /// of the `mrtr` binary's rotation chapter (`mrtr_cli::manual::rotation`). This one does not check that:
     /// [`Sealer::try_replace_keyring`] does, and is what `mrtr serve` uses.
     ///
     /// ```
@@ -58,7 +58,7 @@ impl Sealer {
     /// relaxed atomic load per seal): a new process, or a new sealer, starts with
     /// no record but its ring's sealing key. Keys it holds only to open another
     /// instance's states are not protected: the operator's rotation keeps those
-    /// (phase 3 of [`crate::manual::rotation`]).
+    /// (phase 3 of the rotation in `mrtr_cli::manual::rotation`).
     ///
     /// This is what `mrtr serve` runs on SIGHUP, so that a key file caught half
     /// written (the new sealing key on its first line, the old key not yet

@@ -5,7 +5,7 @@
 //! message says what was wrong without echoing the value. Extra keys are ignored;
 //! decline and cancel are answers; a reworded question is a new question.
 
-use mrtr::testing as common;
+use mrtr_testkit as common;
 
 use std::cell::RefCell;
 

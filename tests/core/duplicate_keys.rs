@@ -3,7 +3,7 @@
 //! that routes on the first `name` and a server that runs the last would run
 //! different tools (`ParsedMessage` documents the choice of code).
 
-use mrtr::testing as common;
+use mrtr_testkit as common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -2,7 +2,7 @@
 //! not declare fails with -32021 naming exactly what is missing; an optional one
 //! is dropped and never sent; only the three carrier methods can ask at all.
 
-use mrtr::testing as common;
+use mrtr_testkit as common;
 
 use mrtr::{PromptDefinition, ResourceDefinition};
 use std::cell::RefCell;

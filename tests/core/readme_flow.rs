@@ -3,7 +3,7 @@
 //! handler below is the README's, line for line (the first test checks that), so
 //! the README cannot drift into an example that deploys without consent.
 
-use mrtr::testing as common;
+use mrtr_testkit as common;
 
 use std::cell::Cell;
 

@@ -2,7 +2,7 @@
 //! state-only rounds, limits, the flow deadline, guarded side effects, key rings,
 //! and requestState that is tampered with or presented on another request.
 
-use mrtr::testing as common;
+use mrtr_testkit as common;
 
 use std::cell::{Cell, RefCell};
 use std::sync::Arc;

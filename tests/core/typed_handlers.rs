@@ -4,7 +4,7 @@
 //! call), -32602 on `prompts/get` and `resources/read`, and for form content a
 //! fresh question with a note (the user corrects the answer).
 
-use mrtr::testing as common;
+use mrtr_testkit as common;
 
 use common::*;
 use mrtr::{Flow, Form, FormAnswer, Refusal, Round};

@@ -8,11 +8,15 @@
 //! [`reference`](mod@reference) (the reference server's tools, prompts and resources), [`call`]
 //! (the terminal client) and [`log`] (the logging set-up). None of it is a
 //! stable API: it changes with the binary.
+//!
+//! [`manual`] is the operator's manual of `mrtr serve`: key rotation and
+//! operating a fleet, beside the core's own chapters in `mrtr::manual`.
 #![forbid(unsafe_code)]
 
 pub mod audit;
 pub mod call;
 pub mod log;
+pub mod manual;
 pub mod reference;
 pub mod serve;
 

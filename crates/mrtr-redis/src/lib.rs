@@ -81,7 +81,8 @@ const MAX_WAIT_TIMEOUT_MS: u64 = 10_000;
 /// the primary acknowledged may not have reached a replica yet when a failover
 /// promotes it: the claim is lost and a replay runs the step again. Ask for
 /// replica acknowledgements with `?wait=N` on the URL (see [`RedisReplayGuard::new`]);
-/// [`mrtr::manual::operations`] has the whole setup.
+/// The `mrtr` binary's operations chapter (`mrtr_cli::manual::operations`) has
+/// the whole setup.
 ///
 /// # Connection
 ///

@@ -261,7 +261,7 @@ impl Report {
     }
 
     /// Markdown, for a pull request. Everything a server chose (and every
-    /// other text) is escaped ([`md_text`]) or in a code span ([`md_code`]).
+    /// other text) is escaped (`md_text`) or in a code span (`md_code`).
     pub fn to_markdown(&self) -> String {
         let cell = md_text;
         let mut out = String::new();

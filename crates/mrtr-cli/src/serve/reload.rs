@@ -63,7 +63,7 @@ pub enum KeyReload {
 /// Write the file to a temporary name in the same directory and `rename` it over
 /// the old one: a reader then sees the old file or the new one, never a part.
 /// The check above catches a half-written rotation file that parses (its first
-/// line only), not every one: see [`mrtr::manual::rotation`].
+/// line only), not every one: see [`crate::manual::rotation`].
 ///
 /// ```
 /// use mrtr::seal::{Keyring, SealConfig, Sealer};

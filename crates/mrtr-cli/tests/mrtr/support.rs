@@ -1,10 +1,10 @@
-//! What the binary's tests share beyond `mrtr::testing`: spawn the built `mrtr`
-//! binary and talk to it (raw HTTP/1.1 from `mrtr::testing`, or stdio lines),
-//! and the reference service in process.
+//! What the binary's tests share beyond `mrtr-testkit`: spawn the built `mrtr`
+//! binary and talk to it (raw HTTP/1.1 from `mrtr_testkit::http`, or stdio
+//! lines), and the reference service in process.
 #![allow(dead_code, unreachable_pub)] // each module uses a subset; items are test-local
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -20,8 +20,8 @@ use serde_json::{Value, json};
 /// The helpers every crate's tests share (request builders, reply readers, raw
 /// HTTP), so the socket tests and the in-process tests build and read messages
 /// the same way.
-pub use mrtr::testing as common;
-pub use mrtr::testing::*;
+pub use mrtr_testkit as common;
+pub use mrtr_testkit::*;
 
 /// The path of the binary under test.
 pub fn bin() -> &'static str {
@@ -194,19 +194,6 @@ impl Server {
 pub fn parse_listening(line: &str) -> Option<SocketAddr> {
     let rest = line.split("listening on http://").nth(1)?;
     rest.split("/mcp").next()?.parse().ok()
-}
-
-pub fn wait_timeout(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return Some(status);
-        }
-        if Instant::now() > deadline {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 impl Server {
@@ -390,125 +377,6 @@ impl Drop for StdioServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// A kept-alive HTTP/1.1 connection: requests go one after another on the same
-/// socket (responses must carry `Content-Length`).
-pub struct KeepAlive {
-    stream: TcpStream,
-    addr: SocketAddr,
-    buf: Vec<u8>,
-}
-
-impl KeepAlive {
-    pub fn connect(addr: SocketAddr) -> Self {
-        let stream = TcpStream::connect(addr).expect("connect");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .unwrap();
-        Self {
-            stream,
-            addr,
-            buf: Vec::new(),
-        }
-    }
-
-    /// POSTs `body` to /mcp with its agreeing MCP headers and reads one response.
-    pub fn rpc(&mut self, body: &Value) -> HttpResponse {
-        let text = body.to_string();
-        let mut head = format!(
-            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
-            self.addr,
-            text.len()
-        );
-        for (k, v) in headers_for(body) {
-            head.push_str(&format!("{k}: {v}\r\n"));
-        }
-        head.push_str("\r\n");
-        self.stream.write_all(head.as_bytes()).unwrap();
-        self.stream.write_all(text.as_bytes()).unwrap();
-        // Read the head, then exactly Content-Length body bytes.
-        let mut chunk = [0u8; 8192];
-        let split = loop {
-            if let Some(p) = self.buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                break p;
-            }
-            let n = read_retrying(&mut self.stream, &mut chunk).expect("read head");
-            assert!(n > 0, "connection closed before a response");
-            self.buf.extend_from_slice(&chunk[..n]);
-        };
-        let head = String::from_utf8_lossy(&self.buf[..split]).to_ascii_lowercase();
-        let len: usize = head
-            .lines()
-            .find_map(|l| l.strip_prefix("content-length:"))
-            .map(|v| v.trim().parse().unwrap())
-            .expect("response has a Content-Length");
-        while self.buf.len() < split + 4 + len {
-            let n = read_retrying(&mut self.stream, &mut chunk).expect("read body");
-            assert!(n > 0, "connection closed mid-body");
-            self.buf.extend_from_slice(&chunk[..n]);
-        }
-        let raw: Vec<u8> = self.buf.drain(..split + 4 + len).collect();
-        parse_response(&raw)
-    }
-}
-
-/// `read`, retried when a signal interrupts it (EINTR).
-fn read_retrying(s: &mut TcpStream, buf: &mut [u8]) -> std::io::Result<usize> {
-    loop {
-        match s.read(buf) {
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            r => return r,
-        }
-    }
-}
-
-impl KeepAlive {
-    /// Whether the server closes this connection (EOF or reset) within `limit`,
-    /// without sending anything first.
-    pub fn closed_by_server_within(&mut self, limit: Duration) -> bool {
-        closed_within(&mut self.stream, limit)
-    }
-}
-
-/// Whether the peer closes `s` (EOF or reset) within `limit`; bytes that arrive
-/// instead mean it did not.
-pub fn closed_within(s: &mut TcpStream, limit: Duration) -> bool {
-    s.set_read_timeout(Some(limit)).unwrap();
-    let mut buf = [0u8; 1024];
-    loop {
-        match s.read(&mut buf) {
-            Ok(0) => return true,
-            Ok(_) => return false,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                return false;
-            }
-            Err(_) => return true,
-        }
-    }
-}
-
-/// The resident set of process `pid` in KiB (`VmRSS` in `/proc/PID/status`, Linux).
-pub fn vm_rss_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
-}
-
-/// How many file descriptors process `pid` has open (`/proc/PID/fd`, Linux).
-pub fn open_fds(pid: u32) -> Option<usize> {
-    Some(std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count())
 }
 
 /// The reference service on an engine, with its deployment counter.

@@ -5,7 +5,7 @@
 //! The example's own tests (`[[example]] test = true`): its application is served
 //! on a loopback port in process.
 
-use mrtr::testing as server_support;
+use mrtr_testkit as server_support;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -10,13 +10,13 @@ use axum::Router;
 use axum::routing::get;
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
-use mrtr::testing::{
-    accept, assert_frozen_state_response, borrow, complete_text, headers_for, request, retry,
-    state_of, tool_call,
-};
 use mrtr::{Confirmation, Engine, Flow, Keyring, Round, Service, ToolResult};
 use mrtr_server::http::{FromExtension, HttpOptions, standalone_router};
 use mrtr_server::oauth::{ResourceServer, ResourceServerConfig};
+use mrtr_testkit::{
+    accept, assert_frozen_state_response, borrow, complete_text, headers_for, request, retry,
+    state_of, tool_call,
+};
 use serde_json::{Value, json};
 
 /// Test-only keys (PKCS#8 DER, hex) and their public halves (JWK `x`).

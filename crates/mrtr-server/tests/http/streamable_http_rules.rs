@@ -14,7 +14,7 @@
 //! | MCP headers (-32020) | `server_wants_mcp_headers_that_agree` | `client_writes_mcp_headers_that_agree` |
 //! | the status table | `server_statuses_follow_the_table` | `client_hands_over_a_jsonrpc_error_whatever_the_status` |
 
-use mrtr::testing as server_support;
+use mrtr_testkit as server_support;
 
 use mrtr::ResourceDefinition;
 use std::net::SocketAddr;

@@ -1,14 +1,15 @@
 //! A principal is its issuer and its subject: a state sealed for `alice` from one
 //! issuer is the frozen -32602 for `alice` from another, and for a bare `alice`,
-//! through the router (`Service`) and through the engine alike. The anonymous
-//! principal and the subject-only form keep working.
+//! through the router (`Service`) on the reference server's elicitation fixture
+//! (`mrtr_cli::reference`, so it stays with the binary's tests). The anonymous
+//! principal and the subject-only form keep working. The engine alone binds the
+//! issuer too: the core's `tests/core/principal_issuer.rs`.
 
 use crate::support as common;
 
 use common::*;
-use mrtr::engine::{Flow, Round};
 use mrtr::{Principal, RequestContext, Service};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 const IDP_A: &str = "https://idp-a.example";
 const IDP_B: &str = "https://idp-b.example";
@@ -38,24 +39,6 @@ fn the_same_subject_from_another_issuer_cannot_open_the_state() {
     // The issuer's own alice completes.
     let done = call_as(&service, &retry, &alice_a);
     assert!(complete_text(&done).contains("Ada"), "{done}");
-}
-
-/// A tool that asks for a name, then greets.
-fn greet(r: Round) -> Result<mrtr::ToolResult, Flow> {
-    ask_name(&r)
-}
-
-#[test]
-fn the_engine_binds_the_issuer_too() {
-    let e = engine();
-    let alice_a = Principal::new(IDP_A, "alice");
-    let first = irr(e.run(tool("greet").build(), &alice_a, T0, greet));
-    let retry = tool("greet").reply(&first, json!({"user_name": accept(json!({"name": "Ada"}))}));
-    for other in [Principal::new(IDP_B, "alice"), Principal::subject("alice")] {
-        assert_frozen_state_error(&protocol(e.run(retry.build(), &other, T0, greet)));
-    }
-    let done = complete(e.run(retry.build(), &alice_a, T0, greet));
-    assert_eq!(text(&done), "Hello, Ada!");
 }
 
 #[test]

@@ -203,17 +203,17 @@
 //! the leaked key then fail with the uniform `-32602`, and their clients must
 //! start over; that is the price of closing the hole.
 //!
-//! [`Keyring`]: crate::seal::Keyring
-//! [`Keyring::parse_keys`]: crate::seal::Keyring::parse_keys
-//! [`Keyring::parse_key_file`]: crate::seal::Keyring::parse_key_file
-//! [`Sealer::replace_keyring`]: crate::seal::Sealer::replace_keyring
-//! [`Sealer::try_replace_keyring`]: crate::seal::Sealer::try_replace_keyring
-//! [`Keyring::new`]: crate::seal::Keyring::new
-//! [`Keyring::with_open_only`]: crate::seal::Keyring::with_open_only
-//! [`Key::from_secret`]: crate::seal::Key::from_secret
-//! [`generate_key_string`]: crate::seal::generate_key_string
-//! [`SealConfig::flow_lifetime`]: crate::seal::SealConfig::flow_lifetime
-//! [`SealConfig::clock_skew`]: crate::seal::SealConfig::clock_skew
-//! [`FLOW_LIFETIME`]: crate::defaults::FLOW_LIFETIME
-//! [`Sealer::reject_counts`]: crate::seal::Sealer::reject_counts
-//! [`token_format`]: super::token_format
+//! [`Keyring`]: mrtr::seal::Keyring
+//! [`Keyring::parse_keys`]: mrtr::seal::Keyring::parse_keys
+//! [`Keyring::parse_key_file`]: mrtr::seal::Keyring::parse_key_file
+//! [`Sealer::replace_keyring`]: mrtr::seal::Sealer::replace_keyring
+//! [`Sealer::try_replace_keyring`]: mrtr::seal::Sealer::try_replace_keyring
+//! [`Keyring::new`]: mrtr::seal::Keyring::new
+//! [`Keyring::with_open_only`]: mrtr::seal::Keyring::with_open_only
+//! [`Key::from_secret`]: mrtr::seal::Key::from_secret
+//! [`generate_key_string`]: mrtr::seal::generate_key_string
+//! [`SealConfig::flow_lifetime`]: mrtr::seal::SealConfig::flow_lifetime
+//! [`SealConfig::clock_skew`]: mrtr::seal::SealConfig::clock_skew
+//! [`FLOW_LIFETIME`]: mrtr::defaults::FLOW_LIFETIME
+//! [`Sealer::reject_counts`]: mrtr::seal::Sealer::reject_counts
+//! [`token_format`]: mrtr::manual::token_format

@@ -1,26 +1,40 @@
-//! Not API: the helpers the workspace's tests share (feature `test-vectors`): a
-//! fake clock (explicit [`Timestamp`]s, never the system clock), fixed key rings,
-//! request builders, outcome matchers, and raw HTTP/1.1 (no client library, so
-//! tests can send malformed or unusual headers). In the core, so that every
-//! crate's tests use one copy without including another target's files. Tests
-//! only: helpers panic on what they do not expect.
+//! The helpers the workspace's tests share; never published (`publish = false`,
+//! a path-only dev-dependency of every crate, which `cargo package` drops).
+//!
+//! At the root: a fake clock (explicit [`Timestamp`]s from [`T0`], never the
+//! system clock), fixed key rings, request builders, outcome matchers, and the
+//! JSON-RPC messages as values. [`fixtures`] names the reference server's
+//! fixtures (their handlers ship in `mrtr_cli::reference`, which `mrtr serve`
+//! runs), [`http`] is raw HTTP/1.1 (no client library, so tests can send
+//! malformed or unusual headers), and [`process`] holds what the tests that spawn
+//! a server read from the process. Every module is also re-exported at the root,
+//! so `use mrtr_testkit::*` brings all of it.
+//!
+//! Tests only: helpers panic on what they do not expect.
+#![forbid(unsafe_code)]
 #![allow(clippy::unwrap_used, clippy::missing_panics_doc)]
+// why: test helpers; a panic is how they report what they did not expect.
+
+pub mod fixtures;
+pub mod http;
+pub mod process;
+
+pub use fixtures::*;
+pub use http::*;
+pub use process::*;
 
 use std::future::Future;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::Ordering;
 use std::task::{Context, Poll, Waker};
-use std::time::Duration;
 
-use crate::Timestamp;
-use crate::engine::{Engine, Flow, Outcome, Round};
-use crate::error::Error;
-use crate::principal::Principal;
-use crate::seal::Keyring;
-use crate::service::{RequestContext, Service};
-use crate::wire::InputRequiredResult;
-use crate::wire::{CarrierMethod, CarrierRequest};
+use mrtr::Timestamp;
+use mrtr::engine::{Engine, Flow, Outcome, Round};
+use mrtr::error::Error;
+use mrtr::principal::Principal;
+use mrtr::seal::Keyring;
+use mrtr::service::{RequestContext, Service};
+use mrtr::wire::InputRequiredResult;
+use mrtr::wire::{CarrierMethod, CarrierRequest};
 use serde_json::{Value, json};
 
 /// The fake clock's epoch: every test starts here and moves forward explicitly.
@@ -65,7 +79,9 @@ pub fn meta(caps: &Value) -> Value {
 /// A carrier request under construction.
 #[derive(Debug, Clone)]
 pub struct Req {
+    /// The carrier method (`tools/call`, `prompts/get`, `resources/read`).
     pub method: CarrierMethod,
+    /// The request's `params`, `_meta` included.
     pub params: Value,
 }
 
@@ -159,12 +175,15 @@ impl Req {
 pub struct Counter(std::sync::atomic::AtomicU32);
 
 impl Counter {
+    /// A counter starting at `n`.
     pub fn new(n: u32) -> Self {
         Self(std::sync::atomic::AtomicU32::new(n))
     }
+    /// The count now.
     pub fn get(&self) -> u32 {
         self.0.load(Ordering::SeqCst)
     }
+    /// Sets the count to `n`.
     pub fn set(&self, n: u32) {
         self.0.store(n, Ordering::SeqCst);
     }
@@ -174,7 +193,7 @@ impl Counter {
 /// the JSON-RPC result object.
 pub fn run<T, F>(engine: &Engine, req: &Req, now: Timestamp, handler: F) -> Outcome
 where
-    T: crate::engine::CarrierResult,
+    T: mrtr::engine::CarrierResult,
     F: FnOnce(Round) -> Result<T, Flow>,
 {
     engine
@@ -192,16 +211,16 @@ where
     let r = req.build();
     match req.method {
         CarrierMethod::ToolsCall => engine
-            .run(r, who, now, |round| f(round).map(crate::ToolResult::text))
+            .run(r, who, now, |round| f(round).map(mrtr::ToolResult::text))
             .into_json(),
         CarrierMethod::PromptsGet => engine
             .run(r, who, now, |round| {
-                f(round).map(|t| crate::PromptResult::new().user_text(t))
+                f(round).map(|t| mrtr::PromptResult::new().user_text(t))
             })
             .into_json(),
         CarrierMethod::ResourcesRead => engine
             .run(r, who, now, |round| {
-                f(round).map(|t| crate::ResourceResult::text("mrtr://r", "text/plain", t))
+                f(round).map(|t| mrtr::ResourceResult::text("mrtr://r", "text/plain", t))
             })
             .into_json(),
     }
@@ -217,16 +236,16 @@ where
 
 /// Asks the user's name (`user_name`), then greets them: the greeting flow
 /// several tests run.
-pub fn ask_name(r: &Round) -> Result<crate::ToolResult, Flow> {
+pub fn ask_name(r: &Round) -> Result<mrtr::ToolResult, Flow> {
     match r.elicit(
         "user_name",
-        crate::Form::new("What is your name?").string("name", "Name"),
+        mrtr::Form::new("What is your name?").string("name", "Name"),
     )? {
-        crate::Elicited::Accepted(f) => Ok(crate::ToolResult::text(format!(
+        mrtr::Elicited::Accepted(f) => Ok(mrtr::ToolResult::text(format!(
             "Hello, {}!",
             f.str("name").unwrap_or_default()
         ))),
-        _ => Ok(crate::ToolResult::text("No name given.")),
+        _ => Ok(mrtr::ToolResult::text("No name given.")),
     }
 }
 
@@ -415,28 +434,9 @@ pub fn retry(first: &Value, id: u64, responses: Option<Value>, state: &str) -> V
     r
 }
 
-/// The reference server's elicitation fixture (asks `user_name`).
-pub const ELICIT: &str = "test_input_required_result_elicitation";
-/// The reference server's three-round fixture (`step1`, then `step2`).
-pub const MULTI: &str = "test_input_required_result_multi_round";
-/// The reference server's prompt fixture (asks `user_context`).
-pub const PROMPT: &str = "test_input_required_result_prompt";
-/// The reference server's resource that asks before it reveals.
-pub const VAULT: &str = "mrtr://demo/vault-note";
-
 /// A first-round `tools/call` declaring [`all_caps`].
 pub fn tool_call(id: u64, name: &str, arguments: Option<Value>) -> Value {
     carrier(id, "tools/call", name, arguments)
-}
-
-/// The answer to [`ELICIT`]'s `user_name` question.
-pub fn name_answer(name: &str) -> Value {
-    json!({"user_name": accept(json!({"name": name}))})
-}
-
-/// The answer to the deploy demo's `confirm` question.
-pub fn confirm_answer(yes: bool) -> Value {
-    json!({"confirm": accept(json!({"confirm": yes}))})
 }
 
 /// The `result` of a successful reply (panics on an error reply).
@@ -516,199 +516,4 @@ pub fn ready<F: Future>(f: F) -> F::Output {
         Poll::Ready(v) => v,
         Poll::Pending => panic!("the service waited, but no handler here ever does"),
     }
-}
-
-// ---------------------------------------------------------------------------
-// Raw HTTP/1.1.
-// ---------------------------------------------------------------------------
-
-#[derive(Debug)]
-pub struct HttpResponse {
-    pub status: u16,
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-}
-
-impl HttpResponse {
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-
-    pub fn json(&self) -> serde_json::Value {
-        serde_json::from_slice(&self.body)
-            .unwrap_or_else(|e| panic!("body is not JSON ({e}): {:?}", self.text()))
-    }
-}
-
-/// One HTTP/1.1 request with `Connection: close`; `Content-Length` is added
-/// unless the caller sets it or `Transfer-Encoding`.
-pub fn request(
-    addr: SocketAddr,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: &[u8],
-) -> HttpResponse {
-    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
-    let framed = headers.iter().any(|(k, _)| {
-        k.eq_ignore_ascii_case("content-length") || k.eq_ignore_ascii_case("transfer-encoding")
-    });
-    for (k, v) in headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
-    }
-    if !framed {
-        head.push_str(&format!("Content-Length: {}\r\n", body.len()));
-    }
-    head.push_str("\r\n");
-    let mut raw = head.into_bytes();
-    raw.extend_from_slice(body);
-    request_raw(addr, &raw)
-}
-
-/// Sends raw bytes and parses the response. A write error (the server may
-/// answer and close before reading everything, e.g. on 413) is ignored; the
-/// response is read from what arrived.
-pub fn request_raw(addr: SocketAddr, raw: &[u8]) -> HttpResponse {
-    let mut s = TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let _ = s.write_all(raw);
-    let mut out = Vec::new();
-    let mut buf = [0u8; 8192];
-    loop {
-        match s.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => out.extend_from_slice(&buf[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            // A reset after the response arrived is fine; we parse what we have.
-            Err(_) if !out.is_empty() => break,
-            Err(e) => panic!("read: {e}"),
-        }
-    }
-    parse_response(&out)
-}
-
-pub fn parse_response(raw: &[u8]) -> HttpResponse {
-    let split = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .unwrap_or_else(|| panic!("no header end in {:?}", String::from_utf8_lossy(raw)));
-    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
-    let mut lines = head.split("\r\n");
-    let status_line = lines.next().unwrap();
-    let status = status_line.split(' ').nth(1).unwrap().parse().unwrap();
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    let mut body = raw[split + 4..].to_vec();
-    let chunked = headers
-        .iter()
-        .any(|(k, v)| k == "transfer-encoding" && v.eq_ignore_ascii_case("chunked"));
-    if chunked {
-        body = dechunk(&body);
-    }
-    HttpResponse {
-        status,
-        headers,
-        body,
-    }
-}
-
-fn dechunk(mut b: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    loop {
-        let Some(eol) = b.windows(2).position(|w| w == b"\r\n") else {
-            return out;
-        };
-        let size_text = String::from_utf8_lossy(&b[..eol]);
-        let size = usize::from_str_radix(size_text.split(';').next().unwrap().trim(), 16).unwrap();
-        if size == 0 {
-            return out;
-        }
-        out.extend_from_slice(&b[eol + 2..eol + 2 + size]);
-        b = &b[eol + 2 + size + 2..];
-    }
-}
-
-/// The JSON-RPC request body the harness would send (tools/list with `_meta`).
-pub fn tools_list(id: u64) -> String {
-    format!(
-        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list","params":{{"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#
-    )
-}
-
-/// The MCP headers matching [`tools_list`].
-pub const MCP_HEADERS: &[(&str, &str)] = &[
-    ("MCP-Protocol-Version", "2026-07-28"),
-    ("Mcp-Method", "tools/list"),
-];
-
-// ---------------------------------------------------------------------------
-// The MCP headers and SSE framing of requests and replies; the JSON-RPC values
-// themselves are built and read by the shared helpers of tests/common.
-// ---------------------------------------------------------------------------
-
-/// The MCP headers that agree with `body`: `MCP-Protocol-Version` from `_meta`
-/// (else [`PROTOCOL`]), `Mcp-Method`, and `Mcp-Name` for the carriers.
-pub fn headers_for(body: &Value) -> Vec<(String, String)> {
-    let method = body["method"].as_str().unwrap_or_default().to_owned();
-    let version = body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"]
-        .as_str()
-        .unwrap_or(PROTOCOL)
-        .to_owned();
-    let mut h = vec![
-        ("MCP-Protocol-Version".to_owned(), version),
-        ("Mcp-Method".to_owned(), method.clone()),
-    ];
-    if matches!(
-        method.as_str(),
-        "tools/call" | "prompts/get" | "resources/read"
-    ) && let Some(name) = body["params"][target_param(&method)].as_str()
-    {
-        h.push(("Mcp-Name".to_owned(), name.to_owned()));
-    }
-    h
-}
-
-/// Borrows owned header pairs as the `&[(&str, &str)]` the request helpers take.
-pub fn borrow(h: &[(String, String)]) -> Vec<(&str, &str)> {
-    h.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
-}
-
-/// Parses a `text/event-stream` body into its events' JSON `data` payloads,
-/// checking the framing: every event is `event: message` with an `id` and
-/// `data:` lines, and the stream ends with a blank line.
-pub fn sse_messages(text: &str) -> Vec<Value> {
-    assert!(
-        text.ends_with("\n\n"),
-        "SSE stream must end an event: {text:?}"
-    );
-    text.trim_end()
-        .split("\n\n")
-        .map(|event| {
-            let (mut name, mut id, mut data) = (None, None, Vec::new());
-            for line in event.lines() {
-                let (field, value) = line.split_once(':').unwrap_or((line, ""));
-                let value = value.strip_prefix(' ').unwrap_or(value);
-                match field {
-                    "event" => name = Some(value.to_owned()),
-                    "id" => id = Some(value.to_owned()),
-                    "data" => data.push(value.to_owned()),
-                    other => panic!("unexpected SSE field {other:?} in {text:?}"),
-                }
-            }
-            assert_eq!(name.as_deref(), Some("message"), "{text:?}");
-            assert!(id.is_some_and(|i| !i.is_empty()), "{text:?}");
-            assert!(!data.is_empty(), "{text:?}");
-            serde_json::from_str(&data.join("\n"))
-                .unwrap_or_else(|e| panic!("SSE data is not JSON ({e}): {text:?}"))
-        })
-        .collect()
 }

@@ -50,7 +50,7 @@
 //!
 //! An embedding application passes a `PrincipalSource` instead (its own
 //! authentication layer's principal, from the request's extensions); see
-//! [`security_model`](super::security_model).
+//! [`security_model`](mrtr::manual::security_model).
 //!
 //! # Rotating keys
 //!
@@ -95,7 +95,7 @@
 //! tool name nobody registered is no label at all.
 //!
 //! The library records through the `metrics` facade and installs no recorder
-//! ([`metrics`](crate::metrics) has the names, labels and histogram buckets): the
+//! ([`metrics`](mrtr::metrics) has the names, labels and histogram buckets): the
 //! `mrtr` binary installs the Prometheus exporter. An application embedding mrtr
 //! installs its own recorder, and can serve its text on a listener of its own with
 //! `mrtr_server::MetricsEndpoint` (the same hardened accept loop as below).
@@ -204,7 +204,7 @@
 //!
 //! `mrtr serve` bounds what one client, or many, can hold. The defaults keep a
 //! 2-core, 1 GiB instance alive under a flood; the reasoning is in
-//! [`defaults`](crate::defaults) ("Sizing the HTTP limits").
+//! [`defaults`](mrtr::defaults) ("Sizing the HTTP limits").
 //!
 //! | flag | default | what happens at the limit |
 //! |---|---|---|
