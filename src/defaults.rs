@@ -1,8 +1,8 @@
-//! Every default of mrtr, in one place.
-//!
-//! The setters that change a default say so and link here; nothing else in the
-//! crate writes these numbers. The defaults are secure first and convenient
-//! second: short-lived state, bounded rounds and sizes, a loopback listener.
+//! Every default the core reads (and the sizes the transports and the client
+//! derive theirs from), in one place. The setters that change a default say so
+//! and link here; nothing else in the crate writes these numbers. The defaults
+//! are secure first and convenient second: short-lived state, bounded rounds and
+//! sizes.
 //!
 //! | area | default | value |
 //! |---|---|---|
@@ -12,45 +12,18 @@
 //! | engine | [`MAX_ROUNDS`], [`MAX_ASKS_PER_ROUND`] | 16, 16 |
 //! | service | [`HANDLER_TIMEOUT`], [`LIST_CACHE_TTL`] | 30 s, 60 s |
 //! | replay guard | [`REPLAY_MAX_CLAIMS`], [`REPLAY_MAX_CLAIMS_PER_PRINCIPAL`] (in memory) | 1 000 000, 10 000 |
-//! | | [`REPLAY_MAX_CLAIMS_CEILING`] (configuration bound) | 20 000 000 |
-//! | | [`REDIS_COMMAND_TIMEOUT`], [`REDIS_CONNECT_TIMEOUT`] (Redis) | 250 ms, 1 s |
-//! | | [`REDIS_POLICY_RECHECK`], [`REDIS_WAIT_TIMEOUT`] (Redis) | 60 s, 100 ms |
 //! | client | [`CLIENT_MAX_ROUNDS`] (= [`MAX_ROUNDS`] + 1), [`CLIENT_TOTAL_TIMEOUT`] | 17, 5 min |
 //! | | [`CLIENT_REQUEST_TIMEOUT`] | 30 s |
 //! | | [`CLIENT_MAX_QUESTIONS_PER_ROUND`] (= [`MAX_ASKS_PER_ROUND`]), [`CLIENT_MAX_CONCURRENT_ANSWERS`] | 16, 4 |
 //! | | [`CLIENT_MAX_SAMPLING_PER_FLOW`], [`CLIENT_MAX_ANSWER_BYTES`] (= [`MAX_BODY`]) | 16, 256 KiB |
 //! | | [`CLIENT_MAX_STATE_BYTES`] (= 4 × [`MAX_TOKEN_LEN`]), [`CLIENT_MAX_UPLOAD_BYTES`] (= [`CLIENT_MAX_ROUNDS`] × [`MAX_BODY`]) | 64 KiB, 4.25 MiB |
 //! | | [`BACKOFF_INITIAL`] → [`BACKOFF_MAX`] | 50 ms → 250 ms |
-//! | server | [`LISTEN`], [`MAX_BODY`], [`AUDIENCE`] | `127.0.0.1:8808`, 256 KiB, `mrtr-reference` |
-//! | | [`MAX_CLOCK_SKEW`] (configuration bound), [`STDIO_MAX_IN_FLIGHT`] | 1 h, 64 |
-//! | | [`SHUTDOWN_GRACE`] | 10 s |
-//! | HTTP connections | [`HEADER_READ_TIMEOUT`], [`IDLE_TIMEOUT`], [`MAX_CONNECTIONS`] | 10 s, 30 s, 512 |
-//! | | [`MAX_CONNECTIONS_PER_PEER`], [`METRICS_MAX_CONNECTIONS`] | 128, 16 |
-//! | HTTP requests | [`MAX_IN_FLIGHT`], [`BODY_BUDGET`], [`BODY_ALLOWANCE`] | 256, 4 MiB, 16 KiB |
-//! | | [`BODY_READ_TIMEOUT`] + size ÷ [`BODY_MIN_RATE`] | 5 s + size ÷ 16 KiB/s |
-//! | | [`ADMISSION_TIMEOUT`], [`BLOCKING_PARSE_THRESHOLD`] | 10 s, 64 KiB |
+//! | requests | [`MAX_BODY`], [`AUDIENCE`] | 256 KiB, `mrtr-reference` |
 //!
-//! # Sizing the HTTP limits: a 2-core, 1 GiB instance stays up
-//! An open connection waiting for its head costs about 15 KiB (measured: its 8 KiB
-//! read buffer, the task, the tracker); the read buffer grows only while a body
-//! streams through it, and never past [`HTTP1_MAX_BUF`] (32 KiB):
-//! [`MAX_CONNECTIONS`] × 40 KiB ≈ 20 MiB at most. A parsed body costs more than
-//! its bytes: a `serde_json::Value` is 72 bytes (with `preserve_order`), so the
-//! worst body, `[0,0,0,...]`, takes about 36× its size once parsed. What is
-//! buffered at once is at most [`MAX_CONNECTIONS`] × [`BODY_ALLOWANCE`] (8 MiB) plus
-//! [`BODY_BUDGET`] (4 MiB): 12 MiB of bodies. Only a request holding one of the
-//! [`MAX_IN_FLIGHT`] slots is parsed, so at most [`MAX_IN_FLIGHT`] ×
-//! [`BODY_ALLOWANCE`] plus [`BODY_BUDGET`] (8 MiB) is parsed at once: at worst
-//! about 300 MiB, on top
-//! of a resident set of about 10 MiB. That
-//! leaves room in 1 GiB for the handlers' own memory. The allocator keeps much of
-//! what a burst freed, so bounding the peak is what keeps the resident set down
-//! after a burst. CPU: one core parses a 256 KiB body in about 2 ms (strings) to
-//! 7 ms (an array of numbers), optimized; bodies over [`BLOCKING_PARSE_THRESHOLD`]
-//! are parsed on the blocking pool, half the cores at a time, so the runtime's
-//! workers stay free for small requests. File descriptors: the connection cap is
-//! lowered at start-up to the process's limit less [`FD_RESERVE`], so new
-//! connections wait in the listen backlog instead of failing with `EMFILE`.
+//! Each crate owns the defaults only it reads: the transports' connection and
+//! request limits are `mrtr_server::defaults`, the Redis replay guard's timeouts
+//! `mrtr_redis::defaults`, and the binary's listen address and flag ceilings
+//! `mrtr_cli::defaults`.
 //!
 //! # Rounds: client and server agree
 //! The server counts the `InputRequiredResult`s one flow may issue
@@ -61,7 +34,6 @@
 //! asks for more is cut off by its own limit first (a tool error the model can
 //! read) rather than by the client's.
 
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::time::Duration;
 
 // ---------------------------------------------------------------------------
@@ -86,10 +58,6 @@ pub const FLOW_LIFETIME: Duration = Duration::from_secs(3600);
 /// [`SealConfig::clock_skew`](crate::seal::SealConfig::clock_skew) sets it (the `mrtr`
 /// binary exposes it as `serve --clock-skew`).
 pub const CLOCK_SKEW: Duration = Duration::from_secs(60);
-
-/// The ceiling for a configured [`CLOCK_SKEW`]: 1 hour. The core does
-/// not read it; the `mrtr` binary refuses a `serve --clock-skew` above it.
-pub const MAX_CLOCK_SKEW: Duration = Duration::from_secs(3600);
 
 /// Longest token `open` accepts: 16 384 characters.
 /// [`SealConfig::max_token_len`](crate::seal::SealConfig::max_token_len).
@@ -144,30 +112,6 @@ pub const REPLAY_MAX_CLAIMS: usize = 1_000_000;
 /// [`MemoryReplayGuard::with_max_claims_per_principal`](crate::replay::MemoryReplayGuard::with_max_claims_per_principal) sets it
 /// (the `mrtr` binary exposes it as `serve --replay-max-claims-per-principal`).
 pub const REPLAY_MAX_CLAIMS_PER_PRINCIPAL: usize = 10_000;
-
-/// The ceiling for a configured [`REPLAY_MAX_CLAIMS`] (and so
-/// [`REPLAY_MAX_CLAIMS_PER_PRINCIPAL`]): 20 000 000, about 2 GiB of claims when
-/// full. The core does not read it; the `mrtr` binary refuses a
-/// `serve --replay-max-claims` above it.
-pub const REPLAY_MAX_CLAIMS_CEILING: usize = 20_000_000;
-
-/// How long the Redis replay guard (`mrtr-redis`) waits for the answer to one
-/// claim, reconnecting included, before it answers unavailable: 250 ms.
-/// `RedisReplayGuard::command_timeout`.
-pub const REDIS_COMMAND_TIMEOUT: Duration = Duration::from_millis(250);
-
-/// How long one attempt of the Redis replay guard (`mrtr-redis`) to connect
-/// may take: 1 second. `RedisReplayGuard::connect_timeout`.
-pub const REDIS_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
-
-/// How often the Redis replay guard (`mrtr-redis`) reads the store's
-/// `maxmemory-policy` again on a connection that stays up (it reads it on every
-/// connect too): 60 seconds. `RedisReplayGuard::policy_recheck`.
-pub const REDIS_POLICY_RECHECK: Duration = Duration::from_secs(60);
-
-/// How long a claim waits for replicas to acknowledge it (`WAIT`) when the Redis
-/// store URL asks for them with `?wait=N` and no `wait_timeout_ms`: 100 ms.
-pub const REDIS_WAIT_TIMEOUT: Duration = Duration::from_millis(100);
 
 // ---------------------------------------------------------------------------
 // Client
@@ -242,11 +186,8 @@ pub const BACKOFF_INITIAL: Duration = Duration::from_millis(50);
 pub const BACKOFF_MAX: Duration = Duration::from_millis(250);
 
 // ---------------------------------------------------------------------------
-// Server (the transports of `mrtr-server`)
+// Requests (what every transport reads)
 // ---------------------------------------------------------------------------
-
-/// The listen address: loopback only, so nothing else on the network can reach it.
-pub const LISTEN: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 8808));
 
 /// The largest request (one HTTP body or one stdio line): 256 KiB.
 ///
@@ -265,131 +206,6 @@ pub const MAX_BODY: usize = 256 * 1024;
 /// A fixed name rather than the listen address: instances of one fleet listen on
 /// different addresses (or on port 0), yet must open each other's state.
 pub const AUDIENCE: &str = "mrtr-reference";
-
-/// How long a request body may take beyond what its size needs at
-/// [`BODY_MIN_RATE`]: 5 seconds. A body of `n` bytes must be in within
-/// `BODY_READ_TIMEOUT + n / BODY_MIN_RATE` of its head, measured as it arrives, so
-/// a body that stalls is cut after 5 s and one trickled slower than the minimum
-/// rate soon after, whatever it declared; a 256 KiB body ([`MAX_BODY`]) has 21 s.
-/// Waiting for a share of [`BODY_BUDGET`] does not count.
-/// `mrtr_server::http::HttpOptions::with_body_timeout` sets it
-/// (the `mrtr` binary exposes it as `serve --body-timeout`).
-pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// The slowest a request body may arrive, on average, past [`BODY_READ_TIMEOUT`]:
-/// 16 KiB per second (128 kbit/s, a poor mobile link). A trickle below it cannot
-/// stretch its read: its deadline grows only with the bytes that arrived.
-/// `mrtr_server::http::HttpOptions::with_body_min_rate` sets it
-/// (the `mrtr` binary exposes it as `serve --body-min-rate`).
-pub const BODY_MIN_RATE: u64 = 16 * 1024;
-
-/// How long in-flight requests may take to finish after SIGINT/SIGTERM: 10 seconds.
-pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
-
-/// The most requests handled at once on one stdio connection: 64. Beyond it,
-/// input is not read until one finishes (back-pressure, bounded memory).
-pub const STDIO_MAX_IN_FLIGHT: usize = 64;
-
-// ---------------------------------------------------------------------------
-// HTTP connections (`ServeOptions`): see "Sizing" in the module doc
-// ---------------------------------------------------------------------------
-
-/// How long a client may take to send a request's head (request line and
-/// headers), from its first byte, or from the accept for a new connection: 10
-/// seconds. A client that trickles its headers (slowloris) is closed then. A head
-/// is a few hundred bytes; even a slow mobile link sends it in well under a second.
-/// `mrtr_server::http::ServeOptions::with_header_read_timeout` sets it
-/// (the `mrtr` binary exposes it as `serve --header-timeout`).
-pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// How long a kept-alive connection may sit idle between requests: 30 seconds.
-/// Long enough for a client to reuse its connection across the rounds of a flow
-/// that the model answers; a round a human answers usually takes longer, and the
-/// client simply reconnects.
-/// `mrtr_server::http::ServeOptions::with_idle_timeout` sets it
-/// (the `mrtr` binary exposes it as `serve --idle-timeout`).
-pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// The most connections open at once: 512. At the cap, the connection that has
-/// waited longest without a request in progress (idle, or still sending its head)
-/// is closed to make room; when every connection has a request in progress, new
-/// connections wait in the listen backlog. Lowered at start-up to the open-file
-/// limit less [`FD_RESERVE`].
-/// `mrtr_server::http::ServeOptions::with_max_connections` sets it
-/// (the `mrtr` binary exposes it as `serve --max-connections`).
-pub const MAX_CONNECTIONS: usize = 512;
-
-/// The most connections one peer may hold open at once: 128, a quarter of
-/// [`MAX_CONNECTIONS`]. A peer is an IPv4 address, or an IPv6 /64 (what one host
-/// is usually given). A peer at its cap that opens another connection has its own
-/// longest-waiting idle connection closed to make room; when all of its
-/// connections have a request in progress (bodies that stall, say), the new one
-/// is closed at once. So one address cannot take every connection slot, while
-/// load generators and pooled clients (a few dozen connections) never notice.
-/// Behind a reverse proxy every connection comes from the proxy: raise it to
-/// [`MAX_CONNECTIONS`] there, and let the proxy limit its clients.
-/// `mrtr_server::http::ServeOptions::with_max_connections_per_peer` sets it
-/// (the `mrtr` binary exposes it as `serve --max-connections-per-peer`).
-pub const MAX_CONNECTIONS_PER_PEER: usize = 128;
-
-/// File descriptors kept free for everything but client connections (the
-/// listeners, standard streams, the runtime's own, a key file being re-read): 64.
-pub const FD_RESERVE: u64 = 64;
-
-/// The largest read buffer of one HTTP/1 connection: 32 KiB (hyper's default is
-/// about 400 KiB). A request head must fit in it (nginx allows 32 KiB of header
-/// lines by default); bodies stream through it.
-pub const HTTP1_MAX_BUF: usize = 32 * 1024;
-
-/// The most connections a metrics listener (the `mrtr` binary's
-/// `serve --metrics-listen`) holds open at once: 16. A scraper needs one; the listener runs the same
-/// accept loop as the MCP one, with [`METRICS_TIMEOUT`] for heads and idleness,
-/// and its connections are counted in the MCP listener's share of the open-file
-/// limit.
-pub const METRICS_MAX_CONNECTIONS: usize = 16;
-
-/// The header-read and idle timeout of the metrics listener: 5 seconds.
-pub const METRICS_TIMEOUT: Duration = Duration::from_secs(5);
-
-// ---------------------------------------------------------------------------
-// HTTP requests (`HttpOptions`, per router)
-// ---------------------------------------------------------------------------
-
-/// The most requests one router handles at once: 256. A request takes its slot
-/// once its body is in; beyond the cap it waits (at most [`ADMISSION_TIMEOUT`]),
-/// then gets 503. A body still arriving holds no slot, so clients that send their
-/// bodies slowly (or never) cannot keep anyone else's request out. Handlers that
-/// await (a database, an API) hold their slot while they wait, so the cap is
-/// generous.
-/// `mrtr_server::http::HttpOptions::with_max_in_flight` sets it
-/// (the `mrtr` binary exposes it as `serve --max-in-flight`).
-pub const MAX_IN_FLIGHT: usize = 256;
-
-/// The bytes of request bodies one router buffers at once beyond each body's
-/// [`BODY_ALLOWANCE`]: 4 MiB, sixteen bodies of the largest size [`MAX_BODY`]. A
-/// body larger than the allowance reserves its size (its `Content-Length`, or
-/// [`MAX_BODY`] for a chunked one) before any of it is read, and waits (at most
-/// [`ADMISSION_TIMEOUT`]) while the budget is spent; the reservation lasts until
-/// the reply is built, so it also bounds the parsed copies.
-/// `mrtr_server::http::HttpOptions::with_body_budget` sets it
-/// (the `mrtr` binary exposes it as `serve --body-budget`).
-pub const BODY_BUDGET: usize = 4 * 1024 * 1024;
-
-/// The bytes of every body that do not count against [`BODY_BUDGET`]: 16 KiB, the
-/// size of the largest `requestState`. Ordinary requests (a `ping`, a round with
-/// its state and a few answers) never wait behind large bodies; together they are
-/// bounded by one per connection, [`MAX_CONNECTIONS`] × 16 KiB = 8 MiB.
-pub const BODY_ALLOWANCE: usize = 16 * 1024;
-
-/// How long a request may wait for a slot under [`MAX_IN_FLIGHT`] and for its
-/// share of [`BODY_BUDGET`] before it is answered 503 with `Retry-After`: 10 seconds.
-pub const ADMISSION_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Bodies larger than this are parsed on tokio's blocking pool, not on the
-/// runtime's workers: 64 KiB. Parsing is the only part of handling whose cost
-/// grows with the body (0.5 to 2 ms per 64 KiB on one core, optimized); below this
-/// size the hop to another thread costs about as much as it saves.
-pub const BLOCKING_PARSE_THRESHOLD: usize = 64 * 1024;
 
 #[cfg(test)]
 mod tests {
@@ -412,20 +228,7 @@ mod tests {
     }
 
     #[test]
-    fn the_http_limits_fit_together() {
-        // The largest state fits the allowance, so a round never waits behind big bodies.
-        const { assert!(BODY_ALLOWANCE >= MAX_TOKEN_LEN) };
-        // The budget admits the largest body; the largest head fits the read buffer.
-        const { assert!(BODY_BUDGET >= MAX_BODY) };
-        const { assert!(MAX_BODY > BLOCKING_PARSE_THRESHOLD) };
-        const { assert!(HTTP1_MAX_BUF >= 8 * 1024) };
-        const { assert!(HEADER_READ_TIMEOUT.as_secs() <= IDLE_TIMEOUT.as_secs()) };
-    }
-
-    #[test]
     fn the_state_ttl_fits_under_its_ceiling() {
         const { assert!(STATE_TTL.as_secs() <= MAX_STATE_TTL.as_secs()) };
-        const { assert!(CLOCK_SKEW.as_secs() <= MAX_CLOCK_SKEW.as_secs()) };
-        assert_eq!(LISTEN.to_string(), "127.0.0.1:8808");
     }
 }

@@ -16,8 +16,7 @@ use crate::wire::jsonrpc::RequestId;
 /// the rest is bounded by the engine's own limits (the `requestState` is at most
 /// [`defaults::MAX_TOKEN_LEN`](crate::defaults::MAX_TOKEN_LEN) characters). The
 /// HTTP transport parses bodies above
-/// [`defaults::BLOCKING_PARSE_THRESHOLD`](crate::defaults::BLOCKING_PARSE_THRESHOLD)
-/// on tokio's blocking pool, then hands the result to
+/// `mrtr_server::defaults::BLOCKING_PARSE_THRESHOLD` on tokio's blocking pool, then hands the result to
 /// [`Service::handle_parsed_until`].
 ///
 /// A message that is not JSON, or whose objects name a member twice at any depth,

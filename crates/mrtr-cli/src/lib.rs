@@ -15,6 +15,7 @@
 
 pub mod audit;
 pub mod call;
+pub mod defaults;
 pub mod log;
 pub mod manual;
 pub mod reference;

@@ -65,7 +65,7 @@ MRTR_PRINCIPAL) or --anonymous."
 struct ServeArgs {
     /// Address to listen on; port 0 picks a free port (the bound address is
     /// logged as `listening on http://ADDR/mcp`).
-    #[arg(long, value_name = "ADDR", default_value_t = defaults::LISTEN, conflicts_with = "stdio")]
+    #[arg(long, value_name = "ADDR", default_value_t = mrtr_cli::defaults::LISTEN, conflicts_with = "stdio")]
     listen: SocketAddr,
     /// Speak newline-delimited JSON-RPC on stdin/stdout instead of HTTP (logs stay on stderr).
     #[arg(long)]
@@ -107,37 +107,37 @@ struct ServeArgs {
     allow_host: Vec<String>,
     /// Seconds a client may take to send a request's head (request line and
     /// headers), from its first byte; then the connection is closed (1..=3600).
-    #[arg(long, value_name = "SECONDS", default_value_t = defaults::HEADER_READ_TIMEOUT.as_secs())]
+    #[arg(long, value_name = "SECONDS", default_value_t = mrtr_server::defaults::HEADER_READ_TIMEOUT.as_secs())]
     header_timeout: u64,
     /// Seconds a kept-alive connection may wait for its next request (1..=3600).
-    #[arg(long, value_name = "SECONDS", default_value_t = defaults::IDLE_TIMEOUT.as_secs())]
+    #[arg(long, value_name = "SECONDS", default_value_t = mrtr_server::defaults::IDLE_TIMEOUT.as_secs())]
     idle_timeout: u64,
     /// Connections open at once. At the cap, the one that has waited longest
     /// without a request in progress is closed; if all are busy, new connections
     /// wait. Lowered to the open-file limit (ulimit -n) less 64.
-    #[arg(long, value_name = "N", default_value_t = defaults::MAX_CONNECTIONS)]
+    #[arg(long, value_name = "N", default_value_t = mrtr_server::defaults::MAX_CONNECTIONS)]
     max_connections: usize,
     /// Connections one peer (an IPv4 address, or an IPv6 /64) holds open at once.
     /// At its cap, its longest-waiting idle connection is closed to make room; if
     /// all of its connections are busy, the new one is closed. Behind a reverse
     /// proxy every connection is the proxy's: set it to --max-connections there.
-    #[arg(long, value_name = "N", default_value_t = defaults::MAX_CONNECTIONS_PER_PEER)]
+    #[arg(long, value_name = "N", default_value_t = mrtr_server::defaults::MAX_CONNECTIONS_PER_PEER)]
     max_connections_per_peer: usize,
     /// Seconds a request body may take beyond what its size needs at
     /// --body-min-rate (1..=3600); a body that stalls is answered 408 after this.
-    #[arg(long, value_name = "SECONDS", default_value_t = defaults::BODY_READ_TIMEOUT.as_secs())]
+    #[arg(long, value_name = "SECONDS", default_value_t = mrtr_server::defaults::BODY_READ_TIMEOUT.as_secs())]
     body_timeout: u64,
     /// The slowest a request body may arrive past --body-timeout, in bytes per
     /// second (at least 1); a slower trickle is answered 408.
-    #[arg(long, value_name = "BYTES", default_value_t = defaults::BODY_MIN_RATE)]
+    #[arg(long, value_name = "BYTES", default_value_t = mrtr_server::defaults::BODY_MIN_RATE)]
     body_min_rate: u64,
     /// Requests handled at once, counted from when a request's body is in; more
     /// wait up to 10 s, then get 503.
-    #[arg(long, value_name = "N", default_value_t = defaults::MAX_IN_FLIGHT)]
+    #[arg(long, value_name = "N", default_value_t = mrtr_server::defaults::MAX_IN_FLIGHT)]
     max_in_flight: usize,
     /// Bytes of request bodies buffered at once beyond the first 16 KiB of each
     /// (at least --max-body); a larger body waits up to 10 s for its share, then gets 503.
-    #[arg(long, value_name = "BYTES", default_value_t = defaults::BODY_BUDGET)]
+    #[arg(long, value_name = "BYTES", default_value_t = mrtr_server::defaults::BODY_BUDGET)]
     body_budget: usize,
     /// Log format on stderr.
     #[arg(long, value_enum, default_value_t = log::LogFormat::Human)]

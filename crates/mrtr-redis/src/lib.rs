@@ -6,6 +6,7 @@
 
 mod claim;
 mod connection;
+pub mod defaults;
 mod policy;
 #[cfg(test)]
 mod tests;
@@ -17,7 +18,6 @@ use std::time::Duration;
 use ::redis::{Client, RedisError};
 use sha2::{Digest, Sha256};
 
-use mrtr::defaults;
 use mrtr::replay::Claim;
 
 use connection::{Link, State};
@@ -93,9 +93,9 @@ const MAX_WAIT_TIMEOUT_MS: u64 = 10_000;
 /// its claims are unavailable until Redis answers.
 ///
 /// Every claim is bounded by the command timeout (default 250 ms,
-/// [`defaults::REDIS_COMMAND_TIMEOUT`]; plus the `WAIT` timeout when replicas are
+/// [`crate::defaults::REDIS_COMMAND_TIMEOUT`]; plus the `WAIT` timeout when replicas are
 /// asked for), waiting for a connection included; each connection attempt by the
-/// connect timeout (default 1 s, [`defaults::REDIS_CONNECT_TIMEOUT`]). An error
+/// connect timeout (default 1 s, [`crate::defaults::REDIS_CONNECT_TIMEOUT`]). An error
 /// or a timeout is [`ClaimOutcome::Unavailable`]: the step does not run. A `SET`
 /// that timed out may still have reached Redis, in which case the step is
 /// refused as already claimed for the rest of the flow (zero times rather than
@@ -148,7 +148,7 @@ impl RedisReplayGuard {
     ///   step fails; and `WAIT` holds the shared connection until it returns, so
     ///   claims queue behind each other's waits.
     /// - `wait_timeout_ms=T` (1 to 10 000, default 100,
-    ///   [`defaults::REDIS_WAIT_TIMEOUT`]): how long `WAIT` waits. A claim may take
+    ///   [`crate::defaults::REDIS_WAIT_TIMEOUT`]): how long `WAIT` waits. A claim may take
     ///   the command timeout plus `T`.
     ///
     /// # Errors
@@ -180,9 +180,9 @@ impl RedisReplayGuard {
         Ok(Self {
             client,
             prefix: key_prefix(audience),
-            command_timeout: defaults::REDIS_COMMAND_TIMEOUT,
-            connect_timeout: defaults::REDIS_CONNECT_TIMEOUT,
-            policy_recheck: defaults::REDIS_POLICY_RECHECK,
+            command_timeout: crate::defaults::REDIS_COMMAND_TIMEOUT,
+            connect_timeout: crate::defaults::REDIS_CONNECT_TIMEOUT,
+            policy_recheck: crate::defaults::REDIS_POLICY_RECHECK,
             allow_eviction: false,
             wait,
             link: Mutex::new(None),
@@ -190,7 +190,7 @@ impl RedisReplayGuard {
     }
 
     /// How long one claim may take, waiting for a connection included, before it
-    /// is unavailable (default 250 ms, [`defaults::REDIS_COMMAND_TIMEOUT`]). With
+    /// is unavailable (default 250 ms, [`crate::defaults::REDIS_COMMAND_TIMEOUT`]). With
     /// `?wait=N`, the `WAIT` timeout comes on top.
     #[must_use]
     pub fn command_timeout(mut self, timeout: Duration) -> Self {
@@ -199,7 +199,7 @@ impl RedisReplayGuard {
     }
 
     /// How long one connection attempt may take (default 1 s,
-    /// [`defaults::REDIS_CONNECT_TIMEOUT`]); also the longest pause between
+    /// [`crate::defaults::REDIS_CONNECT_TIMEOUT`]); also the longest pause between
     /// attempts while Redis is down.
     #[must_use]
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
@@ -208,7 +208,7 @@ impl RedisReplayGuard {
     }
 
     /// How often the store's `maxmemory-policy` is read again on a connection that
-    /// stays up (default 60 s, [`defaults::REDIS_POLICY_RECHECK`]), so an operator's
+    /// stays up (default 60 s, [`crate::defaults::REDIS_POLICY_RECHECK`]), so an operator's
     /// `CONFIG SET maxmemory-policy allkeys-lru` is noticed without a reconnect.
     /// It is always read on connecting.
     #[must_use]
@@ -320,7 +320,7 @@ fn take_wait_options(url: &str) -> Result<(String, Option<Replicas>), StoreUrlEr
         }
     };
     let timeout = match timeout_ms {
-        None => defaults::REDIS_WAIT_TIMEOUT,
+        None => crate::defaults::REDIS_WAIT_TIMEOUT,
         Some(Some(ms)) if (1..=MAX_WAIT_TIMEOUT_MS).contains(&ms) => Duration::from_millis(ms),
         Some(_) => {
             return Err(StoreUrlError(format!(

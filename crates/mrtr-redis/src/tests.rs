@@ -53,7 +53,7 @@ fn wait_options_are_the_guards_and_checked() {
     // The client's own options stay; the default WAIT timeout applies.
     let (url, wait) = take_wait_options("redis://h/0?protocol=resp3&wait=1").unwrap();
     assert_eq!(url, "redis://h/0?protocol=resp3");
-    assert_eq!(wait.unwrap().timeout, defaults::REDIS_WAIT_TIMEOUT);
+    assert_eq!(wait.unwrap().timeout, crate::defaults::REDIS_WAIT_TIMEOUT);
     assert_eq!(
         take_wait_options("redis://h").unwrap(),
         ("redis://h".into(), None)
@@ -75,7 +75,7 @@ fn wait_options_are_the_guards_and_checked() {
     let g = RedisReplayGuard::new("redis://h?wait=1&wait_timeout_ms=40", "aud").unwrap();
     assert_eq!(
         g.claim_timeout(),
-        defaults::REDIS_COMMAND_TIMEOUT + Duration::from_millis(40)
+        crate::defaults::REDIS_COMMAND_TIMEOUT + Duration::from_millis(40)
     );
 }
 

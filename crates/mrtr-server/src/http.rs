@@ -29,9 +29,9 @@
 //! Order of checks on `POST /mcp`: `Host` (421, only with an allow-list), `Origin`
 //! (403), the principal (401), `Content-Type` (415), the declared body size (413),
 //! the body's share of the body budget (503 after
-//! [`defaults::ADMISSION_TIMEOUT`]), the body itself (413; 408 when it does not
+//! [`crate::defaults::ADMISSION_TIMEOUT`]), the body itself (413; 408 when it does not
 //! arrive in time), a slot under the in-flight cap (503 after
-//! [`defaults::ADMISSION_TIMEOUT`]), the parse, behind the OAuth resource server
+//! [`crate::defaults::ADMISSION_TIMEOUT`]), the parse, behind the OAuth resource server
 //! (feature `oauth`) the scope of the tool a `tools/call` names (403, on that one
 //! parse), then [`Service::handle_parsed_until`]. A
 //! request takes its in-flight slot only once its body is in, so bodies that
@@ -77,12 +77,12 @@
 //! the service (-32603); a panic anywhere else in the request is caught around the
 //! whole request (a 500 with a -32603 body).
 //!
-//! Only the parse moves: a body larger than [`defaults::BLOCKING_PARSE_THRESHOLD`]
+//! Only the parse moves: a body larger than [`crate::defaults::BLOCKING_PARSE_THRESHOLD`]
 //! is parsed with [`ParsedMessage::parse`] on tokio's blocking pool, so a burst of
 //! large bodies does not hold the runtime's workers while small requests (a
 //! `ping`) wait. Parsing is the one step whose cost grows with the body; the rest
 //! is bounded whatever the client sends (the `requestState` it opens is at most
-//! [`defaults::MAX_TOKEN_LEN`] characters). Running the whole request on a
+//! [`defaults::MAX_TOKEN_LEN`](mrtr::defaults::MAX_TOKEN_LEN) characters). Running the whole request on a
 //! blocking thread instead (`Handle::block_on` in `spawn_blocking`) would cover the
 //! handler too, but would hold a blocking thread for as long as an async handler
 //! awaits its database, and those threads are many and heavy compared to tasks.
@@ -107,7 +107,6 @@ use axum::routing::post;
 
 use super::log;
 use mrtr::Timestamp;
-use mrtr::defaults;
 use mrtr::principal::Principal;
 use mrtr::service::{ParsedMessage, RequestContext, RequestLog, Service};
 use mrtr::streamable_http::{self, McpHeaders, Refusal};
@@ -179,7 +178,11 @@ where
     // Every admissible body must fit the budget, or it would wait forever.
     let budget = options
         .body_budget
-        .max(options.max_body.saturating_sub(defaults::BODY_ALLOWANCE))
+        .max(
+            options
+                .max_body
+                .saturating_sub(crate::defaults::BODY_ALLOWANCE),
+        )
         .min(Semaphore::MAX_PERMITS);
     let state = Arc::new(AppState {
         service,
@@ -210,7 +213,7 @@ pub fn standalone_router<P: PrincipalSource>(
 
 /// Serves `app` on `listener` with the default [`ServeOptions`] until `shutdown`
 /// resolves, then lets in-flight requests finish (at most
-/// [`defaults::SHUTDOWN_GRACE`]). See [`serve_with`].
+/// [`crate::defaults::SHUTDOWN_GRACE`]). See [`serve_with`].
 ///
 /// # Errors
 /// As [`serve_with`].
@@ -410,10 +413,10 @@ async fn body_of(
     })
 }
 
-/// A slot under the in-flight cap, or 503 after [`defaults::ADMISSION_TIMEOUT`].
+/// A slot under the in-flight cap, or 503 after [`crate::defaults::ADMISSION_TIMEOUT`].
 async fn slot(app: &AppState) -> Result<OwnedSemaphorePermit, Refused> {
     match tokio::time::timeout(
-        defaults::ADMISSION_TIMEOUT,
+        crate::defaults::ADMISSION_TIMEOUT,
         Arc::clone(&app.in_flight).acquire_owned(),
     )
     .await
@@ -498,11 +501,11 @@ fn agree(
     })
 }
 
-/// Parses the body: one larger than [`defaults::BLOCKING_PARSE_THRESHOLD`] on
+/// Parses the body: one larger than [`crate::defaults::BLOCKING_PARSE_THRESHOLD`] on
 /// the blocking pool (see the module doc), where it is freed too. `Err` only if
 /// that pool failed it.
 async fn parse(app: &AppState, bytes: Vec<u8>) -> Result<ParsedMessage, ()> {
-    if bytes.len() <= defaults::BLOCKING_PARSE_THRESHOLD {
+    if bytes.len() <= crate::defaults::BLOCKING_PARSE_THRESHOLD {
         return Ok(ParsedMessage::parse(&bytes));
     }
     let Ok(_slot) = app.parse_slots.acquire().await else {

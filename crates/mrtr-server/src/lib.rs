@@ -32,6 +32,7 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+pub mod defaults;
 pub mod http;
 pub mod keys;
 mod log;

@@ -8,8 +8,8 @@
 //! library only serves what it renders.
 //!
 //! It runs the MCP listener's hardened accept loop ([`http::serve_with`]) with
-//! limits of its own: at most [`defaults::METRICS_MAX_CONNECTIONS`] connections
-//! (a scraper needs one), and [`defaults::METRICS_TIMEOUT`] for a head and for
+//! limits of its own: at most [`crate::defaults::METRICS_MAX_CONNECTIONS`] connections
+//! (a scraper needs one), and [`crate::defaults::METRICS_TIMEOUT`] for a head and for
 //! idleness. [`METRICS_RESERVED_DESCRIPTORS`] is what the MCP listener leaves out of its
 //! share of the open-file limit for it, so idle connections here can never use
 //! up the descriptors the MCP listener counts on.
@@ -24,7 +24,6 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 
 use crate::http;
-use mrtr::defaults;
 
 /// The path of the scrape endpoint.
 pub const METRICS_PATH: &str = "/metrics";
@@ -122,15 +121,15 @@ fn router(render: Render) -> Router {
 /// The descriptors the metrics listener may hold: its connection cap and its
 /// listening socket. An MCP listener beside it reserves them
 /// ([`http::ServeOptions::with_reserve_descriptors`]).
-pub const METRICS_RESERVED_DESCRIPTORS: u64 = defaults::METRICS_MAX_CONNECTIONS as u64 + 1;
+pub const METRICS_RESERVED_DESCRIPTORS: u64 = crate::defaults::METRICS_MAX_CONNECTIONS as u64 + 1;
 
 /// The accept loop's limits for the metrics listener.
 fn serve_options() -> http::ServeOptions {
     http::ServeOptions::default()
-        .with_max_connections(defaults::METRICS_MAX_CONNECTIONS)
-        .with_max_connections_per_peer(defaults::METRICS_MAX_CONNECTIONS)
-        .with_header_read_timeout(defaults::METRICS_TIMEOUT)
-        .with_idle_timeout(defaults::METRICS_TIMEOUT)
+        .with_max_connections(crate::defaults::METRICS_MAX_CONNECTIONS)
+        .with_max_connections_per_peer(crate::defaults::METRICS_MAX_CONNECTIONS)
+        .with_header_read_timeout(crate::defaults::METRICS_TIMEOUT)
+        .with_idle_timeout(crate::defaults::METRICS_TIMEOUT)
 }
 
 /// The running scrape listener ([`MetricsEndpoint::start`]): stopped when dropped.
@@ -201,14 +200,14 @@ mod tests {
         let running = endpoint.start().await.unwrap();
         let addr = running.local_addr();
         let mut idle = Vec::new();
-        for _ in 0..defaults::METRICS_MAX_CONNECTIONS {
+        for _ in 0..crate::defaults::METRICS_MAX_CONNECTIONS {
             idle.push(tokio::net::TcpStream::connect(addr).await.unwrap());
         }
         // At the cap, a scrape still gets in: the longest-waiting idle one goes.
         let ok = raw(addr, "GET", "/metrics").await;
         assert!(ok.starts_with("HTTP/1.1 200"), "{ok}");
         // Past the timeout every idle connection has been closed by the server.
-        tokio::time::sleep(defaults::METRICS_TIMEOUT).await;
+        tokio::time::sleep(crate::defaults::METRICS_TIMEOUT).await;
         for mut c in idle {
             let mut buf = [0u8; 1];
             let n = tokio::time::timeout(std::time::Duration::from_secs(3), c.read(&mut buf))

@@ -3,7 +3,7 @@
 //! stdout carries only JSON-RPC messages; logs go to stderr. Blank lines are
 //! ignored; a line longer than the limit is answered with a -32600 error line
 //! (and its bytes are discarded, never buffered whole); EOF ends the loop.
-//! Messages are handled concurrently (up to [`defaults::STDIO_MAX_IN_FLIGHT`]); each reply is
+//! Messages are handled concurrently (up to [`crate::defaults::STDIO_MAX_IN_FLIGHT`]); each reply is
 //! written as soon as it is ready, so replies may come out of request order.
 
 use std::future::Future;
@@ -17,12 +17,11 @@ use super::http::error_body;
 use super::log;
 use mrtr::__private::lines::{Line, LineSplitter};
 use mrtr::Timestamp;
-use mrtr::defaults;
 use mrtr::principal::Principal;
 use mrtr::service::{RequestContext, RequestLog, Service};
 
 /// The most requests handled at once on one stdio connection.
-const MAX_IN_FLIGHT: usize = defaults::STDIO_MAX_IN_FLIGHT;
+const MAX_IN_FLIGHT: usize = crate::defaults::STDIO_MAX_IN_FLIGHT;
 
 /// What the reader hands the worker.
 enum Incoming {
@@ -34,7 +33,7 @@ enum Incoming {
 /// binding every flow to `principal` (stdio has no per-request authentication: the
 /// principal is the one the process was configured with).
 ///
-/// Requests are handled concurrently, up to [`defaults::STDIO_MAX_IN_FLIGHT`] at once, so a
+/// Requests are handled concurrently, up to [`crate::defaults::STDIO_MAX_IN_FLIGHT`] at once, so a
 /// handler that awaits does not hold up the next request; each reply is written
 /// when it is ready (JSON-RPC matches replies by id). At EOF the requests in
 /// flight finish and their replies are written before this returns.

@@ -248,7 +248,7 @@ pub struct ServeConfig {
 impl Default for ServeConfig {
     fn default() -> Self {
         Self {
-            listen: defaults::LISTEN,
+            listen: crate::defaults::LISTEN,
             stdio: false,
             keys: KeySource::Ephemeral,
             state_ttl_secs: defaults::STATE_TTL.as_secs(),
@@ -258,14 +258,14 @@ impl Default for ServeConfig {
             max_body: defaults::MAX_BODY,
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
-            header_timeout_secs: defaults::HEADER_READ_TIMEOUT.as_secs(),
-            idle_timeout_secs: defaults::IDLE_TIMEOUT.as_secs(),
-            max_connections: defaults::MAX_CONNECTIONS,
-            max_connections_per_peer: defaults::MAX_CONNECTIONS_PER_PEER,
-            body_timeout_secs: defaults::BODY_READ_TIMEOUT.as_secs(),
-            body_min_rate: defaults::BODY_MIN_RATE,
-            max_in_flight: defaults::MAX_IN_FLIGHT,
-            body_budget: defaults::BODY_BUDGET,
+            header_timeout_secs: mrtr_server::defaults::HEADER_READ_TIMEOUT.as_secs(),
+            idle_timeout_secs: mrtr_server::defaults::IDLE_TIMEOUT.as_secs(),
+            max_connections: mrtr_server::defaults::MAX_CONNECTIONS,
+            max_connections_per_peer: mrtr_server::defaults::MAX_CONNECTIONS_PER_PEER,
+            body_timeout_secs: mrtr_server::defaults::BODY_READ_TIMEOUT.as_secs(),
+            body_min_rate: mrtr_server::defaults::BODY_MIN_RATE,
+            max_in_flight: mrtr_server::defaults::MAX_IN_FLIGHT,
+            body_budget: mrtr_server::defaults::BODY_BUDGET,
             principal: PrincipalConfig::Unset,
             metrics: None,
             replay_store: ReplayStore::Memory,
@@ -314,7 +314,7 @@ impl ServeConfig {
                 "--state-ttl must be between 1 and {max_ttl} seconds"
             )));
         }
-        let max_skew = defaults::MAX_CLOCK_SKEW.as_secs();
+        let max_skew = crate::defaults::MAX_CLOCK_SKEW.as_secs();
         if self.clock_skew_secs > max_skew {
             return Err(ServerConfigError(format!(
                 "--clock-skew must be at most {max_skew} seconds"

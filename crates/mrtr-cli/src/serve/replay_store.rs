@@ -93,7 +93,7 @@ pub(super) fn validate(cfg: &Replay<'_>) -> Result<(), ServerConfigError> {
         }
         _ => {}
     }
-    let ceiling = defaults::REPLAY_MAX_CLAIMS_CEILING;
+    let ceiling = crate::defaults::REPLAY_MAX_CLAIMS_CEILING;
     let max = cfg.max_claims.unwrap_or(defaults::REPLAY_MAX_CLAIMS);
     if max == 0 || max > ceiling {
         return Err(ServerConfigError(format!(

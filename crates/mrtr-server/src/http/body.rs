@@ -10,8 +10,6 @@ use axum::http::{HeaderMap, header};
 use http_body_util::BodyExt;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use mrtr::defaults;
-
 pub(super) enum BodyError {
     TooLarge,
     Timeout,
@@ -58,21 +56,22 @@ pub(super) fn body_deadline(
 /// Reads the body, stopping as soon as it exceeds the limit or misses its
 /// deadline ([`body_deadline`]).
 ///
-/// The first [`defaults::BODY_ALLOWANCE`] bytes are free; a body that is larger
+/// The first [`crate::defaults::BODY_ALLOWANCE`] bytes are free; a body that is larger
 /// (declared so, or found so while reading a chunked one) first reserves its
 /// declared size, or the whole limit when none was declared, from the budget, and
 /// returns the reservation with the bytes so it lasts as long as they (and what is
 /// parsed from them) do; a wait for the budget (at most
-/// [`defaults::ADMISSION_TIMEOUT`]) does not count against the body's time.
+/// [`crate::defaults::ADMISSION_TIMEOUT`]) does not count against the body's time.
 /// Nothing is allocated ahead of the bytes that arrive.
 pub(super) async fn read_body(
     mut body: Body,
     limits: BodyLimits<'_>,
 ) -> Result<(Vec<u8>, Option<OwnedSemaphorePermit>), BodyError> {
     let reserve = |bytes: usize| async move {
-        let n = u32::try_from(bytes.saturating_sub(defaults::BODY_ALLOWANCE)).unwrap_or(u32::MAX);
+        let n = u32::try_from(bytes.saturating_sub(crate::defaults::BODY_ALLOWANCE))
+            .unwrap_or(u32::MAX);
         match tokio::time::timeout(
-            defaults::ADMISSION_TIMEOUT,
+            crate::defaults::ADMISSION_TIMEOUT,
             Arc::clone(limits.budget).acquire_many_owned(n),
         )
         .await
@@ -82,7 +81,7 @@ pub(super) async fn read_body(
         }
     };
     let mut reservation = match limits.declared {
-        Some(n) if n > defaults::BODY_ALLOWANCE => Some(reserve(n).await?),
+        Some(n) if n > crate::defaults::BODY_ALLOWANCE => Some(reserve(n).await?),
         _ => None,
     };
     let mut start = tokio::time::Instant::now();
@@ -99,7 +98,7 @@ pub(super) async fn read_body(
             if len > limits.max {
                 return Err(BodyError::TooLarge);
             }
-            if len > defaults::BODY_ALLOWANCE && reservation.is_none() {
+            if len > crate::defaults::BODY_ALLOWANCE && reservation.is_none() {
                 // A chunked body past the allowance: reserve the worst case,
                 // without charging the wait to the body.
                 let waiting = tokio::time::Instant::now();

@@ -50,7 +50,6 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, watch};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use mrtr::defaults;
 // Whose connection it is, for `max_connections_per_peer`: the crate's one rule
 // for a peer (an IPv4 address, or an IPv6 /64).
 use mrtr::__private::Peer as PeerKey;
@@ -81,12 +80,12 @@ pub struct ServeOptions {
 impl Default for ServeOptions {
     fn default() -> Self {
         Self {
-            header_read_timeout: defaults::HEADER_READ_TIMEOUT,
-            idle_timeout: defaults::IDLE_TIMEOUT,
-            max_connections: defaults::MAX_CONNECTIONS,
-            max_connections_per_peer: defaults::MAX_CONNECTIONS_PER_PEER,
+            header_read_timeout: crate::defaults::HEADER_READ_TIMEOUT,
+            idle_timeout: crate::defaults::IDLE_TIMEOUT,
+            max_connections: crate::defaults::MAX_CONNECTIONS,
+            max_connections_per_peer: crate::defaults::MAX_CONNECTIONS_PER_PEER,
             reserve_descriptors: 0,
-            shutdown_grace: defaults::SHUTDOWN_GRACE,
+            shutdown_grace: crate::defaults::SHUTDOWN_GRACE,
         }
     }
 }
@@ -95,7 +94,7 @@ impl ServeOptions {
     /// How long a client may take to send a request head, counted from its first
     /// byte (from the accept, for a connection's first request); then the
     /// connection is closed without a response. Default:
-    /// [`defaults::HEADER_READ_TIMEOUT`] (10 s).
+    /// [`crate::defaults::HEADER_READ_TIMEOUT`] (10 s).
     #[must_use]
     pub fn with_header_read_timeout(mut self, timeout: Duration) -> Self {
         self.header_read_timeout = timeout;
@@ -103,7 +102,7 @@ impl ServeOptions {
     }
 
     /// How long a kept-alive connection may wait for the first byte of its next
-    /// request; then it is closed. Default: [`defaults::IDLE_TIMEOUT`] (30 s).
+    /// request; then it is closed. Default: [`crate::defaults::IDLE_TIMEOUT`] (30 s).
     #[must_use]
     pub fn with_idle_timeout(mut self, timeout: Duration) -> Self {
         self.idle_timeout = timeout;
@@ -114,8 +113,8 @@ impl ServeOptions {
     /// that has waited longest without a request in progress is closed to make
     /// room; if every connection has a request in progress, new connections wait
     /// in the listen backlog. On Linux the cap is lowered at start-up, with a
-    /// warning, to the open-file limit less [`defaults::FD_RESERVE`], so accepting
-    /// never fails with `EMFILE`. Default: [`defaults::MAX_CONNECTIONS`] (512).
+    /// warning, to the open-file limit less [`crate::defaults::FD_RESERVE`], so accepting
+    /// never fails with `EMFILE`. Default: [`crate::defaults::MAX_CONNECTIONS`] (512).
     #[must_use]
     pub fn with_max_connections(mut self, n: usize) -> Self {
         self.max_connections = n.max(1);
@@ -129,7 +128,7 @@ impl ServeOptions {
     /// connections is idle (each has a request in progress, such as a body that
     /// never arrives), the new connection is closed at once. Behind a reverse
     /// proxy every connection comes from the proxy: set this to the connection
-    /// cap there. Default: [`defaults::MAX_CONNECTIONS_PER_PEER`] (128).
+    /// cap there. Default: [`crate::defaults::MAX_CONNECTIONS_PER_PEER`] (128).
     #[must_use]
     pub fn with_max_connections_per_peer(mut self, n: usize) -> Self {
         self.max_connections_per_peer = n.max(1);
@@ -138,7 +137,7 @@ impl ServeOptions {
 
     /// File descriptors other listeners of this process may hold, left out of
     /// this one's share of the open-file limit (on top of
-    /// [`defaults::FD_RESERVE`]): `mrtr serve` reserves the metrics listener's
+    /// [`crate::defaults::FD_RESERVE`]): `mrtr serve` reserves the metrics listener's
     /// connection cap here, so that listener's connections cannot starve this
     /// one of descriptors. Default: 0.
     #[must_use]
@@ -148,7 +147,7 @@ impl ServeOptions {
     }
 
     /// How long in-flight requests may take to finish once shutdown begins; then
-    /// the remaining connections are closed. Default: [`defaults::SHUTDOWN_GRACE`] (10 s).
+    /// the remaining connections are closed. Default: [`crate::defaults::SHUTDOWN_GRACE`] (10 s).
     #[must_use]
     pub fn with_shutdown_grace(mut self, grace: Duration) -> Self {
         self.shutdown_grace = grace;
@@ -266,13 +265,13 @@ fn is_per_connection(e: &io::Error) -> bool {
 }
 
 /// The connection cap: `wanted`, lowered to the open-file limit less
-/// [`defaults::FD_RESERVE`] when that is known and smaller (at least 1).
+/// [`crate::defaults::FD_RESERVE`] when that is known and smaller (at least 1).
 fn connection_cap(wanted: usize, open_files: Option<u64>) -> usize {
     let wanted = wanted.max(1);
     let Some(limit) = open_files else {
         return wanted;
     };
-    let fit = usize::try_from(limit.saturating_sub(defaults::FD_RESERVE))
+    let fit = usize::try_from(limit.saturating_sub(crate::defaults::FD_RESERVE))
         .unwrap_or(usize::MAX)
         .max(1);
     if fit < wanted {
@@ -542,7 +541,7 @@ async fn connection(
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
         .keep_alive(true)
-        .max_buf_size(defaults::HTTP1_MAX_BUF);
+        .max_buf_size(crate::defaults::HTTP1_MAX_BUF);
     let mut conn = pin!(builder.serve_connection(io, service));
     let mut stopping = *stop.borrow();
     loop {

@@ -69,7 +69,7 @@ impl Refused {
 /// The refusal's status and id-less JSON-RPC error body, and its detail in the
 /// log line. [`Refusal::Busy`] (503) also says `Retry-After: 1`: the router is at
 /// its in-flight cap or its body budget is spent, and stayed so for
-/// [`mrtr::defaults::ADMISSION_TIMEOUT`].
+/// [`crate::defaults::ADMISSION_TIMEOUT`].
 pub(super) fn refuse(refused: Refused) -> Response {
     let Refused { refusal, detail } = refused;
     let mut resp = json(status_code(refusal.status()), refusal.body());

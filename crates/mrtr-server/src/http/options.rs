@@ -34,10 +34,10 @@ impl Default for HttpOptions {
     fn default() -> Self {
         Self {
             max_body: defaults::MAX_BODY,
-            body_timeout: defaults::BODY_READ_TIMEOUT,
-            body_min_rate: defaults::BODY_MIN_RATE,
-            max_in_flight: defaults::MAX_IN_FLIGHT,
-            body_budget: defaults::BODY_BUDGET,
+            body_timeout: crate::defaults::BODY_READ_TIMEOUT,
+            body_min_rate: crate::defaults::BODY_MIN_RATE,
+            max_in_flight: crate::defaults::MAX_IN_FLIGHT,
+            body_budget: crate::defaults::BODY_BUDGET,
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
         }
@@ -51,7 +51,7 @@ const MAX_BODY_CEILING: usize = u32::MAX as usize;
 impl HttpOptions {
     /// The largest request body accepted, in bytes (at most 4 GiB); larger ones
     /// get 413. Nothing is allocated from a declared `Content-Length`: the buffer
-    /// grows with the bytes that arrive. Default: [`defaults::MAX_BODY`] (256 KiB).
+    /// grows with the bytes that arrive. Default: [`defaults::MAX_BODY`](mrtr::defaults::MAX_BODY) (256 KiB).
     #[must_use]
     pub fn with_max_body(mut self, bytes: usize) -> Self {
         self.max_body = bytes.min(MAX_BODY_CEILING);
@@ -63,7 +63,7 @@ impl HttpOptions {
     /// (bytes arrived so far) ÷ (minimum rate) of the start of its read, or the
     /// request gets 408. A body that stalls is cut after this long; one trickled
     /// below the minimum rate soon after. Waiting for a share of the body budget
-    /// does not count. Default: [`defaults::BODY_READ_TIMEOUT`] (5 s).
+    /// does not count. Default: [`crate::defaults::BODY_READ_TIMEOUT`] (5 s).
     #[must_use]
     pub fn with_body_timeout(mut self, timeout: Duration) -> Self {
         self.body_timeout = timeout;
@@ -72,7 +72,7 @@ impl HttpOptions {
 
     /// The slowest average rate a body may arrive at past
     /// [`HttpOptions::with_body_timeout`], in bytes per second (at least 1). Default:
-    /// [`defaults::BODY_MIN_RATE`] (16 KiB/s).
+    /// [`crate::defaults::BODY_MIN_RATE`] (16 KiB/s).
     #[must_use]
     pub fn with_body_min_rate(mut self, bytes_per_sec: u64) -> Self {
         self.body_min_rate = bytes_per_sec.max(1);
@@ -81,8 +81,8 @@ impl HttpOptions {
 
     /// The most requests this router handles at once (at least 1). A request
     /// takes its slot once its body is in; beyond the cap it waits for at most
-    /// [`defaults::ADMISSION_TIMEOUT`], then gets 503 with `Retry-After: 1`.
-    /// Default: [`defaults::MAX_IN_FLIGHT`] (256).
+    /// [`crate::defaults::ADMISSION_TIMEOUT`], then gets 503 with `Retry-After: 1`.
+    /// Default: [`crate::defaults::MAX_IN_FLIGHT`] (256).
     #[must_use]
     pub fn with_max_in_flight(mut self, n: usize) -> Self {
         self.max_in_flight = n.max(1);
@@ -90,12 +90,12 @@ impl HttpOptions {
     }
 
     /// The bytes of request bodies this router buffers at once beyond the first
-    /// [`defaults::BODY_ALLOWANCE`] (16 KiB) of each; raised to the body limit if
+    /// [`crate::defaults::BODY_ALLOWANCE`] (16 KiB) of each; raised to the body limit if
     /// smaller, so every admissible body fits. A body over the allowance reserves
     /// its size before any of it is read and keeps the reservation until its reply
     /// is built; while the budget is spent it waits, for at most
-    /// [`defaults::ADMISSION_TIMEOUT`], then gets 503 with `Retry-After: 1`.
-    /// Default: [`defaults::BODY_BUDGET`] (4 MiB).
+    /// [`crate::defaults::ADMISSION_TIMEOUT`], then gets 503 with `Retry-After: 1`.
+    /// Default: [`crate::defaults::BODY_BUDGET`] (4 MiB).
     #[must_use]
     pub fn with_body_budget(mut self, bytes: usize) -> Self {
         self.body_budget = bytes;
@@ -268,8 +268,8 @@ mod tests {
             .unwrap();
         assert_eq!(o.allowed_origins, ["https://app.example"]);
         assert_eq!(o.max_body, defaults::MAX_BODY);
-        assert_eq!(o.max_in_flight, defaults::MAX_IN_FLIGHT);
-        assert_eq!(o.body_budget, defaults::BODY_BUDGET);
+        assert_eq!(o.max_in_flight, crate::defaults::MAX_IN_FLIGHT);
+        assert_eq!(o.body_budget, crate::defaults::BODY_BUDGET);
         assert!(o.allowed_hosts.is_empty());
         assert_eq!(
             HttpOptions::default().with_max_in_flight(0).max_in_flight,

@@ -353,7 +353,7 @@ fn the_replay_flags_are_checked_and_exit_2() {
     }
     assert!(help.contains(&format!(
         "1 to {}",
-        mrtr::defaults::REPLAY_MAX_CLAIMS_CEILING
+        mrtr_cli::defaults::REPLAY_MAX_CLAIMS_CEILING
     )));
     assert!(help.contains("--replay-store-allow-eviction"), "{help}");
 }
