@@ -159,6 +159,7 @@ pub mod __private {
     pub use crate::error::DiagContext;
     pub use crate::memo::AskMemo;
     pub use crate::peer::Peer;
+    #[cfg(feature = "http")]
     pub use crate::principal::source::is_principal_name;
     /// The one place a request is recorded.
     pub mod record {

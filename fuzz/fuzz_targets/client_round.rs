@@ -45,11 +45,11 @@ use std::task::{Context, Poll, Waker};
 
 use libfuzzer_sys::fuzz_target;
 use mrtr::client::{Flow, Turn};
-use mrtr::wire::input::{InputRequest, InputResponse, InputResponses};
 use mrtr::wire::jsonrpc::RequestId;
 use mrtr::wire::{
     CreateMessageResult, ElicitAction, ElicitParams, ElicitResult, ListRootsResult, Root,
 };
+use mrtr::wire::{InputRequest, InputResponse, InputResponses};
 use mrtr_client::{
     BoxFuture, Cap, CarrierCall, Client, ClientError, FlowError, HandlerError, Handlers,
     InputContext, InputHandler, Step, Transport, TransportError,

@@ -44,7 +44,7 @@
 //! ```
 //! use mrtr::client::{CarrierCall, Flow, FlowRules, Turn};
 //! use mrtr::wire::jsonrpc::RequestId;
-//! use mrtr::wire::meta::ClientCapabilities;
+//! use mrtr::wire::ClientCapabilities;
 //! use serde_json::json;
 //!
 //! let rules = FlowRules::new(ClientCapabilities::default());

@@ -13,7 +13,6 @@
 #[cfg(feature = "http")]
 pub(crate) mod source;
 #[cfg(feature = "http")]
-#[cfg(feature = "http")]
 pub use source::{Anonymous, FromExtension, FromHeader, PrincipalSource, Reads, Rejection};
 
 /// The authenticated identity behind a request.

@@ -26,13 +26,13 @@ macro_rules! serde_via_value {
     )+};
 }
 
-pub mod input;
+pub(crate) mod input;
 pub mod jsonrpc;
-pub mod meta;
-pub mod method;
-pub mod request;
-pub mod result;
-pub mod schema;
+pub(crate) mod meta;
+pub(crate) mod method;
+pub(crate) mod request;
+pub(crate) mod result;
+pub(crate) mod schema;
 
 pub use input::{
     CreateMessageParams, CreateMessageResult, ElicitAction, ElicitFormParams, ElicitParams,
@@ -41,13 +41,13 @@ pub use input::{
 };
 pub use jsonrpc::RequestId;
 pub use meta::{
-    ClientCapabilities, ElicitationCapability, Implementation, MetaError, RequestMeta,
-    SamplingCapability,
+    ClientCapabilities, ElicitationCapability, Implementation, META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO, META_PROTOCOL_VERSION, MetaError, RequestMeta, SamplingCapability,
 };
 pub use method::CarrierMethod;
 pub use request::{CarrierRequest, RequestError, UntrustedState};
 pub use result::{InputRequiredResult, ResultType};
-pub use schema::{EnumOption, PrimitiveSchema, RequestedSchema, StringFormat};
+pub use schema::{EnumOption, EnumStyle, PrimitiveSchema, RequestedSchema, StringFormat};
 
 /// The protocol revision this crate speaks.
 pub const PROTOCOL_VERSION: &str = "2026-07-28";

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use mrtr::error::{ErrorKind, code};
 use mrtr::streamable_http::error_status;
-use mrtr::wire::meta::MetaError;
+use mrtr::wire::MetaError;
 use mrtr::wire::{
     CarrierMethod, CarrierRequest, ClientCapabilities, ElicitAction, ElicitParams, InputKind,
     InputRequest, InputRequests, InputRequiredResult, InputResponse, InputResponses, RequestMeta,

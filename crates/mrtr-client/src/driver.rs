@@ -17,10 +17,10 @@ use futures_util::future::{Either, select};
 use serde_json::Value;
 
 use mrtr::defaults;
+use mrtr::wire::ClientCapabilities;
+use mrtr::wire::InputResponses;
 use mrtr::wire::JsonObject;
-use mrtr::wire::input::InputResponses;
 use mrtr::wire::jsonrpc::{self, RequestId};
-use mrtr::wire::meta::ClientCapabilities;
 
 use crate::ClientError;
 use crate::Timer;

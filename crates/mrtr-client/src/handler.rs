@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use mrtr::wire::CarrierMethod;
 use mrtr::wire::JsonObject;
-use mrtr::wire::input::{
+use mrtr::wire::{ClientCapabilities, ElicitationCapability, SamplingCapability};
+use mrtr::wire::{
     CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult, ListRootsResult,
 };
-use mrtr::wire::meta::{ClientCapabilities, ElicitationCapability, SamplingCapability};
 
 use crate::BoxFuture;
 

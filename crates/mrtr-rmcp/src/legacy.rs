@@ -224,11 +224,11 @@ fn legacy_params(params: &mut Map<String, Value>, capabilities: &Value) {
         _ => Map::new(),
     };
     meta.insert(
-        mrtr::wire::meta::META_PROTOCOL_VERSION.into(),
+        mrtr::wire::META_PROTOCOL_VERSION.into(),
         PROTOCOL_VERSION.into(),
     );
     meta.insert(
-        mrtr::wire::meta::META_CLIENT_CAPABILITIES.into(),
+        mrtr::wire::META_CLIENT_CAPABILITIES.into(),
         capabilities.clone(),
     );
     params.insert("_meta".into(), Value::Object(meta));
@@ -257,12 +257,9 @@ mod tests {
         assert!(params.get("inputResponses").is_none());
         let meta = &params["_meta"];
         assert_eq!(meta["progressToken"], 7);
+        assert_eq!(meta[mrtr::wire::META_PROTOCOL_VERSION], PROTOCOL_VERSION);
         assert_eq!(
-            meta[mrtr::wire::meta::META_PROTOCOL_VERSION],
-            PROTOCOL_VERSION
-        );
-        assert_eq!(
-            meta[mrtr::wire::meta::META_CLIENT_CAPABILITIES],
+            meta[mrtr::wire::META_CLIENT_CAPABILITIES],
             json!({"sampling": {}})
         );
     }

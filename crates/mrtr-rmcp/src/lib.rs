@@ -454,7 +454,7 @@ impl Mrtr {
         resource_response(outcome, &self.inner.asks)
     }
 
-    fn metas(&self) -> &mrtr::wire::meta::MetaMemo {
+    fn metas(&self) -> &mrtr::__private::MetaMemo {
         mrtr::__private::metas(&self.inner.engine)
     }
 

@@ -9,7 +9,7 @@ use ::rmcp::{Peer, RoleServer};
 use serde_json::{Map, Value};
 
 use super::SessionBound;
-use mrtr::wire::meta::MetaMemo;
+use mrtr::__private::MetaMemo;
 use mrtr::wire::{CarrierMethod, CarrierRequest, RequestError};
 
 /// A 2025-11-25 caller: where its asks go, what it declared at `initialize`, and
@@ -138,7 +138,7 @@ pub(super) fn legacy_of(context: &RmcpContext<RoleServer>) -> Option<Legacy> {
         .0
         .0
         .iter()
-        .find(|(k, _)| k.as_str() == mrtr::wire::meta::META_PROTOCOL_VERSION)
+        .find(|(k, _)| k.as_str() == mrtr::wire::META_PROTOCOL_VERSION)
         .and_then(|(_, v)| v.as_str());
     let legacy = match meta_version {
         Some(v) => v < current.as_str(),

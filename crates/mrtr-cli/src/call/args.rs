@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use mrtr::defaults;
-use mrtr::wire::input::Root;
+use mrtr::wire::Root;
 use mrtr_client::CarrierCall;
 
 /// Arguments of `mrtr call`.

@@ -10,12 +10,12 @@ use serde_json::{Map, Value, json};
 
 use mrtr::answers::validate_content;
 use mrtr::wire::JsonObject;
-use mrtr::wire::input::{
+use mrtr::wire::RequestedSchema;
+use mrtr::wire::{ClientCapabilities, ElicitationCapability, SamplingCapability};
+use mrtr::wire::{
     CreateMessageParams, CreateMessageResult, ElicitAction, ElicitParams, ElicitResult, InputKind,
     InputResponse, ListRootsResult, Root,
 };
-use mrtr::wire::meta::{ClientCapabilities, ElicitationCapability, SamplingCapability};
-use mrtr::wire::schema::RequestedSchema;
 use mrtr_client::{BoxFuture, HandlerError, InputContext, InputHandler};
 
 use super::args::root_of;

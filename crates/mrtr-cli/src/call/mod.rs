@@ -89,7 +89,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mrtr::error::code;
-use mrtr::wire::input::{InputKind, Root};
+use mrtr::wire::{InputKind, Root};
 use mrtr_client::{Cap, CarrierCall, Client, ClientError, Completion, FlowError, TransportError};
 use serde_json::{Map, Value};
 

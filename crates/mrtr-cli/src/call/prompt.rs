@@ -8,10 +8,10 @@ use serde_json::{Value, json};
 
 use mrtr::answers::validate_content;
 use mrtr::wire::JsonObject;
-use mrtr::wire::input::{
+use mrtr::wire::{
     CreateMessageParams, ElicitAction, ElicitFormParams, ElicitResult, ElicitUrlParams, Root,
 };
-use mrtr::wire::schema::{PrimitiveSchema, RequestedSchema, StringFormat};
+use mrtr::wire::{PrimitiveSchema, RequestedSchema, StringFormat};
 
 use super::sanitize::{one_line, quoted};
 

@@ -8,7 +8,7 @@ use crate::ClientError;
 use crate::handler::{HandlerError, InputContext};
 use mrtr::client::CarrierCall;
 use mrtr::wire::InputRequests;
-use mrtr::wire::input::{InputRequest, InputResponse, InputResponses};
+use mrtr::wire::{InputRequest, InputResponse, InputResponses};
 
 use super::Client;
 
