@@ -9,44 +9,39 @@
 use serde_json::Value;
 
 use crate::wire::JsonObject;
-use crate::wire::schema::{EnumOption, PrimitiveSchema, RequestedSchema, StringFormat};
+use crate::wire::schema::{
+    AnswerProblem, EnumOption, PrimitiveSchema, RequestedSchema, StringFormat,
+};
 
-/// One reason an answer does not fit its question. Shown to the user when the
-/// question is asked again, so it names fields and rules, never the value given.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AnswerProblem {
-    /// The field at fault.
-    pub field: String,
-    /// What is wrong, for a person.
-    pub message: String,
-}
-
-impl std::fmt::Display for AnswerProblem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.field, self.message)
+impl RequestedSchema {
+    /// Checks an accepted form's `content` against this schema; on success
+    /// returns the content with undeclared keys removed. What the engine checks
+    /// before a handler sees an answer, and what a client can check before it
+    /// sends one.
+    ///
+    /// ```
+    /// use mrtr::wire::RequestedSchema;
+    /// use serde_json::json;
+    /// let schema = RequestedSchema::from_value(&json!({"type":"object",
+    ///     "properties":{"env":{"type":"string","enum":["staging","production"]}},
+    ///     "required":["env"]})).unwrap();
+    /// let ok = json!({"env":"staging","extra":1});
+    /// let kept = schema.validate_content(ok.as_object().unwrap()).unwrap();
+    /// assert_eq!(serde_json::Value::Object(kept), json!({"env":"staging"}));
+    /// let bad = json!({"env":"moon"});
+    /// assert!(schema.validate_content(bad.as_object().unwrap()).is_err());
+    /// ```
+    ///
+    /// # Errors
+    /// Every problem found ([`AnswerProblem`]: fields and rules, never the
+    /// values), in field order.
+    pub fn validate_content(&self, content: &JsonObject) -> Result<JsonObject, Vec<AnswerProblem>> {
+        validate_content(self, content)
     }
 }
 
-/// Checks `content` against `schema`; on success returns the content with
-/// undeclared keys removed.
-///
-/// ```
-/// use mrtr::answers::validate_content;
-/// use mrtr::wire::RequestedSchema;
-/// use serde_json::json;
-/// let schema = RequestedSchema::from_value(&json!({"type":"object",
-///     "properties":{"env":{"type":"string","enum":["staging","production"]}},
-///     "required":["env"]})).unwrap();
-/// let ok = json!({"env":"staging","extra":1});
-/// let kept = validate_content(&schema, ok.as_object().unwrap()).unwrap();
-/// assert_eq!(serde_json::Value::Object(kept), json!({"env":"staging"}));
-/// let bad = json!({"env":"moon"});
-/// assert!(validate_content(&schema, bad.as_object().unwrap()).is_err());
-/// ```
-///
-/// # Errors
-/// Every problem found, in field order.
-pub fn validate_content(
+/// Checks `content` against `schema` ([`RequestedSchema::validate_content`]).
+pub(crate) fn validate_content(
     schema: &RequestedSchema,
     content: &JsonObject,
 ) -> Result<JsonObject, Vec<AnswerProblem>> {

@@ -85,7 +85,7 @@
 //! [`wire`] (the 2026-07-28 shapes, the carrier methods and requests; it imports
 //! nothing else of the crate), [`defaults`] (every default, in one place),
 //! `time` ([`Timestamp`]), [`principal`], [`error`] (the two channels and the rule between
-//! them), [`capability`] (the gate), [`answers`], [`seal`], [`metrics`] (what
+//! them), [`capability`] (the gate), [`seal`], [`metrics`] (what
 //! the core counts, through the `metrics` facade), [`replay`], `typed` (arguments decoded, a mismatch named by field, a [`Refusal`]),
 //! [`result`] (the three carriers' typed results), [`engine`] (the round, the
 //! handler shape, and the one carrier path), `record` (how a request is
@@ -101,7 +101,7 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-pub mod answers;
+mod answers;
 pub mod capability;
 pub mod client;
 pub mod defaults;

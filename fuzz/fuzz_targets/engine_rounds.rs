@@ -5,7 +5,7 @@
 //! - nothing panics, and every request gets one JSON-RPC response;
 //! - a handler is never handed an answer that fails the schema of the question
 //!   it asks now (checked inside the handler by re-validating with
-//!   `mrtr::answers::validate_content`), nor anything for a key it did not ask;
+//!   `RequestedSchema::validate_content`), nor anything for a key it did not ask;
 //! - an `InputRequiredResult` only answers a carrier method, asks only keys the
 //!   handler asked, never an input the client did not declare, and is never empty;
 //! - no internal error (-32603) and no code outside the error model.
@@ -22,7 +22,6 @@ use std::sync::{Arc, OnceLock};
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use mrtr::Timestamp;
-use mrtr::answers::validate_content;
 use mrtr::engine::{
     AnswerPolicy, Elicited, Engine, Flow, Form, RootsAsk, Round, Sampling, UrlVisit,
 };
@@ -90,7 +89,9 @@ fn color_form() -> Form {
 /// The invariant: whatever reaches the handler validates against the form it asks.
 fn check(e: &Elicited, form: &Form) {
     if let Elicited::Accepted(f) = e {
-        let kept = validate_content(form.schema(), f.as_map())
+        let kept = form
+            .schema()
+            .validate_content(f.as_map())
             .unwrap_or_else(|p| panic!("handler got an answer failing its schema: {p:?}"));
         assert_eq!(&kept, f.as_map(), "handler got undeclared fields");
     }

@@ -360,6 +360,6 @@
 //! [`ToolAdvice`]: crate::error::ToolAdvice
 //! [`Retry`]: crate::error::Retry
 //! [`Diagnostic`]: crate::error::Diagnostic
-//! [`validate_content`]: crate::answers::validate_content
+//! [`validate_content`]: crate::wire::RequestedSchema::validate_content
 //! [`token_format`]: super::token_format
 //! [`handler_model`]: super::handler_model

@@ -47,7 +47,9 @@ pub use meta::{
 pub use method::CarrierMethod;
 pub use request::{CarrierRequest, RequestError, UntrustedState};
 pub use result::{InputRequiredResult, ResultType};
-pub use schema::{EnumOption, EnumStyle, PrimitiveSchema, RequestedSchema, StringFormat};
+pub use schema::{
+    AnswerProblem, EnumOption, EnumStyle, PrimitiveSchema, RequestedSchema, StringFormat,
+};
 
 /// The protocol revision this crate speaks.
 pub const PROTOCOL_VERSION: &str = "2026-07-28";

@@ -705,6 +705,22 @@ impl Default for RequestedSchema {
 
 serde_via_value!(RequestedSchema, PrimitiveSchema);
 
+/// One reason an answer does not fit its question. Shown to the user when the
+/// question is asked again, so it names fields and rules, never the value given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AnswerProblem {
+    /// The field at fault.
+    pub field: String,
+    /// What is wrong, for a person.
+    pub message: String,
+}
+
+impl std::fmt::Display for AnswerProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.field, self.message)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,7 +11,6 @@ use std::cell::RefCell;
 
 use common::*;
 use mrtr::ToolResult;
-use mrtr::answers::validate_content;
 use mrtr::engine::{AnswerPolicy, Elicited, Flow, Form, RootsAsk, Round, Sampling, UrlVisit};
 use mrtr::wire::{PrimitiveSchema, RequestedSchema};
 use serde_json::{Value, json};
@@ -99,7 +98,10 @@ fn a_valid_answer_is_accepted_and_undeclared_fields_are_dropped() {
     assert_eq!(fields.i64("age"), Some(30));
     assert_eq!(fields.strings("topics"), Some(vec!["rust", "mcp"]));
     // What reached the handler validates against the very schema asked.
-    let kept = validate_content(profile_form().schema(), fields.as_map()).unwrap();
+    let kept = profile_form()
+        .schema()
+        .validate_content(fields.as_map())
+        .unwrap();
     assert_eq!(&kept, fields.as_map());
 }
 
@@ -767,7 +769,7 @@ fn validate_content_covers_the_primitive_schemas() {
         "required": ["s"],
     }))
     .unwrap();
-    let ok = |v: Value| validate_content(&schema, v.as_object().unwrap());
+    let ok = |v: Value| schema.validate_content(v.as_object().unwrap());
     assert!(ok(json!({"s": "abc"})).is_ok());
     assert!(
         ok(json!({"s": "日本語"})).is_ok(),

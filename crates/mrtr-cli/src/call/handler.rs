@@ -8,7 +8,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Map, Value, json};
 
-use mrtr::answers::validate_content;
 use mrtr::wire::JsonObject;
 use mrtr::wire::RequestedSchema;
 use mrtr::wire::{ClientCapabilities, ElicitationCapability, SamplingCapability};
@@ -264,7 +263,7 @@ impl InputHandler for CliHandler {
                 if let (Some(schema), Some(content)) = (schema, &answer.content)
                     && answer.action == ElicitAction::Accept
                 {
-                    let kept = validate_content(schema, content).map_err(|problems| {
+                    let kept = schema.validate_content(content).map_err(|problems| {
                         self.failed_closed.store(true, Ordering::Relaxed);
                         HandlerError::Failed(format!(
                             "--answers[{:?}] does not fit the form: {}",

@@ -6,7 +6,6 @@ use std::net::IpAddr;
 
 use serde_json::{Value, json};
 
-use mrtr::answers::validate_content;
 use mrtr::wire::JsonObject;
 use mrtr::wire::{
     CreateMessageParams, ElicitAction, ElicitFormParams, ElicitResult, ElicitUrlParams, Root,
@@ -49,7 +48,7 @@ fn refusal(action: ElicitAction) -> ElicitResult {
     }
 }
 
-pub(super) fn problem_list(problems: &[mrtr::answers::AnswerProblem]) -> String {
+pub(super) fn problem_list(problems: &[mrtr::wire::AnswerProblem]) -> String {
     problems
         .iter()
         .map(ToString::to_string)
@@ -92,7 +91,7 @@ pub(crate) fn ask_form(
     }
     // The whole form once more, as the server will check it (e.g. a `required`
     // name no field defines can never be met: say so rather than send it).
-    match validate_content(schema, &content) {
+    match schema.validate_content(&content) {
         Ok(kept) => Ok(ElicitResult {
             action: ElicitAction::Accept,
             content: Some(kept),
@@ -231,7 +230,7 @@ fn yes_no(b: bool) -> &'static str {
 /// The value of field `name` from the typed text: `Ok(None)` leaves it out. The
 /// text is read as the field's type here; whether the value fits the field
 /// (lengths, formats, bounds, choices) is the library's answer validation, the
-/// same the server applies ([`validate_content`]).
+/// same the server applies ([`RequestedSchema::validate_content`](mrtr::wire::RequestedSchema::validate_content)).
 fn parse_field(
     name: &str,
     field: &PrimitiveSchema,
@@ -316,7 +315,7 @@ fn fits(name: &str, field: &PrimitiveSchema, value: &Value) -> Result<(), String
     schema.properties.insert(name.to_owned(), field.clone());
     let mut content = JsonObject::new();
     content.insert(name.to_owned(), value.clone());
-    match validate_content(&schema, &content) {
+    match schema.validate_content(&content) {
         Ok(_) => Ok(()),
         Err(problems) => {
             let mut msg = problems
