@@ -22,6 +22,7 @@ import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 import { authorize } from './browser.mjs';
+import { mrtrCall as runCall } from './call.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.join(HERE, '../..');
@@ -71,32 +72,14 @@ function startServer(cmd, args, onLog) {
 
 /**
  * Runs `mrtr call ARGS` with the token cache of this test; when it prints a
- * login URL, `browser(url)` plays the user. Resolves to { code, stdout, stderr }.
+ * login URL, `browser(url)` plays the user. Resolves to { code, stdout, stderr }
+ * once the login has settled; a login that failed fails the test.
  */
-function mrtrCall(args, { browser, env = {} } = {}) {
-  const child = spawn(MRTR, ['call', ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, MRTR_TOKEN_CACHE: path.join(work, 'tokens.json'), ...env },
-  });
-  children.push(child);
-  let stdout = '';
-  let stderr = '';
-  let login = null;
-  child.stdout.setEncoding('utf8').on('data', (c) => (stdout += c));
-  child.stderr.setEncoding('utf8').on('data', (c) => {
-    stderr += c;
-    const m = stderr.match(/^ {2}(http:\/\/\S+)$/m);
-    if (m && !login) {
-      assert.ok(browser, `mrtr call asked for a login nobody plays:\n${stderr}`);
-      login = browser(m[1]);
-    }
-  });
-  return new Promise((resolve) => {
-    child.on('close', async (code) => {
-      if (login) await login;
-      resolve({ code, stdout, stderr, loggedIn: login !== null });
-    });
-  });
+async function mrtrCall(args, { browser, env = {} } = {}) {
+  const tokenCache = path.join(work, 'tokens.json');
+  const run = await runCall(MRTR, args, { tokenCache, children, browser, env });
+  if (run.browsed instanceof Error) throw run.browsed;
+  return run;
 }
 
 const asAlice = (url) => authorize(url, { user: 'alice' });

@@ -31,6 +31,7 @@ import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 import { authorize } from './browser.mjs';
+import { mrtrCall as runCall } from './call.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.join(HERE, '../..');
@@ -73,29 +74,7 @@ function serve(args) {
 
 /** `mrtr call ARGS`; a printed login URL is handed to `browser`. */
 function mrtrCall(args, { browser, env = {}, cache = 'tokens.json' } = {}) {
-  const child = spawn(MRTR, ['call', ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, MRTR_TOKEN_CACHE: path.join(work, cache), ...env },
-  });
-  children.push(child);
-  let stdout = '';
-  let stderr = '';
-  let login = null;
-  child.stdout.setEncoding('utf8').on('data', (c) => (stdout += c));
-  child.stderr.setEncoding('utf8').on('data', (c) => {
-    stderr += c;
-    const m = stderr.match(/^ {2}(http:\/\/\S+)$/m);
-    if (m && !login) {
-      assert.ok(browser, `mrtr call asked for a login nobody plays:\n${stderr}`);
-      login = browser(m[1]).catch((e) => e);
-    }
-  });
-  return new Promise((resolve) => {
-    child.on('close', async (code) => {
-      const browsed = login ? await login : undefined;
-      resolve({ code, stdout, stderr, browsed, loggedIn: login !== null });
-    });
-  });
+  return runCall(MRTR, args, { tokenCache: path.join(work, cache), children, browser, env });
 }
 
 /**
