@@ -25,6 +25,8 @@ pub(super) struct Server<'a> {
     pub(super) instructions: Option<&'a str>,
     pub(super) caching: ListCaching,
     pub(super) registries: &'a Registries,
+    /// Whether a completion source is registered (`completions` capability).
+    pub(super) completions: bool,
 }
 
 /// The answer to `method`, which is not a carrier: -32601 for a method this
@@ -70,6 +72,9 @@ pub(super) fn answer(server: &Server<'_>, method: &str, params: Option<&Value>) 
             }
             if registries.has_resources() {
                 caps.insert("resources".into(), json!({}));
+            }
+            if server.completions {
+                caps.insert("completions".into(), json!({}));
             }
             result.insert(
                 "supportedVersions".into(),

@@ -14,6 +14,8 @@
 //!   [`ResourceDefinition`]) and their handlers, kept in the crate's registry
 //!   (which the `rmcp` adapter reads too, without the router);
 //! - discover: `server/discover`, `ping` and the lists ([`ListCaching`]);
+//! - completion: `completion/complete`, answered by the sources registered
+//!   with [`Service::prompt_completion`] and [`Service::resource_template_completion`];
 //! - the carrier requests run on the engine's one path.
 
 use std::future::Future;
@@ -31,12 +33,14 @@ use crate::principal::Principal;
 use crate::time::Timestamp;
 use crate::wire::{CarrierMethod, CarrierRequest, Implementation, JsonObject};
 
+mod completion;
 mod discover;
 mod envelope;
 
 pub use crate::record::RequestLog;
 use crate::registry::{self, Registered, Registries, Registry};
 pub use crate::registry::{PromptDefinition, ResourceDefinition};
+pub use completion::{Completion, CompletionOutput, CompletionRequest};
 pub use discover::ListCaching;
 pub use envelope::{NoCheck, ParsedMessage};
 
@@ -120,6 +124,7 @@ pub struct Service {
     registries: Registries,
     caching: ListCaching,
     handler_timeout: Duration,
+    completions: completion::Completions,
 }
 
 impl Service {
@@ -139,6 +144,7 @@ impl Service {
                 public: true,
             },
             handler_timeout: defaults::HANDLER_TIMEOUT,
+            completions: completion::Completions::default(),
         }
     }
 
@@ -260,6 +266,59 @@ impl Service {
     {
         let (uri, definition) = registry::resource_entry(definition);
         self.register::<ResourceResult, _, _, _>(uri, definition, handler)
+    }
+
+    /// Registers a completion source for `argument` of the prompt named
+    /// `prompt` (`completion/complete` with `ref/prompt`), replacing an earlier
+    /// one for the same pair, and advertises the `completions` capability.
+    ///
+    /// The source gets the partial value and the client's already-resolved
+    /// arguments ([`CompletionRequest`]) and returns a [`Completion`] (or what
+    /// converts into one, such as a `Vec<String>`), at once
+    /// (`Ok(..)`) or as a future (`async move { .. }`); an error it returns is
+    /// answered as is. It cannot ask the client for input: completion never
+    /// answers an `InputRequiredResult`.
+    ///
+    /// ```
+    /// use mrtr::{Engine, Keyring, Service};
+    /// use mrtr::service::Completion;
+    ///
+    /// let service = Service::new(Engine::new(Keyring::ephemeral(), "example"), "example", "1.0.0")
+    ///     .prompt_completion("code_review", "language", |q| {
+    ///         Ok(Completion::starting_with(["python", "rust", "typescript"], q.value()))
+    ///     });
+    /// # drop(service);
+    /// ```
+    #[must_use]
+    pub fn prompt_completion<F, O, M>(mut self, prompt: &str, argument: &str, source: F) -> Self
+    where
+        F: Fn(CompletionRequest) -> O + Send + Sync + 'static,
+        O: CompletionOutput<M> + 'static,
+        M: 'static,
+    {
+        self.completions.insert_prompt(prompt, argument, source);
+        self
+    }
+
+    /// Registers a completion source for `variable` of the resource template
+    /// whose URI template is `uri_template` (`completion/complete` with
+    /// `ref/resource`, matched on the exact URI string), as
+    /// [`Service::prompt_completion`].
+    #[must_use]
+    pub fn resource_template_completion<F, O, M>(
+        mut self,
+        uri_template: &str,
+        variable: &str,
+        source: F,
+    ) -> Self
+    where
+        F: Fn(CompletionRequest) -> O + Send + Sync + 'static,
+        O: CompletionOutput<M> + 'static,
+        M: 'static,
+    {
+        self.completions
+            .insert_template(uri_template, variable, source);
+        self
     }
 
     fn register<T, F, O, M>(mut self, target: String, definition: Value, handler: F) -> Self
@@ -447,12 +506,18 @@ impl Service {
                 .carrier::<ResourceResult, _>(params, ctx, log, deadline)
                 .await
                 .into_json(),
+            None if request.method == completion::METHOD && !self.completions.is_empty() => {
+                self.completions
+                    .answer(params, &ctx.principal, self.handler_timeout, deadline)
+                    .await
+            }
             None => {
                 let server = discover::Server {
                     info: &self.info,
                     instructions: self.instructions.as_deref(),
                     caching: self.caching,
                     registries: &self.registries,
+                    completions: !self.completions.is_empty(),
                 };
                 discover::answer(&server, request.method, params)
             }

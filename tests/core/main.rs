@@ -3,6 +3,7 @@
 mod answers;
 mod async_handlers;
 mod capabilities;
+mod completion;
 mod docs_links;
 mod duplicate_keys;
 mod engine_capabilities;
