@@ -2,7 +2,8 @@
 //! like any user's handlers.
 //!
 //! Two groups: the fixtures the official conformance suite calls (names
-//! `test_input_required_result_*`, behaviour exactly as its scenarios need), and
+//! `test_input_required_result_*`, and `test_prompt_with_arguments` with its
+//! completion sources; behaviour exactly as its scenarios need), and
 //! demo tools that show what mrtr is for, each saying in its description what it
 //! demonstrates.
 //!
@@ -21,7 +22,7 @@ use serde_json::{Value, json};
 
 use mrtr::engine::{Elicited, Engine, Flow, Form, RootsAsk, Round, Sampling, UrlVisit};
 use mrtr::error::{Retry, ToolAdvice};
-use mrtr::service::Service;
+use mrtr::service::{Completion, Service};
 use mrtr::{PromptResult, ResourceResult, ToolResult};
 
 fn no_args() -> Value {
@@ -41,7 +42,8 @@ pub fn service(engine: Engine, deployments: Arc<AtomicU64>) -> Service {
 }
 
 /// The conformance fixtures: the tools that the MRTR (SEP-2322) server scenarios of the
-/// official MCP conformance suite call, named `test_input_required_result_*`.
+/// official MCP conformance suite call, named `test_input_required_result_*`, then the
+/// prompt and completion sources of its `completion-complete` scenario.
 // structure: data table (one registration per conformance fixture, in the suite's order)
 fn conformance(s: Service) -> Service {
     s.tool(
@@ -193,7 +195,36 @@ fn conformance(s: Service) -> Service {
                 .user_text(format!("Use this context: {text}")))
         },
     )
+    .prompt(
+        PromptDefinition::new("test_prompt_with_arguments")
+            .description(
+                "Conformance: a prompt with two arguments, which completion/complete completes.",
+            )
+            .argument("arg1", "First test argument", true)
+            .argument("arg2", "Second test argument", true),
+        |r| {
+            let arg = |name| r.argument(name).and_then(Value::as_str).unwrap_or_default();
+            Ok(PromptResult::new().user_text(format!(
+                "Prompt with arguments: arg1='{}', arg2='{}'",
+                arg("arg1"),
+                arg("arg2")
+            )))
+        },
+    )
+    // The completion-complete scenario completes arg1 of test_prompt_with_arguments
+    // from "test"; arg2's candidates depend on arg1 (context.arguments).
+    .prompt_completion("test_prompt_with_arguments", "arg1", |q| {
+        Ok(Completion::starting_with(COMPLETION_CANDIDATES, q.value()))
+    })
+    .prompt_completion("test_prompt_with_arguments", "arg2", |q| {
+        let first = q.context("arg1").unwrap_or_default();
+        let candidates = COMPLETION_CANDIDATES.map(|c| format!("{first}{c}"));
+        Ok(Completion::starting_with(candidates, q.value()))
+    })
 }
+
+/// The values the conformance prompt's arguments complete to.
+const COMPLETION_CANDIDATES: [&str; 5] = ["testValue1", "testValue2", "paris", "park", "party"];
 
 #[derive(Debug, Serialize, Deserialize)]
 struct TripPlan {

@@ -812,3 +812,43 @@ fn a_retry_whose_arguments_come_in_another_key_order_still_resumes() {
     );
     assert_frozen_state_response(&r3);
 }
+
+/// The suite's `completion-complete` scenario (run at 2026-07-28): arg1 of
+/// `test_prompt_with_arguments` completed from "test", a `CompleteResult` with
+/// an array of values; the `completions` capability is advertised, and the
+/// prompt itself answers `prompts-get-with-args`.
+#[test]
+fn completion_complete_and_the_prompt_it_completes() {
+    let mut h = Harness::new();
+    let r = h.send(
+        "completion/complete",
+        json!({"ref": {"type": "ref/prompt", "name": "test_prompt_with_arguments"},
+               "argument": {"name": "arg1", "value": "test"}}),
+    );
+    assert_eq!(
+        r["result"],
+        json!({"resultType": "complete",
+               "completion": {"values": ["testValue1", "testValue2"], "hasMore": false}})
+    );
+    let r = h.send(
+        "completion/complete",
+        json!({"ref": {"type": "ref/prompt", "name": "test_prompt_with_arguments"},
+               "argument": {"name": "arg2", "value": "testValue1p"},
+               "context": {"arguments": {"arg1": "testValue1"}}}),
+    );
+    assert_eq!(
+        r["result"]["completion"]["values"],
+        json!(["testValue1paris", "testValue1park", "testValue1party"])
+    );
+    let d = h.send("server/discover", json!({}));
+    assert_eq!(d["result"]["capabilities"]["completions"], json!({}));
+    let p = h.send(
+        "prompts/get",
+        json!({"name": "test_prompt_with_arguments",
+               "arguments": {"arg1": "testValue1", "arg2": "testValue2"}}),
+    );
+    assert_eq!(
+        p["result"]["messages"][0]["content"]["text"],
+        "Prompt with arguments: arg1='testValue1', arg2='testValue2'"
+    );
+}
