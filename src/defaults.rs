@@ -11,6 +11,7 @@
 //! | | [`MAX_TOKEN_LEN`], [`MAX_PLAINTEXT`] | 16 384 chars, 8 192 bytes |
 //! | engine | [`MAX_ROUNDS`], [`MAX_ASKS_PER_ROUND`] | 16, 16 |
 //! | service | [`HANDLER_TIMEOUT`], [`LIST_CACHE_TTL`] | 30 s, 60 s |
+//! | | [`PAGE_SIZE`] | 100 items |
 //! | replay guard | [`REPLAY_MAX_CLAIMS`], [`REPLAY_MAX_CLAIMS_PER_PRINCIPAL`] (in memory) | 1 000 000, 10 000 |
 //! | client | [`CLIENT_MAX_ROUNDS`] (= [`MAX_ROUNDS`] + 1), [`CLIENT_TOTAL_TIMEOUT`] | 17, 5 min |
 //! | | [`CLIENT_REQUEST_TIMEOUT`] | 30 s |
@@ -87,6 +88,12 @@ pub const HANDLER_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long clients may cache list and discover results (`ttlMs`): 60 seconds,
 /// `cacheScope: public`. [`Service::with_list_caching`](crate::service::Service::with_list_caching).
 pub const LIST_CACHE_TTL: Duration = Duration::from_secs(60);
+
+/// The most items one page of a list (`tools/list`, `prompts/list`,
+/// `resources/list`, `resources/templates/list`) holds: 100; a longer list
+/// ends its page with a `nextCursor` (MCP 2026-07-28 §Pagination).
+/// [`Service::with_page_size`](crate::service::Service::with_page_size) sets it.
+pub const PAGE_SIZE: usize = 100;
 
 // ---------------------------------------------------------------------------
 // Replay guards (`replay`)

@@ -198,6 +198,12 @@ impl<T> Registry<T> {
         self.0.values().map(|e| &e.definition)
     }
 
+    /// The list entries with their keys (the name, or the URI), in registration
+    /// order: what the lists page through.
+    pub(crate) fn entries(&self) -> impl ExactSizeIterator<Item = (&str, &Value)> + Clone {
+        self.0.iter().map(|(k, e)| (k.as_str(), &e.definition))
+    }
+
     /// Whether nothing is registered.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()

@@ -109,15 +109,9 @@ impl Binding {
             &args_digest,
             input.protocol_version.as_bytes(),
         ]);
-        let p = input.principal;
-        let principal = match [p.subject_id(), p.issuer(), p.client_id()] {
-            // The anonymous principal's digest never changes: digested once.
-            [None, None, None] => *ANONYMOUS.get_or_init(|| principal_digest([None; 3])),
-            fields => principal_digest(fields),
-        };
         Binding {
             request,
-            principal,
+            principal: principal_component(input.principal),
             audience: audience.0,
         }
     }
@@ -150,6 +144,16 @@ impl AudienceDigest {
     }
 }
 
+/// The principal component of a [`Binding`] for `p`, as in [`Binding::new`]
+/// (what the list cursors bind too, `super::cursor`).
+pub(crate) fn principal_component(p: &Principal) -> [u8; 32] {
+    match [p.subject_id(), p.issuer(), p.client_id()] {
+        // The anonymous principal's digest never changes: digested once.
+        [None, None, None] => *ANONYMOUS.get_or_init(|| principal_digest([None; 3])),
+        fields => principal_digest(fields),
+    }
+}
+
 /// The principal component of the anonymous principal (no subject, issuer or
 /// client id), once computed.
 static ANONYMOUS: OnceLock<[u8; 32]> = OnceLock::new();
@@ -177,11 +181,11 @@ fn principal_digest(fields: [Option<&str>; 3]) -> [u8; 32] {
     h.finalize().into()
 }
 
-fn pae_count(n: usize) -> [u8; 8] {
+pub(super) fn pae_count(n: usize) -> [u8; 8] {
     (n as u64).to_le_bytes()
 }
 
-fn pae_len(n: usize) -> [u8; 8] {
+pub(super) fn pae_len(n: usize) -> [u8; 8] {
     (n as u64).to_le_bytes()
 }
 

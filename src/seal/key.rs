@@ -19,6 +19,11 @@ const KID_LABEL: &[u8] = b"mrtr/request-state/v1/kid";
 const HKDF_SALT: &[u8] = b"mrtr/request-state/v1";
 /// HKDF-SHA256 info used when a secret longer than 32 bytes is given.
 const HKDF_INFO: &[u8] = b"mrtr/request-state/v1/xaes-256-gcm key";
+/// HKDF-SHA256 salt of the list cursors' MAC key (`super::cursor`).
+const CURSOR_SALT: &[u8] = b"mrtr/list-cursor/v1";
+/// HKDF-SHA256 info of the list cursors' MAC key: a label of its own, so the
+/// cursor key is independent of the sealing key it comes from.
+const CURSOR_INFO: &[u8] = b"mrtr/list-cursor/v1/hmac-sha256 key";
 
 /// How to make a key: part of every "too short" and "not base64url" message.
 const HOW_TO_MAKE: &str =
@@ -122,6 +127,9 @@ pub struct Key {
     /// about the key, as the kid does not.
     check: [u8; 32],
     cipher: Xaes256Gcm,
+    /// The HMAC-SHA256 key of the list cursors (`super::cursor`), derived from
+    /// the secret with HKDF-SHA256 under labels of its own; wiped on drop.
+    cursor: Zeroizing<[u8; KEY_LEN]>,
 }
 
 impl Key {
@@ -193,6 +201,12 @@ impl Key {
         &self.cipher
     }
 
+    /// The HMAC-SHA256 key of the list cursors: HKDF-SHA256 of the 32 key bytes
+    /// (salt `"mrtr/list-cursor/v1"`, info `"mrtr/list-cursor/v1/hmac-sha256 key"`).
+    pub(super) fn cursor_key(&self) -> &[u8; KEY_LEN] {
+        &self.cursor
+    }
+
     /// Whether `other` is this very key (the same secret), not merely one with the
     /// same kid: a 4-byte kid can collide. Compares the whole 32-byte HMAC the kid
     /// is cut from, in constant time.
@@ -214,7 +228,16 @@ impl Key {
         let mut check = [0u8; 32];
         check.copy_from_slice(&tag);
         let cipher = <Xaes256Gcm as KeyInit>::new(secret.into());
-        Key { kid, check, cipher }
+        let mut cursor = Zeroizing::new([0u8; KEY_LEN]);
+        hkdf::Hkdf::<Sha256>::new(Some(CURSOR_SALT), secret)
+            .expand(CURSOR_INFO, cursor.as_mut_slice())
+            .expect("32 bytes is a valid HKDF-SHA256 output length");
+        Key {
+            kid,
+            check,
+            cipher,
+            cursor,
+        }
     }
 }
 

@@ -86,6 +86,7 @@
 mod binding;
 mod claims;
 mod config;
+mod cursor;
 mod entropy;
 mod error;
 mod key;
@@ -108,6 +109,7 @@ pub(crate) use binding::{AudienceDigest, hash_canonical};
 pub use binding::{Binding, BindingInput, canonical_json};
 pub use claims::Claims;
 pub use config::{SealConfig, SealConfigError};
+pub(crate) use cursor::{CursorScope, ListingDigest};
 pub use entropy::Entropy;
 #[cfg(feature = "os-rng")]
 pub use entropy::OsEntropy;

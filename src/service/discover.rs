@@ -1,6 +1,6 @@
 //! The methods that are not carriers: `server/discover`, `ping`, and the lists
 //! (`tools/list`, `prompts/list`, `resources/list`, `resources/templates/list`),
-//! with their caching hints.
+//! with their caching hints; the lists come in pages (`super::page`).
 
 use serde_json::{Map, Value, json};
 
@@ -27,6 +27,8 @@ pub(super) struct Server<'a> {
     pub(super) registries: &'a Registries,
     /// Whether a completion source is registered (`completions` capability).
     pub(super) completions: bool,
+    /// What cuts the lists into pages.
+    pub(super) pager: super::page::Pager<'a>,
 }
 
 /// The answer to `method`, which is not a carrier: -32601 for a method this
@@ -55,10 +57,9 @@ pub(super) fn answer(server: &Server<'_>, method: &str, params: Option<&Value>) 
     if let Err(e) = RequestMeta::from_meta(params.and_then(|p| p.get("_meta"))) {
         return Outcome::Protocol(e.into());
     }
-    if params.and_then(|p| p.get("cursor")).is_some() {
-        // Everything fits on one page, so no cursor this server issued can exist.
-        return Outcome::Protocol(Error::invalid_params("invalid cursor"));
-    }
+    // `params.cursor` of the lists (§Pagination); the other methods take none.
+    let cursor = params.and_then(|p| p.get("cursor"));
+    let pager = &server.pager;
     let registries = server.registries;
     let mut result = Map::new();
     match method {
@@ -91,25 +92,29 @@ pub(super) fn answer(server: &Server<'_>, method: &str, params: Option<&Value>) 
         }
         "ping" => {}
         "tools/list" => {
-            result.insert(
-                "tools".into(),
-                list(registries.of::<crate::ToolResult>().definitions()),
-            );
+            let tools = registries.of::<crate::ToolResult>().entries();
+            if let Err(e) = pager.fill(&mut result, method, "tools", tools, cursor) {
+                return Outcome::Protocol(e);
+            }
         }
         "prompts/list" => {
-            result.insert(
-                "prompts".into(),
-                list(registries.of::<crate::PromptResult>().definitions()),
-            );
+            let prompts = registries.of::<crate::PromptResult>().entries();
+            if let Err(e) = pager.fill(&mut result, method, "prompts", prompts, cursor) {
+                return Outcome::Protocol(e);
+            }
         }
         "resources/list" => {
-            result.insert(
-                "resources".into(),
-                list(registries.of::<crate::ResourceResult>().definitions()),
-            );
+            let resources = registries.of::<crate::ResourceResult>().entries();
+            if let Err(e) = pager.fill(&mut result, method, "resources", resources, cursor) {
+                return Outcome::Protocol(e);
+            }
         }
         _ => {
-            result.insert("resourceTemplates".into(), json!([]));
+            let templates = std::iter::empty::<(&str, &Value)>();
+            if let Err(e) = pager.fill(&mut result, method, "resourceTemplates", templates, cursor)
+            {
+                return Outcome::Protocol(e);
+            }
         }
     }
     if method != "ping" {
@@ -123,8 +128,4 @@ pub(super) fn answer(server: &Server<'_>, method: &str, params: Option<&Value>) 
     }
     result.insert("resultType".into(), "complete".into());
     Outcome::Complete(Value::Object(result))
-}
-
-fn list<'a>(definitions: impl Iterator<Item = &'a Value>) -> Value {
-    Value::Array(definitions.cloned().collect())
 }

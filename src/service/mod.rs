@@ -13,7 +13,8 @@
 //! - the tools, prompts and resources it serves ([`PromptDefinition`],
 //!   [`ResourceDefinition`]) and their handlers, kept in the crate's registry
 //!   (which the `rmcp` adapter reads too, without the router);
-//! - discover: `server/discover`, `ping` and the lists ([`ListCaching`]);
+//! - discover: `server/discover`, `ping` and the lists ([`ListCaching`]), in
+//!   pages whose cursors a client cannot forge ([`Service::with_page_size`]);
 //! - completion: `completion/complete`, answered by the sources registered
 //!   with [`Service::prompt_completion`] and [`Service::resource_template_completion`];
 //! - the carrier requests run on the engine's one path.
@@ -36,6 +37,7 @@ use crate::wire::{CarrierMethod, CarrierRequest, Implementation, JsonObject};
 mod completion;
 mod discover;
 mod envelope;
+mod page;
 
 pub use crate::record::RequestLog;
 use crate::registry::{self, Registered, Registries, Registry};
@@ -125,6 +127,7 @@ pub struct Service {
     caching: ListCaching,
     handler_timeout: Duration,
     completions: completion::Completions,
+    page_size: usize,
 }
 
 impl Service {
@@ -145,6 +148,7 @@ impl Service {
             },
             handler_timeout: defaults::HANDLER_TIMEOUT,
             completions: completion::Completions::default(),
+            page_size: defaults::PAGE_SIZE,
         }
     }
 
@@ -184,6 +188,53 @@ impl Service {
     /// The per-request deadline of a handler.
     pub fn handler_timeout(&self) -> Duration {
         self.handler_timeout
+    }
+
+    /// The most items one page of a list holds (default 100,
+    /// [`defaults::PAGE_SIZE`]; 0 counts as 1). A longer list is cut into pages
+    /// in registration order, each but the last with a `nextCursor` the client
+    /// sends back as `params.cursor` (MCP 2026-07-28 §Pagination).
+    ///
+    /// # Security
+    ///
+    /// A cursor is MACed with a key derived from the engine's key ring and bound
+    /// to the list method, the principal, the audience and the listing, so a
+    /// client cannot forge one, move it to another list or caller, or point it
+    /// past the end: every cursor the service did not issue so gets -32602
+    /// `invalid cursor`, whatever is wrong with it. It is not encrypted (it
+    /// holds only a position) and does not expire. When the listing changes
+    /// between pages, or the key that made a cursor leaves the ring, its cursors
+    /// are refused the same way and the client starts over from the first page.
+    ///
+    /// ```
+    /// use mrtr::{Engine, Keyring, Principal, RequestContext, Service, Timestamp, ToolResult};
+    ///
+    /// let mut service = Service::new(Engine::new(Keyring::ephemeral(), "example"), "example", "1.0.0")
+    ///     .with_page_size(2);
+    /// for name in ["a", "b", "c"] {
+    ///     service = service.tool(name, "A tool.", serde_json::json!({"type": "object"}), |_| Ok(ToolResult::text("ok")));
+    /// }
+    /// let ctx = RequestContext::new(Principal::anonymous(), Timestamp::from_unix_secs(1_800_000_000), "c1");
+    /// let list = |cursor: &str| format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{{cursor}"_meta":{{
+    ///     "io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#);
+    /// let first: serde_json::Value = serde_json::from_str(&service.handle_sync(list("").as_bytes(), &ctx).body.unwrap())?;
+    /// assert_eq!(first["result"]["tools"].as_array().unwrap().len(), 2);
+    /// let cursor = first["result"]["nextCursor"].as_str().unwrap();
+    /// let rest = service.handle_sync(list(&format!(r#""cursor":"{cursor}","#)).as_bytes(), &ctx);
+    /// let rest: serde_json::Value = serde_json::from_str(&rest.body.unwrap())?;
+    /// assert_eq!(rest["result"]["tools"][0]["name"], "c");
+    /// assert!(rest["result"].get("nextCursor").is_none());
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    #[must_use]
+    pub fn with_page_size(mut self, n: usize) -> Self {
+        self.page_size = n.max(1);
+        self
+    }
+
+    /// The most items one page of a list holds.
+    pub fn page_size(&self) -> usize {
+        self.page_size
     }
 
     /// Registers a tool: its name, its description, its `inputSchema` (a JSON
@@ -518,6 +569,11 @@ impl Service {
                     caching: self.caching,
                     registries: &self.registries,
                     completions: !self.completions.is_empty(),
+                    pager: page::Pager {
+                        engine: &self.engine,
+                        principal: &ctx.principal,
+                        page_size: self.page_size,
+                    },
                 };
                 discover::answer(&server, request.method, params)
             }

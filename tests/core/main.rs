@@ -8,6 +8,7 @@ mod docs_links;
 mod duplicate_keys;
 mod engine_capabilities;
 mod errors;
+mod pagination;
 mod peers_lock;
 mod principal_issuer;
 mod readme_flow;
