@@ -25,6 +25,7 @@ pub(super) struct Server<'a> {
     pub(super) instructions: Option<&'a str>,
     pub(super) caching: ListCaching,
     pub(super) registries: &'a Registries,
+    pub(super) templates: &'a super::template::Templates,
 }
 
 /// The answer to `method`, which is not a carrier: -32601 for a method this
@@ -68,7 +69,7 @@ pub(super) fn answer(server: &Server<'_>, method: &str, params: Option<&Value>) 
             if registries.has_prompts() {
                 caps.insert("prompts".into(), json!({}));
             }
-            if registries.has_resources() {
+            if registries.has_resources() || !server.templates.is_empty() {
                 caps.insert("resources".into(), json!({}));
             }
             result.insert(
@@ -104,7 +105,10 @@ pub(super) fn answer(server: &Server<'_>, method: &str, params: Option<&Value>) 
             );
         }
         _ => {
-            result.insert("resourceTemplates".into(), json!([]));
+            result.insert(
+                "resourceTemplates".into(),
+                list(server.templates.definitions()),
+            );
         }
     }
     if method != "ping" {

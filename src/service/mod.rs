@@ -14,6 +14,8 @@
 //!   [`ResourceDefinition`]) and their handlers, kept in the crate's registry
 //!   (which the `rmcp` adapter reads too, without the router);
 //! - discover: `server/discover`, `ping` and the lists ([`ListCaching`]);
+//! - resource templates ([`ResourceTemplateDefinition`], [`UriTemplate`]):
+//!   `resources/read` of a URI no static resource has, routed by template;
 //! - the carrier requests run on the engine's one path.
 
 use std::future::Future;
@@ -33,12 +35,14 @@ use crate::wire::{CarrierMethod, CarrierRequest, Implementation, JsonObject};
 
 mod discover;
 mod envelope;
+mod template;
 
 pub use crate::record::RequestLog;
 use crate::registry::{self, Registered, Registries, Registry};
 pub use crate::registry::{PromptDefinition, ResourceDefinition};
 pub use discover::ListCaching;
 pub use envelope::{NoCheck, ParsedMessage};
+pub use template::{ResourceTemplateDefinition, TemplateError, UriTemplate};
 
 use crate::result::{PromptResult, ResourceResult, ToolResult};
 
@@ -118,6 +122,7 @@ pub struct Service {
     info: Implementation,
     instructions: Option<String>,
     registries: Registries,
+    templates: template::Templates,
     caching: ListCaching,
     handler_timeout: Duration,
 }
@@ -134,6 +139,7 @@ impl Service {
             },
             instructions: None,
             registries: Registries::default(),
+            templates: template::Templates::default(),
             caching: ListCaching {
                 ttl_ms: u64::try_from(defaults::LIST_CACHE_TTL.as_millis()).unwrap_or(u64::MAX),
                 public: true,
@@ -444,7 +450,7 @@ impl Service {
                 .await
                 .into_json(),
             Some(CarrierMethod::ResourcesRead) => self
-                .carrier::<ResourceResult, _>(params, ctx, log, deadline)
+                .read_resource(params, ctx, log, deadline)
                 .await
                 .into_json(),
             None => {
@@ -453,6 +459,7 @@ impl Service {
                     instructions: self.instructions.as_deref(),
                     caching: self.caching,
                     registries: &self.registries,
+                    templates: &self.templates,
                 };
                 discover::answer(&server, request.method, params)
             }
@@ -469,9 +476,23 @@ impl Service {
         log: &mut RequestLog,
         deadline: D,
     ) -> Outcome<T> {
+        let request = CarrierRequest::from_params_memo(T::METHOD, params, self.engine.metas());
+        self.run_request(request, None, ctx, log, deadline).await
+    }
+
+    /// A parsed carrier request on the engine's one path, with the handler
+    /// registered for its target, else `fallback` (a resource template's).
+    async fn run_request<T: Registered, D: Future<Output = ()>>(
+        &self,
+        request: Result<CarrierRequest, crate::wire::RequestError>,
+        fallback: Option<&crate::engine::Handler<T>>,
+        ctx: &RequestContext,
+        log: &mut RequestLog,
+        deadline: D,
+    ) -> Outcome<T> {
         let turn = Turn {
             engine: &self.engine,
-            request: CarrierRequest::from_params_memo(T::METHOD, params, self.engine.metas()),
+            request,
             principal: &ctx.principal,
             peer: ctx.peer,
             now: ctx.now,
@@ -483,6 +504,7 @@ impl Service {
             |request| {
                 registry
                     .handler_of(request.target())
+                    .or(fallback)
                     .map(|h| move |round| h(round))
             },
             deadline,

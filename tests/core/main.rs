@@ -11,6 +11,7 @@ mod peers_lock;
 mod principal_issuer;
 mod readme_flow;
 mod replay_guard;
+mod resource_templates;
 mod rounds;
 mod typed_handlers;
 mod wire;
