@@ -95,6 +95,16 @@ pub const LIST_CACHE_TTL: Duration = Duration::from_secs(60);
 /// [`Service::with_page_size`](crate::service::Service::with_page_size) sets it.
 pub const PAGE_SIZE: usize = 100;
 
+/// The longest resource URI matched against the resource templates: 4 KiB. A
+/// `resources/read` of a longer URI that no static resource has is refused
+/// (-32602) before any template is tried. [`UriTemplate::match_uri`](crate::service::UriTemplate::match_uri).
+pub const TEMPLATE_URI_MAX_BYTES: usize = 4 * 1024;
+
+/// The longest value of one resource-template variable, percent-decoded: 1 KiB
+/// (a longer one and its template does not match).
+/// [`UriTemplate::match_uri`](crate::service::UriTemplate::match_uri).
+pub const TEMPLATE_VARIABLE_MAX_BYTES: usize = 1024;
+
 // ---------------------------------------------------------------------------
 // Replay guards (`replay`)
 // ---------------------------------------------------------------------------

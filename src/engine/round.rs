@@ -229,7 +229,10 @@ impl Round {
     /// The request's arguments decoded into the handler's own type.
     ///
     /// Absent arguments decode as an empty object, so a type whose fields all have
-    /// defaults (or are `Option`s) decodes from a call without arguments.
+    /// defaults (or are `Option`s) decodes from a call without arguments. On a
+    /// `resources/read` routed through a resource template, the arguments are the
+    /// template's variables, as strings
+    /// ([`Service::resource_template`](crate::Service::resource_template)).
     ///
     /// # Errors
     /// When the arguments do not fit `T`: on `tools/call` a tool error (`isError`)

@@ -29,6 +29,8 @@ pub(super) struct Server<'a> {
     pub(super) completions: bool,
     /// What cuts the lists into pages.
     pub(super) pager: super::page::Pager<'a>,
+    /// The resource templates (`resources/templates/list`).
+    pub(super) templates: &'a super::template::Templates,
 }
 
 /// The answer to `method`, which is not a carrier: -32601 for a method this
@@ -71,7 +73,7 @@ pub(super) fn answer(server: &Server<'_>, method: &str, params: Option<&Value>) 
             if registries.has_prompts() {
                 caps.insert("prompts".into(), json!({}));
             }
-            if registries.has_resources() {
+            if registries.has_resources() || !server.templates.is_empty() {
                 caps.insert("resources".into(), json!({}));
             }
             if server.completions {
@@ -110,7 +112,7 @@ pub(super) fn answer(server: &Server<'_>, method: &str, params: Option<&Value>) 
             }
         }
         _ => {
-            let templates = std::iter::empty::<(&str, &Value)>();
+            let templates = server.templates.entries();
             if let Err(e) = pager.fill(&mut result, method, "resourceTemplates", templates, cursor)
             {
                 return Outcome::Protocol(e);

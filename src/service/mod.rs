@@ -17,6 +17,8 @@
 //!   pages whose cursors a client cannot forge ([`Service::with_page_size`]);
 //! - completion: `completion/complete`, answered by the sources registered
 //!   with [`Service::prompt_completion`] and [`Service::resource_template_completion`];
+//! - resource templates ([`ResourceTemplateDefinition`], [`UriTemplate`]):
+//!   `resources/read` of a URI no static resource has, routed by template;
 //! - the carrier requests run on the engine's one path.
 
 use std::future::Future;
@@ -38,6 +40,7 @@ mod completion;
 mod discover;
 mod envelope;
 mod page;
+mod template;
 
 pub use crate::record::RequestLog;
 use crate::registry::{self, Registered, Registries, Registry};
@@ -45,6 +48,7 @@ pub use crate::registry::{PromptDefinition, ResourceDefinition};
 pub use completion::{Completion, CompletionOutput, CompletionRequest};
 pub use discover::ListCaching;
 pub use envelope::{NoCheck, ParsedMessage};
+pub use template::{ResourceTemplateDefinition, TemplateError, UriTemplate};
 
 use crate::result::{PromptResult, ResourceResult, ToolResult};
 
@@ -124,6 +128,7 @@ pub struct Service {
     info: Implementation,
     instructions: Option<String>,
     registries: Registries,
+    templates: template::Templates,
     caching: ListCaching,
     handler_timeout: Duration,
     completions: completion::Completions,
@@ -142,6 +147,7 @@ impl Service {
             },
             instructions: None,
             registries: Registries::default(),
+            templates: template::Templates::default(),
             caching: ListCaching {
                 ttl_ms: u64::try_from(defaults::LIST_CACHE_TTL.as_millis()).unwrap_or(u64::MAX),
                 public: true,
@@ -554,7 +560,7 @@ impl Service {
                 .await
                 .into_json(),
             Some(CarrierMethod::ResourcesRead) => self
-                .carrier::<ResourceResult, _>(params, ctx, log, deadline)
+                .read_resource(params, ctx, log, deadline)
                 .await
                 .into_json(),
             None if request.method == completion::METHOD && !self.completions.is_empty() => {
@@ -574,6 +580,7 @@ impl Service {
                         principal: &ctx.principal,
                         page_size: self.page_size,
                     },
+                    templates: &self.templates,
                 };
                 discover::answer(&server, request.method, params)
             }
@@ -590,9 +597,23 @@ impl Service {
         log: &mut RequestLog,
         deadline: D,
     ) -> Outcome<T> {
+        let request = CarrierRequest::from_params_memo(T::METHOD, params, self.engine.metas());
+        self.run_request(request, None, ctx, log, deadline).await
+    }
+
+    /// A parsed carrier request on the engine's one path, with the handler
+    /// registered for its target, else `fallback` (a resource template's).
+    async fn run_request<T: Registered, D: Future<Output = ()>>(
+        &self,
+        request: Result<CarrierRequest, crate::wire::RequestError>,
+        fallback: Option<&crate::engine::Handler<T>>,
+        ctx: &RequestContext,
+        log: &mut RequestLog,
+        deadline: D,
+    ) -> Outcome<T> {
         let turn = Turn {
             engine: &self.engine,
-            request: CarrierRequest::from_params_memo(T::METHOD, params, self.engine.metas()),
+            request,
             principal: &ctx.principal,
             peer: ctx.peer,
             now: ctx.now,
@@ -604,6 +625,7 @@ impl Service {
             |request| {
                 registry
                     .handler_of(request.target())
+                    .or(fallback)
                     .map(|h| move |round| h(round))
             },
             deadline,

@@ -310,6 +310,13 @@ impl CarrierRequest {
         self.arguments.as_ref()
     }
 
+    /// Sets the arguments of a `resources/read` routed through a resource
+    /// template: its variables, which the server took from the URI (the client
+    /// cannot send arguments there), so they are bound as the URI is.
+    pub(crate) fn set_template_arguments(&mut self, variables: JsonObject) {
+        self.arguments = Some(variables);
+    }
+
     /// The arguments as one JSON value for binding (`None` when absent).
     pub fn arguments_value(&self) -> Option<Value> {
         self.arguments.clone().map(Value::Object)

@@ -13,6 +13,7 @@ mod peers_lock;
 mod principal_issuer;
 mod readme_flow;
 mod replay_guard;
+mod resource_templates;
 mod rounds;
 mod typed_handlers;
 mod wire;

@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 
 use mrtr::engine::{Elicited, Engine, Flow, Form, RootsAsk, Round, Sampling, UrlVisit};
 use mrtr::error::{Retry, ToolAdvice};
-use mrtr::service::{Completion, Service};
+use mrtr::service::{Completion, ResourceTemplateDefinition, Service};
 use mrtr::{PromptResult, ResourceResult, ToolResult};
 
 fn no_args() -> Value {
@@ -42,8 +42,9 @@ pub fn service(engine: Engine, deployments: Arc<AtomicU64>) -> Service {
 }
 
 /// The conformance fixtures: the tools that the MRTR (SEP-2322) server scenarios of the
-/// official MCP conformance suite call, named `test_input_required_result_*`, then the
-/// prompt and completion sources of its `completion-complete` scenario.
+/// official MCP conformance suite call, named `test_input_required_result_*`, the
+/// prompt and completion sources of its `completion-complete` scenario, and the
+/// resource template `test://template/{id}/data` its `resources-templates-read` reads.
 // structure: data table (one registration per conformance fixture, in the suite's order)
 fn conformance(s: Service) -> Service {
     s.tool(
@@ -221,6 +222,25 @@ fn conformance(s: Service) -> Service {
         let candidates = COMPLETION_CANDIDATES.map(|c| format!("{first}{c}"));
         Ok(Completion::starting_with(candidates, q.value()))
     })
+    .resource_template(
+        // The conformance suite's `resources-templates-read`: reads
+        // test://template/123/data and wants the id back in the text.
+        ResourceTemplateDefinition::new("test://template/{id}/data", "template")
+            .expect("a valid level-1 template")
+            .title("Resource Template")
+            .description("A resource template with parameter substitution")
+            .mime_type("application/json"),
+        |r| {
+            let id = r.argument("id").and_then(Value::as_str).unwrap_or_default();
+            let text =
+                json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")});
+            Ok(ResourceResult::text(
+                r.target(),
+                "application/json",
+                text.to_string(),
+            ))
+        },
+    )
 }
 
 /// The values the conformance prompt's arguments complete to.
