@@ -248,3 +248,27 @@ fn cursors_survive_a_key_rotation_while_the_old_key_opens() {
         list(&old, &ctx(T0), "tools/list", Some(&next))["nextCursor"]
     );
 }
+
+/// Resource templates are paged like every other list: each template once, in
+/// registration order, and a templates cursor refused by `resources/list`.
+#[test]
+fn resource_templates_are_paged_like_the_other_lists() {
+    use mrtr::service::ResourceTemplateDefinition;
+    let mut s = Service::new(engine(), "pages", "0").with_page_size(2);
+    for i in 0..5 {
+        let definition =
+            ResourceTemplateDefinition::new(&format!("test://t{i}/{{id}}"), format!("t{i}"))
+                .expect("a level-1 template");
+        s = s.resource_template(definition, |r| {
+            Ok(ResourceResult::text(r.target(), "text/plain", "text"))
+        });
+    }
+    let (keys, pages) = walk(&s, "resources/templates/list", "resourceTemplates", "name");
+    assert_eq!(keys, ["t0", "t1", "t2", "t3", "t4"]);
+    assert_eq!(pages, 3);
+    let ctx = ctx(T0);
+    let first = list(&s, &ctx, "resources/templates/list", None);
+    let cursor = first["nextCursor"].clone();
+    assert!(cursor.is_string(), "{first}");
+    assert_invalid_cursor(&list(&s, &ctx, "resources/list", Some(&cursor)));
+}
