@@ -40,6 +40,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use mrtr_testkit::vm_rss_kib;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -293,18 +294,6 @@ impl Sampler {
         let mut out = self.out.lock().unwrap_or_else(PoisonError::into_inner);
         out.flush()
     }
-}
-
-/// The resident set of process `pid` in KiB (`VmRSS` in `/proc/PID/status`).
-fn vm_rss_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
 }
 
 /// Runs the flows on every connection until the run ends; the time it took.
