@@ -111,20 +111,17 @@ where
     // async one's code before its first `.await` runs when its future is made.
     let outcome = match std::panic::catch_unwind(AssertUnwindSafe(move || handler(round))) {
         Ok(Run::Now(result)) => finisher.finish(result),
-        Ok(Run::Later(future)) => {
-            let ran = AssertUnwindSafe(future).catch_unwind();
-            match select(pin!(ran), pin!(deadline)).await {
-                Either::Left((Ok(result), _)) => finisher.finish(result),
-                Either::Left((Err(_panic), _)) => {
-                    finisher.abandon();
-                    panicked()
-                }
-                Either::Right(((), _)) => {
-                    finisher.abandon();
-                    Outcome::from_error(Some(method), overdue(turn.timeout))
-                }
+        Ok(Run::Later(future)) => match await_within(future, deadline).await {
+            Awaited::Done(result) => finisher.finish(result),
+            Awaited::Panicked => {
+                finisher.abandon();
+                panicked()
             }
-        }
+            Awaited::Overdue => {
+                finisher.abandon();
+                Outcome::from_error(Some(method), overdue(turn.timeout))
+            }
+        },
         Err(_panic) => {
             finisher.abandon();
             panicked()
@@ -155,6 +152,32 @@ where
         std::task::Poll::Pending => Ran::refused(Outcome::Protocol(Error::internal(
             "a synchronous round did not complete",
         ))),
+    }
+}
+
+/// How an async handler's future ended ([`await_within`]).
+pub(crate) enum Awaited<R> {
+    /// It finished with `R`.
+    Done(R),
+    /// It panicked.
+    Panicked,
+    /// The deadline came first; the future was dropped.
+    Overdue,
+}
+
+/// Awaits an async handler's `future` with panics caught, abandoned (dropped)
+/// when `deadline` is ready first: the one rule for every async handler, the
+/// carriers' here and the completion sources' in the service.
+pub(crate) async fn await_within<F, D>(future: F, deadline: D) -> Awaited<F::Output>
+where
+    F: Future,
+    D: Future<Output = ()>,
+{
+    let ran = AssertUnwindSafe(future).catch_unwind();
+    match select(pin!(ran), pin!(deadline)).await {
+        Either::Left((Ok(result), _)) => Awaited::Done(result),
+        Either::Left((Err(_panic), _)) => Awaited::Panicked,
+        Either::Right(((), _)) => Awaited::Overdue,
     }
 }
 

@@ -28,14 +28,14 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::pin::{Pin, pin};
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::FutureExt as _;
-use futures_util::future::{Either, select};
 use serde_json::{Map, Value, json};
 
+use crate::engine::turn::{Awaited, await_within};
 use crate::engine::{Later, Now, Outcome};
 use crate::error::Error;
 use crate::principal::Principal;
@@ -358,17 +358,14 @@ impl Completions {
         };
         let answered = match std::panic::catch_unwind(AssertUnwindSafe(|| source(request))) {
             Ok(SourceRun::Now(r)) => r,
-            Ok(SourceRun::Later(future)) => {
-                let ran = AssertUnwindSafe(future).catch_unwind();
-                match select(pin!(ran), pin!(deadline)).await {
-                    Either::Left((Ok(r), _)) => r,
-                    Either::Left((Err(_panic), _)) => Err(panicked()),
-                    Either::Right(((), _)) => Err(Error::internal(format!(
-                        "completion source still running after {} ms: abandoned",
-                        timeout.as_millis()
-                    ))),
-                }
-            }
+            Ok(SourceRun::Later(future)) => match await_within(future, deadline).await {
+                Awaited::Done(r) => r,
+                Awaited::Panicked => Err(panicked()),
+                Awaited::Overdue => Err(Error::internal(format!(
+                    "completion source still running after {} ms: abandoned",
+                    timeout.as_millis()
+                ))),
+            },
             Err(_panic) => Err(panicked()),
         };
         match answered {
@@ -477,6 +474,7 @@ fn bounded_str<'a>(v: Option<&'a Value>, max: usize, field: &str) -> Result<&'a 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::pin::pin;
 
     const META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
 
