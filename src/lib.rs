@@ -99,6 +99,7 @@
 //! operator's chapters (key rotation, operations) belong to the `mrtr` binary
 //! (`mrtr-cli`), not to this API.
 #![forbid(unsafe_code)]
+#![warn(unreachable_pub)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod answers;
@@ -150,11 +151,11 @@ pub mod __private {
     pub use crate::engine::handler::private::Run;
     /// The one carrier path (`mrtr::engine`'s turn), for the adapters.
     pub mod turn {
-        pub use crate::engine::turn::*;
+        pub use crate::engine::turn::{Ran, Turn, run};
     }
     /// The stdio transports' bounded line splitter.
     pub mod lines {
-        pub use crate::lines::*;
+        pub use crate::lines::{Line, LineSplitter};
     }
     pub use crate::error::DiagContext;
     pub use crate::memo::AskMemo;
@@ -163,7 +164,7 @@ pub mod __private {
     pub use crate::principal::source::is_principal_name;
     /// The one place a request is recorded.
     pub mod record {
-        pub use crate::record::*;
+        pub use crate::record::{report, target};
     }
     pub use crate::record::Named;
     pub use crate::registry::{Registered, Registries, Registry};

@@ -53,10 +53,10 @@ const ID_MAX: usize = 128;
 
 /// The longest target (tool or prompt name, resource URI) a log line or metric
 /// label carries, in characters.
-pub const TARGET_MAX: usize = 128;
+pub(crate) const TARGET_MAX: usize = 128;
 
 /// The longest method a log line carries, in characters.
-pub const METHOD_MAX: usize = 64;
+pub(crate) const METHOD_MAX: usize = 64;
 
 /// `target` as a log names it: at most [`TARGET_MAX`] characters.
 pub fn target(target: &str) -> &str {
@@ -64,7 +64,7 @@ pub fn target(target: &str) -> &str {
 }
 
 /// The request id as the log shows it: a long string id is shortened.
-pub fn log_id(id: &RequestId) -> RequestId {
+pub(crate) fn log_id(id: &RequestId) -> RequestId {
     match id {
         RequestId::String(s) => RequestId::String(crate::wire::truncate(s, ID_MAX).to_owned()),
         other => other.clone(),
@@ -97,7 +97,7 @@ pub fn report<T>(
 
 /// [`report`], and the outcome's fields of the access-log line `log`: its
 /// label, and a refusal's private reason and detail.
-pub fn conclude<T>(
+pub(crate) fn conclude<T>(
     outcome: Option<&Outcome<T>>,
     id: Option<&RequestId>,
     correlation_id: &str,

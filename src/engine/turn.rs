@@ -135,7 +135,7 @@ where
 
 /// [`run`] for a handler that returns at once: the same path, here and now (the
 /// future of a synchronous handler's round is ready on its first poll).
-pub fn run_now<T, H>(turn: Turn<'_>, handler: H) -> Ran<T>
+pub(crate) fn run_now<T, H>(turn: Turn<'_>, handler: H) -> Ran<T>
 where
     T: CarrierResult,
     H: FnOnce(Round) -> Result<T, Flow>,
