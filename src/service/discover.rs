@@ -1,6 +1,10 @@
-//! The methods that are not carriers: `server/discover`, `ping`, and the lists
+//! The methods that are not carriers: `server/discover` and the lists
 //! (`tools/list`, `prompts/list`, `resources/list`, `resources/templates/list`),
 //! with their caching hints; the lists come in pages (`super::page`).
+//!
+//! The methods 2026-07-28 removed (`initialize`, `ping`, `logging/setLevel`,
+//! `resources/subscribe`, `resources/unsubscribe`) are unknown here like any
+//! other: -32601, which Streamable HTTP carries with 404 (SEP-2575).
 
 use serde_json::{Map, Value, json};
 
@@ -39,7 +43,6 @@ pub(super) fn answer(server: &Server<'_>, method: &str, params: Option<&Value>) 
     let known = matches!(
         method,
         "server/discover"
-            | "ping"
             | "tools/list"
             | "prompts/list"
             | "resources/list"
@@ -92,7 +95,6 @@ pub(super) fn answer(server: &Server<'_>, method: &str, params: Option<&Value>) 
                 json!({"io.modelcontextprotocol/serverInfo": serde_json::to_value(server.info).unwrap_or(Value::Null)}),
             );
         }
-        "ping" => {}
         "tools/list" => {
             let tools = registries.of::<crate::ToolResult>().entries();
             if let Err(e) = pager.fill(&mut result, method, "tools", tools, cursor) {
@@ -119,15 +121,13 @@ pub(super) fn answer(server: &Server<'_>, method: &str, params: Option<&Value>) 
             }
         }
     }
-    if method != "ping" {
-        result.insert("ttlMs".into(), server.caching.ttl_ms.into());
-        let scope = if server.caching.public {
-            "public"
-        } else {
-            "private"
-        };
-        result.insert("cacheScope".into(), scope.into());
-    }
+    result.insert("ttlMs".into(), server.caching.ttl_ms.into());
+    let scope = if server.caching.public {
+        "public"
+    } else {
+        "private"
+    };
+    result.insert("cacheScope".into(), scope.into());
     result.insert("resultType".into(), "complete".into());
     Outcome::Complete(Value::Object(result))
 }

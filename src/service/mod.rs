@@ -13,7 +13,7 @@
 //! - the tools, prompts and resources it serves ([`PromptDefinition`],
 //!   [`ResourceDefinition`]) and their handlers, kept in the crate's registry
 //!   (which the `rmcp` adapter reads too, without the router);
-//! - discover: `server/discover`, `ping` and the lists ([`ListCaching`]), in
+//! - discover: `server/discover` and the lists ([`ListCaching`]), in
 //!   pages whose cursors a client cannot forge ([`Service::with_page_size`]);
 //! - completion: `completion/complete`, answered by the sources registered
 //!   with [`Service::prompt_completion`] and [`Service::resource_template_completion`];

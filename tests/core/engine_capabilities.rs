@@ -310,7 +310,6 @@ fn a_non_carrier_method_cannot_ask() {
         "resources/list",
         "resources/templates/list",
         "server/discover",
-        "ping",
     ] {
         assert_eq!(CarrierMethod::from_method(method), None, "{method}");
         for params in [json!({"_meta": meta(&all_caps())}), {
@@ -336,6 +335,30 @@ fn a_non_carrier_method_cannot_ask() {
         p["_meta"] = meta(&all_caps());
         let v = call(&s, &rpc(2, method, p), T0);
         assert_eq!(v["result"]["resultType"], "input_required", "{method}: {v}");
+    }
+}
+
+#[test]
+fn the_methods_2026_07_28_removed_are_not_found_with_404() {
+    // SEP-2575: initialize, ping, logging/setLevel and resources/(un)subscribe are
+    // gone from the revision; a request for one is any unknown method's -32601,
+    // which Streamable HTTP carries with 404.
+    let s = asking_service();
+    for method in [
+        "initialize",
+        "ping",
+        "logging/setLevel",
+        "resources/subscribe",
+        "resources/unsubscribe",
+    ] {
+        let reply = s.handle_sync(
+            &rpc(7, method, json!({"_meta": meta(&all_caps())})),
+            &ctx(T0),
+        );
+        let v: Value = serde_json::from_str(reply.body.as_deref().unwrap()).unwrap();
+        assert_eq!(v["error"]["code"], -32601, "{method}: {v}");
+        assert_eq!(v["id"], 7, "{method}: {v}");
+        assert_eq!(mrtr::streamable_http::reply_status(&reply), 404, "{method}");
     }
 }
 

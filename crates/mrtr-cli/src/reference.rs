@@ -2,8 +2,9 @@
 //! like any user's handlers.
 //!
 //! Two groups: the fixtures the official conformance suite calls (names
-//! `test_input_required_result_*`, and `test_prompt_with_arguments` with its
-//! completion sources; behaviour exactly as its scenarios need), and
+//! `test_input_required_result_*`, `test_prompt_with_arguments` with its
+//! completion sources, and one fixture per content kind in [`content`];
+//! behaviour exactly as its scenarios need), and
 //! demo tools that show what mrtr is for, each saying in its description what it
 //! demonstrates.
 //!
@@ -25,6 +26,8 @@ use mrtr::error::{Retry, ToolAdvice};
 use mrtr::service::{Completion, ResourceTemplateDefinition, Service};
 use mrtr::{PromptResult, ResourceResult, ToolResult};
 
+mod content;
+
 fn no_args() -> Value {
     json!({"type": "object", "properties": {}})
 }
@@ -38,7 +41,7 @@ pub fn service(engine: Engine, deployments: Arc<AtomicU64>) -> Service {
         "Reference MCP server of the mrtr crate: tools that ask the user, the client's model or the client's roots \
          for input through Multi Round-Trip Requests.",
     );
-    demos(conformance(s), deployments)
+    demos(content::fixtures(conformance(s)), deployments)
 }
 
 /// The conformance fixtures: the tools that the MRTR (SEP-2322) server scenarios of the

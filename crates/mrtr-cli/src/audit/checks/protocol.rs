@@ -430,8 +430,8 @@ struct Unreadable {
 /// text, and an HTTP 4xx, never a 200.
 async fn transport_refusals(ctx: &mut Context<'_>, f: &mut Findings) -> Result<(), Spent> {
     let rid = ctx.target.id();
-    let ping = list(rid, "ping");
-    let text = serde_json::to_string(&ping).unwrap_or_default();
+    let probe = list(rid, "server/discover");
+    let text = serde_json::to_string(&probe).unwrap_or_default();
     let cases = [
         Unreadable {
             sent: "a body that is not JSON (a request cut short)",
@@ -441,14 +441,14 @@ async fn transport_refusals(ctx: &mut Context<'_>, f: &mut Findings) -> Result<(
             what: "a body that is not JSON",
         },
         Unreadable {
-            sent: "a batch (a JSON array holding one ping)",
+            sent: "a batch (a JSON array holding one server/discover)",
             bytes: format!("[{text}]").into_bytes(),
             content_type: JSON,
             code: Some(-32600),
             what: "a batch",
         },
         Unreadable {
-            sent: "a ping declared Content-Type: text/plain",
+            sent: "a server/discover declared Content-Type: text/plain",
             bytes: text.clone().into_bytes(),
             content_type: "text/plain",
             code: None,
@@ -463,7 +463,7 @@ async fn transport_refusals(ctx: &mut Context<'_>, f: &mut Findings) -> Result<(
         what,
     } in cases
     {
-        let Some(ex) = ctx.target.send_raw(&ping, bytes, content_type).await? else {
+        let Some(ex) = ctx.target.send_raw(&probe, bytes, content_type).await? else {
             return Ok(());
         };
         let status = ex.status.unwrap_or(0);
@@ -510,14 +510,14 @@ async fn transport_refusals(ctx: &mut Context<'_>, f: &mut Findings) -> Result<(
 /// HTTP 403.
 async fn foreign_origin(ctx: &mut Context<'_>, f: &mut Findings) -> Result<(), Spent> {
     let rid = ctx.target.id();
-    let ping = list(rid, "ping");
-    let mut headers = derived(&ping);
+    let probe = list(rid, "server/discover");
+    let mut headers = derived(&probe);
     headers.push(("origin", "https://mrtr-audit.invalid".into()));
     let ex = ctx
         .target
-        .send_to(None, Who::Main, &ping, McpHeaders::Given(headers))
+        .send_to(None, Who::Main, &probe, McpHeaders::Given(headers))
         .await?;
-    let sent = "a ping with Origin: https://mrtr-audit.invalid";
+    let sent = "a server/discover with Origin: https://mrtr-audit.invalid";
     match ex.status {
         Some(403) => {}
         Some(s) if (400..500).contains(&s) => f.add(

@@ -20,7 +20,7 @@
 //!   argument and its question (key `confirm`), so that a state bound to everything
 //!   but the method can be caught opening on `prompts/get`.
 //! - `tools/list`, `prompts/list`, `resources/list`, `resources/templates/list`,
-//!   `server/discover`, `ping`; `resources/read` knows no resource.
+//!   `server/discover`; `resources/read` knows no resource.
 //!
 //! The state is sealed with `mrtr::seal` (XAES-256-GCM, base64url) and bound to
 //! the method, the name, the canonical arguments, the principal and an audience;
@@ -731,9 +731,8 @@ impl App {
     // -- the methods --------------------------------------------------------
 
     fn dispatch(&self, headers: &HeaderMap, id: &Value, method: &str, params: &Value) -> Reply {
-        const KNOWN: [&str; 9] = [
+        const KNOWN: [&str; 8] = [
             "server/discover",
-            "ping",
             "tools/list",
             "tools/call",
             "prompts/list",
@@ -801,7 +800,6 @@ impl App {
                 "capabilities": {"tools": {}, "prompts": {}, "resources": {}},
                 "_meta": {"io.modelcontextprotocol/serverInfo": {"name": self.server_name, "version": "1.0.0"}}
             }),
-            "ping" => json!({"resultType": "complete"}),
             // Asks first, and lists once it has an answer (the audit answers,
             // to learn the tools, and reports the fault).
             "tools/list" | "resources/list" | "resources/templates/list"

@@ -606,9 +606,9 @@ impl<'a> Probe<'a> {
             )?;
         }
         // What the transport must refuse, as JSON-RPC errors with a 4xx.
-        let ping = list("ping");
-        let text = ping.to_string();
-        let owned = headers_for(&ping);
+        let probe = list("server/discover");
+        let text = probe.to_string();
+        let owned = headers_for(&probe);
         for (what, bytes, content_type, status, code) in [
             (
                 "not JSON",

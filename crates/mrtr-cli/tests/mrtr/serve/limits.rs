@@ -1,6 +1,6 @@
 //! The HTTP server on the open internet: a slow head is cut off, an idle
 //! kept-alive connection is closed, a flood of connections stays under the cap
-//! (and under the file-descriptor limit) while a fresh `ping` is still answered,
+//! (and under the file-descriptor limit) while a fresh `server/discover` probe is still answered,
 //! a burst of large bodies stays within the body budget, and a large body's
 //! parse does not hold up other requests. Every check is on loopback, bounded,
 //! and asserts outcomes (closed, answered, refused, a resident-set bound).
@@ -20,16 +20,16 @@ use server_support::{
     vm_rss_kib,
 };
 
-fn ping(id: u64) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": "ping", "params": {"_meta": {
+fn probe(id: u64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "server/discover", "params": {"_meta": {
         "io.modelcontextprotocol/protocolVersion": PROTOCOL,
         "io.modelcontextprotocol/clientCapabilities": {}}}})
 }
 
-/// A `ping` padded to about `size` bytes with an array of short strings: parsed,
+/// A `server/discover` probe padded to about `size` bytes with an array of short strings: parsed,
 /// it takes about ten times its size (a `Value` per eleven bytes).
-fn padded_ping(id: u64, size: usize) -> Vec<u8> {
-    let mut v = ping(id);
+fn padded_probe(id: u64, size: usize) -> Vec<u8> {
+    let mut v = probe(id);
     let n = size / 11;
     v["params"]["pad"] = json!(vec!["abcdefgh"; n]);
     v.to_string().into_bytes()
@@ -58,7 +58,7 @@ fn a_head_trickled_past_the_header_timeout_is_cut_off() {
         "a trickled head was still being accepted after 10 s"
     );
     // The server itself is fine.
-    assert_eq!(s.rpc(&ping(1)).status, 200);
+    assert_eq!(s.rpc(&probe(1)).status, 200);
 }
 
 #[test]
@@ -72,11 +72,11 @@ fn a_new_connection_that_sends_nothing_is_closed_after_the_header_timeout() {
 fn an_idle_kept_alive_connection_is_closed_after_the_idle_timeout() {
     let s = Server::start(&["--header-timeout", "1", "--idle-timeout", "4"]);
     let mut c = KeepAlive::connect(s.addr);
-    assert_eq!(c.rpc(&ping(1)).status, 200);
+    assert_eq!(c.rpc(&probe(1)).status, 200);
     // Idle for longer than the header timeout, well within the idle timeout: the
     // connection is still there (the two timeouts are told apart).
     std::thread::sleep(Duration::from_millis(1500));
-    assert_eq!(c.rpc(&ping(2)).status, 200);
+    assert_eq!(c.rpc(&probe(2)).status, 200);
     // Idle past the idle timeout: the server closes it.
     assert!(
         c.closed_by_server_within(Duration::from_secs(10)),
@@ -85,7 +85,7 @@ fn an_idle_kept_alive_connection_is_closed_after_the_idle_timeout() {
 }
 
 #[test]
-fn a_connection_flood_stays_under_the_cap_and_a_fresh_ping_is_answered() {
+fn a_connection_flood_stays_under_the_cap_and_a_fresh_probe_is_answered() {
     const CAP: usize = 64;
     let cap = CAP.to_string();
     // Long timeouts: what frees a slot here is eviction, not a timer.
@@ -120,10 +120,10 @@ fn a_connection_flood_stays_under_the_cap_and_a_fresh_ping_is_answered() {
             c
         })
         .collect();
-    // A fresh connection's ping is answered while the flood holds on (the helper
+    // A fresh connection's probe is answered while the flood holds on (the helper
     // gives up after 10 s; the flood's header timeout is 60 s).
     for id in 0..3 {
-        let r = s.rpc(&ping(10 + id));
+        let r = s.rpc(&probe(10 + id));
         assert_eq!(r.status, 200, "{}", r.text());
     }
     stop.store(true, Ordering::SeqCst);
@@ -148,7 +148,7 @@ fn a_connection_flood_stays_under_the_cap_and_a_fresh_ping_is_answered() {
 }
 
 #[test]
-fn a_burst_of_large_bodies_stays_within_the_budget_and_pings_are_answered() {
+fn a_burst_of_large_bodies_stays_within_the_budget_and_probes_are_answered() {
     // 200 concurrent bodies of 200 KiB, a budget of 1 MiB: at most five are
     // buffered (and parsed) at once. All 200 come from one address, more than
     // one peer's default share of the connections (128): the share is raised
@@ -161,11 +161,11 @@ fn a_burst_of_large_bodies_stays_within_the_budget_and_pings_are_answered() {
     ]);
     let pid = s.child.id();
     for id in 0..3 {
-        assert_eq!(s.rpc(&ping(id)).status, 200);
+        assert_eq!(s.rpc(&probe(id)).status, 200);
     }
     let baseline = vm_rss_kib(pid).expect("/proc/PID/status");
-    let body = Arc::new(padded_ping(1000, 200 * 1024));
-    let headers = headers_for(&ping(0));
+    let body = Arc::new(padded_probe(1000, 200 * 1024));
+    let headers = headers_for(&probe(0));
     let done = Arc::new(AtomicBool::new(false));
     let peak_rss = Arc::new(AtomicU64::new(baseline));
     let sampler = {
@@ -194,21 +194,21 @@ fn a_burst_of_large_bodies_stays_within_the_budget_and_pings_are_answered() {
         })
         .collect();
     // Pings on fresh connections while the burst is on. What is asserted is an
-    // order, not a duration: pings are answered while large bodies are still
-    // waiting for their turn (a ping is under the budget's free allowance, so it
+    // order, not a duration: probes are answered while large bodies are still
+    // waiting for their turn (a probe is under the budget's free allowance, so it
     // never queues behind them). The latencies are printed, not asserted: this
     // machine is shared and a debug build under a 200-thread burst is noisy.
     let mut slowest = Duration::ZERO;
-    let mut pings = 0;
+    let mut probes = 0;
     let mut answered_during_burst = 0;
-    while statuses.lock().unwrap().len() < 200 && pings < 200 {
+    while statuses.lock().unwrap().len() < 200 && probes < 200 {
         let started = Instant::now();
-        assert_eq!(s.rpc(&ping(2000 + pings)).status, 200);
+        assert_eq!(s.rpc(&probe(2000 + probes)).status, 200);
         slowest = slowest.max(started.elapsed());
         if statuses.lock().unwrap().len() < 200 {
             answered_during_burst += 1;
         }
-        pings += 1;
+        probes += 1;
         std::thread::sleep(Duration::from_millis(20));
     }
     for t in senders {
@@ -224,12 +224,12 @@ fn a_burst_of_large_bodies_stays_within_the_budget_and_pings_are_answered() {
     );
     assert!(
         answered_during_burst >= 1,
-        "no ping was answered before the last large body ({pings} sent)"
+        "no probe was answered before the last large body ({probes} sent)"
     );
     let peak_mib = (peak_rss.load(Ordering::SeqCst) - baseline) / 1024;
     let after_mib = vm_rss_kib(pid).unwrap().saturating_sub(baseline) / 1024;
     eprintln!(
-        "burst: baseline {} MiB, peak +{peak_mib} MiB, after +{after_mib} MiB, slowest ping {slowest:?} of {pings} ({answered_during_burst} answered during the burst)",
+        "burst: baseline {} MiB, peak +{peak_mib} MiB, after +{after_mib} MiB, slowest probe {slowest:?} of {probes} ({answered_during_burst} answered during the burst)",
         baseline / 1024
     );
     // Within the budget this is about 15 MiB; without one (all 200 bodies
@@ -266,7 +266,7 @@ fn in_process(app: axum::Router) -> (tokio::runtime::Runtime, SocketAddr) {
 }
 
 #[test]
-fn a_large_body_is_parsed_off_the_runtime_so_a_ping_overtakes_it() {
+fn a_large_body_is_parsed_off_the_runtime_so_a_probe_overtakes_it() {
     use mrtr_server::http::{Anonymous, HttpOptions, mcp_router};
     // One runtime thread: if the large body were parsed on it, nothing else
     // could run until the parse ended.
@@ -281,7 +281,7 @@ fn a_large_body_is_parsed_off_the_runtime_so_a_ping_overtakes_it() {
     let (runtime, addr) = in_process(mcp_router(service, options, Anonymous));
     // 32 MiB of JSON escapes: slow to decode (about 50 ms optimized, several
     // hundred in a debug build), small once decoded.
-    let mut big = ping(1);
+    let mut big = probe(1);
     big["params"]["pad"] = json!("PAD");
     let big = big
         .to_string()
@@ -289,7 +289,7 @@ fn a_large_body_is_parsed_off_the_runtime_so_a_ping_overtakes_it() {
         .into_bytes();
     let head = format!(
         "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\n\
-         MCP-Protocol-Version: {PROTOCOL}\r\nMcp-Method: ping\r\nContent-Length: {}\r\n\r\n",
+         MCP-Protocol-Version: {PROTOCOL}\r\nMcp-Method: server/discover\r\nContent-Length: {}\r\n\r\n",
         big.len()
     );
     let order = Arc::new(Mutex::new(Vec::new()));
@@ -320,29 +320,29 @@ fn a_large_body_is_parsed_off_the_runtime_so_a_ping_overtakes_it() {
     while !sent.load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_micros(100));
     }
-    // Give the parse a moment to start. Off the runtime's only worker, a ping
-    // then finishes first; on it, the ping could not even be accepted until the
+    // Give the parse a moment to start. Off the runtime's only worker, a probe
+    // then finishes first; on it, the probe could not even be accepted until the
     // parse ended.
     std::thread::sleep(Duration::from_millis(20));
     let r = request(
         addr,
         "POST",
         "/mcp",
-        &ping_headers(),
-        ping(2).to_string().as_bytes(),
+        &probe_headers(),
+        probe(2).to_string().as_bytes(),
     );
     assert_eq!(r.status, 200, "{}", r.text());
-    order.lock().unwrap().push("ping");
+    order.lock().unwrap().push("probe");
     large.join().unwrap();
-    assert_eq!(*order.lock().unwrap(), ["ping", "large"]);
+    assert_eq!(*order.lock().unwrap(), ["probe", "large"]);
     drop(runtime);
 }
 
-fn ping_headers() -> Vec<(&'static str, &'static str)> {
+fn probe_headers() -> Vec<(&'static str, &'static str)> {
     vec![
         ("Content-Type", "application/json"),
         ("MCP-Protocol-Version", PROTOCOL),
-        ("Mcp-Method", "ping"),
+        ("Mcp-Method", "server/discover"),
     ]
 }
 
@@ -428,11 +428,11 @@ fn limit_flags_out_of_range_exit_2() {
     }
 }
 
-/// The head of a `POST /mcp` that declares a 100-byte body (a `ping`'s size).
+/// The head of a `POST /mcp` that declares a 100-byte body (a `probe`'s size).
 fn head_declaring_100_bytes(addr: SocketAddr) -> String {
     format!(
         "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-         MCP-Protocol-Version: {PROTOCOL}\r\nMcp-Method: ping\r\nContent-Length: 100\r\n\r\n"
+         MCP-Protocol-Version: {PROTOCOL}\r\nMcp-Method: server/discover\r\nContent-Length: 100\r\n\r\n"
     )
 }
 
@@ -477,18 +477,18 @@ async fn slow_body_attacker(
     }
 }
 
-/// A `ping` on a fresh connection from `from` (another loopback address than the
+/// A `probe` on a fresh connection from `from` (another loopback address than the
 /// attackers'): its status, or 0 if no response came within 20 s.
-async fn ping_from(from: std::net::IpAddr, addr: SocketAddr, id: u64) -> u16 {
+async fn probe_from(from: std::net::IpAddr, addr: SocketAddr, id: u64) -> u16 {
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
     let attempt = async {
         let socket = tokio::net::TcpSocket::new_v4().ok()?;
         socket.bind(SocketAddr::new(from, 0)).ok()?;
         let mut c = socket.connect(addr).await.ok()?;
-        let body = ping(id).to_string();
+        let body = probe(id).to_string();
         let req = format!(
             "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\n\
-             MCP-Protocol-Version: {PROTOCOL}\r\nMcp-Method: ping\r\nContent-Length: {}\r\n\r\n{body}",
+             MCP-Protocol-Version: {PROTOCOL}\r\nMcp-Method: server/discover\r\nContent-Length: {}\r\n\r\n{body}",
             body.len()
         );
         c.write_all(req.as_bytes()).await.ok()?;
@@ -505,12 +505,12 @@ async fn ping_from(from: std::net::IpAddr, addr: SocketAddr, id: u64) -> u16 {
 }
 
 #[test]
-fn bodies_that_stall_or_trickle_from_one_peer_leave_another_peers_pings_answered() {
+fn bodies_that_stall_or_trickle_from_one_peer_leave_another_peers_probes_answered() {
     // Default limits: 512 connections, 128 per peer, 256 in flight, a body
     // allowance of 5 s plus its size at 16 KiB/s.
     let s = Server::start(&[]);
     let (pid, addr) = (s.child.id(), s.addr);
-    assert_eq!(s.rpc(&ping(1)).status, 200);
+    assert_eq!(s.rpc(&probe(1)).status, 200);
     let baseline = vm_rss_kib(pid).expect("/proc/PID/status");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -540,7 +540,7 @@ fn bodies_that_stall_or_trickle_from_one_peer_leave_another_peers_pings_answered
     let mut peak = baseline;
     let attack = Instant::now();
     while attack.elapsed() < Duration::from_secs(12) {
-        statuses.push(runtime.block_on(ping_from(legit, addr, 100 + statuses.len() as u64)));
+        statuses.push(runtime.block_on(probe_from(legit, addr, 100 + statuses.len() as u64)));
         peak = peak.max(vm_rss_kib(pid).unwrap_or(0));
         std::thread::sleep(Duration::from_millis(300));
     }
@@ -550,13 +550,13 @@ fn bodies_that_stall_or_trickle_from_one_peer_leave_another_peers_pings_answered
     let grown_kib = peak.saturating_sub(baseline);
     eprintln!(
         "slow bodies: {opened} attacking connections opened, {cut} cut by the server; \
-         pings {statuses:?}; resident set {} MiB, peak +{grown_kib} KiB",
+         probes {statuses:?}; resident set {} MiB, peak +{grown_kib} KiB",
         baseline / 1024
     );
     assert!(opened >= 1000, "the attack did not get going: {opened}");
     assert!(
         statuses.len() >= 5 && statuses.iter().all(|&st| st == 200),
-        "pings from another peer during the attack: {statuses:?}"
+        "probes from another peer during the attack: {statuses:?}"
     );
     // The attackers were cut (stalled bodies at the body timeout, the rest at
     // accept), not left holding their connections.
@@ -571,7 +571,7 @@ fn bodies_that_stall_or_trickle_from_one_peer_leave_another_peers_pings_answered
         grown_kib < bound_kib,
         "resident set grew by {grown_kib} KiB during the attack (bound {bound_kib} KiB)"
     );
-    assert_eq!(s.rpc(&ping(2)).status, 200);
+    assert_eq!(s.rpc(&probe(2)).status, 200);
 }
 
 #[test]
@@ -581,7 +581,7 @@ fn idle_metrics_connections_cannot_take_the_mcp_listeners_descriptors() {
     let s = Server::start_with_open_files_limit(256, &["--metrics-listen", "127.0.0.1:0"]);
     let pid = s.child.id();
     let metrics = s.metrics_addr();
-    assert_eq!(s.rpc(&ping(1)).status, 200);
+    assert_eq!(s.rpc(&probe(1)).status, 200);
     // 374 idle connections to the metrics port (the kernel completes them in the
     // listen backlog, whatever the server accepts).
     let idle: Vec<TcpStream> = (0..374)
@@ -591,7 +591,7 @@ fn idle_metrics_connections_cannot_take_the_mcp_listeners_descriptors() {
     std::thread::sleep(Duration::from_millis(500));
     let fds = open_fds(pid).expect("/proc/PID/fd");
     for id in 0..3 {
-        let r = s.rpc(&ping(10 + id));
+        let r = s.rpc(&probe(10 + id));
         assert_eq!(r.status, 200, "{}", r.text());
     }
     // A scrape still gets in: the longest-idle metrics connection makes room.
