@@ -351,6 +351,24 @@ impl Error {
         )
     }
 
+    /// -32602 "Resource not found" with `data.uri`, the URI asked for (SEP-2164),
+    /// when it is at most [`TEMPLATE_URI_MAX_BYTES`](crate::defaults::TEMPLATE_URI_MAX_BYTES)
+    /// long: the client's own target, never grown past what a resource URI may be.
+    /// The log gets neither.
+    pub(crate) fn resource_not_found(uri: &str) -> Self {
+        let mut e = Self::new(
+            ErrorKind::InvalidParams,
+            code::INVALID_PARAMS,
+            "Resource not found",
+            "params",
+            "params rejected: no resource or template serves the URI",
+        );
+        if uri.len() <= crate::defaults::TEMPLATE_URI_MAX_BYTES {
+            e.inner.data = Some(json!({ "uri": uri }));
+        }
+        e
+    }
+
     /// -32021 with `data.requiredCapabilities`; `names` reads them for a person.
     /// Built by the capability gate ([`crate::capability::missing_error`]).
     pub(crate) fn missing_capabilities(names: &str, required: &ClientCapabilities) -> Self {

@@ -96,7 +96,7 @@ where
         ))));
     }
     let Some(handler) = handler_for(&request) else {
-        return Ran::refused(Outcome::Protocol(unknown_target(method)));
+        return Ran::refused(Outcome::Protocol(unknown_target(&request)));
     };
     let (round, finisher) =
         match turn
@@ -181,13 +181,14 @@ where
     }
 }
 
-/// The refusal of a request whose target has no handler.
-fn unknown_target(method: CarrierMethod) -> Error {
-    Error::invalid_params(match method {
-        CarrierMethod::ToolsCall => "Unknown tool",
-        CarrierMethod::PromptsGet => "Unknown prompt",
-        CarrierMethod::ResourcesRead => "Resource not found",
-    })
+/// The refusal of a request whose target has no handler: -32602, and for a
+/// resource the URI in `data` (SEP-2164).
+fn unknown_target(request: &CarrierRequest) -> Error {
+    match request.method() {
+        CarrierMethod::ToolsCall => Error::invalid_params("Unknown tool"),
+        CarrierMethod::PromptsGet => Error::invalid_params("Unknown prompt"),
+        CarrierMethod::ResourcesRead => Error::resource_not_found(request.target()),
+    }
 }
 
 fn panicked<T>() -> Outcome<T> {

@@ -181,6 +181,8 @@ fn a_uri_nothing_matches_keeps_the_not_found_error() {
         let v = read(&s, uri);
         assert_eq!(v["error"]["code"], -32602, "{uri}: {v}");
         assert_eq!(v["error"]["message"], "Resource not found", "{uri}: {v}");
+        // SEP-2164: the URI asked for, in `data`.
+        assert_eq!(v["error"]["data"], json!({"uri": uri}), "{uri}: {v}");
     }
     // An over-long URI is refused before any template is tried, with its own reason.
     let long = format!(
