@@ -91,6 +91,10 @@ struct ServeArgs {
     /// Maximum rounds of one flow.
     #[arg(long, value_name = "N", default_value_t = defaults::MAX_ROUNDS)]
     max_rounds: u32,
+    /// The most items one page of a list (tools, prompts, resources, resource
+    /// templates) holds; a longer list comes in pages with a `nextCursor`.
+    #[arg(long, value_name = "N", default_value_t = mrtr::defaults::PAGE_SIZE)]
+    page_size: usize,
     /// Maximum request size (HTTP body or stdio line), in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = defaults::MAX_BODY)]
     max_body: usize,
@@ -266,6 +270,7 @@ impl ServeArgs {
         cfg.clock_skew_secs = self.clock_skew;
         cfg.audience = self.audience;
         cfg.max_rounds = self.max_rounds;
+        cfg.page_size = self.page_size;
         cfg.max_body = self.max_body;
         cfg.allowed_origins = self.allow_origin;
         cfg.allowed_hosts = self.allow_host;

@@ -31,7 +31,8 @@ pub use mrtr_server::keys::{KEYS_ENV, KeySource, keyring_from_env};
 ///
 /// Builds the request service from the settings: the ONE place where the engine
 /// (keys, seal configuration, limits, replay guard) is assembled; `make` puts the
-/// application's tools, prompts and resources on it.
+/// application's tools, prompts and resources on it, and the lists are paged at
+/// `cfg.page_size`.
 ///
 /// ```
 /// use mrtr_cli::serve::{ServeConfig, build_service};
@@ -65,7 +66,7 @@ where
         // A side effect behind `Round::once` must not repeat when a client replays
         // the final round.
         .with_replay_guard(replay_store::guard(&cfg.replay(), Timestamp::now())?);
-    Ok(make(engine))
+    Ok(make(engine).with_page_size(cfg.page_size))
 }
 
 #[cfg(test)]

@@ -200,6 +200,9 @@ pub struct ServeConfig {
     pub audience: String,
     /// Maximum rounds of one flow.
     pub max_rounds: u32,
+    /// The most items one page of `tools/list`, `prompts/list`, `resources/list`
+    /// or `resources/templates/list` holds (`Service::with_page_size`).
+    pub page_size: usize,
     /// Maximum size of one request (HTTP body or stdio line), in bytes.
     pub max_body: usize,
     /// Extra allowed `Origin` values, normalized (lower case, no trailing slash).
@@ -255,6 +258,7 @@ impl Default for ServeConfig {
             clock_skew_secs: defaults::CLOCK_SKEW.as_secs(),
             audience: defaults::AUDIENCE.to_owned(),
             max_rounds: defaults::MAX_ROUNDS,
+            page_size: mrtr::defaults::PAGE_SIZE,
             max_body: defaults::MAX_BODY,
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
@@ -325,6 +329,9 @@ impl ServeConfig {
         }
         if self.max_rounds == 0 {
             return Err(ServerConfigError("--max-rounds must be at least 1".into()));
+        }
+        if self.page_size == 0 {
+            return Err(ServerConfigError("--page-size must be at least 1".into()));
         }
         if self.max_body < 1024 {
             return Err(ServerConfigError(

@@ -41,6 +41,19 @@ fn the_body_budget_must_hold_the_largest_body() {
 }
 
 #[test]
+fn a_page_holds_at_least_one_item() {
+    let mut cfg = ServeConfig {
+        principal: PrincipalConfig::Anonymous,
+        ..ServeConfig::default()
+    };
+    cfg.page_size = 0;
+    let e = cfg.clone().validate().unwrap_err();
+    assert!(e.to_string().contains("--page-size"), "{e}");
+    cfg.page_size = 1;
+    assert!(cfg.validate().is_ok());
+}
+
+#[test]
 fn accepted_typs_are_media_types() {
     let settings = |typ: &str| OAuthSettings {
         issuer: "https://auth.example".into(),

@@ -9,3 +9,4 @@ mod keys_reload;
 mod limits;
 mod metrics;
 mod principal;
+mod revision;
