@@ -12,6 +12,8 @@
 //! | engine | [`MAX_ROUNDS`], [`MAX_ASKS_PER_ROUND`] | 16, 16 |
 //! | service | [`HANDLER_TIMEOUT`], [`LIST_CACHE_TTL`] | 30 s, 60 s |
 //! | | [`PAGE_SIZE`] | 100 items |
+//! | subscriptions | [`SUBSCRIPTIONS_MAX`], [`SUBSCRIPTIONS_PER_PRINCIPAL_MAX`] | 1 024, 8 |
+//! | | [`SUBSCRIPTION_URIS_MAX`], [`SUBSCRIPTION_QUEUE_MAX`] | 100 URIs, 64 notifications |
 //! | replay guard | [`REPLAY_MAX_CLAIMS`], [`REPLAY_MAX_CLAIMS_PER_PRINCIPAL`] (in memory) | 1 000 000, 10 000 |
 //! | client | [`CLIENT_MAX_ROUNDS`] (= [`MAX_ROUNDS`] + 1), [`CLIENT_TOTAL_TIMEOUT`] | 17, 5 min |
 //! | | [`CLIENT_REQUEST_TIMEOUT`] | 30 s |
@@ -104,6 +106,24 @@ pub const TEMPLATE_URI_MAX_BYTES: usize = 4 * 1024;
 /// (a longer one and its template does not match).
 /// [`UriTemplate::match_uri`](crate::service::UriTemplate::match_uri).
 pub const TEMPLATE_VARIABLE_MAX_BYTES: usize = 1024;
+
+/// The most `subscriptions/listen` streams open on one service at once: 1 024;
+/// another is refused (-32600) until one closes.
+/// [`Changes`](crate::service::Changes).
+pub const SUBSCRIPTIONS_MAX: usize = 1024;
+
+/// The most `subscriptions/listen` streams one principal holds open at once: 8
+/// (an anonymous caller is told apart by its address, as the replay guard does).
+pub const SUBSCRIPTIONS_PER_PRINCIPAL_MAX: usize = 8;
+
+/// The most URIs one subscription's `resourceSubscriptions` names: 100 (-32602
+/// beyond).
+pub const SUBSCRIPTION_URIS_MAX: usize = 100;
+
+/// The most notifications waiting on one subscription for its reader: 64 (an
+/// update of a URI already waiting is not counted again); a reader further
+/// behind has its subscription ended.
+pub const SUBSCRIPTION_QUEUE_MAX: usize = 64;
 
 // ---------------------------------------------------------------------------
 // Replay guards (`replay`)

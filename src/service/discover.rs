@@ -35,6 +35,8 @@ pub(super) struct Server<'a> {
     pub(super) pager: super::page::Pager<'a>,
     /// The resource templates (`resources/templates/list`).
     pub(super) templates: &'a super::template::Templates,
+    /// Whether resource updates can be subscribed to (`Service::with_changes`).
+    pub(super) subscribe: bool,
 }
 
 /// The answer to `method`, which is not a carrier: -32601 for a method this
@@ -77,7 +79,12 @@ pub(super) fn answer(server: &Server<'_>, method: &str, params: Option<&Value>) 
                 caps.insert("prompts".into(), json!({}));
             }
             if registries.has_resources() || !server.templates.is_empty() {
-                caps.insert("resources".into(), json!({}));
+                let resources = if server.subscribe {
+                    json!({"subscribe": true})
+                } else {
+                    json!({})
+                };
+                caps.insert("resources".into(), resources);
             }
             if server.completions {
                 caps.insert("completions".into(), json!({}));

@@ -89,6 +89,13 @@ impl ParsedMessage {
 }
 
 impl<C> ParsedMessage<C> {
+    /// Whether this message is a `subscriptions/listen` request, which a
+    /// transport opens a stream for with
+    /// [`Service::listen`](super::Service::listen) rather than handling it.
+    pub fn is_listen(&self) -> bool {
+        matches!(self.request(), Some((super::subscription::LISTEN, _)))
+    }
+
     /// The method and params of the request this message is, read as the
     /// envelope reads them when the message is handled; `None` when it is no
     /// request (not JSON, ambiguous, a batch, a notification, or a wrong

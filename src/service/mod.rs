@@ -40,6 +40,7 @@ mod completion;
 mod discover;
 mod envelope;
 mod page;
+mod subscription;
 mod template;
 
 pub use crate::record::RequestLog;
@@ -48,6 +49,7 @@ pub use crate::registry::{PromptDefinition, ResourceDefinition};
 pub use completion::{Completion, CompletionOutput, CompletionRequest};
 pub use discover::ListCaching;
 pub use envelope::{NoCheck, ParsedMessage};
+pub use subscription::{Changes, META_SUBSCRIPTION_ID, Subscription};
 pub use template::{ResourceTemplateDefinition, TemplateError, UriTemplate};
 
 use crate::result::{PromptResult, ResourceResult, ToolResult};
@@ -133,6 +135,7 @@ pub struct Service {
     handler_timeout: Duration,
     completions: completion::Completions,
     page_size: usize,
+    changes: Option<Changes>,
 }
 
 impl Service {
@@ -155,6 +158,7 @@ impl Service {
             handler_timeout: defaults::HANDLER_TIMEOUT,
             completions: completion::Completions::default(),
             page_size: defaults::PAGE_SIZE,
+            changes: None,
         }
     }
 
@@ -176,6 +180,115 @@ impl Service {
     pub fn with_list_caching(mut self, caching: ListCaching) -> Self {
         self.caching = caching;
         self
+    }
+
+    /// Serves `subscriptions/listen` (SEP-2575) with `changes`, the hub the
+    /// application announces changes on (keep a clone):
+    /// [`Changes::resource_updated`] reaches every client listening for that
+    /// resource, and `server/discover` says `resources.subscribe` when the service
+    /// has resources or resource templates. A transport opens each stream with
+    /// [`Service::listen`]; without this call `subscriptions/listen` is -32601.
+    ///
+    /// ```
+    /// use mrtr::service::{Changes, ParsedMessage, Service};
+    /// use mrtr::{Engine, Keyring, Principal, RequestContext, ResourceResult, Timestamp};
+    /// use std::task::{Context, Poll, Waker};
+    ///
+    /// let changes = Changes::new();
+    /// let service = Service::new(Engine::new(Keyring::ephemeral(), "example"), "example", "1.0.0")
+    ///     .resource(mrtr::ResourceDefinition::new("file:///today.md", "today"), |_| {
+    ///         Ok(ResourceResult::text("file:///today.md", "text/markdown", "# Today"))
+    ///     })
+    ///     .with_changes(changes.clone());
+    /// let ctx = RequestContext::new(Principal::anonymous(), Timestamp::from_unix_secs(1_800_000_000), "c1");
+    /// let listen = ParsedMessage::parse(br#"{"jsonrpc":"2.0","id":9,"method":"subscriptions/listen","params":{
+    ///     "notifications":{"resourceSubscriptions":["file:///today.md"]},"_meta":{
+    ///     "io.modelcontextprotocol/protocolVersion":"2026-07-28",
+    ///     "io.modelcontextprotocol/clientCapabilities":{}}}}"#);
+    /// assert!(listen.is_listen());
+    /// let subscription = service.listen(listen, &ctx).expect("open");
+    /// assert!(subscription.acknowledgement().contains("notifications/subscriptions/acknowledged"));
+    /// changes.resource_updated("file:///today.md");
+    /// let Poll::Ready(Some(update)) = subscription.poll_next(&mut Context::from_waker(Waker::noop())) else {
+    ///     panic!("an update")
+    /// };
+    /// assert!(update.contains("notifications/resources/updated"));
+    /// ```
+    #[must_use]
+    pub fn with_changes(mut self, changes: Changes) -> Self {
+        self.changes = Some(changes);
+        self
+    }
+
+    /// The hub given with [`Service::with_changes`], if any.
+    pub fn changes(&self) -> Option<&Changes> {
+        self.changes.as_ref()
+    }
+
+    /// Opens the `subscriptions/listen` stream `message` asks for (check
+    /// [`ParsedMessage::is_listen`] first): the [`Subscription`] whose
+    /// acknowledgement, notifications and end the transport writes, or the
+    /// error reply (the transport's rule refused it, its params are invalid, a
+    /// cap is reached, or the service serves no subscriptions: -32601).
+    ///
+    /// # Errors
+    /// The [`Reply`] to send instead of a stream.
+    #[allow(clippy::result_large_err)] // why: the reply goes out as it is, once
+    pub fn listen<C>(
+        &self,
+        mut message: ParsedMessage<C>,
+        ctx: &RequestContext,
+    ) -> Result<Subscription, Reply>
+    where
+        C: FnOnce(&str, Option<&Value>) -> Result<(), Error>,
+    {
+        let mut log = RequestLog::default();
+        let (id, params) = match envelope::read(&mut message, &mut log) {
+            envelope::Read::Request(r) if r.method == subscription::LISTEN => {
+                if let Some(e) = r.refused {
+                    return Err(self.reply(Some(r.id), Some(Outcome::Protocol(e)), ctx, log));
+                }
+                (r.id, r.params)
+            }
+            envelope::Read::Request(r) => {
+                let e = Error::internal("Service::listen given another method");
+                return Err(self.reply(Some(r.id), Some(Outcome::Protocol(e)), ctx, log));
+            }
+            envelope::Read::Notification => return Err(self.reply(None, None, ctx, log)),
+            envelope::Read::Refused(id, e) => {
+                return Err(self.reply(id, Some(Outcome::Protocol(e)), ctx, log));
+            }
+        };
+        let Some(changes) = &self.changes else {
+            let e = Error::method_not_found(subscription::LISTEN);
+            return Err(self.reply(Some(id), Some(Outcome::Protocol(e)), ctx, log));
+        };
+        let resources = self.registries.has_resources() || !self.templates.is_empty();
+        let opened = subscription::filter(params, resources).and_then(|filter| {
+            subscription::open(
+                changes,
+                id.clone(),
+                subscription::quota_key(ctx),
+                filter,
+                serde_json::to_value(&self.info).unwrap_or(Value::Null),
+            )
+        });
+        match opened {
+            Ok(mut s) => {
+                let opened: Outcome = Outcome::Complete(Value::Null);
+                crate::record::conclude(
+                    Some(&opened),
+                    Some(&id),
+                    &ctx.correlation_id,
+                    &mut log,
+                    None,
+                );
+                log.outcome = "subscribed".into();
+                s.set_log(log);
+                Ok(s)
+            }
+            Err(e) => Err(self.reply(Some(id), Some(Outcome::Protocol(e)), ctx, log)),
+        }
     }
 
     /// The per-request deadline of a handler (default 30 s, [`defaults::HANDLER_TIMEOUT`]).
@@ -581,6 +694,7 @@ impl Service {
                         page_size: self.page_size,
                     },
                     templates: &self.templates,
+                    subscribe: self.changes.is_some(),
                 };
                 discover::answer(&server, request.method, params)
             }

@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 
 use mrtr::engine::{Elicited, Engine, Flow, Form, RootsAsk, Round, Sampling, UrlVisit};
 use mrtr::error::{Retry, ToolAdvice};
-use mrtr::service::{Completion, ResourceTemplateDefinition, Service};
+use mrtr::service::{Changes, Completion, ResourceTemplateDefinition, Service};
 use mrtr::{PromptResult, ResourceResult, ToolResult};
 
 mod content;
@@ -274,8 +274,22 @@ pub type DeployRun = Pin<Box<dyn Future<Output = Result<ToolResult, Flow>> + Sen
 /// `mrtr serve` and the rmcp example (crates/mrtr-rmcp/examples/rmcp_server.rs), which registers it
 /// as an rmcp `#[tool]`.
 pub fn deploy(deployments: Arc<AtomicU64>) -> impl Fn(Round) -> DeployRun + Send + Sync + 'static {
+    deploy_announcing(deployments, None)
+}
+
+/// The deployment count as a resource: [`deploy_announcing`] announces each
+/// change to the clients subscribed to it (`subscriptions/listen`).
+pub const DEPLOYMENTS_URI: &str = "mrtr://demo/deployments";
+
+/// [`deploy`], which also announces on `changes` that [`DEPLOYMENTS_URI`]
+/// changed, once per deployment.
+pub fn deploy_announcing(
+    deployments: Arc<AtomicU64>,
+    changes: Option<Changes>,
+) -> impl Fn(Round) -> DeployRun + Send + Sync + 'static {
     move |r| {
         let deployments = deployments.clone();
+        let changes = changes.clone();
         Box::pin(async move {
             let service = r
                 .argument("service")
@@ -298,7 +312,11 @@ pub fn deploy(deployments: Arc<AtomicU64>) -> impl Fn(Round) -> DeployRun + Send
                     // Awaited: the claim may go over the network (a shared replay store).
                     let n: u64 = r
                         .once_async("deploy", || async move {
-                            Ok(deployments.fetch_add(1, Ordering::SeqCst) + 1)
+                            let n = deployments.fetch_add(1, Ordering::SeqCst) + 1;
+                            if let Some(changes) = changes {
+                                changes.resource_updated(DEPLOYMENTS_URI);
+                            }
+                            Ok(n)
                         })
                         .await?;
                     Ok(ToolResult::text(format!(
@@ -321,7 +339,31 @@ pub fn deploy(deployments: Arc<AtomicU64>) -> impl Fn(Round) -> DeployRun + Send
 
 /// The demo tools, prompts and resources.
 fn demos(s: Service, deployments: Arc<AtomicU64>) -> Service {
-    s.tool("deploy", DEPLOY_DESCRIPTION, deploy_schema(), deploy(deployments))
+    let changes = Changes::new();
+    let count = Arc::clone(&deployments);
+    s.tool(
+        "deploy",
+        DEPLOY_DESCRIPTION,
+        deploy_schema(),
+        deploy_announcing(deployments, Some(changes.clone())),
+    )
+    .resource(
+        ResourceDefinition::new(DEPLOYMENTS_URI, "deployments")
+            .description(
+                "Demonstrates resource subscriptions: how many deployments the deploy demo has made; \
+                 a client listening (subscriptions/listen with this URI in resourceSubscriptions) is \
+                 told when it changes.",
+            )
+            .mime_type("text/plain"),
+        move |_| {
+            Ok(ResourceResult::text(
+                DEPLOYMENTS_URI,
+                "text/plain",
+                count.load(Ordering::SeqCst).to_string(),
+            ))
+        },
+    )
+    .with_changes(changes)
     .tool(
         "plan_trip",
         "Demonstrates a multi-round form whose later questions depend on earlier answers, with typed data carried \

@@ -12,6 +12,7 @@
 //! | | [`BODY_READ_TIMEOUT`] + size ÷ [`BODY_MIN_RATE`] | 5 s + size ÷ 16 KiB/s |
 //! | | [`ADMISSION_TIMEOUT`], [`BLOCKING_PARSE_THRESHOLD`] | 10 s, 64 KiB |
 //! | stdio, shutdown | [`STDIO_MAX_IN_FLIGHT`], [`SHUTDOWN_GRACE`] | 64, 10 s |
+//! | subscriptions | [`LISTEN_KEEPALIVE`] | 15 s |
 //!
 //! # Sizing: a 2-core, 1 GiB instance stays up
 //! An open connection waiting for its head costs about 15 KiB (measured: its 8 KiB
@@ -53,6 +54,10 @@ pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(5);
 /// [`HttpOptions::with_body_min_rate`](crate::http::HttpOptions::with_body_min_rate) sets it
 /// (the `mrtr` binary exposes it as `serve --body-min-rate`).
 pub const BODY_MIN_RATE: u64 = 16 * 1024;
+
+/// How often a quiet `subscriptions/listen` stream gets an SSE comment line, so
+/// that proxies and load balancers do not close it as idle: 15 seconds.
+pub const LISTEN_KEEPALIVE: Duration = Duration::from_secs(15);
 
 /// How long in-flight requests may take to finish after SIGINT/SIGTERM: 10 seconds.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);

@@ -116,6 +116,7 @@ mod body;
 mod connections;
 mod framing;
 mod guard;
+mod listen;
 mod options;
 mod principal;
 #[cfg(test)]
@@ -297,6 +298,9 @@ async fn post_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
             }
             let message = agree(&parts, message);
             let service = &app.service;
+            if service.changes().is_some() && message.is_listen() {
+                return listen::respond(service.listen(message, &ctx), framing(&parts.headers));
+            }
             let deadline = tokio::time::sleep(service.handler_timeout());
             let reply = service.handle_parsed_until(message, &ctx, deadline).await;
             reply_response(reply, framing(&parts.headers))

@@ -5,12 +5,20 @@
 //! (and its bytes are discarded, never buffered whole); EOF ends the loop.
 //! Messages are handled concurrently (up to [`crate::defaults::STDIO_MAX_IN_FLIGHT`]); each reply is
 //! written as soon as it is ready, so replies may come out of request order.
+//!
+//! `subscriptions/listen` (when the service serves it, `Service::with_changes`)
+//! shares the one channel: its acknowledgement, then its notifications, each
+//! tagged with the listen request's id, interleaved with the other replies; a
+//! `notifications/cancelled` naming that id ends it. A subscription the server
+//! ends gracefully gets its result line; one cut short (its reader fell behind)
+//! gets `notifications/cancelled` naming it, as the revision has stdio servers
+//! end a subscription. At EOF the open subscriptions are dropped.
 
 use std::future::Future;
 use std::time::Instant;
 
 use futures_util::StreamExt as _;
-use futures_util::stream::FuturesUnordered;
+use futures_util::stream::{BoxStream, FuturesUnordered, SelectAll};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::http::error_body;
@@ -18,7 +26,7 @@ use super::log;
 use mrtr::__private::lines::{Line, LineSplitter};
 use mrtr::Timestamp;
 use mrtr::principal::Principal;
-use mrtr::service::{RequestContext, RequestLog, Service};
+use mrtr::service::{ParsedMessage, RequestContext, RequestLog, Service, Subscription};
 
 /// The most requests handled at once on one stdio connection.
 const MAX_IN_FLIGHT: usize = crate::defaults::STDIO_MAX_IN_FLIGHT;
@@ -72,16 +80,27 @@ where
     };
     let working = async {
         let mut in_flight = FuturesUnordered::new();
+        let mut subscriptions = Subscriptions::default();
         let mut open = true;
         loop {
+            if !open && in_flight.is_empty() {
+                return Ok::<(), std::io::Error>(());
+            }
             tokio::select! {
                 biased;
                 Some(done) = in_flight.next() => {
-                    let done: Done = done;
+                    let mut done: Done = done;
+                    if let Some(s) = done.subscription.take() {
+                        subscriptions.open(s);
+                    }
                     write_reply(&mut writer, done.body).await?;
                     log::request(&done.correlation_id, "stdio", &done.log, None, done.started.elapsed());
                 }
+                Some(line) = subscriptions.streams.next(), if !subscriptions.streams.is_empty() => {
+                    write_reply(&mut writer, Some(line)).await?;
+                }
                 incoming = rx.recv(), if open && in_flight.len() < MAX_IN_FLIGHT => match incoming {
+                    Some(Incoming::Line(line)) if subscriptions.cancels(&line) => {}
                     Some(m) => in_flight.push(handle(service, principal, m, max_body)),
                     None => open = false,
                 },
@@ -95,12 +114,86 @@ where
     }
 }
 
-/// A handled request: the reply body (if any) and what its log line needs.
+/// A handled request: the reply body (if any) and what its log line needs; for
+/// a listen request, the subscription (its body is the acknowledgement).
 struct Done {
     body: Option<String>,
     log: RequestLog,
     correlation_id: String,
     started: Instant,
+    subscription: Option<Subscription>,
+}
+
+/// The subscriptions open on this channel: their notification lines, merged,
+/// and a way to end each when the client cancels it.
+#[derive(Default)]
+struct Subscriptions {
+    streams: SelectAll<BoxStream<'static, String>>,
+    /// The listen request id (as JSON text) of each open subscription, and the
+    /// sender whose drop ends its stream.
+    cancel: Vec<(String, tokio::sync::oneshot::Sender<()>)>,
+}
+
+impl Subscriptions {
+    /// Adds `s`'s notifications (after its acknowledgement, written by the caller).
+    fn open(&mut self, s: Subscription) {
+        let id = serde_json::to_string(s.id()).unwrap_or_default();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        self.cancel.retain(|(_, tx)| !tx.is_closed());
+        self.cancel.push((id, tx));
+        let s = std::sync::Arc::new(s);
+        let lines = futures_util::stream::unfold((Some(s), rx), |(s, mut rx)| async move {
+            let s = s?;
+            tokio::select! {
+                next = s.next() => match next {
+                    Some(line) => Some((line, (Some(s), rx))),
+                    None => {
+                        // Ended: its result, or the stdio way of cutting it short.
+                        let last = s.final_result().unwrap_or_else(|| {
+                            serde_json::json!({
+                                "jsonrpc": "2.0",
+                                "method": "notifications/cancelled",
+                                "params": {"requestId": s.id(), "reason": "subscription ended: too many notifications waiting"},
+                            })
+                            .to_string()
+                        });
+                        Some((last, (None, rx)))
+                    }
+                },
+                _ = &mut rx => None,
+            }
+        });
+        self.streams.push(lines.boxed());
+    }
+
+    /// Whether `line` is a `notifications/cancelled` naming an open
+    /// subscription, which it then ends (nothing is written for it).
+    fn cancels(&mut self, line: &[u8]) -> bool {
+        if self.cancel.is_empty() || !contains(line, b"notifications/cancelled") {
+            return false;
+        }
+        let Ok(v) = serde_json::from_slice::<serde_json::Value>(line) else {
+            return false;
+        };
+        if v.get("method").and_then(serde_json::Value::as_str) != Some("notifications/cancelled")
+            || v.get("id").is_some()
+        {
+            return false;
+        }
+        let Some(id) = v
+            .pointer("/params/requestId")
+            .map(serde_json::Value::to_string)
+        else {
+            return false;
+        };
+        let before = self.cancel.len();
+        self.cancel.retain(|(open, _)| *open != id);
+        before != self.cancel.len()
+    }
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
 }
 
 /// Handles one incoming line.
@@ -125,6 +218,7 @@ async fn handle(
                 log: entry,
                 correlation_id: corr,
                 started,
+                subscription: None,
             }
         }
         Incoming::Line(buf) => {
@@ -134,13 +228,33 @@ async fn handle(
                 correlation_id: corr.clone(),
                 peer: None,
             };
+            let message = ParsedMessage::parse(&buf);
+            if service.changes().is_some() && message.is_listen() {
+                return match service.listen(message, &ctx) {
+                    Ok(s) => Done {
+                        body: Some(s.acknowledgement()),
+                        log: s.log().clone(),
+                        correlation_id: corr,
+                        started,
+                        subscription: Some(s),
+                    },
+                    Err(reply) => Done {
+                        body: reply.body,
+                        log: reply.log,
+                        correlation_id: corr,
+                        started,
+                        subscription: None,
+                    },
+                };
+            }
             let deadline = tokio::time::sleep(service.handler_timeout());
-            let reply = service.handle_until(&buf, &ctx, deadline).await;
+            let reply = service.handle_parsed_until(message, &ctx, deadline).await;
             Done {
                 body: reply.body,
                 log: reply.log,
                 correlation_id: corr,
                 started,
+                subscription: None,
             }
         }
     }
@@ -245,5 +359,141 @@ mod tests {
             let _: serde_json::Value = serde_json::from_str(l).unwrap();
         }
         assert!(lines[1].contains("-32600"));
+    }
+
+    fn rpc(id: u64, method: &str, mut params: serde_json::Value) -> String {
+        params["_meta"] = serde_json::json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        });
+        let line =
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        format!("{line}\n")
+    }
+
+    #[tokio::test]
+    async fn a_subscription_shares_the_channel_until_cancelled() {
+        use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
+        let changes = mrtr::service::Changes::new();
+        let announce = changes.clone();
+        let service = Service::new(
+            mrtr::engine::Engine::new(mrtr::seal::Keyring::ephemeral(), "t"),
+            "t",
+            "0",
+        )
+        .tool(
+            "touch",
+            "Changes a.txt.",
+            serde_json::json!({"type": "object"}),
+            move |_| {
+                announce.resource_updated("file:///a.txt");
+                Ok(mrtr::ToolResult::text("touched"))
+            },
+        )
+        .resource(mrtr::ResourceDefinition::new("file:///a.txt", "a"), |_| {
+            Ok(mrtr::ResourceResult::text(
+                "file:///a.txt",
+                "text/plain",
+                "a",
+            ))
+        })
+        .with_changes(changes.clone());
+        let (mut to_server, server_in) = tokio::io::duplex(64 * 1024);
+        let (server_out, from_server) = tokio::io::duplex(64 * 1024);
+        let anyone = Principal::anonymous();
+        let serving = serve(
+            &service,
+            &anyone,
+            64 * 1024,
+            BufReader::new(server_in),
+            server_out,
+            std::future::pending(),
+        );
+        let client = async {
+            let mut lines = BufReader::new(from_server).lines();
+            let mut next = async || -> serde_json::Value {
+                let l = lines.next_line().await.unwrap().expect("a line");
+                serde_json::from_str(&l).unwrap()
+            };
+            let listen = rpc(
+                5,
+                "subscriptions/listen",
+                serde_json::json!({"notifications": {"resourceSubscriptions": ["file:///a.txt"]}}),
+            );
+            to_server.write_all(listen.as_bytes()).await.unwrap();
+            let ack = next().await;
+            assert_eq!(
+                ack["method"], "notifications/subscriptions/acknowledged",
+                "{ack}"
+            );
+            assert_eq!(
+                ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+                5
+            );
+            let touch = rpc(6, "tools/call", serde_json::json!({"name": "touch"}));
+            to_server.write_all(touch.as_bytes()).await.unwrap();
+            // The reply and the update, in either order.
+            let (a, b) = (next().await, next().await);
+            let (reply, update) = if a.get("id").is_some() {
+                (a, b)
+            } else {
+                (b, a)
+            };
+            assert_eq!(reply["id"], 6, "{reply}");
+            assert_eq!(
+                update["method"], "notifications/resources/updated",
+                "{update}"
+            );
+            assert_eq!(
+                update["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+                5
+            );
+            // The client cancels it: no more updates, only the replies.
+            let cancel = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                            "params": {"requestId": 5}});
+            to_server
+                .write_all(format!("{cancel}\n").as_bytes())
+                .await
+                .unwrap();
+            for id in 7..10 {
+                to_server
+                    .write_all(
+                        rpc(id, "tools/call", serde_json::json!({"name": "touch"})).as_bytes(),
+                    )
+                    .await
+                    .unwrap();
+                let v = next().await;
+                assert_eq!(v["id"], id, "only the reply: {v}");
+            }
+            assert_eq!(changes.open_subscriptions(), 0);
+            // A second one, ended gracefully by the server: its result line.
+            to_server
+                .write_all(
+                    rpc(
+                        11,
+                        "subscriptions/listen",
+                        serde_json::json!({
+                "notifications": {"resourceSubscriptions": ["file:///a.txt"]}}),
+                    )
+                    .as_bytes(),
+                )
+                .await
+                .unwrap();
+            assert_eq!(
+                next().await["method"],
+                "notifications/subscriptions/acknowledged"
+            );
+            changes.close_all();
+            let end = next().await;
+            assert_eq!(end["id"], 11, "{end}");
+            assert_eq!(end["result"]["resultType"], "complete", "{end}");
+            drop(to_server);
+            assert!(
+                lines.next_line().await.unwrap().is_none(),
+                "EOF ends the output"
+            );
+        };
+        let (served, ()) = tokio::join!(serving, client);
+        served.unwrap();
     }
 }

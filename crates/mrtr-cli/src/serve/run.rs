@@ -70,7 +70,16 @@ where
     let service = Arc::new(build_service(&cfg, make)?);
     tracing::info!(replay_store = ?cfg.replay_store, "replay guard for once steps");
     // Handlers are installed here, before the server reports that it is up.
-    let shutdown = shutdown::signal();
+    // On the signal, open subscriptions end gracefully (their result goes out)
+    // before the transport drains, so a listen stream does not hold it up.
+    let changes = service.changes().cloned();
+    let signal = shutdown::signal();
+    let shutdown = async move {
+        signal.await;
+        if let Some(changes) = changes {
+            changes.close_all();
+        }
+    };
     let _reload = reload::on_hangup(cfg.keys.clone(), service.engine().sealer().clone());
     // Bound and logged before the MCP listener reports that it is up; it stops
     // when this function returns.

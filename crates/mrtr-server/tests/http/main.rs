@@ -3,3 +3,4 @@
 #[cfg(feature = "oauth")]
 mod oauth;
 mod streamable_http_rules;
+mod subscriptions;

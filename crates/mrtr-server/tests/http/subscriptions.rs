@@ -1,0 +1,315 @@
+//! `subscriptions/listen` (SEP-2575) on the real router: the response is an SSE
+//! stream whose first event is the acknowledgement, then the updates of the
+//! resources it named, each tagged with the listen request's id; the caps hold;
+//! a client that goes away frees its subscription; a graceful end sends the
+//! listen result.
+
+use mrtr_testkit as server_support;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mrtr::service::{Changes, META_SUBSCRIPTION_ID};
+use mrtr::streamable_http::SseParser;
+use mrtr::{Engine, Keyring, ResourceDefinition, ResourceResult, Service, ToolResult};
+use mrtr_server::http::{Anonymous, HttpOptions, mcp_router};
+use serde_json::{Value, json};
+
+use server_support::{headers_for, request};
+
+const PROTOCOL: &str = "2026-07-28";
+
+fn rpc(id: u64, method: &str, mut params: Value) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": PROTOCOL,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+fn listen(id: u64, uris: &[&str]) -> Value {
+    rpc(
+        id,
+        "subscriptions/listen",
+        json!({"notifications": {
+        "resourceSubscriptions": uris, "toolsListChanged": true}}),
+    )
+}
+
+/// A server whose tool `touch` announces that `file:///a.txt` changed.
+fn serve(changes: &Changes) -> (tokio::runtime::Runtime, SocketAddr) {
+    let announce = changes.clone();
+    let service = Service::new(Engine::new(Keyring::ephemeral(), "subs"), "subs", "0")
+        .tool(
+            "touch",
+            "Changes a.txt.",
+            json!({"type": "object"}),
+            move |_| {
+                announce.resource_updated("file:///a.txt");
+                Ok(ToolResult::text("touched"))
+            },
+        )
+        .resource(ResourceDefinition::new("file:///a.txt", "a"), |_| {
+            Ok(ResourceResult::text("file:///a.txt", "text/plain", "a"))
+        })
+        .with_changes(changes.clone());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = mcp_router(Arc::new(service), HttpOptions::default(), Anonymous);
+    runtime.spawn(async move { axum::serve(listener, app).await });
+    (runtime, addr)
+}
+
+/// A listen request on a connection of its own, read as its events come.
+struct Stream {
+    tcp: TcpStream,
+    parser: SseParser,
+    head: String,
+    events: Vec<Value>,
+    /// The chunked body's last bytes, to see its terminating chunk.
+    tail: Vec<u8>,
+}
+
+impl Stream {
+    fn open(addr: SocketAddr, body: &Value) -> Self {
+        let mut tcp = TcpStream::connect(addr).unwrap();
+        tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let text = body.to_string();
+        let mut head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
+            text.len()
+        );
+        for (k, v) in headers_for(body) {
+            head.push_str(&format!("{k}: {v}\r\n"));
+        }
+        head.push_str("\r\n");
+        tcp.write_all(head.as_bytes()).unwrap();
+        tcp.write_all(text.as_bytes()).unwrap();
+        Self {
+            tcp,
+            parser: SseParser::default(),
+            head: String::new(),
+            events: Vec::new(),
+            tail: Vec::new(),
+        }
+    }
+
+    /// The next event's JSON (the chunked framing's size lines are not SSE
+    /// fields, so the parser passes over them); `None` once the body ended.
+    fn next(&mut self) -> Option<Value> {
+        loop {
+            if !self.events.is_empty() {
+                return Some(self.events.remove(0));
+            }
+            // The zero-size chunk ends the body (the connection may stay open).
+            if self.tail.ends_with(b"\r\n0\r\n\r\n") || self.tail == b"0\r\n\r\n" {
+                return None;
+            }
+            let mut buf = [0u8; 4096];
+            let n = self.tcp.read(&mut buf).ok()?;
+            if n == 0 {
+                return None;
+            }
+            let body: Vec<u8> = if self.head.contains("\r\n\r\n") {
+                buf[..n].to_vec()
+            } else {
+                self.head.push_str(&String::from_utf8_lossy(&buf[..n]));
+                let Some(end) = self.head.find("\r\n\r\n") else {
+                    continue;
+                };
+                let rest = self.head.as_bytes()[end + 4..].to_vec();
+                self.head.truncate(end + 4);
+                rest
+            };
+            for data in self.parser.push(&body) {
+                self.events.push(serde_json::from_str(&data).unwrap());
+            }
+            self.tail.extend_from_slice(&body);
+            let keep = self.tail.len().saturating_sub(16);
+            self.tail.drain(..keep);
+        }
+    }
+}
+
+fn call(addr: SocketAddr, body: &Value) -> (u16, Value) {
+    let owned = headers_for(body);
+    let mut h: Vec<(&str, &str)> = owned
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    h.push(("Content-Type", "application/json"));
+    let r = request(addr, "POST", "/mcp", &h, body.to_string().as_bytes());
+    (r.status, r.json())
+}
+
+/// Waits (bounded) until `changes` holds `n` open subscriptions.
+fn wait_open(changes: &Changes, n: usize) {
+    let start = Instant::now();
+    while changes.open_subscriptions() != n {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{} open, not {n}",
+            changes.open_subscriptions()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_listen_stream_acknowledges_then_delivers_tagged_updates() {
+    let changes = Changes::new();
+    let (_rt, addr) = serve(&changes);
+    let (status, discover) = call(addr, &rpc(1, "server/discover", json!({})));
+    assert_eq!(status, 200);
+    assert_eq!(
+        discover["result"]["capabilities"]["resources"],
+        json!({"subscribe": true}),
+        "{discover}"
+    );
+    assert!(
+        discover["result"]["capabilities"]["tools"]
+            .get("listChanged")
+            .is_none()
+    );
+
+    let mut s = Stream::open(addr, &listen(7, &["file:///a.txt"]));
+    let ack = s.next().expect("the acknowledgement");
+    assert!(s.head.starts_with("HTTP/1.1 200"), "{}", s.head);
+    assert!(
+        s.head
+            .to_ascii_lowercase()
+            .contains("content-type: text/event-stream")
+    );
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(ack["params"]["_meta"][META_SUBSCRIPTION_ID], 7);
+    // What is honoured: the resource, not the tool list (which never changes).
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"resourceSubscriptions": ["file:///a.txt"]})
+    );
+    wait_open(&changes, 1);
+
+    let (status, touched) = call(addr, &rpc(2, "tools/call", json!({"name": "touch"})));
+    assert_eq!(status, 200, "{touched}");
+    let update = s.next().expect("an update");
+    assert_eq!(update["method"], "notifications/resources/updated");
+    assert_eq!(update["params"]["uri"], "file:///a.txt");
+    assert_eq!(update["params"]["_meta"][META_SUBSCRIPTION_ID], 7);
+    assert!(
+        update.get("id").is_none(),
+        "a notification, never a request"
+    );
+
+    // A graceful end: the listen request's result, then the end of the stream.
+    changes.close_all();
+    let end = s.next().expect("the result");
+    assert_eq!(end["id"], 7);
+    assert_eq!(end["result"]["resultType"], "complete");
+    assert_eq!(end["result"]["_meta"][META_SUBSCRIPTION_ID], 7);
+    assert!(s.next().is_none(), "the stream ends");
+    drop(s);
+    wait_open(&changes, 0);
+}
+
+#[test]
+fn a_client_that_goes_away_frees_its_subscription_and_the_caps_hold() {
+    let changes = Changes::new();
+    let (_rt, addr) = serve(&changes);
+    let cap = mrtr::defaults::SUBSCRIPTIONS_PER_PRINCIPAL_MAX;
+    let mut open: Vec<Stream> = (0..cap)
+        .map(|i| {
+            let mut s = Stream::open(addr, &listen(100 + i as u64, &["file:///a.txt"]));
+            assert!(s.next().is_some(), "ack {i}");
+            s
+        })
+        .collect();
+    wait_open(&changes, cap);
+    // One more from the same caller: refused with a JSON-RPC error, no stream.
+    let (status, refused) = call(addr, &listen(200, &["file:///a.txt"]));
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    assert_eq!(refused["id"], 200);
+    // Bad filters are -32602.
+    let (status, bad) = call(
+        addr,
+        &rpc(
+            201,
+            "subscriptions/listen",
+            json!({"notifications": {"resourceSubscriptions": "x"}}),
+        ),
+    );
+    assert_eq!(
+        (status, bad["error"]["code"].clone()),
+        (400, json!(-32602)),
+        "{bad}"
+    );
+    let (status, bad) = call(addr, &rpc(202, "subscriptions/listen", json!({})));
+    assert_eq!(
+        (status, bad["error"]["code"].clone()),
+        (400, json!(-32602)),
+        "{bad}"
+    );
+
+    // A client closes its stream: the next update finds it gone, and its place
+    // is free again.
+    let gone = open.pop().unwrap();
+    drop(gone);
+    let start = Instant::now();
+    while changes.open_subscriptions() == cap {
+        assert!(start.elapsed() < Duration::from_secs(10), "never freed");
+        call(addr, &rpc(3, "tools/call", json!({"name": "touch"})));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut again = Stream::open(addr, &listen(300, &["file:///a.txt"]));
+    assert_eq!(
+        again.next().unwrap()["method"],
+        "notifications/subscriptions/acknowledged"
+    );
+    // The others still get their updates.
+    for s in &mut open {
+        let mut got = s.next().unwrap();
+        while got["method"] != "notifications/resources/updated" {
+            got = s.next().unwrap();
+        }
+        assert_eq!(got["params"]["uri"], "file:///a.txt");
+    }
+}
+
+#[test]
+fn without_changes_listen_is_method_not_found() {
+    let service = Service::new(Engine::new(Keyring::ephemeral(), "n"), "n", "0")
+        .resource(ResourceDefinition::new("file:///a.txt", "a"), |_| {
+            Ok(ResourceResult::text("file:///a.txt", "text/plain", "a"))
+        });
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = mcp_router(Arc::new(service), HttpOptions::default(), Anonymous);
+    runtime.spawn(async move { axum::serve(listener, app).await });
+    let handle = std::thread::spawn(move || call(addr, &listen(1, &["file:///a.txt"])));
+    let (status, v) = runtime.block_on(async {
+        loop {
+            if handle.is_finished() {
+                return handle.join().unwrap();
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    });
+    assert_eq!(status, 404, "{v}");
+    assert_eq!(v["error"]["code"], -32601);
+}

@@ -1,0 +1,568 @@
+//! Subscriptions (SEP-2575): `subscriptions/listen` opens a long-lived stream on
+//! which the server sends the notifications the client opted in to, each
+//! tagged with the listen request's id, the first of them the acknowledgement.
+//!
+//! The application announces changes through [`Changes`], the handle it gives
+//! the service with [`Service::with_changes`](super::Service::with_changes) and
+//! keeps a clone of: [`Changes::resource_updated`] for a resource whose content
+//! changed. A transport asks [`Service::listen`](super::Service::listen) to open a
+//! [`Subscription`] for a listen request, writes its acknowledgement, then each
+//! notification [`Subscription::next`] gives, and, when it ends gracefully (the
+//! application or the server called [`Changes::close_all`]), the final result.
+//!
+//! What this server honours: `resourceSubscriptions`, when it has resources or
+//! resource templates (`resources.subscribe` in `server/discover`). It declares
+//! no `listChanged`: its lists are fixed when it is built, so it has no change to
+//! announce, and the filter fields asking for one are left out of the
+//! acknowledgement, as the revision says.
+//!
+//! # Bounds
+//!
+//! Every table a client can grow has a cap: at most
+//! [`SUBSCRIPTIONS_MAX`](crate::defaults::SUBSCRIPTIONS_MAX) open subscriptions in
+//! all and [`SUBSCRIPTIONS_PER_PRINCIPAL_MAX`](crate::defaults::SUBSCRIPTIONS_PER_PRINCIPAL_MAX)
+//! per principal (another listen is refused, -32600), at most
+//! [`SUBSCRIPTION_URIS_MAX`](crate::defaults::SUBSCRIPTION_URIS_MAX) URIs of at most
+//! [`TEMPLATE_URI_MAX_BYTES`](crate::defaults::TEMPLATE_URI_MAX_BYTES) each in one
+//! filter (-32602 beyond), and at most
+//! [`SUBSCRIPTION_QUEUE_MAX`](crate::defaults::SUBSCRIPTION_QUEUE_MAX) notifications
+//! waiting on one subscription. An update for a URI already waiting is not
+//! queued again; a subscription whose reader falls further behind is ended
+//! without a result (an abrupt end: the client listens again and reads what it
+//! cares about afresh), never grown.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::task::{Context, Poll, Waker};
+
+use serde_json::{Map, Value, json};
+
+use crate::defaults::{
+    SUBSCRIPTION_QUEUE_MAX, SUBSCRIPTION_URIS_MAX, SUBSCRIPTIONS_MAX,
+    SUBSCRIPTIONS_PER_PRINCIPAL_MAX, TEMPLATE_URI_MAX_BYTES,
+};
+use crate::error::Error;
+use crate::wire::jsonrpc::RequestId;
+use crate::wire::meta::RequestMeta;
+use crate::wire::type_name;
+
+/// The method that opens a subscription stream.
+pub(super) const LISTEN: &str = "subscriptions/listen";
+
+/// Whose quota a subscription counts against: the principal, or for an
+/// anonymous one the caller's address (an IPv4 address, an IPv6 /64), as the
+/// replay guard keys its quota.
+pub(super) fn quota_key(ctx: &super::RequestContext) -> String {
+    if !ctx.principal.is_anonymous() {
+        return format!(
+            "{}\u{0}{}",
+            ctx.principal.issuer().unwrap_or_default(),
+            ctx.principal.subject_id().unwrap_or_default()
+        );
+    }
+    match ctx.peer {
+        Some(std::net::IpAddr::V4(ip)) => format!("anonymous\u{0}{ip}"),
+        Some(std::net::IpAddr::V6(ip)) => {
+            let s = ip.segments();
+            format!(
+                "anonymous\u{0}{:x}:{:x}:{:x}:{:x}::/64",
+                s[0], s[1], s[2], s[3]
+            )
+        }
+        None => "anonymous".to_owned(),
+    }
+}
+
+/// The `_meta` key naming the subscription a notification belongs to.
+pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// The application's handle for announcing changes to the clients listening
+/// (`subscriptions/listen`). Cheap to clone; every clone is the same hub.
+///
+/// ```
+/// use mrtr::service::Changes;
+/// let changes = Changes::new();
+/// // ... give `changes.clone()` to the Service (`Service::with_changes`), then,
+/// // when a resource's content changes:
+/// changes.resource_updated("file:///notes/today.md");
+/// assert_eq!(changes.open_subscriptions(), 0);
+/// ```
+#[derive(Clone, Default)]
+pub struct Changes {
+    hub: Arc<Hub>,
+}
+
+impl std::fmt::Debug for Changes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Changes")
+            .field("open_subscriptions", &self.open_subscriptions())
+            .finish()
+    }
+}
+
+#[derive(Default)]
+struct Hub {
+    subscribers: Mutex<Vec<Weak<Shared>>>,
+}
+
+/// One subscription's side the hub writes into.
+struct Shared {
+    /// The URIs whose updates it wants.
+    uris: BTreeSet<String>,
+    /// Whom it was opened by (its quota key).
+    principal: String,
+    queue: Mutex<Queue>,
+}
+
+#[derive(Default)]
+struct Queue {
+    /// The URIs updated and not yet read, oldest first.
+    updated: VecDeque<Arc<str>>,
+    waker: Option<Waker>,
+    end: Option<End>,
+}
+
+/// Why a subscription ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// [`Changes::close_all`]: answered with the listen result.
+    Closed,
+    /// Its reader fell more than [`SUBSCRIPTION_QUEUE_MAX`] behind: no result.
+    Overflowed,
+}
+
+impl Changes {
+    /// A hub with no subscription yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Announces that the resource at `uri` changed: each subscription that
+    /// named exactly this URI in `resourceSubscriptions` gets
+    /// `notifications/resources/updated` (once, however often it changes before
+    /// the subscriber reads it).
+    pub fn resource_updated(&self, uri: &str) {
+        let uri: Arc<str> = Arc::from(uri);
+        self.each_live(|s| {
+            if !s.uris.contains(&*uri) {
+                return;
+            }
+            let mut q = lock(&s.queue);
+            if q.end.is_some() || q.updated.iter().any(|u| **u == *uri) {
+                return;
+            }
+            if q.updated.len() >= SUBSCRIPTION_QUEUE_MAX {
+                q.updated.clear();
+                q.end = Some(End::Overflowed);
+            } else {
+                q.updated.push_back(Arc::clone(&uri));
+            }
+            if let Some(w) = q.waker.take() {
+                w.wake();
+            }
+        });
+    }
+
+    /// Ends every open subscription gracefully (a server shutting down): each
+    /// gives its waiting notifications, then its final result.
+    pub fn close_all(&self) {
+        self.each_live(|s| {
+            let mut q = lock(&s.queue);
+            q.end.get_or_insert(End::Closed);
+            if let Some(w) = q.waker.take() {
+                w.wake();
+            }
+        });
+    }
+
+    /// How many subscriptions are open now.
+    pub fn open_subscriptions(&self) -> usize {
+        lock(&self.hub.subscribers)
+            .iter()
+            .filter(|w| w.strong_count() > 0)
+            .count()
+    }
+
+    /// Runs `f` on each live subscription, dropping the dead ones from the table.
+    fn each_live(&self, mut f: impl FnMut(&Shared)) {
+        let live: Vec<Arc<Shared>> = {
+            let mut subs = lock(&self.hub.subscribers);
+            subs.retain(|w| w.strong_count() > 0);
+            subs.iter().filter_map(Weak::upgrade).collect()
+        };
+        for s in &live {
+            f(s);
+        }
+    }
+
+    /// Opens a subscription for `principal` on `uris`, within the caps.
+    fn subscribe(&self, principal: String, uris: BTreeSet<String>) -> Result<Arc<Shared>, Error> {
+        let mut subs = lock(&self.hub.subscribers);
+        subs.retain(|w| w.strong_count() > 0);
+        if subs.len() >= SUBSCRIPTIONS_MAX {
+            return Err(Error::invalid_request(
+                "too many open subscriptions on this server; try again later",
+            ));
+        }
+        let mine = subs
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter(|s| s.principal == principal)
+            .count();
+        if mine >= SUBSCRIPTIONS_PER_PRINCIPAL_MAX {
+            return Err(Error::invalid_request(format!(
+                "too many open subscriptions for this client (at most {SUBSCRIPTIONS_PER_PRINCIPAL_MAX}); close one first"
+            )));
+        }
+        let shared = Arc::new(Shared {
+            uris,
+            principal,
+            queue: Mutex::new(Queue::default()),
+        });
+        subs.push(Arc::downgrade(&shared));
+        Ok(shared)
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// An open `subscriptions/listen` stream: its acknowledgement, its
+/// notifications as they come, and its end. Dropping it closes it.
+pub struct Subscription {
+    id: RequestId,
+    shared: Arc<Shared>,
+    /// The acknowledgement's `notifications`: what this server honours of the filter.
+    honoured: Value,
+    server_info: Value,
+    log: super::RequestLog,
+}
+
+impl std::fmt::Debug for Subscription {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Subscription")
+            .field("uris", &self.shared.uris.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Subscription {
+    /// What the transport logs for the listen request that opened it.
+    pub fn log(&self) -> &super::RequestLog {
+        &self.log
+    }
+
+    pub(super) fn set_log(&mut self, log: super::RequestLog) {
+        self.log = log;
+    }
+
+    /// The id of the listen request, which tags every message of the stream.
+    pub fn id(&self) -> &RequestId {
+        &self.id
+    }
+
+    /// `notifications/subscriptions/acknowledged`, the stream's first message.
+    pub fn acknowledgement(&self) -> String {
+        json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/subscriptions/acknowledged",
+            "params": {
+                "notifications": self.honoured,
+                "_meta": {META_SUBSCRIPTION_ID: self.id},
+            },
+        })
+        .to_string()
+    }
+
+    /// The next notification (a JSON-RPC message), or `None` when the stream has
+    /// ended: then [`Subscription::final_result`] says what, if anything, ends it.
+    pub fn poll_next(&self, cx: &mut Context<'_>) -> Poll<Option<String>> {
+        let mut q = lock(&self.shared.queue);
+        if let Some(uri) = q.updated.pop_front() {
+            return Poll::Ready(Some(
+                json!({
+                    "jsonrpc": "2.0",
+                    "method": "notifications/resources/updated",
+                    "params": {"uri": &*uri, "_meta": {META_SUBSCRIPTION_ID: self.id}},
+                })
+                .to_string(),
+            ));
+        }
+        if q.end.is_some() {
+            return Poll::Ready(None);
+        }
+        q.waker = Some(cx.waker().clone());
+        Poll::Pending
+    }
+
+    /// [`Subscription::poll_next`] as a future.
+    pub async fn next(&self) -> Option<String> {
+        std::future::poll_fn(|cx| self.poll_next(cx)).await
+    }
+
+    /// Once the stream has ended: the listen request's result when it ended
+    /// gracefully ([`Changes::close_all`]), `None` when it was cut short (its
+    /// reader fell behind), or while it is still open.
+    pub fn final_result(&self) -> Option<String> {
+        match lock(&self.shared.queue).end {
+            Some(End::Closed) => Some(
+                json!({
+                    "jsonrpc": "2.0",
+                    "id": self.id,
+                    "result": {
+                        "resultType": "complete",
+                        "_meta": {
+                            META_SUBSCRIPTION_ID: self.id,
+                            "io.modelcontextprotocol/serverInfo": self.server_info,
+                        },
+                    },
+                })
+                .to_string(),
+            ),
+            _ => None,
+        }
+    }
+}
+
+/// What a listen request asks for, checked.
+#[derive(Debug)]
+pub(super) struct Filter {
+    pub(super) uris: BTreeSet<String>,
+    honoured: Map<String, Value>,
+}
+
+/// Reads `params` of `subscriptions/listen`: `_meta` as every request's, and
+/// the `notifications` filter. `resources` says whether the server has resources
+/// to subscribe to.
+pub(super) fn filter(params: Option<&Value>, resources: bool) -> Result<Filter, Error> {
+    let Some(params) = params else {
+        return Err(Error::invalid_params("params is required"));
+    };
+    let Value::Object(params) = params else {
+        return Err(Error::invalid_params(format!(
+            "params must be an object, not {}",
+            type_name(params)
+        )));
+    };
+    RequestMeta::from_meta(params.get("_meta"))?;
+    let Some(notifications) = params.get("notifications") else {
+        return Err(Error::invalid_params("notifications is required"));
+    };
+    let Value::Object(notifications) = notifications else {
+        return Err(Error::invalid_params(format!(
+            "notifications must be an object, not {}",
+            type_name(notifications)
+        )));
+    };
+    let mut honoured = Map::new();
+    let mut uris = BTreeSet::new();
+    for (key, value) in notifications {
+        match key.as_str() {
+            "toolsListChanged" | "promptsListChanged" | "resourcesListChanged"
+                if !value.is_boolean() =>
+            {
+                return Err(Error::invalid_params(format!(
+                    "notifications.{key} must be a boolean"
+                )));
+            }
+            "resourceSubscriptions" => {
+                let Value::Array(list) = value else {
+                    return Err(Error::invalid_params(
+                        "notifications.resourceSubscriptions must be an array of URIs",
+                    ));
+                };
+                if list.len() > SUBSCRIPTION_URIS_MAX {
+                    return Err(Error::invalid_params(format!(
+                        "notifications.resourceSubscriptions holds more than {SUBSCRIPTION_URIS_MAX} URIs"
+                    )));
+                }
+                for uri in list {
+                    let Some(uri) = uri.as_str() else {
+                        return Err(Error::invalid_params(
+                            "notifications.resourceSubscriptions must be an array of URIs",
+                        ));
+                    };
+                    if uri.is_empty() || uri.len() > TEMPLATE_URI_MAX_BYTES {
+                        return Err(Error::invalid_params(format!(
+                            "a URI in notifications.resourceSubscriptions is empty or longer than {TEMPLATE_URI_MAX_BYTES} bytes"
+                        )));
+                    }
+                    uris.insert(uri.to_owned());
+                }
+                if resources {
+                    honoured.insert(
+                        key.clone(),
+                        Value::Array(uris.iter().map(|u| Value::from(u.as_str())).collect()),
+                    );
+                }
+            }
+            // The list-changed fields (this server's lists do not change) and
+            // fields of later revisions or extensions: not honoured, not refused.
+            _ => {}
+        }
+    }
+    if !resources {
+        uris.clear();
+    }
+    Ok(Filter { uris, honoured })
+}
+
+/// Opens the subscription `filter` describes on `changes`.
+pub(super) fn open(
+    changes: &Changes,
+    id: RequestId,
+    principal: String,
+    filter: Filter,
+    server_info: Value,
+) -> Result<Subscription, Error> {
+    let shared = changes.subscribe(principal, filter.uris)?;
+    Ok(Subscription {
+        id,
+        shared,
+        honoured: Value::Object(filter.honoured),
+        server_info,
+        log: super::RequestLog::default(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta() -> Value {
+        json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+               "io.modelcontextprotocol/clientCapabilities": {}})
+    }
+
+    fn open_on(changes: &Changes, who: &str, uris: &[&str]) -> Result<Subscription, Error> {
+        let params = json!({"_meta": meta(), "notifications": {"resourceSubscriptions": uris}});
+        let f = filter(Some(&params), true)?;
+        open(
+            changes,
+            RequestId::from(7),
+            who.into(),
+            f,
+            json!({"name": "t", "version": "1"}),
+        )
+    }
+
+    fn poll(s: &Subscription) -> Poll<Option<String>> {
+        s.poll_next(&mut Context::from_waker(Waker::noop()))
+    }
+
+    #[test]
+    fn an_update_reaches_only_the_subscribers_of_its_uri_once_and_tagged() {
+        let changes = Changes::new();
+        let a = open_on(&changes, "alice", &["file:///a"]).unwrap();
+        let b = open_on(&changes, "bob", &["file:///b"]).unwrap();
+        assert!(poll(&a).is_pending());
+        changes.resource_updated("file:///a");
+        changes.resource_updated("file:///a"); // not queued twice
+        changes.resource_updated("file:///c"); // nobody asked
+        let Poll::Ready(Some(n)) = poll(&a) else {
+            panic!("an update")
+        };
+        let n: Value = serde_json::from_str(&n).unwrap();
+        assert_eq!(n["method"], "notifications/resources/updated");
+        assert_eq!(n["params"]["uri"], "file:///a");
+        assert_eq!(n["params"]["_meta"][META_SUBSCRIPTION_ID], 7);
+        assert!(poll(&a).is_pending());
+        assert!(poll(&b).is_pending());
+    }
+
+    #[test]
+    fn the_acknowledgement_names_what_is_honoured() {
+        let changes = Changes::new();
+        let params = json!({"_meta": meta(), "notifications": {
+            "toolsListChanged": true, "resourceSubscriptions": ["file:///a"], "futureThing": 1}});
+        let s = open(
+            &changes,
+            RequestId::from(3),
+            "p".into(),
+            filter(Some(&params), true).unwrap(),
+            json!({}),
+        )
+        .unwrap();
+        let ack: Value = serde_json::from_str(&s.acknowledgement()).unwrap();
+        assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+        assert_eq!(
+            ack["params"]["notifications"],
+            json!({"resourceSubscriptions": ["file:///a"]})
+        );
+        assert_eq!(ack["params"]["_meta"][META_SUBSCRIPTION_ID], 3);
+        // Without resources nothing is honoured and no update is delivered.
+        let none = filter(Some(&params), false).unwrap();
+        assert!(none.uris.is_empty());
+        assert_eq!(Value::Object(none.honoured), json!({}));
+    }
+
+    #[test]
+    fn close_all_ends_with_the_result_after_what_was_waiting() {
+        let changes = Changes::new();
+        let s = open_on(&changes, "alice", &["file:///a"]).unwrap();
+        assert_eq!(changes.open_subscriptions(), 1);
+        assert!(s.final_result().is_none());
+        changes.resource_updated("file:///a");
+        changes.close_all();
+        assert!(matches!(poll(&s), Poll::Ready(Some(_))));
+        assert!(matches!(poll(&s), Poll::Ready(None)));
+        let r: Value = serde_json::from_str(&s.final_result().unwrap()).unwrap();
+        assert_eq!(r["id"], 7);
+        assert_eq!(r["result"]["resultType"], "complete");
+        assert_eq!(r["result"]["_meta"][META_SUBSCRIPTION_ID], 7);
+        drop(s);
+        assert_eq!(changes.open_subscriptions(), 0);
+    }
+
+    #[test]
+    fn a_reader_that_falls_behind_is_cut_off_not_grown() {
+        const { assert!(SUBSCRIPTION_URIS_MAX > SUBSCRIPTION_QUEUE_MAX) };
+        let changes = Changes::new();
+        let uris: Vec<String> = (0..SUBSCRIPTION_URIS_MAX)
+            .map(|i| format!("file:///{i}"))
+            .collect();
+        let refs: Vec<&str> = uris.iter().map(String::as_str).collect();
+        let s = open_on(&changes, "alice", &refs).unwrap();
+        // Up to the cap, each update waits for the reader.
+        for u in &refs[..SUBSCRIPTION_QUEUE_MAX] {
+            changes.resource_updated(u);
+        }
+        assert_eq!(lock(&s.shared.queue).updated.len(), SUBSCRIPTION_QUEUE_MAX);
+        // One more and the subscription ends, its queue dropped.
+        changes.resource_updated(refs[SUBSCRIPTION_QUEUE_MAX]);
+        assert!(lock(&s.shared.queue).updated.is_empty());
+        assert!(matches!(poll(&s), Poll::Ready(None)));
+        assert!(s.final_result().is_none(), "cut short: no result");
+    }
+
+    #[test]
+    fn the_caps_refuse_more_subscriptions_and_uris() {
+        let changes = Changes::new();
+        let mut held = Vec::new();
+        for _ in 0..SUBSCRIPTIONS_PER_PRINCIPAL_MAX {
+            held.push(open_on(&changes, "alice", &["file:///a"]).unwrap());
+        }
+        let e = open_on(&changes, "alice", &["file:///a"]).unwrap_err();
+        assert_eq!(e.code(), -32600);
+        // Another principal still may; a closed one frees a place.
+        assert!(open_on(&changes, "bob", &["file:///a"]).is_ok());
+        held.pop();
+        assert!(open_on(&changes, "alice", &["file:///a"]).is_ok());
+        // Too many URIs, a non-string, a missing filter, a bad type.
+        let many: Vec<String> = (0..=SUBSCRIPTION_URIS_MAX)
+            .map(|i| format!("u:{i}"))
+            .collect();
+        let p = json!({"_meta": meta(), "notifications": {"resourceSubscriptions": many}});
+        assert_eq!(filter(Some(&p), true).unwrap_err().code(), -32602);
+        let p = json!({"_meta": meta(), "notifications": {"resourceSubscriptions": [1]}});
+        assert_eq!(filter(Some(&p), true).unwrap_err().code(), -32602);
+        let p = json!({"_meta": meta()});
+        assert_eq!(filter(Some(&p), true).unwrap_err().code(), -32602);
+        let p = json!({"_meta": meta(), "notifications": {"toolsListChanged": "yes"}});
+        assert_eq!(filter(Some(&p), true).unwrap_err().code(), -32602);
+        assert_eq!(filter(None, true).unwrap_err().code(), -32602);
+        let p = json!({"notifications": {}});
+        assert_eq!(filter(Some(&p), true).unwrap_err().code(), -32602);
+    }
+}
