@@ -10,6 +10,7 @@
 //! |---|---|
 //! | [`rotation`] | you run a fleet: key formats, `MRTR_KEYS`, `--keys-file`, and the three-phase key rotation |
 //! | [`operations`] | you operate a fleet: what instances share, logs, metrics, alerts, a replay store that is down |
+//! | [`streaming`] | you put a proxy or load balancer in front: which replies are SSE streams, and what it must not buffer or cut |
 //!
 //! The core's chapters they lean on: [`mrtr::manual::token_format`] (the bytes of
 //! a sealed `requestState`, its key id included) and
@@ -18,3 +19,4 @@
 
 pub mod operations;
 pub mod rotation;
+pub mod streaming;
