@@ -3,7 +3,7 @@
 //!
 //! Two groups: the fixtures the official conformance suite calls (names
 //! `test_input_required_result_*`, `test_prompt_with_arguments` with its
-//! completion sources, and one fixture per content kind in [`content`];
+//! completion sources, and one fixture per content kind (module `content`);
 //! behaviour exactly as its scenarios need), and
 //! demo tools that show what mrtr is for, each saying in its description what it
 //! demonstrates.
