@@ -35,7 +35,7 @@ pub struct RequestLog {
 }
 
 /// What a request's diagnostic and metrics name it by: its method, its target
-/// (the tool or prompt name, or the resource URI, at most [`TARGET_MAX`]
+/// (the tool or prompt name, or the resource URI, at most 128
 /// characters) and its round, when known.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Named<'a> {
@@ -58,7 +58,7 @@ pub(crate) const TARGET_MAX: usize = 128;
 /// The longest method a log line carries, in characters.
 pub(crate) const METHOD_MAX: usize = 64;
 
-/// `target` as a log names it: at most [`TARGET_MAX`] characters.
+/// `target` as a log names it: at most 128 characters (`TARGET_MAX`).
 pub fn target(target: &str) -> &str {
     crate::wire::truncate(target, TARGET_MAX)
 }
