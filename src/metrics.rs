@@ -86,10 +86,8 @@ pub const HISTOGRAM_BUCKETS: [(&str, &[f64]); 3] = [
 
 /// The methods the service routes: the only values of the `method` label besides
 /// [`OTHER`].
-pub const METHODS: [&str; 10] = [
+pub const METHODS: [&str; 8] = [
     "server/discover",
-    "completion/complete",
-    "subscriptions/listen",
     "tools/list",
     "prompts/list",
     "resources/list",

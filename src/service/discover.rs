@@ -35,8 +35,21 @@ pub(super) struct Server<'a> {
     pub(super) pager: super::page::Pager<'a>,
     /// The resource templates (`resources/templates/list`).
     pub(super) templates: &'a super::template::Templates,
-    /// Whether resource updates can be subscribed to (`Service::with_changes`).
-    pub(super) subscribe: bool,
+    /// The application's changes hub (`Service::with_changes`): the lists
+    /// leave out what it hides, and `server/discover` declares what it can tell.
+    pub(super) changes: Option<&'a super::Changes>,
+}
+
+/// The entries of `list` the changes hub does not hide, in registration order.
+fn visible<'e>(
+    entries: impl Iterator<Item = (&'e str, &'e Value)>,
+    changes: Option<&super::Changes>,
+    list: super::List,
+) -> Vec<(&'e str, &'e Value)> {
+    match changes {
+        Some(c) => entries.filter(|(k, _)| !c.is_hidden(list, k)).collect(),
+        None => entries.collect(),
+    }
 }
 
 /// The answer to `method`, which is not a carrier: -32601 for a method this
@@ -72,19 +85,22 @@ pub(super) fn answer(server: &Server<'_>, method: &str, params: Option<&Value>) 
     match method {
         "server/discover" => {
             let mut caps = Map::new();
+            let (list_changed, subscribe) = if server.changes.is_some() {
+                (
+                    json!({"listChanged": true}),
+                    json!({"listChanged": true, "subscribe": true}),
+                )
+            } else {
+                (json!({}), json!({}))
+            };
             if registries.has_tools() {
-                caps.insert("tools".into(), json!({}));
+                caps.insert("tools".into(), list_changed.clone());
             }
             if registries.has_prompts() {
-                caps.insert("prompts".into(), json!({}));
+                caps.insert("prompts".into(), list_changed);
             }
             if registries.has_resources() || !server.templates.is_empty() {
-                let resources = if server.subscribe {
-                    json!({"subscribe": true})
-                } else {
-                    json!({})
-                };
-                caps.insert("resources".into(), resources);
+                caps.insert("resources".into(), subscribe);
             }
             if server.completions {
                 caps.insert("completions".into(), json!({}));
@@ -103,19 +119,34 @@ pub(super) fn answer(server: &Server<'_>, method: &str, params: Option<&Value>) 
             );
         }
         "tools/list" => {
-            let tools = registries.of::<crate::ToolResult>().entries();
+            let tools = visible(
+                registries.of::<crate::ToolResult>().entries(),
+                server.changes,
+                super::List::Tools,
+            );
+            let tools = tools.into_iter();
             if let Err(e) = pager.fill(&mut result, method, "tools", tools, cursor) {
                 return Outcome::Protocol(e);
             }
         }
         "prompts/list" => {
-            let prompts = registries.of::<crate::PromptResult>().entries();
+            let prompts = visible(
+                registries.of::<crate::PromptResult>().entries(),
+                server.changes,
+                super::List::Prompts,
+            );
+            let prompts = prompts.into_iter();
             if let Err(e) = pager.fill(&mut result, method, "prompts", prompts, cursor) {
                 return Outcome::Protocol(e);
             }
         }
         "resources/list" => {
-            let resources = registries.of::<crate::ResourceResult>().entries();
+            let resources = visible(
+                registries.of::<crate::ResourceResult>().entries(),
+                server.changes,
+                super::List::Resources,
+            );
+            let resources = resources.into_iter();
             if let Err(e) = pager.fill(&mut result, method, "resources", resources, cursor) {
                 return Outcome::Protocol(e);
             }

@@ -49,7 +49,7 @@ pub use crate::registry::{PromptDefinition, ResourceDefinition};
 pub use completion::{Completion, CompletionOutput, CompletionRequest};
 pub use discover::ListCaching;
 pub use envelope::{NoCheck, ParsedMessage};
-pub use subscription::{Changes, META_SUBSCRIPTION_ID, Subscription};
+pub use subscription::{Changes, List, META_SUBSCRIPTION_ID, Subscription};
 pub use template::{ResourceTemplateDefinition, TemplateError, UriTemplate};
 
 use crate::result::{PromptResult, ResourceResult, ToolResult};
@@ -185,8 +185,11 @@ impl Service {
     /// Serves `subscriptions/listen` (SEP-2575) with `changes`, the hub the
     /// application announces changes on (keep a clone):
     /// [`Changes::resource_updated`] reaches every client listening for that
-    /// resource, and `server/discover` says `resources.subscribe` when the service
-    /// has resources or resource templates. A transport opens each stream with
+    /// resource, [`Changes::hide`] and [`Changes::show`] take a registered
+    /// target out of its list and put it back, telling the clients listening
+    /// for that list; `server/discover` then says `listChanged` for each list the
+    /// service has, and `resources.subscribe` when it has resources or resource
+    /// templates. A transport opens each stream with
     /// [`Service::listen`]; without this call `subscriptions/listen` is -32601.
     ///
     /// ```
@@ -218,6 +221,20 @@ impl Service {
     pub fn with_changes(mut self, changes: Changes) -> Self {
         self.changes = Some(changes);
         self
+    }
+
+    /// Whether the application took `target` out of `T`'s list
+    /// ([`Changes::hide`]): then it is served as if it were not registered.
+    fn is_hidden<T: Registered>(&self, target: &str) -> bool {
+        let Some(changes) = &self.changes else {
+            return false;
+        };
+        let list = match T::METHOD {
+            CarrierMethod::ToolsCall => List::Tools,
+            CarrierMethod::PromptsGet => List::Prompts,
+            CarrierMethod::ResourcesRead => List::Resources,
+        };
+        changes.is_hidden(list, target)
     }
 
     /// The hub given with [`Service::with_changes`], if any.
@@ -263,8 +280,12 @@ impl Service {
             let e = Error::method_not_found(subscription::LISTEN);
             return Err(self.reply(Some(id), Some(Outcome::Protocol(e)), ctx, log));
         };
-        let resources = self.registries.has_resources() || !self.templates.is_empty();
-        let opened = subscription::filter(params, resources).and_then(|filter| {
+        let served = [
+            self.registries.has_tools(),
+            self.registries.has_prompts(),
+            self.registries.has_resources() || !self.templates.is_empty(),
+        ];
+        let opened = subscription::filter(params, served).and_then(|filter| {
             subscription::open(
                 changes,
                 id.clone(),
@@ -694,7 +715,7 @@ impl Service {
                         page_size: self.page_size,
                     },
                     templates: &self.templates,
-                    subscribe: self.changes.is_some(),
+                    changes: self.changes.as_ref(),
                 };
                 discover::answer(&server, request.method, params)
             }
@@ -737,6 +758,9 @@ impl Service {
         let ran = turn::run(
             turn,
             |request| {
+                if self.is_hidden::<T>(request.target()) {
+                    return None;
+                }
                 registry
                     .handler_of(request.target())
                     .or(fallback)

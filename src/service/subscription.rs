@@ -5,16 +5,22 @@
 //! The application announces changes through [`Changes`], the handle it gives
 //! the service with [`Service::with_changes`](super::Service::with_changes) and
 //! keeps a clone of: [`Changes::resource_updated`] for a resource whose content
-//! changed. A transport asks [`Service::listen`](super::Service::listen) to open a
+//! changed, and [`Changes::hide`] / [`Changes::show`] to take a registered tool,
+//! prompt or resource out of its list (and out of reach: calling it is then
+//! "Unknown tool", as for one never registered) or put it back, which tells the
+//! clients listening for that list. A transport asks [`Service::listen`](super::Service::listen) to open a
 //! [`Subscription`] for a listen request, writes its acknowledgement, then each
 //! notification [`Subscription::next`] gives, and, when it ends gracefully (the
 //! application or the server called [`Changes::close_all`]), the final result.
 //!
-//! What this server honours: `resourceSubscriptions`, when it has resources or
-//! resource templates (`resources.subscribe` in `server/discover`). It declares
-//! no `listChanged`: its lists are fixed when it is built, so it has no change to
-//! announce, and the filter fields asking for one are left out of the
-//! acknowledgement, as the revision says.
+//! What a service with changes honours, and declares in `server/discover`:
+//! `toolsListChanged` when it has tools (`tools.listChanged`),
+//! `promptsListChanged` when it has prompts (`prompts.listChanged`), and
+//! `resourcesListChanged` and `resourceSubscriptions` when it has resources or
+//! resource templates (`resources.listChanged`, `resources.subscribe`); a filter
+//! field it cannot honour is left out of the acknowledgement, as the revision
+//! says. A list change waiting for a reader is one flag, however often the list
+//! changes before it is read.
 //!
 //! # Bounds
 //!
@@ -32,6 +38,7 @@
 //! cares about afresh), never grown.
 
 use std::collections::{BTreeSet, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::task::{Context, Poll, Waker};
 
@@ -103,12 +110,58 @@ impl std::fmt::Debug for Changes {
 #[derive(Default)]
 struct Hub {
     subscribers: Mutex<Vec<Weak<Shared>>>,
+    /// The keys taken out of each list ([`List::index`]).
+    hidden: Mutex<[BTreeSet<String>; 3]>,
+    /// Whether any key is hidden: the carriers' check costs one load until one is.
+    any_hidden: AtomicBool,
+}
+
+/// One of the lists a client can be told has changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum List {
+    /// `tools/list`, keyed by tool name.
+    Tools,
+    /// `prompts/list`, keyed by prompt name.
+    Prompts,
+    /// `resources/list`, keyed by resource URI.
+    Resources,
+}
+
+impl List {
+    fn index(self) -> usize {
+        match self {
+            Self::Tools => 0,
+            Self::Prompts => 1,
+            Self::Resources => 2,
+        }
+    }
+
+    /// The filter field that opts in to this list's changes.
+    fn filter_field(self) -> &'static str {
+        match self {
+            Self::Tools => "toolsListChanged",
+            Self::Prompts => "promptsListChanged",
+            Self::Resources => "resourcesListChanged",
+        }
+    }
+
+    fn notification(self) -> &'static str {
+        match self {
+            Self::Tools => "notifications/tools/list_changed",
+            Self::Prompts => "notifications/prompts/list_changed",
+            Self::Resources => "notifications/resources/list_changed",
+        }
+    }
+
+    const ALL: [List; 3] = [List::Tools, List::Prompts, List::Resources];
 }
 
 /// One subscription's side the hub writes into.
 struct Shared {
     /// The URIs whose updates it wants.
     uris: BTreeSet<String>,
+    /// The lists whose changes it wants ([`List::index`]).
+    lists: [bool; 3],
     /// Whom it was opened by (its quota key).
     principal: String,
     queue: Mutex<Queue>,
@@ -116,6 +169,8 @@ struct Shared {
 
 #[derive(Default)]
 struct Queue {
+    /// The lists changed and not yet told ([`List::index`]).
+    changed: [bool; 3],
     /// The URIs updated and not yet read, oldest first.
     updated: VecDeque<Arc<str>>,
     waker: Option<Waker>,
@@ -163,6 +218,69 @@ impl Changes {
         });
     }
 
+    /// Takes `key` (a tool or prompt name, a resource URI) out of `list`: it is
+    /// no longer listed, and a request for it is refused as for an unknown one.
+    /// The clients listening for that list's changes are told, when it was
+    /// listed. Returns whether it was.
+    pub fn hide(&self, list: List, key: &str) -> bool {
+        let changed = {
+            let mut hidden = lock(&self.hub.hidden);
+            let changed = hidden[list.index()].insert(key.to_owned());
+            self.hub
+                .any_hidden
+                .store(hidden.iter().any(|h| !h.is_empty()), Ordering::Release);
+            changed
+        };
+        if changed {
+            self.list_changed(list);
+        }
+        changed
+    }
+
+    /// Puts `key` back into `list` (after [`Changes::hide`]), telling the
+    /// clients listening for that list's changes. Returns whether it was hidden.
+    pub fn show(&self, list: List, key: &str) -> bool {
+        let changed = {
+            let mut hidden = lock(&self.hub.hidden);
+            let changed = hidden[list.index()].remove(key);
+            self.hub
+                .any_hidden
+                .store(hidden.iter().any(|h| !h.is_empty()), Ordering::Release);
+            changed
+        };
+        if changed {
+            self.list_changed(list);
+        }
+        changed
+    }
+
+    /// Whether `key` is out of `list` ([`Changes::hide`]).
+    pub fn is_hidden(&self, list: List, key: &str) -> bool {
+        self.hub.any_hidden.load(Ordering::Acquire)
+            && lock(&self.hub.hidden)[list.index()].contains(key)
+    }
+
+    /// Announces that `list` changed for a reason of the application's own (a
+    /// definition it serves differently now): each subscription that asked
+    /// for that list's changes is told once, however often it changes before
+    /// the subscriber reads it. [`Changes::hide`] and [`Changes::show`] call it.
+    pub fn list_changed(&self, list: List) {
+        let i = list.index();
+        self.each_live(|s| {
+            if !s.lists[i] {
+                return;
+            }
+            let mut q = lock(&s.queue);
+            if q.end.is_some() || q.changed[i] {
+                return;
+            }
+            q.changed[i] = true;
+            if let Some(w) = q.waker.take() {
+                w.wake();
+            }
+        });
+    }
+
     /// Ends every open subscription gracefully (a server shutting down): each
     /// gives its waiting notifications, then its final result.
     pub fn close_all(&self) {
@@ -196,7 +314,12 @@ impl Changes {
     }
 
     /// Opens a subscription for `principal` on `uris`, within the caps.
-    fn subscribe(&self, principal: String, uris: BTreeSet<String>) -> Result<Arc<Shared>, Error> {
+    fn subscribe(
+        &self,
+        principal: String,
+        uris: BTreeSet<String>,
+        lists: [bool; 3],
+    ) -> Result<Arc<Shared>, Error> {
         let mut subs = lock(&self.hub.subscribers);
         subs.retain(|w| w.strong_count() > 0);
         if subs.len() >= SUBSCRIPTIONS_MAX {
@@ -216,6 +339,7 @@ impl Changes {
         }
         let shared = Arc::new(Shared {
             uris,
+            lists,
             principal,
             queue: Mutex::new(Queue::default()),
         });
@@ -279,6 +403,17 @@ impl Subscription {
     /// ended: then [`Subscription::final_result`] says what, if anything, ends it.
     pub fn poll_next(&self, cx: &mut Context<'_>) -> Poll<Option<String>> {
         let mut q = lock(&self.shared.queue);
+        if let Some(list) = List::ALL.into_iter().find(|l| q.changed[l.index()]) {
+            q.changed[list.index()] = false;
+            return Poll::Ready(Some(
+                json!({
+                    "jsonrpc": "2.0",
+                    "method": list.notification(),
+                    "params": {"_meta": {META_SUBSCRIPTION_ID: self.id}},
+                })
+                .to_string(),
+            ));
+        }
         if let Some(uri) = q.updated.pop_front() {
             return Poll::Ready(Some(
                 json!({
@@ -329,13 +464,15 @@ impl Subscription {
 #[derive(Debug)]
 pub(super) struct Filter {
     pub(super) uris: BTreeSet<String>,
+    lists: [bool; 3],
     honoured: Map<String, Value>,
 }
 
 /// Reads `params` of `subscriptions/listen`: `_meta` as every request's, and
-/// the `notifications` filter. `resources` says whether the server has resources
-/// to subscribe to.
-pub(super) fn filter(params: Option<&Value>, resources: bool) -> Result<Filter, Error> {
+/// the `notifications` filter. `served` says which lists the server has
+/// ([`List::index`]); resources (its third) can also be subscribed to.
+pub(super) fn filter(params: Option<&Value>, served: [bool; 3]) -> Result<Filter, Error> {
+    let resources = served[List::Resources.index()];
     let Some(params) = params else {
         return Err(Error::invalid_params("params is required"));
     };
@@ -357,14 +494,23 @@ pub(super) fn filter(params: Option<&Value>, resources: bool) -> Result<Filter, 
     };
     let mut honoured = Map::new();
     let mut uris = BTreeSet::new();
+    let mut lists = [false; 3];
     for (key, value) in notifications {
         match key.as_str() {
-            "toolsListChanged" | "promptsListChanged" | "resourcesListChanged"
-                if !value.is_boolean() =>
-            {
-                return Err(Error::invalid_params(format!(
-                    "notifications.{key} must be a boolean"
-                )));
+            "toolsListChanged" | "promptsListChanged" | "resourcesListChanged" => {
+                let Some(wanted) = value.as_bool() else {
+                    return Err(Error::invalid_params(format!(
+                        "notifications.{key} must be a boolean"
+                    )));
+                };
+                let list = List::ALL
+                    .into_iter()
+                    .find(|l| l.filter_field() == key)
+                    .unwrap_or(List::Tools);
+                if wanted && served[list.index()] {
+                    lists[list.index()] = true;
+                    honoured.insert(key.clone(), Value::Bool(true));
+                }
             }
             "resourceSubscriptions" => {
                 let Value::Array(list) = value else {
@@ -397,15 +543,18 @@ pub(super) fn filter(params: Option<&Value>, resources: bool) -> Result<Filter, 
                     );
                 }
             }
-            // The list-changed fields (this server's lists do not change) and
-            // fields of later revisions or extensions: not honoured, not refused.
+            // Fields of later revisions or extensions: not honoured, not refused.
             _ => {}
         }
     }
     if !resources {
         uris.clear();
     }
-    Ok(Filter { uris, honoured })
+    Ok(Filter {
+        uris,
+        lists,
+        honoured,
+    })
 }
 
 /// Opens the subscription `filter` describes on `changes`.
@@ -416,7 +565,7 @@ pub(super) fn open(
     filter: Filter,
     server_info: Value,
 ) -> Result<Subscription, Error> {
-    let shared = changes.subscribe(principal, filter.uris)?;
+    let shared = changes.subscribe(principal, filter.uris, filter.lists)?;
     Ok(Subscription {
         id,
         shared,
@@ -437,7 +586,7 @@ mod tests {
 
     fn open_on(changes: &Changes, who: &str, uris: &[&str]) -> Result<Subscription, Error> {
         let params = json!({"_meta": meta(), "notifications": {"resourceSubscriptions": uris}});
-        let f = filter(Some(&params), true)?;
+        let f = filter(Some(&params), [true; 3])?;
         open(
             changes,
             RequestId::from(7),
@@ -480,7 +629,7 @@ mod tests {
             &changes,
             RequestId::from(3),
             "p".into(),
-            filter(Some(&params), true).unwrap(),
+            filter(Some(&params), [true; 3]).unwrap(),
             json!({}),
         )
         .unwrap();
@@ -488,13 +637,64 @@ mod tests {
         assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
         assert_eq!(
             ack["params"]["notifications"],
-            json!({"resourceSubscriptions": ["file:///a"]})
+            json!({"toolsListChanged": true, "resourceSubscriptions": ["file:///a"]})
         );
         assert_eq!(ack["params"]["_meta"][META_SUBSCRIPTION_ID], 3);
+        // A server without tools does not honour toolsListChanged.
+        let no_tools = filter(Some(&params), [false, true, true]).unwrap();
+        assert_eq!(
+            Value::Object(no_tools.honoured),
+            json!({"resourceSubscriptions": ["file:///a"]})
+        );
         // Without resources nothing is honoured and no update is delivered.
-        let none = filter(Some(&params), false).unwrap();
+        let none = filter(Some(&params), [false; 3]).unwrap();
         assert!(none.uris.is_empty());
         assert_eq!(Value::Object(none.honoured), json!({}));
+    }
+
+    #[test]
+    fn hiding_and_showing_tell_the_listeners_of_that_list_once() {
+        let changes = Changes::new();
+        let params = json!({"_meta": meta(), "notifications": {"promptsListChanged": true}});
+        let prompts = open(
+            &changes,
+            RequestId::from(1),
+            "p".into(),
+            filter(Some(&params), [true; 3]).unwrap(),
+            json!({}),
+        )
+        .unwrap();
+        let params = json!({"_meta": meta(), "notifications": {"toolsListChanged": true}});
+        let tools = open(
+            &changes,
+            RequestId::from(2),
+            "p".into(),
+            filter(Some(&params), [true; 3]).unwrap(),
+            json!({}),
+        )
+        .unwrap();
+        assert!(!changes.is_hidden(List::Tools, "a"));
+        assert!(changes.hide(List::Tools, "a"));
+        assert!(!changes.hide(List::Tools, "a"), "already hidden: no change");
+        assert!(changes.is_hidden(List::Tools, "a"));
+        assert!(!changes.is_hidden(List::Prompts, "a"), "another list");
+        assert!(changes.show(List::Tools, "a"));
+        assert!(!changes.is_hidden(List::Tools, "a"));
+        // Two changes, one notification; none for the prompts listener.
+        let Poll::Ready(Some(n)) = poll(&tools) else {
+            panic!("a change")
+        };
+        let n: Value = serde_json::from_str(&n).unwrap();
+        assert_eq!(n["method"], "notifications/tools/list_changed");
+        assert_eq!(n["params"]["_meta"][META_SUBSCRIPTION_ID], 2);
+        assert!(poll(&tools).is_pending());
+        assert!(poll(&prompts).is_pending());
+        changes.list_changed(List::Prompts);
+        let Poll::Ready(Some(n)) = poll(&prompts) else {
+            panic!("a change")
+        };
+        assert!(n.contains("notifications/prompts/list_changed"), "{n}");
+        assert!(!changes.show(List::Resources, "never hidden"));
     }
 
     #[test]
@@ -554,15 +754,15 @@ mod tests {
             .map(|i| format!("u:{i}"))
             .collect();
         let p = json!({"_meta": meta(), "notifications": {"resourceSubscriptions": many}});
-        assert_eq!(filter(Some(&p), true).unwrap_err().code(), -32602);
+        assert_eq!(filter(Some(&p), [true; 3]).unwrap_err().code(), -32602);
         let p = json!({"_meta": meta(), "notifications": {"resourceSubscriptions": [1]}});
-        assert_eq!(filter(Some(&p), true).unwrap_err().code(), -32602);
+        assert_eq!(filter(Some(&p), [true; 3]).unwrap_err().code(), -32602);
         let p = json!({"_meta": meta()});
-        assert_eq!(filter(Some(&p), true).unwrap_err().code(), -32602);
+        assert_eq!(filter(Some(&p), [true; 3]).unwrap_err().code(), -32602);
         let p = json!({"_meta": meta(), "notifications": {"toolsListChanged": "yes"}});
-        assert_eq!(filter(Some(&p), true).unwrap_err().code(), -32602);
-        assert_eq!(filter(None, true).unwrap_err().code(), -32602);
+        assert_eq!(filter(Some(&p), [true; 3]).unwrap_err().code(), -32602);
+        assert_eq!(filter(None, [true; 3]).unwrap_err().code(), -32602);
         let p = json!({"notifications": {}});
-        assert_eq!(filter(Some(&p), true).unwrap_err().code(), -32602);
+        assert_eq!(filter(Some(&p), [true; 3]).unwrap_err().code(), -32602);
     }
 }

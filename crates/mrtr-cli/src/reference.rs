@@ -27,6 +27,7 @@ use mrtr::service::{Changes, Completion, ResourceTemplateDefinition, Service};
 use mrtr::{PromptResult, ResourceResult, ToolResult};
 
 mod content;
+mod lists;
 
 fn no_args() -> Value {
     json!({"type": "object", "properties": {}})
@@ -41,7 +42,10 @@ pub fn service(engine: Engine, deployments: Arc<AtomicU64>) -> Service {
         "Reference MCP server of the mrtr crate: tools that ask the user, the client's model or the client's roots \
          for input through Multi Round-Trip Requests.",
     );
-    demos(content::fixtures(conformance(s)), deployments)
+    // The hub the demos and the list-change fixtures announce changes on.
+    let changes = Changes::new();
+    let s = lists::fixtures(content::fixtures(conformance(s)), &changes);
+    demos(s, deployments, &changes).with_changes(changes)
 }
 
 /// The conformance fixtures: the tools that the MRTR (SEP-2322) server scenarios of the
@@ -338,8 +342,7 @@ pub fn deploy_announcing(
 }
 
 /// The demo tools, prompts and resources.
-fn demos(s: Service, deployments: Arc<AtomicU64>) -> Service {
-    let changes = Changes::new();
+fn demos(s: Service, deployments: Arc<AtomicU64>, changes: &Changes) -> Service {
     let count = Arc::clone(&deployments);
     s.tool(
         "deploy",
@@ -363,7 +366,6 @@ fn demos(s: Service, deployments: Arc<AtomicU64>) -> Service {
             ))
         },
     )
-    .with_changes(changes)
     .tool(
         "plan_trip",
         "Demonstrates a multi-round form whose later questions depend on earlier answers, with typed data carried \

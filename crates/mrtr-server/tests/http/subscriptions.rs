@@ -173,13 +173,12 @@ fn a_listen_stream_acknowledges_then_delivers_tagged_updates() {
     assert_eq!(status, 200);
     assert_eq!(
         discover["result"]["capabilities"]["resources"],
-        json!({"subscribe": true}),
+        json!({"subscribe": true, "listChanged": true}),
         "{discover}"
     );
-    assert!(
-        discover["result"]["capabilities"]["tools"]
-            .get("listChanged")
-            .is_none()
+    assert_eq!(
+        discover["result"]["capabilities"]["tools"],
+        json!({"listChanged": true})
     );
 
     let mut s = Stream::open(addr, &listen(7, &["file:///a.txt"]));
@@ -192,10 +191,11 @@ fn a_listen_stream_acknowledges_then_delivers_tagged_updates() {
     );
     assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
     assert_eq!(ack["params"]["_meta"][META_SUBSCRIPTION_ID], 7);
-    // What is honoured: the resource, not the tool list (which never changes).
+    // What is honoured: the resource and the tool list; not the prompt list
+    // (there are no prompts).
     assert_eq!(
         ack["params"]["notifications"],
-        json!({"resourceSubscriptions": ["file:///a.txt"]})
+        json!({"resourceSubscriptions": ["file:///a.txt"], "toolsListChanged": true})
     );
     wait_open(&changes, 1);
 
@@ -209,6 +209,25 @@ fn a_listen_stream_acknowledges_then_delivers_tagged_updates() {
         update.get("id").is_none(),
         "a notification, never a request"
     );
+
+    // The application takes `touch` out of the list: listeners are told, the
+    // list leaves it out, and calling it is an unknown tool; then back.
+    assert!(changes.hide(mrtr::service::List::Tools, "touch"));
+    let changed = s.next().expect("a list change");
+    assert_eq!(changed["method"], "notifications/tools/list_changed");
+    assert_eq!(changed["params"]["_meta"][META_SUBSCRIPTION_ID], 7);
+    let (_, list) = call(addr, &rpc(3, "tools/list", json!({})));
+    assert_eq!(list["result"]["tools"], json!([]), "{list}");
+    let (status, hidden) = call(addr, &rpc(4, "tools/call", json!({"name": "touch"})));
+    assert_eq!(status, 400, "{hidden}");
+    assert_eq!(hidden["error"]["message"], "Unknown tool", "{hidden}");
+    assert!(changes.show(mrtr::service::List::Tools, "touch"));
+    assert_eq!(
+        s.next().unwrap()["method"],
+        "notifications/tools/list_changed"
+    );
+    let (_, list) = call(addr, &rpc(5, "tools/list", json!({})));
+    assert_eq!(list["result"]["tools"][0]["name"], "touch", "{list}");
 
     // A graceful end: the listen request's result, then the end of the stream.
     changes.close_all();

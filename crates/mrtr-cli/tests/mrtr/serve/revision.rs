@@ -188,5 +188,43 @@ fn stdio_answers_the_revision_as_http_does() {
         "each tool once: {over_http:?}"
     );
     assert!(over_http.iter().any(|n| n == "test_simple_text"));
+
+    // A subscription on stdio: its acknowledgement, then a list change the
+    // trigger makes, tagged with the listen id, beside the trigger's reply.
+    let listen = request(
+        40,
+        "subscriptions/listen",
+        json!({"notifications": {"toolsListChanged": true,
+                                 "resourceSubscriptions": ["mrtr://demo/deployments"]}}),
+    );
+    stdio.send(&listen.to_string());
+    let ack = stdio.read_reply();
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"toolsListChanged": true, "resourceSubscriptions": ["mrtr://demo/deployments"]})
+    );
+    stdio.send(&call(41, "test_trigger_tool_change").to_string());
+    let (a, b) = (stdio.read_reply(), stdio.read_reply());
+    let (reply, change) = if a.get("id").is_some() {
+        (a, b)
+    } else {
+        (b, a)
+    };
+    assert_eq!(reply["id"], 41, "{reply}");
+    assert_eq!(
+        change["method"], "notifications/tools/list_changed",
+        "{change}"
+    );
+    assert_eq!(
+        change["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        40
+    );
+    // The trigger took test_dynamic_tool out of the list, on this process.
+    let (names, _) = all_tools(|b| stdio.call(b));
+    assert!(!names.iter().any(|n| n == "test_dynamic_tool"), "{names:?}");
     stdio.finish();
 }
