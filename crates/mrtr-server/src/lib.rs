@@ -36,6 +36,7 @@ pub mod defaults;
 pub mod http;
 pub mod keys;
 mod log;
+mod notify;
 #[cfg(feature = "oauth")]
 pub mod oauth;
 mod scrape;

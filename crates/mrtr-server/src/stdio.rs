@@ -5,6 +5,14 @@
 //! (and its bytes are discarded, never buffered whole); EOF ends the loop.
 //! Messages are handled concurrently (up to [`crate::defaults::STDIO_MAX_IN_FLIGHT`]); each reply is
 //! written as soon as it is ready, so replies may come out of request order.
+//!
+//! A request that asked for notifications (a `progressToken`, an
+//! `io.modelcontextprotocol/logLevel` in its `_meta`) gets its handler's progress
+//! and log messages as lines of their own, as they are sent, all before its
+//! response line; at most
+//! [`MAX_NOTIFICATIONS_PER_REQUEST`](crate::defaults::MAX_NOTIFICATIONS_PER_REQUEST)
+//! of one request wait to be written, and beyond them one is dropped. Lines of
+//! concurrent requests interleave; none comes after its request's response.
 
 use std::future::Future;
 use std::time::Instant;
@@ -15,10 +23,11 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::http::error_body;
 use super::log;
+use crate::notify::{Outbox, Queued};
 use mrtr::__private::lines::{Line, LineSplitter};
 use mrtr::Timestamp;
 use mrtr::principal::Principal;
-use mrtr::service::{RequestContext, RequestLog, Service};
+use mrtr::service::{ParsedMessage, RequestContext, RequestLog, Service};
 
 /// The most requests handled at once on one stdio connection.
 const MAX_IN_FLIGHT: usize = crate::defaults::STDIO_MAX_IN_FLIGHT;
@@ -70,19 +79,30 @@ where
             }
         }
     };
+    // The notifications of every request in flight, each request's share capped
+    // by its own `Outbox`.
+    let (notes, mut noted) = tokio::sync::mpsc::unbounded_channel::<Queued>();
     let working = async {
         let mut in_flight = FuturesUnordered::new();
         let mut open = true;
         loop {
             tokio::select! {
                 biased;
+                // Only requests in flight send notifications.
+                Some(n) = noted.recv(), if !in_flight.is_empty() => {
+                    write_line(&mut writer, n.text()).await?;
+                }
                 Some(done) = in_flight.next() => {
                     let done: Done = done;
+                    // What the request sent before it ended goes out before its reply.
+                    while let Ok(n) = noted.try_recv() {
+                        write_line(&mut writer, n.text()).await?;
+                    }
                     write_reply(&mut writer, done.body).await?;
                     log::request(&done.correlation_id, "stdio", &done.log, None, done.started.elapsed());
                 }
                 incoming = rx.recv(), if open && in_flight.len() < MAX_IN_FLIGHT => match incoming {
-                    Some(m) => in_flight.push(handle(service, principal, m, max_body)),
+                    Some(m) => in_flight.push(handle(service, principal, m, max_body, &notes)),
                     None => open = false,
                 },
                 else => return Ok::<(), std::io::Error>(()),
@@ -109,6 +129,7 @@ async fn handle(
     principal: &Principal,
     incoming: Incoming,
     max_body: usize,
+    notes: &tokio::sync::mpsc::UnboundedSender<Queued>,
 ) -> Done {
     let started = Instant::now();
     let corr = log::correlation_id();
@@ -135,7 +156,22 @@ async fn handle(
                 peer: None,
             };
             let deadline = tokio::time::sleep(service.handler_timeout());
-            let reply = service.handle_until(&buf, &ctx, deadline).await;
+            let message = ParsedMessage::parse(&buf);
+            drop(buf);
+            let reply = if message.asks_for_notifications() {
+                let outbox = Outbox::new(notes.clone());
+                let mut reply = service
+                    .handle_parsed_notifying(message, &ctx, deadline, outbox.clone())
+                    .await;
+                let dropped = outbox.dropped();
+                if dropped > 0 && reply.log.detail.is_none() {
+                    reply.log.detail =
+                        Some(format!("{dropped} notifications dropped (queue full)"));
+                }
+                reply
+            } else {
+                service.handle_parsed_until(message, &ctx, deadline).await
+            };
             Done {
                 body: reply.body,
                 log: reply.log,
@@ -150,15 +186,20 @@ async fn write_reply<W: AsyncWrite + Unpin>(
     writer: &mut W,
     body: Option<String>,
 ) -> std::io::Result<()> {
-    if let Some(body) = body {
-        // Valid JSON has raw line breaks only as whitespace, so replacing them
-        // keeps the message and keeps it on one line.
-        let line = body.replace(['\n', '\r'], " ");
-        writer.write_all(line.as_bytes()).await?;
-        writer.write_all(b"\n").await?;
-        writer.flush().await?;
+    match body {
+        Some(body) => write_line(writer, &body).await,
+        None => Ok(()),
     }
-    Ok(())
+}
+
+/// Writes one message as one line.
+async fn write_line<W: AsyncWrite + Unpin>(writer: &mut W, message: &str) -> std::io::Result<()> {
+    // Valid JSON has raw line breaks only as whitespace, so replacing them
+    // keeps the message and keeps it on one line.
+    let line = message.replace(['\n', '\r'], " ");
+    writer.write_all(line.as_bytes()).await?;
+    writer.write_all(b"\n").await?;
+    writer.flush().await
 }
 
 /// Reads the next line through `splitter` (the core's bounded splitter) into `buf`.
