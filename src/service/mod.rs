@@ -804,6 +804,29 @@ mod tests {
     }
 
     #[test]
+    fn a_round_kept_past_its_end_sends_nothing() {
+        let kept: Arc<std::sync::Mutex<Option<Round>>> = Arc::default();
+        let stash = Arc::clone(&kept);
+        let s = service().tool("keep", "k", json!({"type":"object"}), move |round| {
+            assert!(round.progress_enabled() && round.log_enabled(crate::LogLevel::Error));
+            assert!(!round.log_enabled(crate::LogLevel::Debug));
+            round.progress(1.0, None, None);
+            *stash.lock().unwrap() = Some(round);
+            Ok(ToolResult::text("kept"))
+        });
+        let meta = r#""_meta":{"progressToken":1,"io.modelcontextprotocol/logLevel":"info","#;
+        let b = String::from_utf8(body("tools/call", r#","name":"keep""#))
+            .unwrap()
+            .replace(r#""_meta":{"#, meta);
+        let (_, got, _) = notifying(&s, b.as_bytes());
+        assert_eq!(got.len(), 1);
+        let round = kept.lock().unwrap().take().unwrap();
+        // The response was the request's last message: nothing after it.
+        assert!(!round.progress(2.0, None, None));
+        assert!(!round.log(crate::LogLevel::Error, json!("late")));
+    }
+
+    #[test]
     fn envelope_errors() {
         let s = service();
         let r = s.handle_sync(b"{not json", &ctx());

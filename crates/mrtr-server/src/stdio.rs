@@ -258,6 +258,83 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn notifications_are_lines_before_their_response_line() {
+        let service = Service::new(
+            mrtr::engine::Engine::new(mrtr::seal::Keyring::ephemeral(), "t"),
+            "t",
+            "0",
+        )
+        .tool(
+            "work",
+            "w",
+            serde_json::json!({"type": "object"}),
+            |round| async move {
+                for p in 1..=3 {
+                    round.progress(f64::from(p), Some(3.0), None);
+                    tokio::task::yield_now().await;
+                }
+                round.log(mrtr::LogLevel::Warning, serde_json::json!("careful"));
+                round.log(mrtr::LogLevel::Info, serde_json::json!("below the level"));
+                Ok(mrtr::ToolResult::text("done"))
+            },
+        );
+        let line = |id: u32, extra: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"work","_meta":{{{extra}"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#
+            )
+        };
+        let input = format!(
+            "{}\n{}\n{}\n",
+            line(
+                1,
+                r#""progressToken":"a","io.modelcontextprotocol/logLevel":"warning","#
+            ),
+            line(2, ""),
+            line(3, r#""io.modelcontextprotocol/logLevel":"error","#),
+        );
+        let mut out = Vec::new();
+        let anyone = Principal::anonymous();
+        serve(
+            &service,
+            &anyone,
+            4096,
+            input.as_bytes(),
+            &mut out,
+            std::future::pending(),
+        )
+        .await
+        .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        // Three progress lines and one log line for request 1, all before its
+        // response; nothing for 2 (it asked for nothing) or 3 (nothing at error).
+        let notes: Vec<&serde_json::Value> =
+            lines.iter().filter(|l| l.get("method").is_some()).collect();
+        assert_eq!(notes.len(), 4, "{text}");
+        let response_1 = lines.iter().position(|l| l["id"] == 1).unwrap();
+        let last_note = lines
+            .iter()
+            .rposition(|l| l.get("method").is_some())
+            .unwrap();
+        assert!(last_note < response_1, "{text}");
+        let progress: Vec<&serde_json::Value> = notes
+            .iter()
+            .filter(|n| n["method"] == "notifications/progress")
+            .map(|n| &n["params"]["progress"])
+            .collect();
+        assert_eq!(progress, [1, 2, 3]);
+        assert!(notes.iter().all(|n| n["method"] == "notifications/progress"
+            && n["params"]["progressToken"] == "a"
+            || n["params"] == serde_json::json!({"level": "warning", "data": "careful"})));
+        for id in 1..=3 {
+            assert_eq!(lines.iter().filter(|l| l["id"] == id).count(), 1, "{text}");
+        }
+    }
+
+    #[tokio::test]
     async fn serves_lines_in_order_and_skips_blank() {
         let service = Service::new(
             mrtr::engine::Engine::new(mrtr::seal::Keyring::ephemeral(), "t"),
