@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use mrtr::engine::{Elicited, Form, Round};
+use mrtr::engine::{Elicited, Flow, Form, Round};
 use mrtr::service::Service;
 use mrtr::{LogLevel, ToolResult};
 
@@ -38,17 +38,7 @@ pub(super) fn fixtures(s: Service) -> Service {
         "test_logging_tool",
         "Conformance: sends three info log messages (only when the request asked for a log level), then completes.",
         no_args(),
-        |round: Round| async move {
-            for message in [
-                "Tool execution started",
-                "Tool processing data",
-                "Tool execution completed",
-            ] {
-                round.log_from(LogLevel::Info, Some("test_logging_tool"), json!(message));
-                tokio::time::sleep(STEP).await;
-            }
-            Ok(ToolResult::text("Logged three messages."))
-        },
+        |round: Round| three_log_messages(round, "test_logging_tool"),
     )
     .tool(
         "test_streaming_elicitation",
@@ -72,4 +62,24 @@ pub(super) fn fixtures(s: Service) -> Service {
             }
         },
     )
+}
+
+/// The log fixture: "Tool execution started", "Tool processing data" and "Tool
+/// execution completed" at info, one [`STEP`] apart, from the logger `name` (the
+/// messages of the suite's earlier `tools-call-with-logging`).
+async fn three_log_messages(round: Round, name: &'static str) -> Result<ToolResult, Flow> {
+    for (i, message) in [
+        "Tool execution started",
+        "Tool processing data",
+        "Tool execution completed",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        if i > 0 {
+            tokio::time::sleep(STEP).await;
+        }
+        round.log_from(LogLevel::Info, Some(name), json!(message));
+    }
+    Ok(ToolResult::text("Logged three messages."))
 }
