@@ -33,7 +33,13 @@
 //! arrive in time), a slot under the in-flight cap (503 after
 //! [`crate::defaults::ADMISSION_TIMEOUT`]), the parse, behind the OAuth resource server
 //! (feature `oauth`) the scope of the tool a `tools/call` names (403, on that one
-//! parse), then [`Service::handle_parsed_until`]. A
+//! parse), then [`Service::handle_parsed_until`]; a request that asks for
+//! notifications (a `progressToken` or a log level in its `_meta`,
+//! [`ParsedMessage::asks_for_notifications`]) from a client that accepts
+//! `text/event-stream` runs through [`Service::handle_parsed_notifying`]
+//! instead, its handler's notifications SSE events before the response event
+//! (the head waits for the first of them, so a request whose handler sends none
+//! is answered as any other). A
 //! request takes its in-flight slot only once its body is in, so bodies that
 //! arrive slowly, or never, hold no slot that another request needs. `GET`/`DELETE` (and any other method) on
 //! `/mcp` answer 405 with `Allow: POST`. The router has no fallback of its own, so
