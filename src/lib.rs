@@ -127,8 +127,8 @@ mod typed;
 pub mod wire;
 
 pub use engine::{
-    Confirmation, Elicited, Engine, Flow, Form, FormAnswer, Outcome, RootsAsk, Round, Sampling,
-    UrlVisit,
+    Confirmation, Elicited, Engine, Flow, Form, FormAnswer, LogLevel, NotificationSink, Outcome,
+    RootsAsk, Round, Sampling, UrlVisit,
 };
 pub use error::{Error, Fallback, Retry, ToolAdvice};
 pub use principal::Principal;

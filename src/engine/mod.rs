@@ -38,6 +38,7 @@ mod ask;
 mod finish;
 pub mod form_type;
 pub(crate) mod handler;
+mod notify;
 mod once;
 mod round;
 mod state;
@@ -52,6 +53,8 @@ pub use ask::{Confirmation, FormAnswer};
 pub use ask::{Elicited, Fields, Form, Roots, RootsAsk, Sampling, UrlVisit};
 pub use handler::{CarrierResult, Later, Now, Output};
 pub(crate) use handler::{Handler, register};
+pub(crate) use notify::Notifier;
+pub use notify::{LogLevel, NotificationSink};
 pub use round::{Flow, Round, Unanswered};
 
 use crate::defaults;
@@ -267,6 +270,7 @@ impl Engine {
         principal: &Principal,
         peer: Option<IpAddr>,
         now: Timestamp,
+        notifier: Option<Notifier>,
     ) -> Result<Round, Error> {
         let quota_peer = peer.filter(|_| principal.is_anonymous());
         let arguments = request.arguments_value();
@@ -291,7 +295,9 @@ impl Engine {
                 Err(e) => return Err(Error::invalid_request_state(e.reason().as_str())),
             },
         };
-        Ok(Round::new(self, request, binding, prior, now, quota_peer))
+        Ok(Round::new(
+            self, request, binding, prior, now, quota_peer, notifier,
+        ))
     }
 
     /// Runs one round with a synchronous handler: the round begins (the state
@@ -341,6 +347,7 @@ impl Engine {
             peer: None,
             now,
             timeout: defaults::HANDLER_TIMEOUT,
+            notifications: None,
         };
         let handler_for = |_: &CarrierRequest| Some(move |round| handler(round).into_run());
         turn::run(turn, handler_for, deadline).await.outcome
@@ -375,6 +382,7 @@ impl Engine {
             peer,
             now,
             timeout: defaults::HANDLER_TIMEOUT,
+            notifications: None,
         };
         turn::run_now(turn, handler).outcome
     }

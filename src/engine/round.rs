@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::ask::{Confirmation, Elicited, Fields, Form, FormAnswer, RootsAsk, Sampling, UrlVisit};
 use super::state::{FlowState, QuestionDigest};
-use super::{AnswerPolicy, Engine};
+use super::{AnswerPolicy, Engine, LogLevel, Notifier};
 use crate::answers::validate_content;
 use crate::capability::{self, Decision, Necessity};
 use crate::error::{Error, Fallback, Retry, ToolAdvice};
@@ -115,6 +115,9 @@ pub(super) struct Fixed {
     /// transport knew the peer: the replay guard's quota is keyed on it
     /// ([`PrincipalKey::of_peer`]). `None` for an authenticated principal.
     pub(super) quota_peer: Option<IpAddr>,
+    /// Where progress and log messages go, when the request asked for either
+    /// and the transport can carry them.
+    pub(super) notifier: Option<Notifier>,
 }
 
 /// What the handler's asks change as it runs.
@@ -189,6 +192,7 @@ impl Round {
         prior: Option<Verified<Claims<FlowState>>>,
         now: Timestamp,
         quota_peer: Option<IpAddr>,
+        notifier: Option<Notifier>,
     ) -> Self {
         let carry = FlowState {
             data: prior.as_ref().and_then(|p| p.state().data.clone()),
@@ -203,6 +207,7 @@ impl Round {
                     now,
                     prior,
                     quota_peer,
+                    notifier,
                 },
                 live: Mutex::new(Live {
                     carry,
@@ -281,6 +286,84 @@ impl Round {
     /// The current time, as the transport read it for this request.
     pub fn now(&self) -> Timestamp {
         self.shared.fixed.now
+    }
+
+    /// Reports progress on this request (`notifications/progress`, MCP
+    /// 2026-07-28 §Progress): `progress` so far, out of `total` if known, with
+    /// an optional human-readable `message`. Returns whether the notification
+    /// went to the transport.
+    ///
+    /// It goes out only when the request's `_meta` carries a `progressToken`
+    /// (with that token), the transport can carry notifications, `progress` is
+    /// finite and greater than the last value reported (the spec's "MUST
+    /// increase"; a value that is not is dropped), and the round has not
+    /// finished; a `total` that is not finite is left out. On Streamable HTTP
+    /// it is an SSE event before the response, on stdio a line before the
+    /// response line. A request that asked for nothing makes this one branch.
+    ///
+    /// ```
+    /// # use mrtr::{Flow, Round, ToolResult};
+    /// fn handler(round: Round) -> Result<ToolResult, Flow> {
+    ///     for step in 1..=3 {
+    ///         round.progress(f64::from(step), Some(3.0), Some("copying"));
+    ///     }
+    ///     Ok(ToolResult::text("copied"))
+    /// }
+    /// ```
+    pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) -> bool {
+        let Some(n) = &self.shared.fixed.notifier else {
+            return false;
+        };
+        n.wants_progress() && !self.is_finished() && n.progress(progress, total, message)
+    }
+
+    /// Sends a log message (`notifications/message`) at `level` with `data`
+    /// (any JSON: a string, an object). Returns whether it went to the
+    /// transport.
+    ///
+    /// It goes out only when the request's `_meta` asked for a level
+    /// (`io.modelcontextprotocol/logLevel`) and `level` is at or above it, the
+    /// transport can carry notifications, and the round has not finished:
+    /// without a requested level the server sends no log message for the
+    /// request (MCP 2026-07-28). The client sees `data`: never put secrets,
+    /// tokens or another user's data in it.
+    pub fn log(&self, level: LogLevel, data: Value) -> bool {
+        self.log_from(level, None, data)
+    }
+
+    /// [`Round::log`] naming the `logger` (the component that logs) too.
+    pub fn log_from(&self, level: LogLevel, logger: Option<&str>, data: Value) -> bool {
+        let Some(n) = &self.shared.fixed.notifier else {
+            return false;
+        };
+        self.log_enabled(level) && !self.is_finished() && n.log(level, logger, data)
+    }
+
+    /// Whether a log message at `level` would go out ([`Round::log`]): for a
+    /// handler that would rather not build a costly message for nothing.
+    pub fn log_enabled(&self, level: LogLevel) -> bool {
+        self.shared
+            .fixed
+            .notifier
+            .as_ref()
+            .and_then(Notifier::level)
+            .is_some_and(|wanted| level >= wanted)
+    }
+
+    /// Whether progress would go out ([`Round::progress`]): the request carries a
+    /// `progressToken` and the transport can carry notifications.
+    pub fn progress_enabled(&self) -> bool {
+        self.shared
+            .fixed
+            .notifier
+            .as_ref()
+            .is_some_and(Notifier::wants_progress)
+    }
+
+    /// Whether the round has finished: the response is the request's last
+    /// message, so nothing more goes out for it.
+    fn is_finished(&self) -> bool {
+        lock(&self.shared.live).finished
     }
 
     /// Asks a form elicitation (or returns its answer).

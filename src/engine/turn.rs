@@ -14,13 +14,14 @@ use std::future::Future;
 use std::net::IpAddr;
 use std::panic::AssertUnwindSafe;
 use std::pin::pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::FutureExt as _;
 use futures_util::future::{Either, select};
 
 use super::handler::{CarrierResult, Run};
-use super::{Engine, Flow, Outcome, Round};
+use super::{Engine, Flow, NotificationSink, Notifier, Outcome, Round};
 use crate::error::{Error, Fallback, Retry, ToolAdvice};
 use crate::principal::Principal;
 use crate::time::Timestamp;
@@ -42,6 +43,10 @@ pub struct Turn<'a> {
     pub now: Timestamp,
     /// The handler deadline, as the overdue error reports it.
     pub timeout: Duration,
+    /// Where the round's notifications go (progress, log messages), when the
+    /// transport can carry them; the round uses it only if the request asked
+    /// ([`NotificationSink`]).
+    pub notifications: Option<Arc<dyn NotificationSink>>,
 }
 
 /// How a round ended, and which round of its flow it was (`None` when it never
@@ -98,10 +103,11 @@ where
     let Some(handler) = handler_for(&request) else {
         return Ran::refused(Outcome::Protocol(unknown_target(&request)));
     };
+    let notifier = Notifier::for_request(request.meta(), turn.notifications);
     let (round, finisher) =
         match turn
             .engine
-            .begin_from(request, turn.principal, turn.peer, turn.now)
+            .begin_from(request, turn.principal, turn.peer, turn.now, notifier)
         {
             Ok(round) => round.hand_over(),
             Err(e) => return Ran::refused(Outcome::from_error(Some(method), e)),
@@ -232,6 +238,7 @@ mod tests {
             peer: None,
             now: Timestamp::from_unix_secs(1_800_000_000),
             timeout: Duration::from_secs(1),
+            notifications: None,
         }
     }
 

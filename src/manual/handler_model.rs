@@ -189,6 +189,23 @@
 //! the client, encrypted, and counts toward the size limit of the state (8 KiB of
 //! plaintext by default).
 //!
+//! # Progress and log messages
+//!
+//! `round.progress(done, Some(total), Some("message"))` reports progress
+//! (`notifications/progress`) and `round.log(LogLevel::Info, data)` sends a log
+//! message (`notifications/message`) while the request runs. Each goes out only
+//! when the request asked for it: progress when its `_meta` carries a
+//! `progressToken` (and only with values that increase), a log message when its
+//! `_meta` carries `io.modelcontextprotocol/logLevel` and the message is at or
+//! above that level. Otherwise the call does nothing, so a handler reports
+//! unconditionally; `round.progress_enabled()` and `round.log_enabled(level)`
+//! say beforehand, for a message that is costly to build. On Streamable HTTP
+//! they are SSE events before the response, on stdio lines before the response
+//! line; rmcp's adapter drops them. They are the request's own notifications,
+//! never a question (questions are asks, in the result), and they are not
+//! sealed: a retry runs the handler again, and its progress starts over.
+//! The client sees their text: never put secrets in them.
+//!
 //! # Deadline and panics
 //!
 //! Each run of a handler has a deadline (`Service::with_handler_timeout`, 30 s by

@@ -104,11 +104,47 @@ impl<C> ParsedMessage<C> {
     ///
     /// For a transport's own decision on its one parse of the body, made before
     /// the message is handled (the HTTP transport's per-tool authorization).
+    ///
+    /// [`ParsedMessage::asks_for_notifications`] is the cheaper question the
+    /// transports ask of every request.
     pub fn request(&self) -> Option<(&str, Option<&Value>)> {
         match envelope(&self.message, &mut RequestLog::default()) {
             Read::Request(r) => Some((r.method, r.params)),
             Read::Notification | Read::Refused(..) => None,
         }
+    }
+}
+
+impl<C> ParsedMessage<C> {
+    /// Whether this message is a carrier request (`tools/call`, `prompts/get`,
+    /// `resources/read`) whose `_meta` asks for notifications: a `progressToken`,
+    /// or a log level (`io.modelcontextprotocol/logLevel`). Only then can its
+    /// handler send any ([`Service::handle_parsed_notifying`]), so a transport
+    /// asks this to decide whether to set up a stream for them (an SSE
+    /// response); for every other message the answer is `false`, and the
+    /// reply is the request's only message.
+    ///
+    /// A look at two members, not a check: a malformed token or level is
+    /// refused when the message is handled (-32602), before any handler runs.
+    ///
+    /// [`Service::handle_parsed_notifying`]: super::Service::handle_parsed_notifying
+    pub fn asks_for_notifications(&self) -> bool {
+        let Ok(Value::Object(message)) = &self.message else {
+            return false;
+        };
+        let carrier = message
+            .get("method")
+            .and_then(Value::as_str)
+            .and_then(crate::wire::CarrierMethod::from_method)
+            .is_some();
+        carrier
+            && message
+                .get("params")
+                .and_then(|p| p.get("_meta"))
+                .and_then(Value::as_object)
+                .is_some_and(|m| {
+                    m.contains_key("progressToken") || m.contains_key(crate::wire::META_LOG_LEVEL)
+                })
     }
 }
 

@@ -23,6 +23,7 @@
 
 use std::future::Future;
 use std::pin::pin;
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
@@ -30,7 +31,7 @@ use serde_json::{Value, json};
 
 use crate::defaults;
 use crate::engine::turn::{self, Turn};
-use crate::engine::{Engine, Outcome, Output, Round};
+use crate::engine::{Engine, NotificationSink, Outcome, Output, Round};
 use crate::error::Error;
 use crate::principal::Principal;
 use crate::time::Timestamp;
@@ -564,7 +565,35 @@ impl Service {
         D: Future<Output = ()>,
     {
         let mut log = RequestLog::default();
-        let (id, outcome) = self.dispatch(&mut message, ctx, &mut log, deadline).await;
+        let (id, outcome) = self
+            .dispatch(&mut message, ctx, &mut log, deadline, None)
+            .await;
+        self.reply(id, outcome, ctx, log)
+    }
+
+    /// [`Service::handle_parsed_until`] for a transport that can carry the
+    /// request's notifications: a handler's progress and log messages
+    /// ([`Round::progress`], [`Round::log`]) go to `sink` as they are sent, all
+    /// before this returns the reply, and only those the request asked for (a
+    /// `progressToken`, an `io.modelcontextprotocol/logLevel` in its `_meta`;
+    /// [`ParsedMessage::asks_for_notifications`] tells the transport beforehand).
+    /// The sink gets nothing once the reply is made: the response is the
+    /// request's last message.
+    pub async fn handle_parsed_notifying<C, D>(
+        &self,
+        mut message: ParsedMessage<C>,
+        ctx: &RequestContext,
+        deadline: D,
+        sink: Arc<dyn NotificationSink>,
+    ) -> Reply
+    where
+        C: FnOnce(&str, Option<&Value>) -> Result<(), Error>,
+        D: Future<Output = ()>,
+    {
+        let mut log = RequestLog::default();
+        let (id, outcome) = self
+            .dispatch(&mut message, ctx, &mut log, deadline, Some(sink))
+            .await;
         self.reply(id, outcome, ctx, log)
     }
 
@@ -588,7 +617,8 @@ impl Service {
     {
         let mut log = RequestLog::default();
         let (id, outcome) = {
-            let mut fut = pin!(self.dispatch(&mut message, ctx, &mut log, std::future::ready(())));
+            let mut fut =
+                pin!(self.dispatch(&mut message, ctx, &mut log, std::future::ready(()), None));
             let mut cx = Context::from_waker(Waker::noop());
             match fut.as_mut().poll(&mut cx) {
                 Poll::Ready(r) => r,
@@ -662,6 +692,7 @@ impl Service {
         ctx: &RequestContext,
         log: &mut RequestLog,
         deadline: D,
+        notify: Option<Arc<dyn NotificationSink>>,
     ) -> (Option<crate::wire::jsonrpc::RequestId>, Option<Outcome>)
     where
         C: FnOnce(&str, Option<&Value>) -> Result<(), Error>,
@@ -686,15 +717,15 @@ impl Service {
         let params = request.params;
         let outcome = match carrier {
             Some(CarrierMethod::ToolsCall) => self
-                .carrier::<ToolResult, _>(params, ctx, log, deadline)
+                .carrier::<ToolResult, _>(params, ctx, log, deadline, notify)
                 .await
                 .into_json(),
             Some(CarrierMethod::PromptsGet) => self
-                .carrier::<PromptResult, _>(params, ctx, log, deadline)
+                .carrier::<PromptResult, _>(params, ctx, log, deadline, notify)
                 .await
                 .into_json(),
             Some(CarrierMethod::ResourcesRead) => self
-                .read_resource(params, ctx, log, deadline)
+                .read_resource(params, ctx, log, deadline, notify)
                 .await
                 .into_json(),
             None if request.method == completion::METHOD && !self.completions.is_empty() => {
@@ -731,9 +762,11 @@ impl Service {
         ctx: &RequestContext,
         log: &mut RequestLog,
         deadline: D,
+        notify: Option<Arc<dyn NotificationSink>>,
     ) -> Outcome<T> {
         let request = CarrierRequest::from_params_memo(T::METHOD, params, self.engine.metas());
-        self.run_request(request, None, ctx, log, deadline).await
+        self.run_request(request, None, ctx, log, deadline, notify)
+            .await
     }
 
     /// A parsed carrier request on the engine's one path, with the handler
@@ -745,6 +778,7 @@ impl Service {
         ctx: &RequestContext,
         log: &mut RequestLog,
         deadline: D,
+        notify: Option<Arc<dyn NotificationSink>>,
     ) -> Outcome<T> {
         let turn = Turn {
             engine: &self.engine,
@@ -753,6 +787,7 @@ impl Service {
             peer: ctx.peer,
             now: ctx.now,
             timeout: self.handler_timeout,
+            notifications: notify,
         };
         let registry = self.registries.of::<T>();
         let ran = turn::run(
@@ -802,6 +837,131 @@ mod tests {
 
     fn parse(r: &Reply) -> Value {
         serde_json::from_str(r.body.as_deref().unwrap()).unwrap()
+    }
+
+    #[derive(Debug, Default)]
+    struct Collect(std::sync::Mutex<Vec<Value>>);
+
+    impl NotificationSink for Collect {
+        fn notify(&self, n: String) -> bool {
+            self.0
+                .lock()
+                .unwrap()
+                .push(serde_json::from_str(&n).unwrap());
+            true
+        }
+    }
+
+    /// Runs `body` with a sink (the handlers here are synchronous: one poll).
+    fn notifying(s: &Service, body: &[u8]) -> (Value, Vec<Value>, bool) {
+        let sink = Arc::new(Collect::default());
+        let message = ParsedMessage::parse(body);
+        let asks = message.asks_for_notifications();
+        let c = ctx();
+        let fut = s.handle_parsed_notifying(message, &c, std::future::ready(()), sink.clone());
+        let mut cx = Context::from_waker(Waker::noop());
+        let Poll::Ready(reply) = pin!(fut).poll(&mut cx) else {
+            panic!("a synchronous handler's reply waited")
+        };
+        let got = sink.0.lock().unwrap().clone();
+        (parse(&reply), got, asks)
+    }
+
+    #[test]
+    fn a_handler_reports_progress_and_logs_only_what_the_request_asked_for() {
+        let s = service().tool("work", "w", json!({"type":"object"}), |round| {
+            for p in [1.0, 2.0, 2.0, 3.0] {
+                round.progress(p, Some(3.0), None);
+            }
+            round.log(crate::LogLevel::Debug, json!("noise"));
+            round.log_from(crate::LogLevel::Info, Some("work"), json!({"done": 3}));
+            Ok(ToolResult::text("done"))
+        });
+        let meta = r#""progressToken":"p1","io.modelcontextprotocol/logLevel":"info","#;
+        let both = String::from_utf8(body("tools/call", r#","name":"work""#))
+            .unwrap()
+            .replace(r#""_meta":{"#, &format!(r#""_meta":{{{meta}"#));
+        let (reply, got, asks) = notifying(&s, both.as_bytes());
+        assert!(asks);
+        assert_eq!(reply["result"]["content"][0]["text"], "done");
+        let methods: Vec<&str> = got.iter().map(|n| n["method"].as_str().unwrap()).collect();
+        assert_eq!(
+            methods,
+            [
+                "notifications/progress",
+                "notifications/progress",
+                "notifications/progress",
+                "notifications/message"
+            ]
+        );
+        let progress: Vec<&Value> = got[..3].iter().map(|n| &n["params"]["progress"]).collect();
+        assert_eq!(progress, [&json!(1), &json!(2), &json!(3)]);
+        assert!(
+            got[..3]
+                .iter()
+                .all(|n| n["params"]["progressToken"] == "p1")
+        );
+        assert_eq!(
+            got[3]["params"],
+            json!({"level": "info", "logger": "work", "data": {"done": 3}})
+        );
+        // Nothing asked: nothing sent, even with a sink.
+        let plain = body("tools/call", r#","name":"work""#);
+        let (reply, got, asks) = notifying(&s, &plain);
+        assert!(!asks && got.is_empty());
+        assert_eq!(reply["result"]["resultType"], "complete");
+        // A token alone: progress, and no log message at any level.
+        let token = plain.clone();
+        let token = String::from_utf8(token)
+            .unwrap()
+            .replace(r#""_meta":{"#, r#""_meta":{"progressToken":7,"#);
+        let (_, got, _) = notifying(&s, token.as_bytes());
+        assert_eq!(got.len(), 3);
+        assert!(
+            got.iter()
+                .all(|n| n["method"] == "notifications/progress"
+                    && n["params"]["progressToken"] == 7)
+        );
+        // A list request never streams, whatever its _meta.
+        let list = String::from_utf8(body("tools/list", ""))
+            .unwrap()
+            .replace(r#""_meta":{"#, r#""_meta":{"progressToken":7,"#);
+        assert!(!ParsedMessage::parse(list.as_bytes()).asks_for_notifications());
+        // A malformed token or level is refused before the handler: nothing sent.
+        for bad in [
+            r#""progressToken":{},"#,
+            r#""io.modelcontextprotocol/logLevel":"loud","#,
+        ] {
+            let b = String::from_utf8(plain.clone())
+                .unwrap()
+                .replace(r#""_meta":{"#, &format!(r#""_meta":{{{bad}"#));
+            let (reply, got, _) = notifying(&s, b.as_bytes());
+            assert_eq!(reply["error"]["code"], -32602, "{reply}");
+            assert!(got.is_empty());
+        }
+    }
+
+    #[test]
+    fn a_round_kept_past_its_end_sends_nothing() {
+        let kept: Arc<std::sync::Mutex<Option<Round>>> = Arc::default();
+        let stash = Arc::clone(&kept);
+        let s = service().tool("keep", "k", json!({"type":"object"}), move |round| {
+            assert!(round.progress_enabled() && round.log_enabled(crate::LogLevel::Error));
+            assert!(!round.log_enabled(crate::LogLevel::Debug));
+            round.progress(1.0, None, None);
+            *stash.lock().unwrap() = Some(round);
+            Ok(ToolResult::text("kept"))
+        });
+        let meta = r#""_meta":{"progressToken":1,"io.modelcontextprotocol/logLevel":"info","#;
+        let b = String::from_utf8(body("tools/call", r#","name":"keep""#))
+            .unwrap()
+            .replace(r#""_meta":{"#, meta);
+        let (_, got, _) = notifying(&s, b.as_bytes());
+        assert_eq!(got.len(), 1);
+        let round = kept.lock().unwrap().take().unwrap();
+        // The response was the request's last message: nothing after it.
+        assert!(!round.progress(2.0, None, None));
+        assert!(!round.log(crate::LogLevel::Error, json!("late")));
     }
 
     #[test]

@@ -31,12 +31,13 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
 use super::{RequestContext, RequestLog, Service};
 use crate::defaults::{TEMPLATE_URI_MAX_BYTES, TEMPLATE_VARIABLE_MAX_BYTES};
-use crate::engine::{Handler, Outcome, Output, Round};
+use crate::engine::{Handler, NotificationSink, Outcome, Output, Round};
 use crate::error::Error;
 use crate::result::ResourceResult;
 use crate::wire::{CarrierMethod, CarrierRequest, JsonObject};
@@ -578,6 +579,7 @@ impl Service {
         ctx: &RequestContext,
         log: &mut RequestLog,
         deadline: D,
+        notify: Option<Arc<dyn NotificationSink>>,
     ) -> Outcome<ResourceResult> {
         let mut request = CarrierRequest::from_params_memo(
             CarrierMethod::ResourcesRead,
@@ -605,7 +607,7 @@ impl Service {
                 Route::None => {}
             }
         }
-        self.run_request(request, fallback, ctx, log, deadline)
+        self.run_request(request, fallback, ctx, log, deadline, notify)
             .await
     }
 }

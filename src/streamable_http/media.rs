@@ -76,6 +76,28 @@ pub fn reply_framing<'a>(accept: impl IntoIterator<Item = &'a str>) -> Framing {
     }
 }
 
+/// Whether the request's `Accept` values allow an SSE stream
+/// (`text/event-stream`, `text/*` or `*/*` without `q=0`): the condition for
+/// answering with the request's notifications (progress, log messages) as SSE
+/// events before the response. A missing `Accept` does not: such a client gets
+/// its one JSON reply, as [`reply_framing`] gives it, and no notification.
+pub fn accepts_event_stream<'a>(accept: impl IntoIterator<Item = &'a str>) -> bool {
+    accept.into_iter().flat_map(|v| v.split(',')).any(|range| {
+        let mut parts = range.split(';');
+        let media = parts.next().unwrap_or("").trim();
+        let refused = parts.any(|p| {
+            let p = p.trim();
+            p.len() >= 2
+                && p[..2].eq_ignore_ascii_case("q=")
+                && p[2..].trim().parse::<f32>().is_ok_and(|q| q <= 0.0)
+        });
+        !refused
+            && (media.eq_ignore_ascii_case(EVENT_STREAM)
+                || media.eq_ignore_ascii_case("text/*")
+                || media == "*/*")
+    })
+}
+
 /// The client's reading of a reply, from its `Content-Type`: an SSE stream when
 /// it is `text/event-stream` (parameters allowed), else one JSON body.
 pub fn response_framing(content_type: Option<&str>) -> Framing {
@@ -107,6 +129,19 @@ mod tests {
         // Every Accept value counts.
         assert!(!sse(&["text/event-stream", "application/*"]));
         assert!(!sse(&[ACCEPT_JSON_AND_EVENT_STREAM]));
+    }
+
+    #[test]
+    fn an_event_stream_is_accepted_unless_refused() {
+        let ok = |a: &[&str]| accepts_event_stream(a.iter().copied());
+        assert!(ok(&[ACCEPT_JSON_AND_EVENT_STREAM]));
+        assert!(ok(&["text/event-stream"]));
+        assert!(ok(&["application/json", "Text/Event-Stream; q=0.5"]));
+        assert!(ok(&["*/*"]) && ok(&["text/*"]));
+        assert!(!ok(&[]));
+        assert!(!ok(&["application/json"]));
+        assert!(!ok(&["application/json, text/event-stream;q=0"]));
+        assert!(!ok(&["text/html"]));
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! | rule | here | server | client |
 //! |---|---|---|---|
 //! | `Accept`: one JSON body or an SSE event | [`reply_framing`], [`response_framing`], [`ACCEPT_JSON_AND_EVENT_STREAM`] | picks the framing | sends the `Accept`, reads either |
+//! | a request's notifications as SSE events before its response | [`accepts_event_stream`], [`sse_event`] | streams them | reads the response's event |
 //! | `Origin` | [`origin_allowed`], [`normalize_origin`] | 403 | sends none |
 //! | `Content-Type` | [`is_json_content_type`], [`JSON`] | 415 | sends `application/json` |
 //! | SSE framing | [`sse_event`], [`SseParser`] | writes one event | reads events |
@@ -40,8 +41,8 @@ mod status;
 
 pub use headers::{HEADER_METHOD, HEADER_NAME, HEADER_PROTOCOL_VERSION, McpHeaders, check_headers};
 pub use media::{
-    ACCEPT_JSON_AND_EVENT_STREAM, EVENT_STREAM, Framing, JSON, is_json_content_type, reply_framing,
-    response_framing,
+    ACCEPT_JSON_AND_EVENT_STREAM, EVENT_STREAM, Framing, JSON, accepts_event_stream,
+    is_json_content_type, reply_framing, response_framing,
 };
 pub use origin::{normalize_origin, origin_allowed};
 pub use sse::{SseParser, sse_event};

@@ -19,6 +19,71 @@ pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion
 pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 /// `_meta` key of the client capabilities.
 pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+/// `_meta` key of the log level a request asks for (MCP 2026-07-28; without it
+/// the server sends no `notifications/message` for the request).
+pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+
+/// The severity of a log message, RFC 5424's eight levels (the schema's
+/// `LoggingLevel`), least severe first: a level compares below every more
+/// severe one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LogLevel {
+    /// `debug`.
+    Debug,
+    /// `info`.
+    Info,
+    /// `notice`.
+    Notice,
+    /// `warning`.
+    Warning,
+    /// `error`.
+    Error,
+    /// `critical`.
+    Critical,
+    /// `alert`.
+    Alert,
+    /// `emergency`.
+    Emergency,
+}
+
+impl LogLevel {
+    /// Every level, least severe first.
+    pub const ALL: [Self; 8] = [
+        Self::Debug,
+        Self::Info,
+        Self::Notice,
+        Self::Warning,
+        Self::Error,
+        Self::Critical,
+        Self::Alert,
+        Self::Emergency,
+    ];
+
+    /// The level's name on the wire (`"debug"`, ..., `"emergency"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Debug => "debug",
+            Self::Info => "info",
+            Self::Notice => "notice",
+            Self::Warning => "warning",
+            Self::Error => "error",
+            Self::Critical => "critical",
+            Self::Alert => "alert",
+            Self::Emergency => "emergency",
+        }
+    }
+
+    /// The level named `name` exactly as on the wire; `None` for any other string.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|l| l.as_str() == name)
+    }
+}
+
+impl fmt::Display for LogLevel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// `Implementation`: `{name, version, ...}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -139,7 +204,10 @@ pub struct RequestMeta {
     pub client_capabilities: ClientCapabilities,
     /// `progressToken`, passed through.
     pub progress_token: Option<Value>,
-    /// Every other key (`traceparent`, `tracestate`, `baggage`, `logLevel`, ...), passed through.
+    /// `io.modelcontextprotocol/logLevel`: the least severe log message the
+    /// client wants for this request; `None`: no log messages at all.
+    pub log_level: Option<LogLevel>,
+    /// Every other key (`traceparent`, `tracestate`, `baggage`, ...), passed through.
     pub other: JsonObject,
 }
 
@@ -151,6 +219,7 @@ impl RequestMeta {
             client_info: None,
             client_capabilities,
             progress_token: None,
+            log_level: None,
             other: JsonObject::new(),
         }
     }
@@ -187,6 +256,7 @@ impl RequestMeta {
         // One walk over the object picks the four known keys and keeps the rest:
         // a lookup per key would hash each of these long keys once more.
         let (mut version, mut capabilities, mut info, mut progress) = (None, None, None, None);
+        let mut level = None;
         let mut other = JsonObject::new();
         for (k, v) in o {
             match k.as_str() {
@@ -194,6 +264,7 @@ impl RequestMeta {
                 META_CLIENT_CAPABILITIES => capabilities = Some(v),
                 META_CLIENT_INFO => info = Some(v),
                 "progressToken" => progress = Some(v),
+                META_LOG_LEVEL => level = Some(v),
                 _ => {
                     other.insert(k.clone(), v.clone());
                 }
@@ -256,11 +327,22 @@ impl RequestMeta {
                 ));
             }
         };
+        // The schema's `LoggingLevel`: one of eight names. Anything else is
+        // refused like a malformed progress token, never taken as "no level".
+        let log_level = match level {
+            None => None,
+            Some(v) => Some(v.as_str().and_then(LogLevel::from_name).ok_or_else(|| {
+                invalid(format!(
+                    "_meta[{META_LOG_LEVEL:?}] must be one of debug, info, notice, warning, error, critical, alert, emergency"
+                ))
+            })?),
+        };
         Ok(Self {
             protocol_version,
             client_info,
             client_capabilities,
             progress_token,
+            log_level,
             other,
         })
     }
@@ -284,6 +366,9 @@ impl RequestMeta {
         );
         if let Some(p) = &self.progress_token {
             o.insert("progressToken".into(), p.clone());
+        }
+        if let Some(l) = self.log_level {
+            o.insert(META_LOG_LEVEL.into(), l.as_str().into());
         }
         Value::Object(o)
     }
@@ -439,6 +524,34 @@ mod tests {
             RequestMeta::from_meta(Some(&json!({META_CLIENT_CAPABILITIES: {}}))),
             Err(MetaError::Invalid(_))
         ));
+    }
+
+    #[test]
+    fn log_level_is_one_of_eight_names_or_refused() {
+        let base = || json!({META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: {}});
+        assert_eq!(
+            RequestMeta::from_meta(Some(&base())).unwrap().log_level,
+            None
+        );
+        let mut m = base();
+        m[META_LOG_LEVEL] = json!("warning");
+        let parsed = RequestMeta::from_meta(Some(&m)).unwrap();
+        assert_eq!(parsed.log_level, Some(LogLevel::Warning));
+        assert!(!parsed.other.contains_key(META_LOG_LEVEL));
+        assert_eq!(parsed.to_value()[META_LOG_LEVEL], "warning");
+        for bad in [
+            json!("WARN"),
+            json!(3),
+            json!(null),
+            json!({"level": "info"}),
+        ] {
+            m[META_LOG_LEVEL] = bad;
+            let Err(MetaError::Invalid(e)) = RequestMeta::from_meta(Some(&m)) else {
+                panic!("{m}")
+            };
+            // The text names the key, never the value sent.
+            assert!(e.to_string().contains("logLevel") && !e.to_string().contains("WARN"));
+        }
     }
 
     #[test]

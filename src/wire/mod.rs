@@ -41,8 +41,9 @@ pub use input::{
 };
 pub use jsonrpc::RequestId;
 pub use meta::{
-    ClientCapabilities, ElicitationCapability, Implementation, META_CLIENT_CAPABILITIES,
-    META_CLIENT_INFO, META_PROTOCOL_VERSION, MetaError, RequestMeta, SamplingCapability,
+    ClientCapabilities, ElicitationCapability, Implementation, LogLevel, META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION, MetaError, RequestMeta,
+    SamplingCapability,
 };
 pub use method::CarrierMethod;
 pub use request::{CarrierRequest, RequestError, UntrustedState};

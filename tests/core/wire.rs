@@ -465,14 +465,14 @@ fn request_meta_full() {
             .contains_key("io.modelcontextprotocol/tasks")
     );
     assert_eq!(m.progress_token, Some(json!("progress-7")));
-    // Trace fields, logLevel and unknown keys are passed through.
-    for k in [
-        "traceparent",
-        "tracestate",
-        "baggage",
-        "io.modelcontextprotocol/logLevel",
-        "com.example/custom",
-    ] {
+    // The log level is typed (it decides which log messages go out) ...
+    assert_eq!(
+        m.log_level.map(mrtr::LogLevel::as_str),
+        v["io.modelcontextprotocol/logLevel"].as_str()
+    );
+    assert!(!m.other.contains_key("io.modelcontextprotocol/logLevel"));
+    // ... trace fields and unknown keys are passed through.
+    for k in ["traceparent", "tracestate", "baggage", "com.example/custom"] {
         assert_eq!(m.other.get(k), v.get(k), "{k}");
     }
     assert_eq!(m.to_value(), v);

@@ -28,6 +28,7 @@ use mrtr::{PromptResult, ResourceResult, ToolResult};
 
 mod content;
 mod lists;
+mod streaming;
 
 fn no_args() -> Value {
     json!({"type": "object", "properties": {}})
@@ -45,6 +46,7 @@ pub fn service(engine: Engine, deployments: Arc<AtomicU64>) -> Service {
     // The hub the demos and the list-change fixtures announce changes on.
     let changes = Changes::new();
     let s = lists::fixtures(content::fixtures(conformance(s)), &changes);
+    let s = streaming::fixtures(s);
     demos(s, deployments, &changes).with_changes(changes)
 }
 

@@ -520,6 +520,9 @@ impl Mrtr {
                     peer: None,
                     now: Timestamp::now(),
                     timeout,
+                    // rmcp carries its own notifications; a handler's progress
+                    // and log messages go nowhere here.
+                    notifications: None,
                 };
                 let handler_for = |_: &CarrierRequest| handler.map(|h| move |round| h(round));
                 turn::run(turn, handler_for, async move {

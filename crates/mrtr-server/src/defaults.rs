@@ -13,6 +13,7 @@
 //! | | [`ADMISSION_TIMEOUT`], [`BLOCKING_PARSE_THRESHOLD`] | 10 s, 64 KiB |
 //! | stdio, shutdown | [`STDIO_MAX_IN_FLIGHT`], [`SHUTDOWN_GRACE`] | 64, 10 s |
 //! | subscriptions | [`LISTEN_KEEPALIVE`] | 15 s |
+//! | notifications (both) | [`MAX_NOTIFICATIONS_PER_REQUEST`] | 64 |
 //!
 //! # Sizing: a 2-core, 1 GiB instance stays up
 //! An open connection waiting for its head costs about 15 KiB (measured: its 8 KiB
@@ -58,6 +59,18 @@ pub const BODY_MIN_RATE: u64 = 16 * 1024;
 /// How often a quiet `subscriptions/listen` stream gets an SSE comment line, so
 /// that proxies and load balancers do not close it as idle: 15 seconds.
 pub const LISTEN_KEEPALIVE: Duration = Duration::from_secs(15);
+/// The most notifications (progress, log messages) of one request buffered and
+/// not yet written: 64, on both transports.
+///
+/// A handler reports progress and logs synchronously ([`mrtr::Round::progress`],
+/// [`mrtr::Round::log`]) and never waits for the client; a client that reads its
+/// SSE stream (or stdout) slower than the handler writes would otherwise grow
+/// the queue without end. Beyond the cap a notification is dropped, not queued:
+/// a dropped progress notification is superseded by the next one that fits (each
+/// carries the progress so far), a dropped log message is lost. The response is
+/// never dropped: it is written after the notifications still buffered. At most
+/// 64 × about 0.5 KiB for a typical notification per request in flight.
+pub const MAX_NOTIFICATIONS_PER_REQUEST: usize = 64;
 
 /// How long in-flight requests may take to finish after SIGINT/SIGTERM: 10 seconds.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);

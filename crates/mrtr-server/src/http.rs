@@ -33,7 +33,13 @@
 //! arrive in time), a slot under the in-flight cap (503 after
 //! [`crate::defaults::ADMISSION_TIMEOUT`]), the parse, behind the OAuth resource server
 //! (feature `oauth`) the scope of the tool a `tools/call` names (403, on that one
-//! parse), then [`Service::handle_parsed_until`]. A
+//! parse), then [`Service::handle_parsed_until`]; a request that asks for
+//! notifications (a `progressToken` or a log level in its `_meta`,
+//! [`ParsedMessage::asks_for_notifications`]) from a client that accepts
+//! `text/event-stream` runs through [`Service::handle_parsed_notifying`]
+//! instead, its handler's notifications SSE events before the response event
+//! (the head waits for the first of them, so a request whose handler sends none
+//! is answered as any other). A
 //! request takes its in-flight slot only once its body is in, so bodies that
 //! arrive slowly, or never, hold no slot that another request needs. `GET`/`DELETE` (and any other method) on
 //! `/mcp` answer 405 with `Allow: POST`. The router has no fallback of its own, so
@@ -119,6 +125,7 @@ mod guard;
 mod listen;
 mod options;
 mod principal;
+mod stream;
 #[cfg(test)]
 mod tests;
 
@@ -157,9 +164,15 @@ impl fmt::Debug for AppState {
 }
 
 /// The per-request correlation id, put into the request's extensions by the
-/// outer middleware so the handler uses the same one.
+/// outer middleware so the handler uses the same one, and when the request began
+/// (for the log line a streamed response writes itself).
 #[derive(Debug, Clone)]
-struct CorrelationId(String);
+struct CorrelationId(String, Instant);
+
+/// On a response whose log line its body writes when it ends (a streamed
+/// response: [`stream`]): the outer middleware writes none.
+#[derive(Debug, Clone, Copy)]
+struct LoggedByBody;
 
 /// The MCP endpoint as a router to merge (or nest) into an axum application:
 /// `POST /mcp` runs `service` for the principal `principal` gives, other methods
@@ -230,7 +243,8 @@ pub async fn serve(
 async fn per_request(mut req: Request, next: Next) -> Response {
     let started = Instant::now();
     let corr = log::correlation_id();
-    req.extensions_mut().insert(CorrelationId(corr.clone()));
+    req.extensions_mut()
+        .insert(CorrelationId(corr.clone(), started));
     // A panic anywhere below (handler, extractors) ends only that task; the
     // client still gets a JSON-RPC error body.
     let mut resp = match tokio::spawn(next.run(req)).await {
@@ -249,6 +263,9 @@ async fn per_request(mut req: Request, next: Next) -> Response {
             resp
         }
     };
+    if resp.extensions().get::<LoggedByBody>().is_some() {
+        return resp;
+    }
     let status = resp.status().as_u16();
     let entry = resp
         .extensions_mut()
@@ -280,14 +297,13 @@ async fn not_found() -> Response {
 /// `POST /mcp`: the guards in the order the module doc gives, each a refusal
 /// with its own status, then the service.
 async fn post_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
-    let corr = req
-        .extensions()
-        .get::<CorrelationId>()
-        .map(|c| c.0.clone())
-        .unwrap_or_else(log::correlation_id);
+    let (corr, started) = req.extensions().get::<CorrelationId>().map_or_else(
+        || (log::correlation_id(), Instant::now()),
+        |c| (c.0.clone(), c.1),
+    );
     let (parts, body) = req.into_parts();
     match admit(&app, &parts, body).await {
-        Ok((principal, bytes, _reservation, _in_flight)) => {
+        Ok((principal, bytes, reservation, in_flight)) => {
             let ctx = context(&parts, principal, corr);
             let Ok(message) = parse(&app, bytes).await else {
                 return internal_error();
@@ -297,13 +313,29 @@ async fn post_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
                 return refused;
             }
             let message = agree(&parts, message);
+            let framing = framing(&parts.headers);
+            if message.asks_for_notifications() && accepts_event_stream(&parts.headers) {
+                let held = (reservation, in_flight);
+                return stream::respond(
+                    Arc::clone(&app.service),
+                    message,
+                    ctx,
+                    framing,
+                    held,
+                    started,
+                )
+                .await;
+            }
             let service = &app.service;
             if service.changes().is_some() && message.is_listen() {
-                return listen::respond(service.listen(message, &ctx), framing(&parts.headers));
+                // Answered, not handled: the stream holds no in-flight slot.
+                drop((reservation, in_flight));
+                return listen::respond(service.listen(message, &ctx), framing);
             }
             let deadline = tokio::time::sleep(service.handler_timeout());
             let reply = service.handle_parsed_until(message, &ctx, deadline).await;
-            reply_response(reply, framing(&parts.headers))
+            drop((reservation, in_flight));
+            reply_response(reply, framing)
         }
         Err(refused) => refuse(refused),
     }
@@ -488,7 +520,9 @@ fn context(parts: &Parts, principal: Principal, correlation_id: String) -> Reque
 fn agree(
     parts: &Parts,
     message: ParsedMessage,
-) -> ParsedMessage<impl FnOnce(&str, Option<&serde_json::Value>) -> Result<(), mrtr::Error>> {
+) -> ParsedMessage<
+    impl FnOnce(&str, Option<&serde_json::Value>) -> Result<(), mrtr::Error> + Send + 'static + use<>,
+> {
     let headers = &parts.headers;
     // The names are the module's static lower-case ones: looked up without parsing.
     let mirrored = McpHeaders::read(|name| {
@@ -518,6 +552,16 @@ async fn parse(app: &AppState, bytes: Vec<u8>) -> Result<ParsedMessage, ()> {
     tokio::task::spawn_blocking(move || ParsedMessage::parse(&bytes))
         .await
         .map_err(|_| ())
+}
+
+/// Whether the request's `Accept` values allow an SSE stream.
+fn accepts_event_stream(headers: &HeaderMap) -> bool {
+    streamable_http::accepts_event_stream(
+        headers
+            .get_all(header::ACCEPT)
+            .iter()
+            .filter_map(|v| v.to_str().ok()),
+    )
 }
 
 /// The reply's framing, from the request's `Accept` values.

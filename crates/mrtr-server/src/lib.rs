@@ -25,6 +25,12 @@
 //!  stdout: one line per reply ◄───────────────────────────────────────────────────────────┘
 //! ```
 //!
+//! A request whose `_meta` asks for notifications (a `progressToken`, a log
+//! level) gets its handler's progress and log messages before its reply: SSE
+//! events on HTTP (when `Accept` allows `text/event-stream`), lines on stdout;
+//! at most [`defaults::MAX_NOTIFICATIONS_PER_REQUEST`] of them wait for a slow
+//! reader.
+//!
 //! With `mrtr serve --metrics-listen` (a [`MetricsEndpoint`]), a second listener of its own serves
 //! `GET /metrics`; it never shares the MCP port.
 //!
@@ -36,6 +42,7 @@ pub mod defaults;
 pub mod http;
 pub mod keys;
 mod log;
+mod notify;
 #[cfg(feature = "oauth")]
 pub mod oauth;
 mod scrape;

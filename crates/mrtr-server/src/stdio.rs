@@ -13,6 +13,14 @@
 //! ends gracefully gets its result line; one cut short (its reader fell behind)
 //! gets `notifications/cancelled` naming it, as the revision has stdio servers
 //! end a subscription. At EOF the open subscriptions are dropped.
+//!
+//! A request that asked for notifications (a `progressToken`, an
+//! `io.modelcontextprotocol/logLevel` in its `_meta`) gets its handler's progress
+//! and log messages as lines of their own, as they are sent, all before its
+//! response line; at most
+//! [`MAX_NOTIFICATIONS_PER_REQUEST`](crate::defaults::MAX_NOTIFICATIONS_PER_REQUEST)
+//! of one request wait to be written, and beyond them one is dropped. Lines of
+//! concurrent requests interleave; none comes after its request's response.
 
 use std::future::Future;
 use std::time::Instant;
@@ -23,6 +31,7 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::http::error_body;
 use super::log;
+use crate::notify::{Outbox, Queued};
 use mrtr::__private::lines::{Line, LineSplitter};
 use mrtr::Timestamp;
 use mrtr::principal::Principal;
@@ -78,6 +87,9 @@ where
             }
         }
     };
+    // The notifications of every request in flight, each request's share capped
+    // by its own `Outbox`.
+    let (notes, mut noted) = tokio::sync::mpsc::unbounded_channel::<Queued>();
     let working = async {
         let mut in_flight = FuturesUnordered::new();
         let mut subscriptions = Subscriptions::default();
@@ -88,10 +100,18 @@ where
             }
             tokio::select! {
                 biased;
+                // Only requests in flight send notifications.
+                Some(n) = noted.recv(), if !in_flight.is_empty() => {
+                    write_line(&mut writer, n.text()).await?;
+                }
                 Some(done) = in_flight.next() => {
                     let mut done: Done = done;
                     if let Some(s) = done.subscription.take() {
                         subscriptions.open(s);
+                    }
+                    // What the request sent before it ended goes out before its reply.
+                    while let Ok(n) = noted.try_recv() {
+                        write_line(&mut writer, n.text()).await?;
                     }
                     write_reply(&mut writer, done.body).await?;
                     log::request(&done.correlation_id, "stdio", &done.log, None, done.started.elapsed());
@@ -101,7 +121,7 @@ where
                 }
                 incoming = rx.recv(), if open && in_flight.len() < MAX_IN_FLIGHT => match incoming {
                     Some(Incoming::Line(line)) if subscriptions.cancels(&line) => {}
-                    Some(m) => in_flight.push(handle(service, principal, m, max_body)),
+                    Some(m) => in_flight.push(handle(service, principal, m, max_body, &notes)),
                     None => open = false,
                 },
                 else => return Ok::<(), std::io::Error>(()),
@@ -202,6 +222,7 @@ async fn handle(
     principal: &Principal,
     incoming: Incoming,
     max_body: usize,
+    notes: &tokio::sync::mpsc::UnboundedSender<Queued>,
 ) -> Done {
     let started = Instant::now();
     let corr = log::correlation_id();
@@ -248,7 +269,21 @@ async fn handle(
                 };
             }
             let deadline = tokio::time::sleep(service.handler_timeout());
-            let reply = service.handle_parsed_until(message, &ctx, deadline).await;
+            drop(buf);
+            let reply = if message.asks_for_notifications() {
+                let outbox = Outbox::new(notes.clone());
+                let mut reply = service
+                    .handle_parsed_notifying(message, &ctx, deadline, outbox.clone())
+                    .await;
+                let dropped = outbox.dropped();
+                if dropped > 0 && reply.log.detail.is_none() {
+                    reply.log.detail =
+                        Some(format!("{dropped} notifications dropped (queue full)"));
+                }
+                reply
+            } else {
+                service.handle_parsed_until(message, &ctx, deadline).await
+            };
             Done {
                 body: reply.body,
                 log: reply.log,
@@ -264,15 +299,20 @@ async fn write_reply<W: AsyncWrite + Unpin>(
     writer: &mut W,
     body: Option<String>,
 ) -> std::io::Result<()> {
-    if let Some(body) = body {
-        // Valid JSON has raw line breaks only as whitespace, so replacing them
-        // keeps the message and keeps it on one line.
-        let line = body.replace(['\n', '\r'], " ");
-        writer.write_all(line.as_bytes()).await?;
-        writer.write_all(b"\n").await?;
-        writer.flush().await?;
+    match body {
+        Some(body) => write_line(writer, &body).await,
+        None => Ok(()),
     }
-    Ok(())
+}
+
+/// Writes one message as one line.
+async fn write_line<W: AsyncWrite + Unpin>(writer: &mut W, message: &str) -> std::io::Result<()> {
+    // Valid JSON has raw line breaks only as whitespace, so replacing them
+    // keeps the message and keeps it on one line.
+    let line = message.replace(['\n', '\r'], " ");
+    writer.write_all(line.as_bytes()).await?;
+    writer.write_all(b"\n").await?;
+    writer.flush().await
 }
 
 /// Reads the next line through `splitter` (the core's bounded splitter) into `buf`.
@@ -328,6 +368,83 @@ mod tests {
             lines(b"12345\n", 5).await,
             vec![(Line::Whole, b"12345".to_vec())]
         );
+    }
+
+    #[tokio::test]
+    async fn notifications_are_lines_before_their_response_line() {
+        let service = Service::new(
+            mrtr::engine::Engine::new(mrtr::seal::Keyring::ephemeral(), "t"),
+            "t",
+            "0",
+        )
+        .tool(
+            "work",
+            "w",
+            serde_json::json!({"type": "object"}),
+            |round| async move {
+                for p in 1..=3 {
+                    round.progress(f64::from(p), Some(3.0), None);
+                    tokio::task::yield_now().await;
+                }
+                round.log(mrtr::LogLevel::Warning, serde_json::json!("careful"));
+                round.log(mrtr::LogLevel::Info, serde_json::json!("below the level"));
+                Ok(mrtr::ToolResult::text("done"))
+            },
+        );
+        let line = |id: u32, extra: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"work","_meta":{{{extra}"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#
+            )
+        };
+        let input = format!(
+            "{}\n{}\n{}\n",
+            line(
+                1,
+                r#""progressToken":"a","io.modelcontextprotocol/logLevel":"warning","#
+            ),
+            line(2, ""),
+            line(3, r#""io.modelcontextprotocol/logLevel":"error","#),
+        );
+        let mut out = Vec::new();
+        let anyone = Principal::anonymous();
+        serve(
+            &service,
+            &anyone,
+            4096,
+            input.as_bytes(),
+            &mut out,
+            std::future::pending(),
+        )
+        .await
+        .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        // Three progress lines and one log line for request 1, all before its
+        // response; nothing for 2 (it asked for nothing) or 3 (nothing at error).
+        let notes: Vec<&serde_json::Value> =
+            lines.iter().filter(|l| l.get("method").is_some()).collect();
+        assert_eq!(notes.len(), 4, "{text}");
+        let response_1 = lines.iter().position(|l| l["id"] == 1).unwrap();
+        let last_note = lines
+            .iter()
+            .rposition(|l| l.get("method").is_some())
+            .unwrap();
+        assert!(last_note < response_1, "{text}");
+        let progress: Vec<&serde_json::Value> = notes
+            .iter()
+            .filter(|n| n["method"] == "notifications/progress")
+            .map(|n| &n["params"]["progress"])
+            .collect();
+        assert_eq!(progress, [1, 2, 3]);
+        assert!(notes.iter().all(|n| n["method"] == "notifications/progress"
+            && n["params"]["progressToken"] == "a"
+            || n["params"] == serde_json::json!({"level": "warning", "data": "careful"})));
+        for id in 1..=3 {
+            assert_eq!(lines.iter().filter(|l| l["id"] == id).count(), 1, "{text}");
+        }
     }
 
     #[tokio::test]

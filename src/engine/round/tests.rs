@@ -26,6 +26,7 @@ fn sealed(engine: &Engine, token: &str, now: Timestamp) -> FlowState {
             &Principal::anonymous(),
             None,
             now,
+            None,
         )
         .unwrap();
     let prior = round.shared.fixed.prior.as_ref().unwrap();

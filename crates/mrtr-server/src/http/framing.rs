@@ -112,7 +112,15 @@ fn json(status: StatusCode, body: String) -> Response {
 
 /// One SSE `message` event carrying the reply, then the end of the stream.
 fn sse(status: StatusCode, event_id: &str, body: &str) -> Response {
-    let mut resp = Response::new(Body::from(streamable_http::sse_event(event_id, body)));
+    event_stream(
+        status,
+        Body::from(streamable_http::sse_event(event_id, body)),
+    )
+}
+
+/// An SSE response (`text/event-stream`, not cached) whose events `body` carries.
+pub(super) fn event_stream(status: StatusCode, body: Body) -> Response {
+    let mut resp = Response::new(body);
     *resp.status_mut() = status;
     let h = resp.headers_mut();
     h.insert(
@@ -120,6 +128,8 @@ fn sse(status: StatusCode, event_id: &str, body: &str) -> Response {
         HeaderValue::from_static(streamable_http::EVENT_STREAM),
     );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    // Asks proxies that honour it (nginx) not to buffer the stream.
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
     resp
 }
 

@@ -11,14 +11,14 @@
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::Response;
 use futures_util::stream;
 use mrtr::service::{Reply, Subscription};
 use mrtr::streamable_http::{self, Framing};
 
 use super::super::log;
-use super::framing::reply_response;
+use super::framing::{event_stream, reply_response};
 
 /// The response to a listen request: the stream, or the error reply.
 pub(super) fn respond(opened: Result<Subscription, Reply>, framing: Framing) -> Response {
@@ -54,16 +54,7 @@ pub(super) fn respond(opened: Result<Subscription, Reply>, framing: Framing) -> 
             }
         },
     );
-    let mut resp = Response::new(Body::from_stream(events));
-    *resp.status_mut() = StatusCode::OK;
-    let h = resp.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(streamable_http::EVENT_STREAM),
-    );
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    // Asks proxies that honour it (nginx) not to buffer the stream.
-    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    let mut resp = event_stream(StatusCode::OK, Body::from_stream(events));
     resp.extensions_mut().insert(log_entry);
     resp
 }

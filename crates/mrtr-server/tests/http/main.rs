@@ -1,5 +1,6 @@
 //! http: integration tests, one module per former test target.
 
+mod notifications;
 #[cfg(feature = "oauth")]
 mod oauth;
 mod streamable_http_rules;

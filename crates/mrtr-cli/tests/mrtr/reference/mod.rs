@@ -5,3 +5,4 @@ mod flow_guarantees;
 mod principal_issuer;
 mod replay_guard;
 mod service_flows;
+mod streaming;
