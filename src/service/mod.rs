@@ -33,6 +33,7 @@ use crate::engine::turn::{self, Turn};
 use crate::engine::{Engine, Outcome, Output, Round};
 use crate::error::Error;
 use crate::principal::Principal;
+use crate::streamable_http::ParamHeaders;
 use crate::time::Timestamp;
 use crate::wire::{CarrierMethod, CarrierRequest, Implementation, JsonObject};
 
@@ -133,6 +134,9 @@ pub struct Service {
     handler_timeout: Duration,
     completions: completion::Completions,
     page_size: usize,
+    /// The `x-mcp-header` declarations of the tools that have some, by tool
+    /// name; empty (and never looked into) when no tool has any.
+    param_headers: std::collections::HashMap<String, ParamHeaders>,
 }
 
 impl Service {
@@ -155,6 +159,7 @@ impl Service {
             handler_timeout: defaults::HANDLER_TIMEOUT,
             completions: completion::Completions::default(),
             page_size: defaults::PAGE_SIZE,
+            param_headers: std::collections::HashMap::new(),
         }
     }
 
@@ -244,8 +249,16 @@ impl Service {
     }
 
     /// Registers a tool: its name, its description, its `inputSchema` (a JSON
-    /// Schema with `type: "object"`), and its handler, sync or async, which
-    /// returns a [`ToolResult`] (or what converts into one).
+    /// Schema with `type: "object"`, listed by `tools/list` exactly as given),
+    /// and its handler, sync or async, which returns a [`ToolResult`] (or what
+    /// converts into one).
+    ///
+    /// A property of the schema annotated `"x-mcp-header": "Name"` travels as
+    /// the header `Mcp-Param-Name` too on Streamable HTTP, where the transport
+    /// checks it against the argument ([`Service::param_headers`]).
+    ///
+    /// # Panics
+    /// As [`Service::tool_definition`].
     ///
     /// ```
     /// use mrtr::{Confirmation, Engine, Keyring, Service, ToolResult};
@@ -283,9 +296,13 @@ impl Service {
     /// with its handler, as [`Service::tool`].
     ///
     /// # Panics
-    /// When the definition has no string `name` (a programming error at start-up).
+    /// When the definition has no string `name`, or its `inputSchema` has an
+    /// `x-mcp-header` declaration that breaks the rules of MCP 2026-07-28
+    /// (Streamable HTTP §Schema Extension:
+    /// [`ParamHeaderError`](crate::streamable_http::ParamHeaderError)); both are
+    /// programming errors at start-up.
     #[must_use]
-    pub fn tool_definition<F, O, M>(self, definition: Value, handler: F) -> Self
+    pub fn tool_definition<F, O, M>(mut self, definition: Value, handler: F) -> Self
     where
         F: Fn(Round) -> O + Send + Sync + 'static,
         O: Output<ToolResult, M> + 'static,
@@ -296,6 +313,20 @@ impl Service {
             .and_then(Value::as_str)
             .expect("a tool definition needs a name")
             .to_owned();
+        let declared = definition
+            .get("inputSchema")
+            .map(ParamHeaders::from_input_schema)
+            .transpose()
+            .unwrap_or_else(|e| panic!("tool {name:?}: {e}"))
+            .flatten();
+        match declared {
+            Some(d) => {
+                self.param_headers.insert(name.clone(), d);
+            }
+            None => {
+                self.param_headers.remove(&name);
+            }
+        }
         self.register::<ToolResult, _, _, _>(name, definition, handler)
     }
 
@@ -389,6 +420,48 @@ impl Service {
             .of_mut::<T>()
             .insert(target, definition, crate::engine::register(handler));
         self
+    }
+
+    /// The `x-mcp-header` declarations (MCP 2026-07-28, Streamable HTTP §Custom
+    /// Headers from Tool Parameters) of the tool a request calls: `Some` only
+    /// for a `tools/call` (its `method` and `params`) of a registered tool whose
+    /// `inputSchema` declares some. A Streamable HTTP transport checks the
+    /// request's `Mcp-Param-*` headers against them with
+    /// [`check_param_headers`](crate::streamable_http::check_param_headers),
+    /// in the same rule as its other headers ([`ParsedMessage::check`]);
+    /// transports without headers (stdio) do not. Costs one comparison when no
+    /// tool declares any.
+    ///
+    /// ```
+    /// use mrtr::{Engine, Keyring, Service, ToolResult};
+    /// use mrtr::streamable_http::check_param_headers;
+    /// use serde_json::json;
+    ///
+    /// let service = Service::new(Engine::new(Keyring::ephemeral(), "example"), "example", "1.0.0")
+    ///     .tool("query", "Runs a query in a region.", json!({"type": "object", "properties": {
+    ///         "region": {"type": "string", "x-mcp-header": "Region"},
+    ///         "sql": {"type": "string"},
+    ///     }}), |_| Ok(ToolResult::text("ok")));
+    /// let params = json!({"name": "query", "arguments": {"region": "us-west1", "sql": "SELECT 1"}});
+    /// let declared = service.param_headers("tools/call", Some(&params)).unwrap();
+    /// let sent = |name: &str| match name {
+    ///     "mcp-param-region" => vec![&b"us-west1"[..]],
+    ///     _ => vec![],
+    /// };
+    /// assert!(check_param_headers(declared, params.get("arguments"), sent).is_ok());
+    /// let none = |_: &str| Vec::<&[u8]>::new();
+    /// assert_eq!(check_param_headers(declared, params.get("arguments"), none).unwrap_err().code(), -32020);
+    /// ```
+    pub fn param_headers(&self, method: &str, params: Option<&Value>) -> Option<&ParamHeaders> {
+        if self.param_headers.is_empty() {
+            return None;
+        }
+        let call = CarrierMethod::ToolsCall;
+        if CarrierMethod::from_method(method) != Some(call) {
+            return None;
+        }
+        let tool = params?.get(call.target_param())?.as_str()?;
+        self.param_headers.get(tool)
     }
 
     /// The targets registered for the carrier whose result is `T`, for the
