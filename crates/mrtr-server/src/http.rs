@@ -295,8 +295,8 @@ async fn post_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
             if let Some(refused) = tool_scope_refusal(&parts, &message) {
                 return refused;
             }
-            let message = agree(&parts, message);
             let service = &app.service;
+            let message = agree(&parts, service, message);
             let deadline = tokio::time::sleep(service.handler_timeout());
             let reply = service.handle_parsed_until(message, &ctx, deadline).await;
             reply_response(reply, framing(&parts.headers))
@@ -478,13 +478,17 @@ fn context(parts: &Parts, principal: Principal, correlation_id: String) -> Reque
 }
 
 /// The Streamable HTTP header agreement (-32020) over the parsed message: its
-/// MCP headers must agree with its method and params.
+/// MCP headers must agree with its method and params, and, for a `tools/call`
+/// of a tool whose `inputSchema` declares `x-mcp-header` parameters, its
+/// `Mcp-Param-*` headers with the arguments ([`Service::param_headers`]; only
+/// the headers the tool declares are looked up, and none for other tools).
 ///
 /// This is the one place the transport builds the [`McpHeaders`] it checks.
-fn agree(
-    parts: &Parts,
+fn agree<'a>(
+    parts: &'a Parts,
+    service: &'a Service,
     message: ParsedMessage,
-) -> ParsedMessage<impl FnOnce(&str, Option<&serde_json::Value>) -> Result<(), mrtr::Error>> {
+) -> ParsedMessage<impl FnOnce(&str, Option<&serde_json::Value>) -> Result<(), mrtr::Error> + 'a> {
     let headers = &parts.headers;
     // The names are the module's static lower-case ones: looked up without parsing.
     let mirrored = McpHeaders::read(|name| {
@@ -497,7 +501,15 @@ fn agree(
             method,
             params,
             CarrierMethod::from_method(method),
-        )
+        )?;
+        match service.param_headers(method, params) {
+            None => Ok(()),
+            Some(declared) => streamable_http::check_param_headers(
+                declared,
+                params.and_then(|p| p.get("arguments")),
+                |name| headers.get_all(name).iter().map(HeaderValue::as_bytes),
+            ),
+        }
     })
 }
 
