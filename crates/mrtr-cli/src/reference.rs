@@ -25,6 +25,8 @@ use mrtr::error::{Retry, ToolAdvice};
 use mrtr::service::{Completion, ResourceTemplateDefinition, Service};
 use mrtr::{PromptResult, ResourceResult, ToolResult};
 
+mod headers;
+
 fn no_args() -> Value {
     json!({"type": "object", "properties": {}})
 }
@@ -38,7 +40,8 @@ pub fn service(engine: Engine, deployments: Arc<AtomicU64>) -> Service {
         "Reference MCP server of the mrtr crate: tools that ask the user, the client's model or the client's roots \
          for input through Multi Round-Trip Requests.",
     );
-    demos(conformance(s), deployments)
+    let s = demos(conformance(s), deployments);
+    headers::tools(s)
 }
 
 /// The conformance fixtures: the tools that the MRTR (SEP-2322) server scenarios of the
