@@ -811,4 +811,59 @@ mod tests {
         );
         assert!(r.body.is_none());
     }
+
+    fn annotated() -> Value {
+        json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
+            "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+            "$defs": {"a": {"$anchor": "x"}}, "additionalProperties": false})
+    }
+
+    #[test]
+    fn tools_list_shows_the_input_schema_verbatim() {
+        let s = service().tool("q", "q", annotated(), |_| Ok(ToolResult::text("ok")));
+        let v = parse(&s.handle_sync(&body("tools/list", ""), &ctx()));
+        let listed = &v["result"]["tools"][1]["inputSchema"];
+        assert_eq!(listed, &annotated());
+        assert_eq!(listed.to_string(), annotated().to_string());
+    }
+
+    #[test]
+    fn param_headers_are_given_only_for_a_call_of_a_declaring_tool() {
+        let s = service();
+        let call = json!({"name": "q", "arguments": {"region": "eu"}});
+        assert!(s.param_headers("tools/call", Some(&call)).is_none());
+        let s = s.tool("q", "q", annotated(), |_| Ok(ToolResult::text("ok")));
+        let declared = s.param_headers("tools/call", Some(&call)).unwrap();
+        assert_eq!(
+            declared.iter().next().unwrap().header_name(),
+            "mcp-param-region"
+        );
+        assert!(s.param_headers("prompts/get", Some(&call)).is_none());
+        assert!(
+            s.param_headers("tools/call", Some(&json!({"name": "echo"})))
+                .is_none()
+        );
+        assert!(s.param_headers("tools/call", None).is_none());
+        // Registering the name again without declarations drops them.
+        let s = s.tool("q", "q", json!({"type": "object"}), |_| {
+            Ok(ToolResult::text("ok"))
+        });
+        assert!(s.param_headers("tools/call", Some(&call)).is_none());
+        // Without a transport's rule (stdio, in process) nothing is checked.
+        let s = service().tool("q", "q", annotated(), |_| Ok(ToolResult::text("ok")));
+        let r = s.handle_sync(
+            &body("tools/call", r#","name":"q","arguments":{"region":"eu"}"#),
+            &ctx(),
+        );
+        assert_eq!(parse(&r)["result"]["content"][0]["text"], "ok");
+    }
+
+    #[test]
+    #[should_panic(expected = "tool \"bad\": x-mcp-header of \"p\" is not an HTTP token")]
+    fn a_bad_declaration_panics_at_registration() {
+        let schema = json!({"type": "object", "properties": {
+            "p": {"type": "string", "x-mcp-header": "My Region"},
+        }});
+        let _ = service().tool("bad", "bad", schema, |_| Ok(ToolResult::text("never")));
+    }
 }

@@ -2,4 +2,5 @@
 
 #[cfg(feature = "oauth")]
 mod oauth;
+mod param_headers;
 mod streamable_http_rules;
