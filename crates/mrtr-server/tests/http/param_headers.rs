@@ -12,6 +12,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use mrtr::{Engine, Keyring, Service, ToolResult};
+use mrtr_client::{Client, HttpTransport};
 use mrtr_server::http::{Anonymous, HttpOptions, mcp_router};
 use serde_json::{Value, json};
 
@@ -40,7 +41,7 @@ fn schema() -> Value {
 /// loopback port by a runtime of its own (dropped with it).
 struct Server {
     addr: SocketAddr,
-    _runtime: tokio::runtime::Runtime,
+    runtime: tokio::runtime::Runtime,
 }
 
 impl Server {
@@ -67,10 +68,7 @@ impl Server {
         let addr = listener.local_addr().unwrap();
         let app = mcp_router(Arc::new(service), HttpOptions::default(), Anonymous);
         runtime.spawn(async move { axum::serve(listener, app).await });
-        Self {
-            addr,
-            _runtime: runtime,
-        }
+        Self { addr, runtime }
     }
 
     /// `body` posted with the standard MCP headers that agree with it and `extra`.
@@ -216,4 +214,25 @@ fn mismatched_missing_malformed_or_repeated_headers_are_refused_with_400_and_320
     let (resp, v) = s.post(&body, &[("Mcp-Name", "plain")]);
     assert_eq!(resp.status, 400, "{v}");
     rpc_error(&v, -32020);
+}
+
+#[test]
+fn mrtrs_client_sends_the_headers_of_the_tools_it_listed() {
+    let s = Server::start();
+    let url = format!("http://{}/mcp", s.addr);
+    let client = Client::builder(HttpTransport::new(&url).unwrap()).build();
+    let args = json!({"region": "Zürich", "limit": 3, "target": {"zone": " a"}, "sql": "q"});
+    s.runtime.block_on(async {
+        // Not listed yet: sent without them, and refused.
+        match client.call_tool("query", args.clone()).await {
+            Err(e) => assert!(e.to_string().contains("-32020"), "{e}"),
+            Ok(c) => panic!("served without its headers: {}", c.text()),
+        }
+        client
+            .request("tools/list", Default::default())
+            .await
+            .unwrap();
+        let done = client.call_tool("query", args).await.unwrap();
+        assert_eq!(done.text(), "ran in Zürich");
+    });
 }
