@@ -47,6 +47,10 @@ use crate::{BoxFuture, Timer, Transport, TransportError};
 use mrtr::streamable_http::{self, Framing, McpHeaders, ParamHeaders, SseParser};
 use mrtr::wire::PROTOCOL_VERSION;
 
+/// The most `tools/list` pages the transport reads to learn a refused tool's
+/// `x-mcp-header` declarations ([`HttpTransport`]).
+const RELIST_PAGES: usize = 8;
+
 /// The largest response body read, JSON or SSE (bytes).
 pub const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
 
@@ -60,8 +64,9 @@ pub const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
 /// of the tools in every `tools/list` reply it carries, leaves out of that reply
 /// a tool whose declarations break the rules, and sends each later `tools/call`
 /// of a listed tool with its `Mcp-Param-*` headers. A call of a tool not listed
-/// yet goes without them (the spec's SHOULD); a server that needs them refuses
-/// it with -32020, and listing the tools first fixes it.
+/// yet goes without them (the spec's SHOULD); when the server refuses it with
+/// -32020, the transport lists the tools (at most eight pages) and, if the tool
+/// declares headers, sends the call once more with them.
 ///
 /// ```no_run
 /// # fn main() -> Result<(), mrtr_client::TransportError> {
@@ -704,8 +709,14 @@ impl Transport for HttpTransport {
     fn send(&self, request: Value) -> BoxFuture<'_, Result<Value, TransportError>> {
         Box::pin(async move {
             let mut reply = self.exchange(&request).await?;
-            if request.get("method").and_then(Value::as_str) == Some("tools/list") {
-                self.learn_tools(&mut reply);
+            match request.get("method").and_then(Value::as_str) {
+                Some("tools/list") => self.learn_tools(&mut reply),
+                Some("tools/call") if self.relist_for(&request, &reply).await => {
+                    // Refused before it ran (the header check comes first), so
+                    // sending it again with its headers runs it once.
+                    reply = self.exchange(&request).await?;
+                }
+                _ => {}
             }
             Ok(reply)
         })
@@ -786,6 +797,56 @@ impl HttpTransport {
                 ))),
             }
         }
+    }
+
+    /// After a `tools/call` of a tool whose declarations the transport does not
+    /// know was refused with -32020 (perhaps for the `Mcp-Param-*` headers it
+    /// could not send): lists the tools (at most [`RELIST_PAGES`] pages, with
+    /// the call's `_meta`) and says whether the tool now has declarations, so
+    /// the call is worth sending once more (the recovery Streamable HTTP §Client
+    /// Behavior suggests). A failed listing is no error: the refusal stands.
+    async fn relist_for(&self, call: &Value, reply: &Value) -> bool {
+        let refused = reply
+            .pointer("/error/code")
+            .and_then(Value::as_i64)
+            .is_some_and(|c| c == mrtr::error::code::HEADER_MISMATCH);
+        let tool = call.pointer("/params/name").and_then(Value::as_str);
+        let (true, Some(tool)) = (refused, tool) else {
+            return false;
+        };
+        if self.knows(tool) {
+            return false;
+        }
+        let mut params = serde_json::Map::new();
+        if let Some(meta) = call.pointer("/params/_meta") {
+            params.insert("_meta".into(), meta.clone());
+        }
+        let id = call.get("id").cloned().unwrap_or(Value::Null);
+        for _ in 0..RELIST_PAGES {
+            let list = serde_json::json!({
+                "jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params,
+            });
+            let Ok(mut page) = self.exchange(&list).await else {
+                return false;
+            };
+            self.learn_tools(&mut page);
+            if self.knows(tool) {
+                return true;
+            }
+            match page.pointer("/result/nextCursor").and_then(Value::as_str) {
+                Some(cursor) => params.insert("cursor".into(), cursor.into()),
+                None => return false,
+            };
+        }
+        false
+    }
+
+    /// Whether the transport knows `tool`'s `x-mcp-header` declarations.
+    fn knows(&self, tool: &str) -> bool {
+        self.param_headers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains_key(tool)
     }
 
     /// Reads the `x-mcp-header` declarations of the tools a `tools/list` reply

@@ -220,19 +220,24 @@ fn mismatched_missing_malformed_or_repeated_headers_are_refused_with_400_and_320
 fn mrtrs_client_sends_the_headers_of_the_tools_it_listed() {
     let s = Server::start();
     let url = format!("http://{}/mcp", s.addr);
-    let client = Client::builder(HttpTransport::new(&url).unwrap()).build();
     let args = json!({"region": "Zürich", "limit": 3, "target": {"zone": " a"}, "sql": "q"});
     s.runtime.block_on(async {
-        // Not listed yet: sent without them, and refused.
-        match client.call_tool("query", args.clone()).await {
-            Err(e) => assert!(e.to_string().contains("-32020"), "{e}"),
-            Ok(c) => panic!("served without its headers: {}", c.text()),
-        }
+        // Listed first: the call carries its headers.
+        let client = Client::builder(HttpTransport::new(&url).unwrap()).build();
         client
             .request("tools/list", Default::default())
             .await
             .unwrap();
-        let done = client.call_tool("query", args).await.unwrap();
+        let done = client.call_tool("query", args.clone()).await.unwrap();
         assert_eq!(done.text(), "ran in Zürich");
+        // Not listed: sent without them, refused (-32020), then the transport
+        // lists the tools and sends it once more with them.
+        let fresh = Client::builder(HttpTransport::new(&url).unwrap()).build();
+        let done = fresh.call_tool("query", args).await.unwrap();
+        assert_eq!(done.text(), "ran in Zürich");
+        // A call that is refused for another reason stays refused.
+        let bad = json!({"region": {"not": "a string"}, "sql": "q"});
+        let e = fresh.call_tool("query", bad).await.unwrap_err();
+        assert!(e.to_string().contains("-32020"), "{e}");
     });
 }
