@@ -349,6 +349,29 @@ mod tests {
         assert_eq!(reply.log.outcome, "error:-32700");
     }
 
+    /// With emulated headers the `Mcp-Param-*` ones are derived from the
+    /// arguments as a conforming client derives them, so the call passes the
+    /// check; without (stdio) there is no check.
+    #[test]
+    fn emulated_parameter_headers_are_the_ones_a_conforming_client_sends() {
+        let annotated = || {
+            let schema = json!({"type": "object", "properties": {
+                "region": {"type": "string", "x-mcp-header": "Region"},
+            }});
+            service().tool("query", "q", schema, |_| Ok(ToolResult::text("ran")))
+        };
+        let mut body = call(1, "query");
+        body["params"]["arguments"] = json!({"region": "Zürich"});
+        let body = body.to_string();
+        for t in [
+            InProcess::new(annotated(), Principal::anonymous()).emulate_http_headers(),
+            InProcess::new(annotated(), Principal::anonymous()),
+        ] {
+            let reply = ready(t.exchange(body.as_bytes()));
+            assert_eq!(reply.log.outcome, "complete", "{:?}", reply.body);
+        }
+    }
+
     #[test]
     fn a_notification_gets_no_response() {
         let t = InProcess::new(service(), Principal::anonymous());
