@@ -33,7 +33,9 @@
 //! arrive in time), a slot under the in-flight cap (503 after
 //! [`crate::defaults::ADMISSION_TIMEOUT`]), the parse, behind the OAuth resource server
 //! (feature `oauth`) the scope of the tool a `tools/call` names (403, on that one
-//! parse), then [`Service::handle_parsed_until`]. A
+//! parse), then [`Service::handle_parsed_until`], which first checks the MCP
+//! headers against the body (400, -32020; for a `tools/call` of a tool that
+//! declares `x-mcp-header` parameters, its `Mcp-Param-*` headers too). A
 //! request takes its in-flight slot only once its body is in, so bodies that
 //! arrive slowly, or never, hold no slot that another request needs. `GET`/`DELETE` (and any other method) on
 //! `/mcp` answer 405 with `Allow: POST`. The router has no fallback of its own, so
