@@ -40,8 +40,7 @@ pub fn service(engine: Engine, deployments: Arc<AtomicU64>) -> Service {
         "Reference MCP server of the mrtr crate: tools that ask the user, the client's model or the client's roots \
          for input through Multi Round-Trip Requests.",
     );
-    let s = demos(conformance(s), deployments);
-    headers::tools(s)
+    headers::tools(demos(conformance(s), deployments))
 }
 
 /// The conformance fixtures: the tools that the MRTR (SEP-2322) server scenarios of the
