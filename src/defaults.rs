@@ -14,6 +14,8 @@
 //! | | [`PAGE_SIZE`] | 100 items |
 //! | subscriptions | [`SUBSCRIPTIONS_MAX`], [`SUBSCRIPTIONS_PER_PRINCIPAL_MAX`] | 1 024, 8 |
 //! | | [`SUBSCRIPTION_URIS_MAX`], [`SUBSCRIPTION_QUEUE_MAX`] | 100 URIs, 64 notifications |
+//! | parameter headers | [`MAX_PARAM_HEADERS`] per tool, [`PARAM_HEADER_MAX_DEPTH`] | 32, 16 levels |
+//! | | [`MAX_PARAM_HEADER_LEN`] | 8 KiB |
 //! | replay guard | [`REPLAY_MAX_CLAIMS`], [`REPLAY_MAX_CLAIMS_PER_PRINCIPAL`] (in memory) | 1 000 000, 10 000 |
 //! | client | [`CLIENT_MAX_ROUNDS`] (= [`MAX_ROUNDS`] + 1), [`CLIENT_TOTAL_TIMEOUT`] | 17, 5 min |
 //! | | [`CLIENT_REQUEST_TIMEOUT`] | 30 s |
@@ -124,6 +126,23 @@ pub const SUBSCRIPTION_URIS_MAX: usize = 100;
 /// update of a URI already waiting is not counted again); a reader further
 /// behind has its subscription ended.
 pub const SUBSCRIPTION_QUEUE_MAX: usize = 64;
+
+/// The most `x-mcp-header` declarations one tool's `inputSchema` may hold: 32
+/// (MCP 2026-07-28, Streamable HTTP §Custom Headers from Tool Parameters). A
+/// [`Service`](crate::service::Service) refuses to register a tool with more;
+/// the server looks at no more parameter headers than its tool declares.
+/// [`ParamHeaders::from_input_schema`](crate::streamable_http::ParamHeaders::from_input_schema).
+pub const MAX_PARAM_HEADERS: usize = 32;
+
+/// How deep in nested object properties `x-mcp-header` declarations are looked
+/// for: 16 levels; a schema nesting deeper is refused as its declarations are.
+/// [`ParamHeaders::from_input_schema`](crate::streamable_http::ParamHeaders::from_input_schema).
+pub const PARAM_HEADER_MAX_DEPTH: usize = 16;
+
+/// The longest value of one `Mcp-Param-*` header the server decodes: 8 KiB; a
+/// longer one is refused (-32020) before it is decoded.
+/// [`check_param_headers`](crate::streamable_http::check_param_headers).
+pub const MAX_PARAM_HEADER_LEN: usize = 8 * 1024;
 
 // ---------------------------------------------------------------------------
 // Replay guards (`replay`)

@@ -34,6 +34,7 @@ use crate::engine::turn::{self, Turn};
 use crate::engine::{Engine, NotificationSink, Outcome, Output, Round};
 use crate::error::Error;
 use crate::principal::Principal;
+use crate::streamable_http::ParamHeaders;
 use crate::time::Timestamp;
 use crate::wire::{CarrierMethod, CarrierRequest, Implementation, JsonObject};
 
@@ -137,6 +138,9 @@ pub struct Service {
     completions: completion::Completions,
     page_size: usize,
     changes: Option<Changes>,
+    /// The `x-mcp-header` declarations of the tools that have some, by tool
+    /// name; empty (and never looked into) when no tool has any.
+    param_headers: std::collections::HashMap<String, ParamHeaders>,
 }
 
 impl Service {
@@ -160,6 +164,7 @@ impl Service {
             completions: completion::Completions::default(),
             page_size: defaults::PAGE_SIZE,
             changes: None,
+            param_headers: std::collections::HashMap::new(),
         }
     }
 
@@ -379,8 +384,16 @@ impl Service {
     }
 
     /// Registers a tool: its name, its description, its `inputSchema` (a JSON
-    /// Schema with `type: "object"`), and its handler, sync or async, which
-    /// returns a [`ToolResult`] (or what converts into one).
+    /// Schema with `type: "object"`, listed by `tools/list` exactly as given),
+    /// and its handler, sync or async, which returns a [`ToolResult`] (or what
+    /// converts into one).
+    ///
+    /// A property of the schema annotated `"x-mcp-header": "Name"` travels as
+    /// the header `Mcp-Param-Name` too on Streamable HTTP, where the transport
+    /// checks it against the argument ([`Service::param_headers`]).
+    ///
+    /// # Panics
+    /// As [`Service::tool_definition`].
     ///
     /// ```
     /// use mrtr::{Confirmation, Engine, Keyring, Service, ToolResult};
@@ -418,9 +431,13 @@ impl Service {
     /// with its handler, as [`Service::tool`].
     ///
     /// # Panics
-    /// When the definition has no string `name` (a programming error at start-up).
+    /// When the definition has no string `name`, or its `inputSchema` has an
+    /// `x-mcp-header` declaration that breaks the rules of MCP 2026-07-28
+    /// (Streamable HTTP §Schema Extension:
+    /// [`ParamHeaderError`](crate::streamable_http::ParamHeaderError)); both are
+    /// programming errors at start-up.
     #[must_use]
-    pub fn tool_definition<F, O, M>(self, definition: Value, handler: F) -> Self
+    pub fn tool_definition<F, O, M>(mut self, definition: Value, handler: F) -> Self
     where
         F: Fn(Round) -> O + Send + Sync + 'static,
         O: Output<ToolResult, M> + 'static,
@@ -431,6 +448,20 @@ impl Service {
             .and_then(Value::as_str)
             .expect("a tool definition needs a name")
             .to_owned();
+        let declared = definition
+            .get("inputSchema")
+            .map(ParamHeaders::from_input_schema)
+            .transpose()
+            .unwrap_or_else(|e| panic!("tool {name:?}: {e}"))
+            .flatten();
+        match declared {
+            Some(d) => {
+                self.param_headers.insert(name.clone(), d);
+            }
+            None => {
+                self.param_headers.remove(&name);
+            }
+        }
         self.register::<ToolResult, _, _, _>(name, definition, handler)
     }
 
@@ -524,6 +555,48 @@ impl Service {
             .of_mut::<T>()
             .insert(target, definition, crate::engine::register(handler));
         self
+    }
+
+    /// The `x-mcp-header` declarations (MCP 2026-07-28, Streamable HTTP §Custom
+    /// Headers from Tool Parameters) of the tool a request calls: `Some` only
+    /// for a `tools/call` (its `method` and `params`) of a registered tool whose
+    /// `inputSchema` declares some. A Streamable HTTP transport checks the
+    /// request's `Mcp-Param-*` headers against them with
+    /// [`check_param_headers`](crate::streamable_http::check_param_headers),
+    /// in the same rule as its other headers ([`ParsedMessage::check`]);
+    /// transports without headers (stdio) do not. Costs one comparison when no
+    /// tool declares any.
+    ///
+    /// ```
+    /// use mrtr::{Engine, Keyring, Service, ToolResult};
+    /// use mrtr::streamable_http::check_param_headers;
+    /// use serde_json::json;
+    ///
+    /// let service = Service::new(Engine::new(Keyring::ephemeral(), "example"), "example", "1.0.0")
+    ///     .tool("query", "Runs a query in a region.", json!({"type": "object", "properties": {
+    ///         "region": {"type": "string", "x-mcp-header": "Region"},
+    ///         "sql": {"type": "string"},
+    ///     }}), |_| Ok(ToolResult::text("ok")));
+    /// let params = json!({"name": "query", "arguments": {"region": "us-west1", "sql": "SELECT 1"}});
+    /// let declared = service.param_headers("tools/call", Some(&params)).unwrap();
+    /// let sent = |name: &str| match name {
+    ///     "mcp-param-region" => vec![&b"us-west1"[..]],
+    ///     _ => vec![],
+    /// };
+    /// assert!(check_param_headers(declared, params.get("arguments"), sent).is_ok());
+    /// let none = |_: &str| Vec::<&[u8]>::new();
+    /// assert_eq!(check_param_headers(declared, params.get("arguments"), none).unwrap_err().code(), -32020);
+    /// ```
+    pub fn param_headers(&self, method: &str, params: Option<&Value>) -> Option<&ParamHeaders> {
+        if self.param_headers.is_empty() {
+            return None;
+        }
+        let call = CarrierMethod::ToolsCall;
+        if CarrierMethod::from_method(method) != Some(call) {
+            return None;
+        }
+        let tool = params?.get(call.target_param())?.as_str()?;
+        self.param_headers.get(tool)
     }
 
     /// The targets registered for the carrier whose result is `T`, for the
@@ -1035,5 +1108,60 @@ mod tests {
             &ctx(),
         );
         assert!(r.body.is_none());
+    }
+
+    fn annotated() -> Value {
+        json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
+            "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+            "$defs": {"a": {"$anchor": "x"}}, "additionalProperties": false})
+    }
+
+    #[test]
+    fn tools_list_shows_the_input_schema_verbatim() {
+        let s = service().tool("q", "q", annotated(), |_| Ok(ToolResult::text("ok")));
+        let v = parse(&s.handle_sync(&body("tools/list", ""), &ctx()));
+        let listed = &v["result"]["tools"][1]["inputSchema"];
+        assert_eq!(listed, &annotated());
+        assert_eq!(listed.to_string(), annotated().to_string());
+    }
+
+    #[test]
+    fn param_headers_are_given_only_for_a_call_of_a_declaring_tool() {
+        let s = service();
+        let call = json!({"name": "q", "arguments": {"region": "eu"}});
+        assert!(s.param_headers("tools/call", Some(&call)).is_none());
+        let s = s.tool("q", "q", annotated(), |_| Ok(ToolResult::text("ok")));
+        let declared = s.param_headers("tools/call", Some(&call)).unwrap();
+        assert_eq!(
+            declared.iter().next().unwrap().header_name(),
+            "mcp-param-region"
+        );
+        assert!(s.param_headers("prompts/get", Some(&call)).is_none());
+        assert!(
+            s.param_headers("tools/call", Some(&json!({"name": "echo"})))
+                .is_none()
+        );
+        assert!(s.param_headers("tools/call", None).is_none());
+        // Registering the name again without declarations drops them.
+        let s = s.tool("q", "q", json!({"type": "object"}), |_| {
+            Ok(ToolResult::text("ok"))
+        });
+        assert!(s.param_headers("tools/call", Some(&call)).is_none());
+        // Without a transport's rule (stdio, in process) nothing is checked.
+        let s = service().tool("q", "q", annotated(), |_| Ok(ToolResult::text("ok")));
+        let r = s.handle_sync(
+            &body("tools/call", r#","name":"q","arguments":{"region":"eu"}"#),
+            &ctx(),
+        );
+        assert_eq!(parse(&r)["result"]["content"][0]["text"], "ok");
+    }
+
+    #[test]
+    #[should_panic(expected = "tool \"bad\": x-mcp-header of \"p\" is not an HTTP token")]
+    fn a_bad_declaration_panics_at_registration() {
+        let schema = json!({"type": "object", "properties": {
+            "p": {"type": "string", "x-mcp-header": "My Region"},
+        }});
+        let _ = service().tool("bad", "bad", schema, |_| Ok(ToolResult::text("never")));
     }
 }

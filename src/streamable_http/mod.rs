@@ -15,6 +15,7 @@
 //! | SSE framing | [`sse_event`], [`SseParser`] | writes one event | reads events |
 //! | the id-less error body | [`error_body`], [`Refusal`] | every refusal | takes an id-less error as the reply |
 //! | MCP headers (-32020) | [`McpHeaders::read`], [`McpHeaders::for_request`], [`McpHeaders::pairs`], [`check_headers`] | reads them | writes them |
+//! | parameter headers, `x-mcp-header` (-32020) | [`ParamHeaders::from_input_schema`], [`check_param_headers`], [`ParamHeaders::pairs`] | reads the ones its tool declares ([`Service::param_headers`](crate::service::Service::param_headers)) | writes them |
 //! | the status table | [`error_status`], [`outcome_status`], [`reply_shape`], [`Refusal::status`] | sets the status | hands over a JSON-RPC reply whatever its status |
 //!
 //! The status table:
@@ -36,6 +37,7 @@
 mod headers;
 mod media;
 mod origin;
+mod param_headers;
 mod sse;
 mod status;
 
@@ -45,6 +47,10 @@ pub use media::{
     is_json_content_type, reply_framing, response_framing,
 };
 pub use origin::{normalize_origin, origin_allowed};
+pub use param_headers::{
+    HEADER_PARAM_PREFIX, ParamHeader, ParamHeaderError, ParamHeaders, X_MCP_HEADER,
+    check_param_headers,
+};
 pub use sse::{SseParser, sse_event};
 pub use status::{
     NOTIFICATION_STATUS, Refusal, ReplyShape, error_body, error_status, outcome_status,

@@ -27,6 +27,7 @@ use mrtr::service::{Changes, Completion, ResourceTemplateDefinition, Service};
 use mrtr::{PromptResult, ResourceResult, ToolResult};
 
 mod content;
+mod headers;
 mod lists;
 mod streaming;
 
@@ -46,7 +47,7 @@ pub fn service(engine: Engine, deployments: Arc<AtomicU64>) -> Service {
     // The hub the demos and the list-change fixtures announce changes on.
     let changes = Changes::new();
     let s = lists::fixtures(content::fixtures(conformance(s)), &changes);
-    let s = streaming::fixtures(s);
+    let s = headers::tools(streaming::fixtures(s));
     demos(s, deployments, &changes).with_changes(changes)
 }
 

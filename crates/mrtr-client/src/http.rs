@@ -24,8 +24,9 @@
 //! of `Debug` output and error messages; a `401` is
 //! [`TransportError::Unauthorized`].
 
+use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -43,8 +44,12 @@ use rustls::{CertificateError, RootCertStore};
 use serde_json::Value;
 
 use crate::{BoxFuture, Timer, Transport, TransportError};
-use mrtr::streamable_http::{self, Framing, McpHeaders, SseParser};
+use mrtr::streamable_http::{self, Framing, McpHeaders, ParamHeaders, SseParser};
 use mrtr::wire::PROTOCOL_VERSION;
+
+/// The most `tools/list` pages the transport reads to learn a refused tool's
+/// `x-mcp-header` declarations ([`HttpTransport`]).
+const RELIST_PAGES: usize = 8;
 
 /// The largest response body read, JSON or SSE (bytes).
 pub const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
@@ -53,6 +58,15 @@ pub const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
 /// or `https://mcp.example.com/mcp`).
 ///
 /// Needs a tokio runtime. Cheap to share: the connection pool is inside.
+///
+/// Tool parameters in headers (MCP 2026-07-28, Streamable HTTP §Custom Headers
+/// from Tool Parameters): the transport reads the `x-mcp-header` declarations
+/// of the tools in every `tools/list` reply it carries, leaves out of that reply
+/// a tool whose declarations break the rules, and sends each later `tools/call`
+/// of a listed tool with its `Mcp-Param-*` headers. A call of a tool not listed
+/// yet goes without them (the spec's SHOULD); when the server refuses it with
+/// -32020, the transport lists the tools (at most eight pages) and, if the tool
+/// declares headers, sends the call once more with them.
 ///
 /// ```no_run
 /// # fn main() -> Result<(), mrtr_client::TransportError> {
@@ -74,6 +88,10 @@ pub struct HttpTransport {
     uri: Uri,
     headers: HeaderMap,
     auth: Auth,
+    /// The `x-mcp-header` declarations of the tools the server listed
+    /// (`tools/list` replies seen by this transport or a clone of it), by tool
+    /// name.
+    param_headers: Arc<Mutex<HashMap<String, ParamHeaders>>>,
 }
 
 impl fmt::Debug for HttpTransport {
@@ -308,7 +326,8 @@ impl HttpTransportBuilder {
     /// [`TransportError::InvalidRequest`] (naming the header, never the value)
     /// when `name` is not a header name, `value` is not a header value, or `name`
     /// is one the transport writes itself (`Accept`, `Content-Type`, the MCP
-    /// headers `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`) or HTTP framing
+    /// headers `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`,
+    /// so a fixed header cannot stand in for an argument) or HTTP framing
     /// owns (`Host`, `Content-Length`, `Transfer-Encoding`, `Connection`, ...).
     pub fn header(mut self, name: &str, value: &str) -> Result<Self, TransportError> {
         let parsed = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
@@ -317,7 +336,11 @@ impl HttpTransportBuilder {
                 name.escape_debug().to_string()
             ))
         })?;
-        if OWN_HEADERS.contains(&parsed.as_str()) {
+        if OWN_HEADERS.contains(&parsed.as_str())
+            || parsed
+                .as_str()
+                .starts_with(streamable_http::HEADER_PARAM_PREFIX)
+        {
             return Err(TransportError::InvalidRequest(format!(
                 "the {parsed} header is the transport's own; it cannot be set"
             )));
@@ -417,6 +440,7 @@ impl HttpTransportBuilder {
             uri,
             headers: self.headers,
             auth: self.auth,
+            param_headers: Arc::default(),
         })
     }
 }
@@ -519,6 +543,20 @@ impl HttpTransport {
             .header(ACCEPT, streamable_http::ACCEPT_JSON_AND_EVENT_STREAM);
         for (name, value) in headers.pairs() {
             b = b.header(name, header_value(name, value)?);
+        }
+        if let Some(params) = request.get("params")
+            && request.get("method").and_then(Value::as_str) == Some("tools/call")
+            && let Some(tool) = params.get("name").and_then(Value::as_str)
+        {
+            let known = self
+                .param_headers
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if let Some(declared) = known.get(tool) {
+                for (name, value) in declared.pairs(params.get("arguments")) {
+                    b = b.header(name, header_value(name, &value)?);
+                }
+            }
         }
         if let Some(extra) = b.headers_mut() {
             extra.extend(self.headers.clone());
@@ -670,8 +708,27 @@ impl Transport for HttpTransport {
 
     fn send(&self, request: Value) -> BoxFuture<'_, Result<Value, TransportError>> {
         Box::pin(async move {
+            let mut reply = self.exchange(&request).await?;
+            match request.get("method").and_then(Value::as_str) {
+                Some("tools/list") => self.learn_tools(&mut reply),
+                Some("tools/call") if self.relist_for(&request, &reply).await => {
+                    // Refused before it ran (the header check comes first), so
+                    // sending it again with its headers runs it once.
+                    reply = self.exchange(&request).await?;
+                }
+                _ => {}
+            }
+            Ok(reply)
+        })
+    }
+}
+
+impl HttpTransport {
+    /// Posts `request` and reads its JSON-RPC response.
+    async fn exchange(&self, request: &Value) -> Result<Value, TransportError> {
+        {
             let id = request.get("id").cloned().unwrap_or(Value::Null);
-            let resp = self.post(&request).await?;
+            let resp = self.post(request).await?;
             let status = resp.status();
             let content_type = resp
                 .headers()
@@ -739,7 +796,101 @@ impl Transport for HttpTransport {
                     "the body is not JSON: {e}"
                 ))),
             }
-        })
+        }
+    }
+
+    /// After a `tools/call` of a tool whose declarations the transport does not
+    /// know was refused with -32020 (perhaps for the `Mcp-Param-*` headers it
+    /// could not send): lists the tools (at most [`RELIST_PAGES`] pages, with
+    /// the call's `_meta`) and says whether the tool now has declarations, so
+    /// the call is worth sending once more (the recovery Streamable HTTP §Client
+    /// Behavior suggests). A failed listing is no error: the refusal stands.
+    async fn relist_for(&self, call: &Value, reply: &Value) -> bool {
+        let refused = reply
+            .pointer("/error/code")
+            .and_then(Value::as_i64)
+            .is_some_and(|c| c == mrtr::error::code::HEADER_MISMATCH);
+        let tool = call.pointer("/params/name").and_then(Value::as_str);
+        let (true, Some(tool)) = (refused, tool) else {
+            return false;
+        };
+        if self.knows(tool) {
+            return false;
+        }
+        let mut params = serde_json::Map::new();
+        if let Some(meta) = call.pointer("/params/_meta") {
+            params.insert("_meta".into(), meta.clone());
+        }
+        let id = call.get("id").cloned().unwrap_or(Value::Null);
+        for _ in 0..RELIST_PAGES {
+            let list = serde_json::json!({
+                "jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params,
+            });
+            let Ok(mut page) = self.exchange(&list).await else {
+                return false;
+            };
+            self.learn_tools(&mut page);
+            if self.knows(tool) {
+                return true;
+            }
+            match page.pointer("/result/nextCursor").and_then(Value::as_str) {
+                Some(cursor) => params.insert("cursor".into(), cursor.into()),
+                None => return false,
+            };
+        }
+        false
+    }
+
+    /// Whether the transport knows `tool`'s `x-mcp-header` declarations.
+    fn knows(&self, tool: &str) -> bool {
+        self.param_headers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains_key(tool)
+    }
+
+    /// Reads the `x-mcp-header` declarations of the tools a `tools/list` reply
+    /// lists (MCP 2026-07-28, Streamable HTTP §Custom Headers from Tool
+    /// Parameters), so later calls send their `Mcp-Param-*` headers; a tool whose
+    /// declarations break the rules is left out of the reply, with a warning
+    /// naming it (the client MUST exclude it).
+    fn learn_tools(&self, reply: &mut Value) {
+        let Some(tools) = reply
+            .get_mut("result")
+            .and_then(|r| r.get_mut("tools"))
+            .and_then(Value::as_array_mut)
+        else {
+            return;
+        };
+        let mut known = self
+            .param_headers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        tools.retain(|tool| {
+            let Some(name) = tool.get("name").and_then(Value::as_str) else {
+                return true;
+            };
+            let declared = tool.get("inputSchema").map(ParamHeaders::from_input_schema);
+            match declared {
+                Some(Ok(Some(d))) => {
+                    known.insert(name.to_owned(), d);
+                    true
+                }
+                Some(Err(e)) => {
+                    known.remove(name);
+                    tracing::warn!(
+                        tool = %name.escape_debug(),
+                        reason = %e,
+                        "tool left out: invalid x-mcp-header declaration"
+                    );
+                    false
+                }
+                _ => {
+                    known.remove(name);
+                    true
+                }
+            }
+        });
     }
 }
 
@@ -951,6 +1102,7 @@ mod tests {
             "content-length",
             "Transfer-Encoding",
             "connection",
+            "Mcp-Param-Region",
         ] {
             match b().header(own, "x") {
                 Err(TransportError::InvalidRequest(m)) => {
@@ -1026,5 +1178,65 @@ mod tests {
                 other => panic!("{other:?} for {pem:?}"),
             }
         }
+    }
+
+    #[test]
+    fn listed_tools_get_their_parameter_headers_and_invalid_ones_are_left_out() {
+        let t = HttpTransport::new("http://127.0.0.1:1/mcp").unwrap();
+        let call = |tool: &str| {
+            serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": tool, "arguments": {"region": "Zürich", "n": 7, "q": "x"}}})
+        };
+        let param_headers = |req: &Request<Full<Bytes>>| -> Vec<(String, String)> {
+            req.headers()
+                .iter()
+                .filter(|(n, _)| n.as_str().starts_with("mcp-param-"))
+                .map(|(n, v)| (n.to_string(), v.to_str().unwrap().to_owned()))
+                .collect()
+        };
+        // Not listed yet: no parameter headers.
+        assert!(param_headers(&t.build(&call("query"), None).unwrap()).is_empty());
+        let mut reply = serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": [
+            {"name": "query", "inputSchema": {"type": "object", "properties": {
+                "region": {"type": "string", "x-mcp-header": "Region"},
+                "n": {"type": "integer", "x-mcp-header": "N"},
+                "q": {"type": "string"},
+            }}},
+            {"name": "bad", "inputSchema": {"type": "object", "properties": {
+                "v": {"type": "number", "x-mcp-header": "V"},
+            }}},
+            {"name": "plain", "inputSchema": {"type": "object"}},
+        ]}});
+        t.learn_tools(&mut reply);
+        let names: Vec<_> = reply["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["query", "plain"]);
+        assert_eq!(
+            param_headers(&t.build(&call("query"), None).unwrap()),
+            [
+                (
+                    "mcp-param-region".to_owned(),
+                    "=?base64?WsO8cmljaA==?=".to_owned()
+                ),
+                ("mcp-param-n".to_owned(), "7".to_owned()),
+            ]
+        );
+        assert!(param_headers(&t.build(&call("plain"), None).unwrap()).is_empty());
+        // A clone shares what was learned; a later listing without the
+        // declarations forgets them.
+        let clone = t.clone();
+        assert_eq!(
+            param_headers(&clone.build(&call("query"), None).unwrap()).len(),
+            2
+        );
+        let mut relisted = serde_json::json!({"result": {"tools": [
+            {"name": "query", "inputSchema": {"type": "object"}},
+        ]}});
+        t.learn_tools(&mut relisted);
+        assert!(param_headers(&clone.build(&call("query"), None).unwrap()).is_empty());
     }
 }

@@ -18,7 +18,7 @@ use crate::{BoxFuture, Transport, TransportError};
 use mrtr::Principal;
 use mrtr::Timestamp;
 use mrtr::service::{ParsedMessage, Reply, RequestContext, Service};
-use mrtr::streamable_http::{McpHeaders, check_headers};
+use mrtr::streamable_http::{McpHeaders, check_headers, check_param_headers};
 use mrtr::wire::{CarrierMethod, PROTOCOL_VERSION};
 
 /// Makes the deadline future of one request.
@@ -154,9 +154,10 @@ impl InProcess {
     }
 
     /// Passes the Streamable HTTP headers a conforming client sends with each
-    /// request (`MCP-Protocol-Version` from `_meta`, `Mcp-Method`, `Mcp-Name`), so
-    /// the service checks them as it would over HTTP (default: no headers, as on
-    /// stdio).
+    /// request (`MCP-Protocol-Version` from `_meta`, `Mcp-Method`, `Mcp-Name`,
+    /// and the `Mcp-Param-*` headers of the arguments a called tool declares
+    /// with `x-mcp-header`), so the service checks them as it would over HTTP
+    /// (default: no headers, as on stdio).
     #[must_use]
     pub fn emulate_http_headers(mut self) -> Self {
         self.http_headers = true;
@@ -206,9 +207,24 @@ impl InProcess {
                 .map(|v| McpHeaders::for_request(&v, PROTOCOL_VERSION))
                 .unwrap_or_default()
         });
-        let message = ParsedMessage::parse(body).check(|method, params| match &headers {
-            Some(h) => check_headers(h, method, params, CarrierMethod::from_method(method)),
-            None => Ok(()),
+        let service = &self.service;
+        let message = ParsedMessage::parse(body).check(|method, params| {
+            let Some(h) = &headers else { return Ok(()) };
+            check_headers(h, method, params, CarrierMethod::from_method(method))?;
+            match service.param_headers(method, params) {
+                None => Ok(()),
+                Some(declared) => {
+                    // What a conforming client sends for these arguments.
+                    let arguments = params.and_then(|p| p.get("arguments"));
+                    let sent = declared.pairs(arguments);
+                    check_param_headers(declared, arguments, |name| {
+                        sent.iter()
+                            .filter(move |(n, _)| *n == name)
+                            .map(|(_, v)| v.as_bytes())
+                            .collect::<Vec<_>>()
+                    })
+                }
+            }
         });
         let n = self.next_correlation.fetch_add(1, Ordering::Relaxed);
         let ctx = RequestContext {
@@ -331,6 +347,29 @@ mod tests {
         // Not JSON: no headers at all, and the parse error wins.
         let reply = ready(t.exchange(b"{oops"));
         assert_eq!(reply.log.outcome, "error:-32700");
+    }
+
+    /// With emulated headers the `Mcp-Param-*` ones are derived from the
+    /// arguments as a conforming client derives them, so the call passes the
+    /// check; without (stdio) there is no check.
+    #[test]
+    fn emulated_parameter_headers_are_the_ones_a_conforming_client_sends() {
+        let annotated = || {
+            let schema = json!({"type": "object", "properties": {
+                "region": {"type": "string", "x-mcp-header": "Region"},
+            }});
+            service().tool("query", "q", schema, |_| Ok(ToolResult::text("ran")))
+        };
+        let mut body = call(1, "query");
+        body["params"]["arguments"] = json!({"region": "Zürich"});
+        let body = body.to_string();
+        for t in [
+            InProcess::new(annotated(), Principal::anonymous()).emulate_http_headers(),
+            InProcess::new(annotated(), Principal::anonymous()),
+        ] {
+            let reply = ready(t.exchange(body.as_bytes()));
+            assert_eq!(reply.log.outcome, "complete", "{:?}", reply.body);
+        }
     }
 
     #[test]

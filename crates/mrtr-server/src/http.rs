@@ -33,10 +33,12 @@
 //! arrive in time), a slot under the in-flight cap (503 after
 //! [`crate::defaults::ADMISSION_TIMEOUT`]), the parse, behind the OAuth resource server
 //! (feature `oauth`) the scope of the tool a `tools/call` names (403, on that one
-//! parse), then [`Service::handle_parsed_until`]; a request that asks for
-//! notifications (a `progressToken` or a log level in its `_meta`,
-//! [`ParsedMessage::asks_for_notifications`]) from a client that accepts
-//! `text/event-stream` runs through [`Service::handle_parsed_notifying`]
+//! parse), then [`Service::handle_parsed_until`], which first checks the MCP
+//! headers against the body (400, -32020; for a `tools/call` of a tool that
+//! declares `x-mcp-header` parameters, its `Mcp-Param-*` headers too); a
+//! request that asks for notifications (a `progressToken` or a log level in its
+//! `_meta`, [`ParsedMessage::asks_for_notifications`]) from a client that
+//! accepts `text/event-stream` runs through [`Service::handle_parsed_notifying`]
 //! instead, its handler's notifications SSE events before the response event
 //! (the head waits for the first of them, so a request whose handler sends none
 //! is answered as any other). A
@@ -312,7 +314,7 @@ async fn post_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
             if let Some(refused) = tool_scope_refusal(&parts, &message) {
                 return refused;
             }
-            let message = agree(&parts, message);
+            let message = agree(&parts, &app.service, message);
             let framing = framing(&parts.headers);
             if message.asks_for_notifications() && accepts_event_stream(&parts.headers) {
                 let held = (reservation, in_flight);
@@ -514,11 +516,15 @@ fn context(parts: &Parts, principal: Principal, correlation_id: String) -> Reque
 }
 
 /// The Streamable HTTP header agreement (-32020) over the parsed message: its
-/// MCP headers must agree with its method and params.
+/// MCP headers must agree with its method and params, and, for a `tools/call`
+/// of a tool whose `inputSchema` declares `x-mcp-header` parameters, its
+/// `Mcp-Param-*` headers with the arguments ([`Service::param_headers`]; only
+/// the headers the tool declares are looked up, and none for other tools).
 ///
 /// This is the one place the transport builds the [`McpHeaders`] it checks.
 fn agree(
     parts: &Parts,
+    service: &Arc<Service>,
     message: ParsedMessage,
 ) -> ParsedMessage<
     impl FnOnce(&str, Option<&serde_json::Value>) -> Result<(), mrtr::Error> + Send + 'static + use<>,
@@ -529,13 +535,38 @@ fn agree(
         let name = axum::http::HeaderName::from_static(name);
         headers.get_all(name).iter().map(HeaderValue::as_bytes)
     });
+    // The `Mcp-Param-*` headers, owned (the rule may run on another task): none
+    // for a request that sends none, so the others allocate nothing here.
+    let sent_params: Vec<(String, Vec<u8>)> = headers
+        .iter()
+        .filter(|(name, _)| {
+            name.as_str()
+                .starts_with(streamable_http::HEADER_PARAM_PREFIX)
+        })
+        .map(|(name, value)| (name.as_str().to_owned(), value.as_bytes().to_vec()))
+        .collect();
+    let service = Arc::clone(service);
     message.check(move |method, params| {
         streamable_http::check_headers(
             &mirrored,
             method,
             params,
             CarrierMethod::from_method(method),
-        )
+        )?;
+        match service.param_headers(method, params) {
+            None => Ok(()),
+            Some(declared) => streamable_http::check_param_headers(
+                declared,
+                params.and_then(|p| p.get("arguments")),
+                |name| {
+                    sent_params
+                        .iter()
+                        .filter(|(n, _)| n == name)
+                        .map(|(_, v)| v.as_slice())
+                        .collect::<Vec<_>>()
+                },
+            ),
+        }
     })
 }
 

@@ -8,7 +8,9 @@
 //!
 //! Transports do transport things only: read bytes within a size limit, check the
 //! `Origin` and `Content-Type`, take the caller's principal (from the request over
-//! HTTP, from configuration on stdio), copy the MCP headers into [`McpHeaders`],
+//! HTTP, from configuration on stdio), copy the MCP headers into [`McpHeaders`]
+//! and check them (with a `tools/call`'s `Mcp-Param-*` headers, for a tool that
+//! declares `x-mcp-header` parameters: [`Service::param_headers`](mrtr::Service::param_headers)),
 //! pick JSON or SSE framing from `Accept`, write the reply, and log one line per
 //! request. Everything the protocol decides happens in [`Service::handle`](mrtr::Service::handle).
 //!

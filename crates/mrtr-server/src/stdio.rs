@@ -613,4 +613,36 @@ mod tests {
         let (served, ()) = tokio::join!(serving, client);
         served.unwrap();
     }
+
+    /// stdio carries no headers: a call of a tool that declares `x-mcp-header`
+    /// parameters is served without any (MCP 2026-07-28: the mirroring is a
+    /// Streamable HTTP matter).
+    #[tokio::test]
+    async fn a_tool_with_parameter_headers_is_served_without_them() {
+        let schema = serde_json::json!({"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+        }});
+        let service = Service::new(
+            mrtr::engine::Engine::new(mrtr::seal::Keyring::ephemeral(), "t"),
+            "t",
+            "0",
+        )
+        .tool("query", "q", schema, |_| Ok(mrtr::ToolResult::text("ran")));
+        let input = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"query","arguments":{"region":"eu"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}
+"#;
+        let mut out = Vec::new();
+        let anyone = Principal::anonymous();
+        serve(
+            &service,
+            &anyone,
+            4096,
+            &input[..],
+            &mut out,
+            std::future::pending(),
+        )
+        .await
+        .unwrap();
+        let reply: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(reply["result"]["content"][0]["text"], "ran", "{reply}");
+    }
 }

@@ -3,5 +3,6 @@
 mod notifications;
 #[cfg(feature = "oauth")]
 mod oauth;
+mod param_headers;
 mod streamable_http_rules;
 mod subscriptions;
