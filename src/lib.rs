@@ -113,6 +113,9 @@ mod lines;
 pub mod manual;
 mod memo;
 pub mod metrics;
+/// `x-mcp-header` parameters: declared in a tool's input schema (checked when it
+/// is registered), carried in `Mcp-Param-*` headers (`streamable_http` re-exports them).
+mod param_headers;
 mod peer;
 pub mod principal;
 mod record;

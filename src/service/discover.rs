@@ -79,85 +79,16 @@ pub(super) fn answer(server: &Server<'_>, method: &str, params: Option<&Value>) 
     }
     // `params.cursor` of the lists (§Pagination); the other methods take none.
     let cursor = params.and_then(|p| p.get("cursor"));
-    let pager = &server.pager;
-    let registries = server.registries;
     let mut result = Map::new();
-    match method {
+    let listed = match method {
         "server/discover" => {
-            let mut caps = Map::new();
-            let (list_changed, subscribe) = if server.changes.is_some() {
-                (
-                    json!({"listChanged": true}),
-                    json!({"listChanged": true, "subscribe": true}),
-                )
-            } else {
-                (json!({}), json!({}))
-            };
-            if registries.has_tools() {
-                caps.insert("tools".into(), list_changed.clone());
-            }
-            if registries.has_prompts() {
-                caps.insert("prompts".into(), list_changed);
-            }
-            if registries.has_resources() || !server.templates.is_empty() {
-                caps.insert("resources".into(), subscribe);
-            }
-            if server.completions {
-                caps.insert("completions".into(), json!({}));
-            }
-            result.insert(
-                "supportedVersions".into(),
-                json!(SUPPORTED_PROTOCOL_VERSIONS),
-            );
-            result.insert("capabilities".into(), Value::Object(caps));
-            if let Some(i) = server.instructions {
-                result.insert("instructions".into(), i.into());
-            }
-            result.insert(
-                "_meta".into(),
-                json!({"io.modelcontextprotocol/serverInfo": serde_json::to_value(server.info).unwrap_or(Value::Null)}),
-            );
+            discover(server, &mut result);
+            Ok(())
         }
-        "tools/list" => {
-            let tools = visible(
-                registries.of::<crate::ToolResult>().entries(),
-                server.changes,
-                super::List::Tools,
-            );
-            let tools = tools.into_iter();
-            if let Err(e) = pager.fill(&mut result, method, "tools", tools, cursor) {
-                return Outcome::Protocol(e);
-            }
-        }
-        "prompts/list" => {
-            let prompts = visible(
-                registries.of::<crate::PromptResult>().entries(),
-                server.changes,
-                super::List::Prompts,
-            );
-            let prompts = prompts.into_iter();
-            if let Err(e) = pager.fill(&mut result, method, "prompts", prompts, cursor) {
-                return Outcome::Protocol(e);
-            }
-        }
-        "resources/list" => {
-            let resources = visible(
-                registries.of::<crate::ResourceResult>().entries(),
-                server.changes,
-                super::List::Resources,
-            );
-            let resources = resources.into_iter();
-            if let Err(e) = pager.fill(&mut result, method, "resources", resources, cursor) {
-                return Outcome::Protocol(e);
-            }
-        }
-        _ => {
-            let templates = server.templates.entries();
-            if let Err(e) = pager.fill(&mut result, method, "resourceTemplates", templates, cursor)
-            {
-                return Outcome::Protocol(e);
-            }
-        }
+        _ => list(server, method, cursor, &mut result),
+    };
+    if let Err(e) = listed {
+        return Outcome::Protocol(e);
     }
     result.insert("ttlMs".into(), server.caching.ttl_ms.into());
     let scope = if server.caching.public {
@@ -168,4 +99,89 @@ pub(super) fn answer(server: &Server<'_>, method: &str, params: Option<&Value>) 
     result.insert("cacheScope".into(), scope.into());
     result.insert("resultType".into(), "complete".into());
     Outcome::Complete(Value::Object(result))
+}
+
+/// The `server/discover` result: versions, capabilities, instructions, server info.
+fn discover(server: &Server<'_>, result: &mut Map<String, Value>) {
+    let registries = server.registries;
+    let mut caps = Map::new();
+    let (list_changed, subscribe) = if server.changes.is_some() {
+        (
+            json!({"listChanged": true}),
+            json!({"listChanged": true, "subscribe": true}),
+        )
+    } else {
+        (json!({}), json!({}))
+    };
+    if registries.has_tools() {
+        caps.insert("tools".into(), list_changed.clone());
+    }
+    if registries.has_prompts() {
+        caps.insert("prompts".into(), list_changed);
+    }
+    if registries.has_resources() || !server.templates.is_empty() {
+        caps.insert("resources".into(), subscribe);
+    }
+    if server.completions {
+        caps.insert("completions".into(), json!({}));
+    }
+    result.insert(
+        "supportedVersions".into(),
+        json!(SUPPORTED_PROTOCOL_VERSIONS),
+    );
+    result.insert("capabilities".into(), Value::Object(caps));
+    if let Some(i) = server.instructions {
+        result.insert("instructions".into(), i.into());
+    }
+    result.insert(
+        "_meta".into(),
+        json!({"io.modelcontextprotocol/serverInfo": serde_json::to_value(server.info).unwrap_or(Value::Null)}),
+    );
+}
+
+/// One page of the list `method` names, from `cursor`, into `result`.
+fn list(
+    server: &Server<'_>,
+    method: &str,
+    cursor: Option<&Value>,
+    result: &mut Map<String, Value>,
+) -> Result<(), Error> {
+    let registries = server.registries;
+    let pager = &server.pager;
+    let (field, entries) = match method {
+        "tools/list" => (
+            "tools",
+            visible(
+                registries.of::<crate::ToolResult>().entries(),
+                server.changes,
+                super::List::Tools,
+            ),
+        ),
+        "prompts/list" => (
+            "prompts",
+            visible(
+                registries.of::<crate::PromptResult>().entries(),
+                server.changes,
+                super::List::Prompts,
+            ),
+        ),
+        "resources/list" => (
+            "resources",
+            visible(
+                registries.of::<crate::ResourceResult>().entries(),
+                server.changes,
+                super::List::Resources,
+            ),
+        ),
+        _ => {
+            return pager.fill(
+                result,
+                method,
+                "resourceTemplates",
+                server.templates.entries(),
+                cursor,
+            );
+        }
+    };
+    pager.fill(result, method, field, entries.into_iter(), cursor)
 }

@@ -33,8 +33,8 @@ use crate::defaults;
 use crate::engine::turn::{self, Turn};
 use crate::engine::{Engine, NotificationSink, Outcome, Output, Round};
 use crate::error::Error;
+use crate::param_headers::ParamHeaders;
 use crate::principal::Principal;
-use crate::streamable_http::ParamHeaders;
 use crate::time::Timestamp;
 use crate::wire::{CarrierMethod, CarrierRequest, Implementation, JsonObject};
 

@@ -37,20 +37,19 @@
 mod headers;
 mod media;
 mod origin;
-mod param_headers;
 mod sse;
 mod status;
 
+pub use crate::param_headers::{
+    HEADER_PARAM_PREFIX, ParamHeader, ParamHeaderError, ParamHeaders, X_MCP_HEADER,
+    check_param_headers,
+};
 pub use headers::{HEADER_METHOD, HEADER_NAME, HEADER_PROTOCOL_VERSION, McpHeaders, check_headers};
 pub use media::{
     ACCEPT_JSON_AND_EVENT_STREAM, EVENT_STREAM, Framing, JSON, accepts_event_stream,
     is_json_content_type, reply_framing, response_framing,
 };
 pub use origin::{normalize_origin, origin_allowed};
-pub use param_headers::{
-    HEADER_PARAM_PREFIX, ParamHeader, ParamHeaderError, ParamHeaders, X_MCP_HEADER,
-    check_param_headers,
-};
 pub use sse::{SseParser, sse_event};
 pub use status::{
     NOTIFICATION_STATUS, Refusal, ReplyShape, error_body, error_status, outcome_status,

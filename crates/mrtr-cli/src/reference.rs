@@ -344,8 +344,9 @@ pub fn deploy_announcing(
     }
 }
 
-/// The demo tools, prompts and resources.
-fn demos(s: Service, deployments: Arc<AtomicU64>, changes: &Changes) -> Service {
+/// The `deploy` demo and the resource that counts its deployments, whose
+/// changes it announces on `changes`.
+fn deploy_demo(s: Service, deployments: Arc<AtomicU64>, changes: &Changes) -> Service {
     let count = Arc::clone(&deployments);
     s.tool(
         "deploy",
@@ -369,6 +370,11 @@ fn demos(s: Service, deployments: Arc<AtomicU64>, changes: &Changes) -> Service 
             ))
         },
     )
+}
+
+/// The demo tools, prompts and resources.
+fn demos(s: Service, deployments: Arc<AtomicU64>, changes: &Changes) -> Service {
+    deploy_demo(s, deployments, changes)
     .tool(
         "plan_trip",
         "Demonstrates a multi-round form whose later questions depend on earlier answers, with typed data carried \
