@@ -89,11 +89,14 @@ impl ParsedMessage {
 }
 
 impl<C> ParsedMessage<C> {
-    /// Whether this message is a `subscriptions/listen` request, which a
-    /// transport opens a stream for with
-    /// [`Service::listen`](super::Service::listen) rather than handling it.
+    /// Whether this message names the method `subscriptions/listen`, for which
+    /// a transport opens a stream with [`Service::listen`](super::Service::listen)
+    /// rather than handling it (which checks the rest of its envelope). One
+    /// lookup: every request of a service with changes pays it.
     pub fn is_listen(&self) -> bool {
-        matches!(self.request(), Some((super::subscription::LISTEN, _)))
+        self.message.as_ref().is_ok_and(|m| {
+            m.get("method").and_then(Value::as_str) == Some(super::subscription::LISTEN)
+        })
     }
 
     /// The method and params of the request this message is, read as the

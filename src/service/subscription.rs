@@ -223,29 +223,27 @@ impl Changes {
     /// The clients listening for that list's changes are told, when it was
     /// listed. Returns whether it was.
     pub fn hide(&self, list: List, key: &str) -> bool {
-        let changed = {
-            let mut hidden = lock(&self.hub.hidden);
-            let changed = hidden[list.index()].insert(key.to_owned());
-            self.hub
-                .any_hidden
-                .store(hidden.iter().any(|h| !h.is_empty()), Ordering::Release);
-            changed
-        };
-        if changed {
-            self.list_changed(list);
-        }
-        changed
+        self.set_hidden(list, key, true)
     }
 
     /// Puts `key` back into `list` (after [`Changes::hide`]), telling the
     /// clients listening for that list's changes. Returns whether it was hidden.
     pub fn show(&self, list: List, key: &str) -> bool {
+        self.set_hidden(list, key, false)
+    }
+
+    /// Hides or shows `key` in `list`; tells the listeners when that changed it.
+    fn set_hidden(&self, list: List, key: &str, hide: bool) -> bool {
         let changed = {
             let mut hidden = lock(&self.hub.hidden);
-            let changed = hidden[list.index()].remove(key);
-            self.hub
-                .any_hidden
-                .store(hidden.iter().any(|h| !h.is_empty()), Ordering::Release);
+            let set = &mut hidden[list.index()];
+            let changed = if hide {
+                set.insert(key.to_owned())
+            } else {
+                set.remove(key)
+            };
+            let any = hidden.iter().any(|h| !h.is_empty());
+            self.hub.any_hidden.store(any, Ordering::Release);
             changed
         };
         if changed {

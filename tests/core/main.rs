@@ -15,5 +15,6 @@ mod readme_flow;
 mod replay_guard;
 mod resource_templates;
 mod rounds;
+mod subscriptions;
 mod typed_handlers;
 mod wire;

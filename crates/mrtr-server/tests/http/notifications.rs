@@ -50,16 +50,7 @@ fn serve(go: Arc<tokio::sync::Notify>) -> Running {
             Ok(ToolResult::text("flooded"))
         });
     let app = mcp_router(Arc::new(service), HttpOptions::default(), Anonymous);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let listener = runtime
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let addr = listener.local_addr().unwrap();
-    runtime.spawn(async move { axum::serve(listener, app).await });
+    let (runtime, addr) = crate::loopback::serve(app);
     Running {
         addr,
         _runtime: runtime,

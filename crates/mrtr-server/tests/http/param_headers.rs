@@ -57,17 +57,8 @@ impl Server {
             .tool("plain", "No headers.", json!({"type": "object"}), |_| {
                 Ok(ToolResult::text("plain"))
             });
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        let listener = runtime
-            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-            .unwrap();
-        let addr = listener.local_addr().unwrap();
         let app = mcp_router(Arc::new(service), HttpOptions::default(), Anonymous);
-        runtime.spawn(async move { axum::serve(listener, app).await });
+        let (runtime, addr) = crate::loopback::serve(app);
         Self { addr, runtime }
     }
 

@@ -55,18 +55,11 @@ fn serve(changes: &Changes) -> (tokio::runtime::Runtime, SocketAddr) {
             Ok(ResourceResult::text("file:///a.txt", "text/plain", "a"))
         })
         .with_changes(changes.clone());
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let listener = runtime
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let addr = listener.local_addr().unwrap();
-    let app = mcp_router(Arc::new(service), HttpOptions::default(), Anonymous);
-    runtime.spawn(async move { axum::serve(listener, app).await });
-    (runtime, addr)
+    crate::loopback::serve(mcp_router(
+        Arc::new(service),
+        HttpOptions::default(),
+        Anonymous,
+    ))
 }
 
 /// A listen request on a connection of its own, read as its events come.
@@ -310,25 +303,9 @@ fn without_changes_listen_is_method_not_found() {
         .resource(ResourceDefinition::new("file:///a.txt", "a"), |_| {
             Ok(ResourceResult::text("file:///a.txt", "text/plain", "a"))
         });
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let listener = runtime
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let addr = listener.local_addr().unwrap();
     let app = mcp_router(Arc::new(service), HttpOptions::default(), Anonymous);
-    runtime.spawn(async move { axum::serve(listener, app).await });
-    let handle = std::thread::spawn(move || call(addr, &listen(1, &["file:///a.txt"])));
-    let (status, v) = runtime.block_on(async {
-        loop {
-            if handle.is_finished() {
-                return handle.join().unwrap();
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    });
+    let (_runtime, addr) = crate::loopback::serve(app);
+    let (status, v) = call(addr, &listen(1, &["file:///a.txt"]));
     assert_eq!(status, 404, "{v}");
     assert_eq!(v["error"]["code"], -32601);
 }
