@@ -65,6 +65,18 @@
 //! assert_eq!(irr.to_value()["resultType"], "input_required");
 //! ```
 //!
+//! # What of MCP 2026-07-28 it serves
+//! Beyond the rounds, a [`Service`] serves the rest of the revision through the
+//! same handler shape and carrier path: every content kind ([`result`]),
+//! progress and log notifications ([`engine::Round::progress`],
+//! [`engine::Round::log`]), paged lists ([`Service::with_page_size`]), resource
+//! templates ([`Service::resource_template`]), completions
+//! ([`Service::prompt_completion`]), subscriptions and lists that change
+//! ([`Service::with_changes`], [`service::Changes`]), parameters carried in
+//! custom headers ([`streamable_http::ParamHeaders`]), and the methods the
+//! revision removed answered -32601. Clients of the 2025 era and the tasks
+//! extension are not yet served.
+//!
 //! # Security
 //! - **What is secret**: the keys of the [`seal::Keyring`] (never printed; zeroized
 //!   on drop) and the plaintext of a sealed state (encrypted, not only signed).
@@ -85,7 +97,8 @@
 //! [`wire`] (the 2026-07-28 shapes, the carrier methods and requests; it imports
 //! nothing else of the crate), [`defaults`] (every default, in one place),
 //! `time` ([`Timestamp`]), [`principal`], [`error`] (the two channels and the rule between
-//! them), [`capability`] (the gate), [`seal`], [`metrics`] (what
+//! them), `param_headers` (crate-private: `x-mcp-header` parameters, re-exported by
+//! [`streamable_http`]), [`capability`] (the gate), [`seal`], [`metrics`] (what
 //! the core counts, through the `metrics` facade), [`replay`], `typed` (arguments decoded, a mismatch named by field, a [`Refusal`]),
 //! [`result`] (the three carriers' typed results), [`engine`] (the round, the
 //! handler shape, and the one carrier path), `record` (how a request is
