@@ -204,6 +204,87 @@ pub fn sse_messages(text: &str) -> Vec<Value> {
         .collect()
 }
 
+/// A request whose response is a long-lived SSE stream (`subscriptions/listen`),
+/// read event by event as they arrive, on a connection of its own.
+#[derive(Debug)]
+pub struct EventStream {
+    tcp: TcpStream,
+    parser: mrtr::streamable_http::SseParser,
+    /// The response head, once read (status line and header fields).
+    pub head: String,
+    events: Vec<Value>,
+    /// The chunked body's last bytes, to see its terminating chunk.
+    tail: Vec<u8>,
+}
+
+impl EventStream {
+    /// POSTs `body` to /mcp with its agreeing MCP headers, the JSON and SSE
+    /// `Accept`, and `extra`; reads nothing yet.
+    pub fn open(addr: SocketAddr, body: &Value, extra: &[(&str, &str)]) -> Self {
+        let mut tcp = TcpStream::connect(addr).expect("connect");
+        tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let text = body.to_string();
+        let mut head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
+            text.len()
+        );
+        for (k, v) in headers_for(body) {
+            head.push_str(&format!("{k}: {v}\r\n"));
+        }
+        for (k, v) in extra {
+            head.push_str(&format!("{k}: {v}\r\n"));
+        }
+        head.push_str("\r\n");
+        tcp.write_all(head.as_bytes()).unwrap();
+        tcp.write_all(text.as_bytes()).unwrap();
+        Self {
+            tcp,
+            parser: mrtr::streamable_http::SseParser::default(),
+            head: String::new(),
+            events: Vec::new(),
+            tail: Vec::new(),
+        }
+    }
+
+    /// The next event's JSON (the chunked framing's size lines are not SSE
+    /// fields, so the parser passes over them); `None` once the body ended or
+    /// nothing came for 10 s.
+    pub fn next(&mut self) -> Option<Value> {
+        loop {
+            if !self.events.is_empty() {
+                return Some(self.events.remove(0));
+            }
+            // The zero-size chunk ends the body (the connection may stay open).
+            if self.tail.ends_with(b"\r\n0\r\n\r\n") || self.tail == b"0\r\n\r\n" {
+                return None;
+            }
+            let mut buf = [0u8; 4096];
+            let n = self.tcp.read(&mut buf).ok()?;
+            if n == 0 {
+                return None;
+            }
+            let body: Vec<u8> = if self.head.contains("\r\n\r\n") {
+                buf[..n].to_vec()
+            } else {
+                self.head.push_str(&String::from_utf8_lossy(&buf[..n]));
+                let Some(end) = self.head.find("\r\n\r\n") else {
+                    continue;
+                };
+                let rest = self.head.as_bytes()[end + 4..].to_vec();
+                self.head.truncate(end + 4);
+                rest
+            };
+            for data in self.parser.push(&body) {
+                self.events.push(serde_json::from_str(&data).unwrap());
+            }
+            self.tail.extend_from_slice(&body);
+            let keep = self.tail.len().saturating_sub(16);
+            self.tail.drain(..keep);
+        }
+    }
+}
+
 /// A kept-alive HTTP/1.1 connection: requests go one after another on the same
 /// socket (responses must carry `Content-Length`).
 #[derive(Debug)]

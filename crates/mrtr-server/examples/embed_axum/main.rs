@@ -10,12 +10,16 @@
 //! `Authorization: Bearer alice-token` to the principal `alice` and
 //! `Bearer bob-token` to `bob`; anything else gets 401 before mrtr sees the
 //! request. The tool `slow_deploy` asks the user to confirm, then "deploys" (a
-//! delay standing in for a real API call) at most once per flow. A state issued to
-//! alice and presented by bob is refused with the frozen `-32602 Invalid or expired
-//! requestState`.
+//! delay standing in for a real API call) at most once per flow, reporting its
+//! progress to a client that asked for it (`_meta.progressToken`: the reply is then
+//! an SSE stream). The resource `embed://deployments` counts the deployments, and a
+//! client listening for it (`subscriptions/listen`) is told each time it changes.
+//! A state issued to alice and presented by bob is refused with the frozen
+//! `-32602 Invalid or expired requestState`.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use axum::Router;
@@ -24,11 +28,12 @@ use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use clap::Parser;
-use mrtr::ToolResult;
 use mrtr::replay::MemoryReplayGuard;
+use mrtr::service::Changes;
 use mrtr::{
     Confirmation, Engine, Flow, Keyring, Principal, Retry, Round, Service, Timestamp, ToolAdvice,
 };
+use mrtr::{ResourceDefinition, ResourceResult, ToolResult};
 use mrtr_server::http::{FromExtension, HttpOptions, mcp_router};
 use mrtr_server::{KEYS_ENV, keyring_from_env};
 use serde::Deserialize;
@@ -128,28 +133,47 @@ async fn authenticate(mut req: Request, next: Next) -> Response {
     }
 }
 
-/// The service: one tool, on an engine whose replay guard keeps a replayed last
-/// round from deploying twice (in memory: one process, which refuses the flows
-/// sealed before it started; a fleet shares a store such as `RedisReplayGuard`).
+/// The resource that counts the deployments.
+pub(crate) const DEPLOYMENTS_URI: &str = "embed://deployments";
+
+/// The service: one tool and the resource counting what it deployed, on an
+/// engine whose replay guard keeps a replayed last round from deploying twice
+/// (in memory: one process, which refuses the flows sealed before it started; a
+/// fleet shares a store such as `RedisReplayGuard`), and a changes hub that
+/// tells listening clients when the count changes.
 pub(crate) fn service(keyring: Keyring) -> Service {
     let engine = Engine::new(keyring, "embed-axum-example")
         .with_replay_guard(Arc::new(MemoryReplayGuard::new(Timestamp::now())));
-    Service::new(engine, "embed-axum-example", env!("CARGO_PKG_VERSION")).tool(
-        "slow_deploy",
-        "Deploys a service after the user confirms; the deployment takes delay_ms milliseconds.",
-        json!({
-            "type": "object",
-            "properties": {
-                "service": {"type": "string", "description": "The service to deploy."},
-                "delay_ms": {
-                    "type": "integer", "minimum": 0, "maximum": MAX_DELAY_MS,
-                    "description": "How long the deployment takes, in milliseconds."
-                }
+    let changes = Changes::new();
+    let deployed = Arc::new(AtomicU64::new(0));
+    let (announce, count) = (changes.clone(), Arc::clone(&deployed));
+    Service::new(engine, "embed-axum-example", env!("CARGO_PKG_VERSION"))
+        .tool(
+            "slow_deploy",
+            "Deploys a service after the user confirms; the deployment takes delay_ms milliseconds.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "service": {"type": "string", "description": "The service to deploy."},
+                    "delay_ms": {
+                        "type": "integer", "minimum": 0, "maximum": MAX_DELAY_MS,
+                        "description": "How long the deployment takes, in milliseconds."
+                    }
+                },
+                "required": ["service", "delay_ms"]
+            }),
+            move |round| slow_deploy(round, Arc::clone(&deployed), announce.clone()),
+        )
+        .resource(
+            ResourceDefinition::new(DEPLOYMENTS_URI, "deployments")
+                .description("How many deployments slow_deploy has made.")
+                .mime_type("text/plain"),
+            move |_| {
+                let n = count.load(Ordering::SeqCst).to_string();
+                Ok(ResourceResult::text(DEPLOYMENTS_URI, "text/plain", n))
             },
-            "required": ["service", "delay_ms"]
-        }),
-        slow_deploy,
-    )
+        )
+        .with_changes(changes)
 }
 
 /// The arguments of `slow_deploy`.
@@ -164,7 +188,11 @@ const MAX_DELAY_MS: u16 = 10_000;
 
 /// Re-run from the top on every round: the confirmation is answered from the
 /// retry, and the deployment, once done, from the sealed state.
-async fn slow_deploy(round: Round) -> Result<ToolResult, Flow> {
+async fn slow_deploy(
+    round: Round,
+    deployed: Arc<AtomicU64>,
+    changes: Changes,
+) -> Result<ToolResult, Flow> {
     // A wrong type or a missing field is a tool error naming the field, never its value.
     let args: SlowDeploy = round.arguments()?;
     if args.delay_ms > MAX_DELAY_MS {
@@ -185,13 +213,18 @@ async fn slow_deploy(round: Round) -> Result<ToolResult, Flow> {
         return Ok(ToolResult::text(format!("Not deployed: {why}.")));
     }
     let delay = Duration::from_millis(args.delay_ms.into());
+    // Sent only to a client that asked (a progressToken); free otherwise.
+    round.progress(0.0, Some(1.0), Some("deploying"));
     round
         .once_async("deploy", || async move {
             // Stands in for the real API call.
             tokio::time::sleep(delay).await;
+            deployed.fetch_add(1, Ordering::SeqCst);
+            changes.resource_updated(DEPLOYMENTS_URI);
             Ok::<(), mrtr::Error>(())
         })
         .await?;
+    round.progress(1.0, Some(1.0), Some("deployed"));
     Ok(ToolResult::text(format!("Deployed {}", args.service)))
 }
 

@@ -227,3 +227,88 @@ fn bad_arguments_are_tool_errors_naming_the_field_never_the_value() {
     }
     assert_eq!(app.reached_mrtr(), 6);
 }
+
+#[test]
+fn progress_streams_to_a_client_that_asked_and_listeners_hear_of_the_deployment() {
+    let app = App::start();
+    // alice listens for the count of deployments.
+    let listen = json!({"jsonrpc": "2.0", "id": 50, "method": "subscriptions/listen", "params": {
+        "notifications": {"resourceSubscriptions": [super::DEPLOYMENTS_URI]},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let mut stream = server_support::EventStream::open(
+        app.addr,
+        &listen,
+        &[("Authorization", "Bearer alice-token")],
+    );
+    let ack = stream.next().expect("the acknowledgement");
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+
+    // She deploys, asking for progress on the final round.
+    let first = deploy(1, web());
+    let v = app.call_as("alice", &first);
+    let mut last = retry(
+        &first,
+        2,
+        Some(json!({"confirm": accept(json!({"confirm": true}))})),
+        &state_of(&v),
+    );
+    last["params"]["_meta"]["progressToken"] = json!("deploy-1");
+    let owned = headers_for(&last);
+    let mut headers = borrow(&owned);
+    headers.extend([
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("Authorization", "Bearer alice-token"),
+    ]);
+    let r = request(
+        app.addr,
+        "POST",
+        "/mcp",
+        &headers,
+        last.to_string().as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.header("content-type"), Some("text/event-stream"), "{r:?}");
+    let events = server_support::sse_messages(&r.text());
+    let (progress, result) = events.split_at(events.len() - 1);
+    let values: Vec<f64> = progress
+        .iter()
+        .map(|e| {
+            assert_eq!(e["method"], "notifications/progress", "{e}");
+            assert_eq!(e["params"]["progressToken"], "deploy-1", "{e}");
+            e["params"]["progress"].as_f64().unwrap()
+        })
+        .collect();
+    assert_eq!(values, [0.0, 1.0]);
+    assert_eq!(complete_text(&result[0]), "Deployed web", "{}", result[0]);
+
+    // The listener hears of the new count, and reads it.
+    let update = stream.next().expect("an update");
+    assert_eq!(
+        update["method"], "notifications/resources/updated",
+        "{update}"
+    );
+    assert_eq!(update["params"]["uri"], super::DEPLOYMENTS_URI);
+    let read = carrier(3, "resources/read", super::DEPLOYMENTS_URI, None);
+    assert_eq!(
+        app.call_as("alice", &read)["result"]["contents"][0]["text"],
+        "1"
+    );
+
+    // Without a progressToken the same flow is answered with one JSON body.
+    let first = deploy(4, web());
+    let v = app.call_as("alice", &first);
+    let last = retry(
+        &first,
+        5,
+        Some(json!({"confirm": accept(json!({"confirm": true}))})),
+        &state_of(&v),
+    );
+    let r = app.post(Some("Bearer alice-token"), &last);
+    assert_eq!(r.header("content-type"), Some("application/json"), "{r:?}");
+    assert_eq!(complete_text(&r.json()), "Deployed web");
+}

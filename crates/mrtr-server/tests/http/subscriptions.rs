@@ -6,18 +6,16 @@
 
 use mrtr_testkit as server_support;
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mrtr::service::{Changes, META_SUBSCRIPTION_ID};
-use mrtr::streamable_http::SseParser;
 use mrtr::{Engine, Keyring, ResourceDefinition, ResourceResult, Service, ToolResult};
 use mrtr_server::http::{Anonymous, HttpOptions, mcp_router};
 use serde_json::{Value, json};
 
-use server_support::{headers_for, request};
+use server_support::{EventStream, headers_for, request};
 
 const PROTOCOL: &str = "2026-07-28";
 
@@ -62,78 +60,6 @@ fn serve(changes: &Changes) -> (tokio::runtime::Runtime, SocketAddr) {
     ))
 }
 
-/// A listen request on a connection of its own, read as its events come.
-struct Stream {
-    tcp: TcpStream,
-    parser: SseParser,
-    head: String,
-    events: Vec<Value>,
-    /// The chunked body's last bytes, to see its terminating chunk.
-    tail: Vec<u8>,
-}
-
-impl Stream {
-    fn open(addr: SocketAddr, body: &Value) -> Self {
-        let mut tcp = TcpStream::connect(addr).unwrap();
-        tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let text = body.to_string();
-        let mut head = format!(
-            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
-            text.len()
-        );
-        for (k, v) in headers_for(body) {
-            head.push_str(&format!("{k}: {v}\r\n"));
-        }
-        head.push_str("\r\n");
-        tcp.write_all(head.as_bytes()).unwrap();
-        tcp.write_all(text.as_bytes()).unwrap();
-        Self {
-            tcp,
-            parser: SseParser::default(),
-            head: String::new(),
-            events: Vec::new(),
-            tail: Vec::new(),
-        }
-    }
-
-    /// The next event's JSON (the chunked framing's size lines are not SSE
-    /// fields, so the parser passes over them); `None` once the body ended.
-    fn next(&mut self) -> Option<Value> {
-        loop {
-            if !self.events.is_empty() {
-                return Some(self.events.remove(0));
-            }
-            // The zero-size chunk ends the body (the connection may stay open).
-            if self.tail.ends_with(b"\r\n0\r\n\r\n") || self.tail == b"0\r\n\r\n" {
-                return None;
-            }
-            let mut buf = [0u8; 4096];
-            let n = self.tcp.read(&mut buf).ok()?;
-            if n == 0 {
-                return None;
-            }
-            let body: Vec<u8> = if self.head.contains("\r\n\r\n") {
-                buf[..n].to_vec()
-            } else {
-                self.head.push_str(&String::from_utf8_lossy(&buf[..n]));
-                let Some(end) = self.head.find("\r\n\r\n") else {
-                    continue;
-                };
-                let rest = self.head.as_bytes()[end + 4..].to_vec();
-                self.head.truncate(end + 4);
-                rest
-            };
-            for data in self.parser.push(&body) {
-                self.events.push(serde_json::from_str(&data).unwrap());
-            }
-            self.tail.extend_from_slice(&body);
-            let keep = self.tail.len().saturating_sub(16);
-            self.tail.drain(..keep);
-        }
-    }
-}
-
 fn call(addr: SocketAddr, body: &Value) -> (u16, Value) {
     let owned = headers_for(body);
     let mut h: Vec<(&str, &str)> = owned
@@ -174,7 +100,7 @@ fn a_listen_stream_acknowledges_then_delivers_tagged_updates() {
         json!({"listChanged": true})
     );
 
-    let mut s = Stream::open(addr, &listen(7, &["file:///a.txt"]));
+    let mut s = EventStream::open(addr, &listen(7, &["file:///a.txt"]), &[]);
     let ack = s.next().expect("the acknowledgement");
     assert!(s.head.starts_with("HTTP/1.1 200"), "{}", s.head);
     assert!(
@@ -238,9 +164,9 @@ fn a_client_that_goes_away_frees_its_subscription_and_the_caps_hold() {
     let changes = Changes::new();
     let (_rt, addr) = serve(&changes);
     let cap = mrtr::defaults::SUBSCRIPTIONS_PER_PRINCIPAL_MAX;
-    let mut open: Vec<Stream> = (0..cap)
+    let mut open: Vec<EventStream> = (0..cap)
         .map(|i| {
-            let mut s = Stream::open(addr, &listen(100 + i as u64, &["file:///a.txt"]));
+            let mut s = EventStream::open(addr, &listen(100 + i as u64, &["file:///a.txt"]), &[]);
             assert!(s.next().is_some(), "ack {i}");
             s
         })
@@ -282,7 +208,7 @@ fn a_client_that_goes_away_frees_its_subscription_and_the_caps_hold() {
         call(addr, &rpc(3, "tools/call", json!({"name": "touch"})));
         std::thread::sleep(Duration::from_millis(20));
     }
-    let mut again = Stream::open(addr, &listen(300, &["file:///a.txt"]));
+    let mut again = EventStream::open(addr, &listen(300, &["file:///a.txt"]), &[]);
     assert_eq!(
         again.next().unwrap()["method"],
         "notifications/subscriptions/acknowledged"
