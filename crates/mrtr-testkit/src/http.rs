@@ -250,7 +250,7 @@ impl EventStream {
     /// The next event's JSON (the chunked framing's size lines are not SSE
     /// fields, so the parser passes over them); `None` once the body ended or
     /// nothing came for 10 s.
-    pub fn next(&mut self) -> Option<Value> {
+    pub fn next_event(&mut self) -> Option<Value> {
         loop {
             if !self.events.is_empty() {
                 return Some(self.events.remove(0));

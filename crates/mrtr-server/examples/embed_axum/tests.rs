@@ -241,7 +241,7 @@ fn progress_streams_to_a_client_that_asked_and_listeners_hear_of_the_deployment(
         &listen,
         &[("Authorization", "Bearer alice-token")],
     );
-    let ack = stream.next().expect("the acknowledgement");
+    let ack = stream.next_event().expect("the acknowledgement");
     assert_eq!(
         ack["method"], "notifications/subscriptions/acknowledged",
         "{ack}"
@@ -287,7 +287,7 @@ fn progress_streams_to_a_client_that_asked_and_listeners_hear_of_the_deployment(
     assert_eq!(complete_text(&result[0]), "Deployed web", "{}", result[0]);
 
     // The listener hears of the new count, and reads it.
-    let update = stream.next().expect("an update");
+    let update = stream.next_event().expect("an update");
     assert_eq!(
         update["method"], "notifications/resources/updated",
         "{update}"

@@ -101,7 +101,7 @@ fn a_listen_stream_acknowledges_then_delivers_tagged_updates() {
     );
 
     let mut s = EventStream::open(addr, &listen(7, &["file:///a.txt"]), &[]);
-    let ack = s.next().expect("the acknowledgement");
+    let ack = s.next_event().expect("the acknowledgement");
     assert!(s.head.starts_with("HTTP/1.1 200"), "{}", s.head);
     assert!(
         s.head
@@ -120,7 +120,7 @@ fn a_listen_stream_acknowledges_then_delivers_tagged_updates() {
 
     let (status, touched) = call(addr, &rpc(2, "tools/call", json!({"name": "touch"})));
     assert_eq!(status, 200, "{touched}");
-    let update = s.next().expect("an update");
+    let update = s.next_event().expect("an update");
     assert_eq!(update["method"], "notifications/resources/updated");
     assert_eq!(update["params"]["uri"], "file:///a.txt");
     assert_eq!(update["params"]["_meta"][META_SUBSCRIPTION_ID], 7);
@@ -132,7 +132,7 @@ fn a_listen_stream_acknowledges_then_delivers_tagged_updates() {
     // The application takes `touch` out of the list: listeners are told, the
     // list leaves it out, and calling it is an unknown tool; then back.
     assert!(changes.hide(mrtr::service::List::Tools, "touch"));
-    let changed = s.next().expect("a list change");
+    let changed = s.next_event().expect("a list change");
     assert_eq!(changed["method"], "notifications/tools/list_changed");
     assert_eq!(changed["params"]["_meta"][META_SUBSCRIPTION_ID], 7);
     let (_, list) = call(addr, &rpc(3, "tools/list", json!({})));
@@ -142,7 +142,7 @@ fn a_listen_stream_acknowledges_then_delivers_tagged_updates() {
     assert_eq!(hidden["error"]["message"], "Unknown tool", "{hidden}");
     assert!(changes.show(mrtr::service::List::Tools, "touch"));
     assert_eq!(
-        s.next().unwrap()["method"],
+        s.next_event().unwrap()["method"],
         "notifications/tools/list_changed"
     );
     let (_, list) = call(addr, &rpc(5, "tools/list", json!({})));
@@ -150,11 +150,11 @@ fn a_listen_stream_acknowledges_then_delivers_tagged_updates() {
 
     // A graceful end: the listen request's result, then the end of the stream.
     changes.close_all();
-    let end = s.next().expect("the result");
+    let end = s.next_event().expect("the result");
     assert_eq!(end["id"], 7);
     assert_eq!(end["result"]["resultType"], "complete");
     assert_eq!(end["result"]["_meta"][META_SUBSCRIPTION_ID], 7);
-    assert!(s.next().is_none(), "the stream ends");
+    assert!(s.next_event().is_none(), "the stream ends");
     drop(s);
     wait_open(&changes, 0);
 }
@@ -167,7 +167,7 @@ fn a_client_that_goes_away_frees_its_subscription_and_the_caps_hold() {
     let mut open: Vec<EventStream> = (0..cap)
         .map(|i| {
             let mut s = EventStream::open(addr, &listen(100 + i as u64, &["file:///a.txt"]), &[]);
-            assert!(s.next().is_some(), "ack {i}");
+            assert!(s.next_event().is_some(), "ack {i}");
             s
         })
         .collect();
@@ -210,14 +210,14 @@ fn a_client_that_goes_away_frees_its_subscription_and_the_caps_hold() {
     }
     let mut again = EventStream::open(addr, &listen(300, &["file:///a.txt"]), &[]);
     assert_eq!(
-        again.next().unwrap()["method"],
+        again.next_event().unwrap()["method"],
         "notifications/subscriptions/acknowledged"
     );
     // The others still get their updates.
     for s in &mut open {
-        let mut got = s.next().unwrap();
+        let mut got = s.next_event().unwrap();
         while got["method"] != "notifications/resources/updated" {
-            got = s.next().unwrap();
+            got = s.next_event().unwrap();
         }
         assert_eq!(got["params"]["uri"], "file:///a.txt");
     }
