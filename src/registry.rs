@@ -90,6 +90,7 @@ pub struct ResourceDefinition {
     name: String,
     description: Option<String>,
     mime_type: Option<String>,
+    caching: Option<(u64, crate::result::CacheScope)>,
 }
 
 impl ResourceDefinition {
@@ -100,6 +101,7 @@ impl ResourceDefinition {
             name: name.into(),
             description: None,
             mime_type: None,
+            caching: None,
         }
     }
 
@@ -112,6 +114,17 @@ impl ResourceDefinition {
     /// Its MIME type (`text/plain`, ...).
     pub fn mime_type(mut self, mime_type: impl Into<String>) -> Self {
         self.mime_type = Some(mime_type.into());
+        self
+    }
+
+    /// The caching hints (SEP-2549: `ttlMs`, `cacheScope`) of its read results
+    /// when its handler sets none of its own
+    /// ([`ResourceResult::cache_for`](crate::result::ResourceResult::cache_for)).
+    /// They go only on a result read at once: one that took a round of input
+    /// keeps `0` and private, as results of requests carrying `inputResponses`
+    /// or `requestState` must not be cached.
+    pub fn cache_for(mut self, ttl_ms: u64, scope: crate::result::CacheScope) -> Self {
+        self.caching = Some((ttl_ms, scope));
         self
     }
 
@@ -137,9 +150,12 @@ pub(crate) fn prompt_entry(definition: PromptDefinition) -> (String, Value) {
     (definition.name.clone(), definition.into_value())
 }
 
-/// A `Resource` definition as its list entry.
-pub(crate) fn resource_entry(definition: ResourceDefinition) -> (String, Value) {
-    (definition.uri.clone(), definition.into_value())
+/// A `Resource` definition as its list entry, and its caching hints.
+pub(crate) fn resource_entry(
+    definition: ResourceDefinition,
+) -> (String, Value, Option<(u64, crate::result::CacheScope)>) {
+    let caching = definition.caching;
+    (definition.uri.clone(), definition.into_value(), caching)
 }
 
 /// One registered target: its list entry and its handler.

@@ -711,6 +711,19 @@ impl ResourceResult {
     }
 }
 
+impl ResourceResult {
+    /// [`ResourceResult::cache_for`] unless the handler set hints of its own
+    /// (anything but the default `0`, private): a registration's default.
+    pub(crate) fn or_cache_for(self, caching: Option<(u64, CacheScope)>) -> Self {
+        match caching {
+            Some((ttl_ms, scope)) if self.ttl_ms == 0 && self.scope == CacheScope::Private => {
+                self.cache_for(ttl_ms, scope)
+            }
+            _ => self,
+        }
+    }
+}
+
 impl From<ResourceResult> for Value {
     fn from(r: ResourceResult) -> Self {
         let mut o = Map::new();

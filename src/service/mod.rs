@@ -138,6 +138,9 @@ pub struct Service {
     completions: completion::Completions,
     page_size: usize,
     changes: Option<Changes>,
+    /// The caching hints of the static resources registered with some
+    /// (`ResourceDefinition::cache_for`), by URI.
+    resource_caching: std::collections::HashMap<String, (u64, crate::result::CacheScope)>,
     /// The `x-mcp-header` declarations of the tools that have some, by tool
     /// name; empty (and never looked into) when no tool has any.
     param_headers: std::collections::HashMap<String, ParamHeaders>,
@@ -164,6 +167,7 @@ impl Service {
             completions: completion::Completions::default(),
             page_size: defaults::PAGE_SIZE,
             changes: None,
+            resource_caching: std::collections::HashMap::new(),
             param_headers: std::collections::HashMap::new(),
         }
     }
@@ -481,13 +485,17 @@ impl Service {
     /// Registers a resource and its handler, sync or async, which returns a
     /// [`ResourceResult`].
     #[must_use]
-    pub fn resource<F, O, M>(self, definition: ResourceDefinition, handler: F) -> Self
+    pub fn resource<F, O, M>(mut self, definition: ResourceDefinition, handler: F) -> Self
     where
         F: Fn(Round) -> O + Send + Sync + 'static,
         O: Output<ResourceResult, M> + 'static,
         M: 'static,
     {
-        let (uri, definition) = registry::resource_entry(definition);
+        let (uri, definition, caching) = registry::resource_entry(definition);
+        match caching {
+            Some(c) => self.resource_caching.insert(uri.clone(), c),
+            None => self.resource_caching.remove(&uri),
+        };
         self.register::<ResourceResult, _, _, _>(uri, definition, handler)
     }
 

@@ -39,7 +39,7 @@ use super::{RequestContext, RequestLog, Service};
 use crate::defaults::{TEMPLATE_URI_MAX_BYTES, TEMPLATE_VARIABLE_MAX_BYTES};
 use crate::engine::{Handler, NotificationSink, Outcome, Output, Round};
 use crate::error::Error;
-use crate::result::ResourceResult;
+use crate::result::{CacheScope, ResourceResult};
 use crate::wire::{CarrierMethod, CarrierRequest, JsonObject};
 
 /// Why a URI template was refused at registration.
@@ -377,6 +377,7 @@ pub struct ResourceTemplateDefinition {
     title: Option<String>,
     description: Option<String>,
     mime_type: Option<String>,
+    caching: Option<(u64, CacheScope)>,
 }
 
 impl ResourceTemplateDefinition {
@@ -396,6 +397,7 @@ impl ResourceTemplateDefinition {
             title: None,
             description: None,
             mime_type: None,
+            caching: None,
         }
     }
 
@@ -422,7 +424,16 @@ impl ResourceTemplateDefinition {
         &self.template
     }
 
-    fn into_parts(self) -> (UriTemplate, Value) {
+    /// The caching hints (SEP-2549) of the read results of the resources it
+    /// matches, when the handler sets none of its own; only on a result read at
+    /// once, never on one that took a round of input
+    /// ([`ResourceDefinition::cache_for`](crate::service::ResourceDefinition::cache_for)).
+    pub fn cache_for(mut self, ttl_ms: u64, scope: CacheScope) -> Self {
+        self.caching = Some((ttl_ms, scope));
+        self
+    }
+
+    fn into_parts(self) -> (UriTemplate, Value, Option<(u64, CacheScope)>) {
         let mut definition = json!({"uriTemplate": self.template.as_str(), "name": self.name});
         for (key, value) in [
             ("title", self.title),
@@ -433,7 +444,7 @@ impl ResourceTemplateDefinition {
                 definition[key] = v.into();
             }
         }
-        (self.template, definition)
+        (self.template, definition, self.caching)
     }
 }
 
@@ -442,6 +453,7 @@ struct Entry {
     template: UriTemplate,
     definition: Value,
     handler: Handler<ResourceResult>,
+    caching: Option<(u64, CacheScope)>,
 }
 
 /// The templates of a service, in registration order.
@@ -458,8 +470,13 @@ impl fmt::Debug for Templates {
 
 /// Where a `resources/read` of a URI no static resource has goes.
 enum Route<'a> {
-    /// The first template that matches, and the URI's variables.
-    Template(&'a Handler<ResourceResult>, JsonObject),
+    /// The first template that matches, the URI's variables, and the
+    /// template's caching hints.
+    Template(
+        &'a Handler<ResourceResult>,
+        JsonObject,
+        Option<(u64, CacheScope)>,
+    ),
     /// No template matches.
     None,
     /// The URI is too long to match.
@@ -472,11 +489,13 @@ impl Templates {
         template: UriTemplate,
         definition: Value,
         handler: Handler<ResourceResult>,
+        caching: Option<(u64, CacheScope)>,
     ) {
         let entry = Entry {
             template,
             definition,
             handler,
+            caching,
         };
         // The same template again replaces the first in its place, as a tool does.
         match self.0.iter_mut().find(|e| e.template == entry.template) {
@@ -511,7 +530,7 @@ impl Templates {
                     .into_iter()
                     .map(|(k, v)| (k, Value::String(v)))
                     .collect();
-                Some(Route::Template(&e.handler, object))
+                Some(Route::Template(&e.handler, object, e.caching))
             })
             .unwrap_or(Route::None)
     }
@@ -565,9 +584,13 @@ impl Service {
         O: Output<ResourceResult, M> + 'static,
         M: 'static,
     {
-        let (template, definition) = definition.into_parts();
-        self.templates
-            .insert(template, definition, crate::engine::register(handler));
+        let (template, definition, caching) = definition.into_parts();
+        self.templates.insert(
+            template,
+            definition,
+            crate::engine::register(handler),
+            caching,
+        );
         self
     }
 
@@ -587,6 +610,14 @@ impl Service {
             self.engine.metas(),
         );
         let mut fallback = None;
+        // The registration's caching hints, for a result read at once.
+        let mut caching = request
+            .as_ref()
+            .ok()
+            .and_then(|r| self.resource_caching.get(r.target()).copied());
+        let at_once = request
+            .as_ref()
+            .is_ok_and(|r| r.request_state().is_none() && r.input_responses().is_none());
         if let Ok(r) = &mut request
             && self
                 .registries
@@ -595,9 +626,10 @@ impl Service {
                 .is_none()
         {
             match self.templates.route(r.target()) {
-                Route::Template(handler, variables) => {
+                Route::Template(handler, variables, hints) => {
                     r.set_template_arguments(variables);
                     fallback = Some(handler);
+                    caching = hints;
                 }
                 Route::TooLong => {
                     return Outcome::Protocol(Error::invalid_params(format!(
@@ -607,8 +639,13 @@ impl Service {
                 Route::None => {}
             }
         }
-        self.run_request(request, fallback, ctx, log, deadline, notify)
-            .await
+        let outcome = self
+            .run_request(request, fallback, ctx, log, deadline, notify)
+            .await;
+        match outcome {
+            Outcome::Complete(result) if at_once => Outcome::Complete(result.or_cache_for(caching)),
+            other => other,
+        }
     }
 }
 

@@ -2,6 +2,7 @@
 
 mod answers;
 mod async_handlers;
+mod caching;
 mod capabilities;
 mod completion;
 mod docs_links;

@@ -204,7 +204,7 @@ fn templates_the_matcher_cannot_read_back_are_refused() {
 
 #[test]
 fn a_definition_lists_the_spec_fields() {
-    let (_, v) = ResourceTemplateDefinition::new("test://template/{id}/data", "template")
+    let (_, v, caching) = ResourceTemplateDefinition::new("test://template/{id}/data", "template")
         .unwrap()
         .title("Resource Template")
         .description("d")
@@ -215,8 +215,12 @@ fn a_definition_lists_the_spec_fields() {
         json!({"uriTemplate": "test://template/{id}/data", "name": "template",
                "title": "Resource Template", "description": "d", "mimeType": "application/json"})
     );
-    let (_, v) = ResourceTemplateDefinition::new("x:{a}", "n")
+    assert_eq!(caching, None);
+    // Caching hints are not part of the listed definition.
+    let (_, v, caching) = ResourceTemplateDefinition::new("x:{a}", "n")
         .unwrap()
+        .cache_for(5, crate::result::CacheScope::Public)
         .into_parts();
     assert_eq!(v, json!({"uriTemplate": "x:{a}", "name": "n"}));
+    assert_eq!(caching, Some((5, crate::result::CacheScope::Public)));
 }

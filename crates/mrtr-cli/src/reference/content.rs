@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use mrtr::engine::{Flow, Sampling};
 use mrtr::error::{Retry, ToolAdvice};
-use mrtr::result::{Content, EmbeddedResource};
+use mrtr::result::{CacheScope, Content, EmbeddedResource};
 use mrtr::service::Service;
 use mrtr::{PromptDefinition, PromptResult, ResourceDefinition, ResourceResult, ToolResult};
 
@@ -56,7 +56,9 @@ pub(super) fn fixtures(s: Service) -> Service {
     s.resource(
         ResourceDefinition::new("test://static-text", "static-text")
             .description("Conformance: a static text resource.")
-            .mime_type("text/plain"),
+            .mime_type("text/plain")
+            // It never changes and holds nothing of the caller's: any cache may keep it.
+            .cache_for(3_600_000, CacheScope::Public),
         |_| {
             Ok(ResourceResult::text(
                 "test://static-text",
@@ -68,7 +70,8 @@ pub(super) fn fixtures(s: Service) -> Service {
     .resource(
         ResourceDefinition::new("test://static-binary", "static-binary")
             .description("Conformance: a static binary resource (a PNG image).")
-            .mime_type("image/png"),
+            .mime_type("image/png")
+            .cache_for(3_600_000, CacheScope::Public),
         |_| {
             Ok(ResourceResult::blob(
                 "test://static-binary",

@@ -189,6 +189,51 @@ fn stdio_answers_the_revision_as_http_does() {
     );
     assert!(over_http.iter().any(|n| n == "test_simple_text"));
 
+    // Progress and log messages: the same notifications, SSE events before the
+    // response on HTTP, lines before it on stdio.
+    let mut asked = call(42, "test_tool_with_progress");
+    asked["params"]["_meta"]["progressToken"] = json!("p-42");
+    let mut logged = call(43, "test_logging_tool");
+    logged["params"]["_meta"]["io.modelcontextprotocol/logLevel"] = json!("info");
+    for body in [&asked, &logged] {
+        let r = http.rpc_with(body, &[("Accept", "application/json, text/event-stream")]);
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert_eq!(r.header("content-type"), Some("text/event-stream"), "{r:?}");
+        let mut over_http = server_support::sse_messages(&r.text());
+        let http_reply = over_http.pop().unwrap();
+        stdio.send(&body.to_string());
+        let mut over_stdio = Vec::new();
+        let stdio_reply = loop {
+            let v = stdio.read_reply();
+            if v.get("id").is_some() {
+                break v;
+            }
+            over_stdio.push(v);
+        };
+        assert_eq!(http_reply, stdio_reply, "{body}");
+        assert_eq!(over_http, over_stdio, "{body}");
+        assert_eq!(over_http.len(), 3, "{over_http:?}");
+    }
+    // Without a token or a level, neither transport sends any.
+    let quiet = call(44, "test_tool_with_progress");
+    let r = http.rpc_with(&quiet, &[("Accept", "application/json, text/event-stream")]);
+    assert_eq!(r.header("content-type"), Some("application/json"), "{r:?}");
+    assert_eq!(stdio.call(&quiet)["id"], 44, "the reply is the next line");
+
+    // A parameter carried in a header (x-mcp-header): HTTP checks the header
+    // against the argument; stdio has no headers and checks none.
+    let regional = request(
+        45,
+        "tools/call",
+        json!({"name": "test_x_mcp_header", "arguments": {"region": "eu"}}),
+    );
+    let refused = http.rpc(&regional);
+    assert_eq!(refused.status, 400, "{}", refused.text());
+    assert_eq!(refused.json()["error"]["code"], -32020);
+    let with_header = http.rpc_with(&regional, &[("Mcp-Param-Region", "eu")]);
+    assert_eq!(with_header.status, 200, "{}", with_header.text());
+    assert_eq!(with_header.json(), stdio.call(&regional));
+
     // A subscription on stdio: its acknowledgement, then a list change the
     // trigger makes, tagged with the listen id, beside the trigger's reply.
     let listen = request(
