@@ -235,3 +235,51 @@ fn without_changes_listen_is_method_not_found() {
     assert_eq!(status, 404, "{v}");
     assert_eq!(v["error"]["code"], -32601);
 }
+
+#[test]
+fn on_shutdown_a_listen_stream_ends_with_its_result_and_the_drain_is_quick() {
+    let changes = Changes::new();
+    let service = Service::new(Engine::new(Keyring::ephemeral(), "s"), "s", "0")
+        .resource(ResourceDefinition::new("file:///a.txt", "a"), |_| {
+            Ok(ResourceResult::text("file:///a.txt", "text/plain", "a"))
+        })
+        .with_changes(changes.clone());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let closing = changes.clone();
+    // As `mrtr serve` does: on the signal, subscriptions end first.
+    let shutdown = async move {
+        let _ = stopped.await;
+        closing.close_all();
+    };
+    let app = mcp_router(Arc::new(service), HttpOptions::default(), Anonymous);
+    let served = runtime.spawn(mrtr_server::http::serve_with(
+        listener,
+        app,
+        mrtr_server::http::ServeOptions::default(),
+        shutdown,
+    ));
+    let mut s = EventStream::open(addr, &listen(7, &["file:///a.txt"]), &[]);
+    assert!(s.next_event().is_some(), "the acknowledgement");
+    let started = Instant::now();
+    stop.send(()).unwrap();
+    let end = s.next_event().expect("the listen result");
+    assert_eq!(end["id"], 7, "{end}");
+    assert_eq!(end["result"]["resultType"], "complete", "{end}");
+    assert!(s.next_event().is_none(), "then the end of the stream");
+    runtime.block_on(served).unwrap().unwrap();
+    // Well within the 10 s shutdown grace: the stream did not hold the drain up.
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}
