@@ -98,7 +98,7 @@
 //! nothing else of the crate), [`defaults`] (every default, in one place),
 //! `time` ([`Timestamp`]), [`principal`], [`error`] (the two channels and the rule between
 //! them), `param_headers` (crate-private: `x-mcp-header` parameters, re-exported by
-//! [`streamable_http`]), [`capability`] (the gate), [`seal`], [`metrics`] (what
+//! [`streamable_http`]), `capability` (the gate, crate-private), [`seal`], [`metrics`] (what
 //! the core counts, through the `metrics` facade), [`replay`], `typed` (arguments decoded, a mismatch named by field, a [`Refusal`]),
 //! [`result`] (the three carriers' typed results), [`engine`] (the round, the
 //! handler shape, and the one carrier path), `record` (how a request is
@@ -115,31 +115,36 @@
 #![warn(unreachable_pub)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+// The implementation: crate-private modules, reached through the interface below.
 mod answers;
-pub mod capability;
-pub mod client;
-pub mod defaults;
-pub mod engine;
-pub mod error;
+mod capability;
 mod lines;
-/// The manual: prose chapters on the token format, the security model and the handler model.
-pub mod manual;
 mod memo;
-pub mod metrics;
 /// `x-mcp-header` parameters: declared in a tool's input schema (checked when it
 /// is registered), carried in `Mcp-Param-*` headers (`streamable_http` re-exports them).
 mod param_headers;
 mod peer;
-pub mod principal;
 mod record;
 mod registry;
+mod time;
+mod typed;
+
+// The public interface, in one block: the spec's namespaces (each a module that
+// re-exports its own private parts), then the names most code needs at the root.
+// `api/mrtr.txt` lists every item this reaches; CI fails when it changes unseen.
+pub mod client;
+pub mod defaults;
+pub mod engine;
+pub mod error;
+/// The manual: prose chapters on the token format, the security model and the handler model.
+pub mod manual;
+pub mod metrics;
+pub mod principal;
 pub mod replay;
 pub mod result;
 pub mod seal;
 pub mod service;
 pub mod streamable_http;
-mod time;
-mod typed;
 pub mod wire;
 
 pub use engine::{

@@ -295,7 +295,7 @@
 //! dropped and the handler sees it as unavailable. An answer already in hand
 //! needs no capability, since nothing is sent for it. An undeclared input
 //! request is never sent (MCP 2026-07-28, Multi Round-Trip Requests §Server
-//! Requirements (Basic Workflow), item 7). See [`capability`](crate::capability).
+//! Requirements (Basic Workflow), item 7). The gate is one function of the engine, run for every ask.
 //!
 //! # What the server author must still do
 //!

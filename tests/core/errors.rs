@@ -8,19 +8,58 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use mrtr::capability;
 use mrtr::error::{
     Channel, DiagContext, Error, ErrorKind, Fallback, INVALID_REQUEST_STATE_MESSAGE, Retry,
     ToolAdvice, channel, code,
 };
 use mrtr::streamable_http::error_status;
-use mrtr::wire::{CarrierMethod, CarrierRequest, ClientCapabilities, RequestId};
+use mrtr::wire::{CarrierMethod, CarrierRequest, RequestId};
 use serde_json::{Value, json};
 
 const SECRET: &str = "SECRET-123";
 
-fn caps(v: Value) -> ClientCapabilities {
-    serde_json::from_value(v).unwrap()
+/// -32021 as the engine builds it: a client that declared nothing is asked, in
+/// one round, what needs `required` (a URL visit for `elicitation.url`, a form
+/// for plain `elicitation`, the roots for `roots`).
+fn missing_error(required: &Value) -> Error {
+    use mrtr::{
+        Engine, Form, Keyring, Outcome, Principal, RootsAsk, Timestamp, ToolResult, UrlVisit,
+    };
+    let engine = Engine::new(Keyring::ephemeral(), "errors");
+    let request = CarrierRequest::from_params(
+        CarrierMethod::ToolsCall,
+        Some(&json!({"name": "t", "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}})),
+    )
+    .unwrap();
+    let now = Timestamp::from_unix_secs(1_800_000_000);
+    let outcome = engine.run(request, &Principal::anonymous(), now, |round| {
+        let elicitation = &required["elicitation"];
+        let url = elicitation
+            .get("url")
+            .map(|_| round.visit("url", UrlVisit::new("Sign in", "https://example.com/in")));
+        let form = (elicitation.is_object() && elicitation.get("url").is_none())
+            .then(|| round.elicit("form", Form::new("Name?").string("name", "Name")));
+        let roots = required
+            .get("roots")
+            .map(|_| round.roots("roots", RootsAsk::new()));
+        // Unreachable past these: the round ends with -32021 for the client.
+        if let Some(r) = url {
+            let _: mrtr::Elicited = r?;
+        }
+        if let Some(r) = form {
+            let _: mrtr::Elicited = r?;
+        }
+        if let Some(r) = roots {
+            r?;
+        }
+        Ok(ToolResult::text("not reached"))
+    });
+    match outcome {
+        Outcome::Protocol(e) => e,
+        other => panic!("expected -32021, got {other:?}"),
+    }
 }
 
 fn advice() -> ToolAdvice {
@@ -61,7 +100,7 @@ fn every_error() -> Vec<(&'static str, Error)> {
         ),
         (
             "missing_capabilities",
-            capability::missing_error(&caps(json!({"elicitation": {"url": {}}}))),
+            missing_error(&json!({"elicitation": {"url": {}}})),
         ),
         (
             "unsupported_version",
@@ -150,12 +189,12 @@ fn header_mismatch_is_32020_400_without_data() {
 #[test]
 fn missing_capability_is_32021_400_with_required_capabilities() {
     let required = json!({"elicitation": {"url": {}}, "roots": {}});
-    let e = capability::missing_error(&caps(required.clone()));
+    let e = missing_error(&required);
     assert_eq!((e.kind(), e.code()), (ErrorKind::MissingCapability, -32021));
     assert_eq!(error_status(&e), 400);
     assert_eq!(e.data(), Some(&json!({"requiredCapabilities": required})));
     // The spec's example shape (its message wording is illustrative, not normative).
-    let e = capability::missing_error(&caps(json!({"elicitation": {}})));
+    let e = missing_error(&json!({"elicitation": {}}));
     let wire = e.to_jsonrpc(Some(&1.into()));
     assert_eq!(wire["jsonrpc"], "2.0");
     assert_eq!(wire["id"], 1);
@@ -557,7 +596,7 @@ fn no_public_output_carries_what_was_put_into_the_failure() {
         ),
         (
             "with_detail on capability",
-            capability::missing_error(&caps(json!({"roots": {}}))).with_detail(token.clone()),
+            missing_error(&json!({"roots": {}})).with_detail(token.clone()),
         ),
         (
             "with_detail on version",

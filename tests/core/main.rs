@@ -3,7 +3,6 @@
 mod answers;
 mod async_handlers;
 mod caching;
-mod capabilities;
 mod completion;
 mod docs_links;
 mod duplicate_keys;

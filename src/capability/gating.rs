@@ -1,12 +1,12 @@
-//! The capability gate (spec.md §1.6, design.md §3): every row of the gating
+//! The capability gate (MCP 2026-07-28, MRTR §Capability negotiation): every row of the gating
 //! table through `capability::missing`, and `capability::gate` turning required
 //! asks the client cannot serve into -32021 with exactly the missing
 //! (sub-)capabilities, and optional ones into `Decision::Drop`.
 
-use mrtr::capability::{Decision, Necessity, gate, missing};
-use mrtr::error::{ErrorKind, code};
-use mrtr::streamable_http::error_status;
-use mrtr::wire::{ClientCapabilities, InputRequest};
+use super::{Decision, Necessity, gate, missing};
+use crate::error::{ErrorKind, code};
+use crate::streamable_http::error_status;
+use crate::wire::{ClientCapabilities, InputRequest};
 use serde_json::{Value, json};
 
 fn caps(v: Value) -> ClientCapabilities {
@@ -274,7 +274,7 @@ fn all_declared() -> Vec<Value> {
 
 /// What a client does with a -32021: declares the union of what it declared and
 /// what was named, reading `elicitation: {}` as the `{form: {}}` it stands for
-/// (spec.md §1.6) on both sides.
+/// (MCP 2026-07-28, Client capabilities, elicitation) on both sides.
 fn union(declared: &Value, named: &Value) -> Value {
     deep_union(&explicit_form(declared), &explicit_form(named))
 }
@@ -398,7 +398,7 @@ fn gate_agrees_with_missing_everywhere() {
 // gate: -32021, Drop, mixed rounds
 // ---------------------------------------------------------------------------
 
-fn assert_32021(e: &mrtr::error::Error, required: Value) {
+fn assert_32021(e: &crate::error::Error, required: Value) {
     assert_eq!(e.kind(), ErrorKind::MissingCapability);
     assert_eq!(e.code(), code::MISSING_REQUIRED_CLIENT_CAPABILITY);
     assert_eq!(e.code(), -32021);

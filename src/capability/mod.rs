@@ -9,7 +9,7 @@
 //! with -32021 naming exactly the missing (sub-)capabilities; an optional ask is
 //! dropped. An undeclared input request is never sent (MRTR Server Requirement 7).
 //!
-//! [`gate`] is the only gate: the round engine calls it for each optional ask as
+//! [`verdict`] is the only gate: the round engine calls it for each optional ask as
 //! the handler makes it (so the handler learns at once that it was dropped) and
 //! for all the asks of a round when the round ends (so a -32021 names every
 //! capability the required asks lack, merged).
@@ -21,7 +21,7 @@ use crate::wire::meta::{ClientCapabilities, ElicitationCapability, SamplingCapab
 
 /// Whether the handler cannot go on without an answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Necessity {
+pub(crate) enum Necessity {
     /// Without it the request fails with -32021 when the client cannot serve it.
     #[default]
     Required,
@@ -31,25 +31,17 @@ pub enum Necessity {
 
 /// What the gate decided for one ask.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Decision {
+pub(crate) enum Decision {
     /// Send it.
     Send,
     /// The client cannot serve this optional ask: do not send it.
     Drop,
 }
 
-/// The capabilities `request` needs that `declared` lacks, or `None` if it may be sent.
-///
-/// ```
-/// use mrtr::capability::missing;
-/// use mrtr::wire::{ClientCapabilities, InputRequest, ElicitParams, ElicitUrlParams};
-/// let url = InputRequest::Elicit(ElicitParams::Url(ElicitUrlParams {
-///     message: "Sign in".into(), url: "https://example.com/login".into() }));
-/// let form_only: ClientCapabilities = serde_json::from_value(serde_json::json!({"elicitation": {}})).unwrap();
-/// let m = missing(&form_only, &url).unwrap();
-/// assert_eq!(m.to_value(), serde_json::json!({"elicitation": {"url": {}}}));
-/// ```
-pub fn missing(
+/// The capabilities `request` needs that `declared` lacks, or `None` if it may
+/// be sent: a URL elicitation of a form-only client (`elicitation: {}`) lacks
+/// `{"elicitation": {"url": {}}}`.
+pub(crate) fn missing(
     declared: &ClientCapabilities,
     request: &InputRequest,
 ) -> Option<ClientCapabilities> {
@@ -127,22 +119,13 @@ fn merge(acc: &mut ClientCapabilities, more: ClientCapabilities) {
     }
 }
 
-/// The capability gate: decides, in order, whether each of a round's asks may be
-/// sent to a client that declared `declared` in this request.
-///
-/// ```
-/// use mrtr::capability::{Decision, Necessity, gate};
-/// use mrtr::wire::{ClientCapabilities, InputRequest};
-/// let roots = InputRequest::ListRoots { meta: None };
-/// let none = ClientCapabilities::default();
-/// assert_eq!(gate(&none, [(&roots, Necessity::Optional)]).unwrap(), [Decision::Drop]);
-/// let e = gate(&none, [(&roots, Necessity::Required)]).unwrap_err();
-/// assert_eq!(e.code(), -32021);
-/// ```
+/// [`verdict`] with its decisions in a list, in order: what the gating tables
+/// read.
 ///
 /// # Errors
 /// -32021 naming every capability that the required asks lack (merged), if any.
-pub fn gate<'a, I>(declared: &ClientCapabilities, asks: I) -> Result<Vec<Decision>, Error>
+#[cfg(test)]
+pub(crate) fn gate<'a, I>(declared: &ClientCapabilities, asks: I) -> Result<Vec<Decision>, Error>
 where
     I: IntoIterator<Item = (&'a InputRequest, Necessity)>,
 {
@@ -151,11 +134,13 @@ where
     Ok(decisions)
 }
 
-/// The gate without its list: each ask's decision goes to `each`, in order, and
-/// nothing is allocated when every required ask is served.
+/// The capability gate: decides, in order, whether each of a round's asks may be
+/// sent to a client that declared `declared` in this request; each ask's
+/// decision goes to `each`, and nothing is allocated when every required ask is
+/// served.
 ///
 /// # Errors
-/// As [`gate`].
+/// -32021 naming every capability that the required asks lack (merged), if any.
 pub(crate) fn verdict<'a, I>(
     declared: &ClientCapabilities,
     asks: I,
@@ -183,7 +168,7 @@ where
 
 /// -32021 (HTTP 400) with `data.requiredCapabilities` naming exactly `required`,
 /// and a message that names them for a person (`elicitation.url, roots`).
-pub fn missing_error(required: &ClientCapabilities) -> Error {
+pub(crate) fn missing_error(required: &ClientCapabilities) -> Error {
     Error::missing_capabilities(&capability_names(required), required)
 }
 
@@ -216,6 +201,11 @@ fn capability_names(c: &ClientCapabilities) -> String {
     }
 }
 
+/// Every row of the gating table, and the gate's decisions (moved beside the
+/// gate from the crate's flow tests when the module became crate-private).
+#[cfg(test)]
+mod gating;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,6 +221,18 @@ mod tests {
             merge(&mut acc, caps(p.clone()));
         }
         acc.to_value()
+    }
+
+    #[test]
+    fn a_url_ask_of_a_form_only_client_lacks_elicitation_url() {
+        use crate::wire::ElicitUrlParams;
+        let url = InputRequest::Elicit(ElicitParams::Url(ElicitUrlParams {
+            message: "Sign in".into(),
+            url: "https://example.com/login".into(),
+        }));
+        let m = missing(&caps(json!({"elicitation": {}})), &url).unwrap();
+        assert_eq!(m.to_value(), json!({"elicitation": {"url": {}}}));
+        assert!(missing(&caps(json!({"elicitation": {"url": {}}})), &url).is_none());
     }
 
     #[test]
