@@ -205,6 +205,19 @@ pub mod __private {
         service.registry::<T>()
     }
 
+    /// Whether the application took `target` out of `T`'s list
+    /// (`Changes::hide`): it is then served as unknown, on every transport.
+    pub fn is_hidden<T: Registered>(service: &crate::Service, target: &str) -> bool {
+        service.is_hidden::<T>(target)
+    }
+
+    /// `T`'s list entries that are not hidden, in registration order.
+    pub fn listed<T: Registered>(
+        service: &crate::Service,
+    ) -> impl Iterator<Item = &serde_json::Value> {
+        service.listed::<T>()
+    }
+
     /// The `requestState` of `result`, the result given up for it (moved, not copied).
     pub fn into_request_state(result: InputRequiredResult) -> Option<String> {
         result.into_request_state()

@@ -209,11 +209,6 @@ impl<T> Registry<T> {
         self.0.get_key_value(target).map(|(k, _)| k.as_str())
     }
 
-    /// The list entries, in registration order.
-    pub fn definitions(&self) -> impl Iterator<Item = &Value> {
-        self.0.values().map(|e| &e.definition)
-    }
-
     /// The list entries with their keys (the name, or the URI), in registration
     /// order: what the lists page through.
     pub(crate) fn entries(&self) -> impl ExactSizeIterator<Item = (&str, &Value)> + Clone {

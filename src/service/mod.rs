@@ -235,7 +235,7 @@ impl Service {
 
     /// Whether the application took `target` out of `T`'s list
     /// ([`Changes::hide`]): then it is served as if it were not registered.
-    fn is_hidden<T: Registered>(&self, target: &str) -> bool {
+    pub(crate) fn is_hidden<T: Registered>(&self, target: &str) -> bool {
         let Some(changes) = &self.changes else {
             return false;
         };
@@ -605,6 +605,16 @@ impl Service {
         }
         let tool = params?.get(call.target_param())?.as_str()?;
         self.param_headers.get(tool)
+    }
+
+    /// The list entries of the carrier whose result is `T` that the changes hub
+    /// does not hide, in registration order, for the `rmcp` adapter's lists.
+    pub(crate) fn listed<T: Registered>(&self) -> impl Iterator<Item = &Value> {
+        self.registries
+            .of::<T>()
+            .entries()
+            .filter(|(key, _)| !self.is_hidden::<T>(key))
+            .map(|(_, definition)| definition)
     }
 
     /// The targets registered for the carrier whose result is `T`, for the

@@ -81,7 +81,12 @@ impl Mrtr {
     ) -> Outcome<T> {
         let params = Params::of(T::METHOD, request, context, self.metas());
         let target = params.target(T::METHOD).unwrap_or_default();
-        let handler = mrtr::__private::registry::<T>(service).handler_of(target);
+        // A target the application hid (`Changes::hide`) is unknown here too.
+        let handler = if mrtr::__private::is_hidden::<T>(service, target) {
+            None
+        } else {
+            mrtr::__private::registry::<T>(service).handler_of(target)
+        };
         // Only tools and prompts are labelled by name, as on `Service`.
         let label = match T::METHOD {
             CarrierMethod::ToolsCall | CarrierMethod::PromptsGet if handler.is_some() => {
@@ -111,9 +116,9 @@ pub fn service_resources(service: &Service) -> Vec<Resource> {
     definitions::<ResourceResult, _>(service)
 }
 
+/// The listed definitions (not those the application hid), as rmcp's type.
 fn definitions<T: Registered, D: DeserializeOwned>(service: &Service) -> Vec<D> {
-    mrtr::__private::registry::<T>(service)
-        .definitions()
+    mrtr::__private::listed::<T>(service)
         .filter_map(|d| D::deserialize(d).ok())
         .collect()
 }

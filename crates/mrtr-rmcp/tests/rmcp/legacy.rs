@@ -535,3 +535,28 @@ async fn the_whole_flow_bound_ends_a_flow_that_keeps_asking() {
     assert!((1..16).contains(&n), "{n} asks");
     client.cancel().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_target_the_application_hides_is_neither_listed_nor_served_through_rmcp() {
+    let changes = mrtr::service::Changes::new();
+    let service = mrtr::Service::new(common::engine(), "hide", "0")
+        .tool("shown", "Shown.", json!({"type": "object"}), |_| {
+            Ok(mrtr::ToolResult::text("shown"))
+        })
+        .tool("hidden", "Hidden.", json!({"type": "object"}), |_| {
+            Ok(mrtr::ToolResult::text("hidden"))
+        })
+        .with_changes(changes.clone());
+    assert!(changes.hide(mrtr::service::List::Tools, "hidden"));
+    let s = rmcp_support::start_bridged(service);
+    let client = connect(&s, User::new(all_caps())).await;
+    let listed = client.list_all_tools().await.expect("tools/list");
+    let names: Vec<&str> = listed.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, ["shown"]);
+    let e = call_error(&client, "hidden", "a hidden tool is unknown").await;
+    assert_eq!(e.message, "Unknown tool", "{e:?}");
+    // Shown again, it is listed and served.
+    assert!(changes.show(mrtr::service::List::Tools, "hidden"));
+    assert_eq!(call(&client, "hidden", None).await, "hidden");
+    client.cancel().await.unwrap();
+}
