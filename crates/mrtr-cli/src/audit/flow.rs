@@ -156,10 +156,13 @@ pub(super) fn list(id: u64, method: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": {"_meta": meta(&all_caps())}})
 }
 
-/// Lists `method`'s items (the first page), or nothing when the server refuses.
-/// A server that (wrongly) answers a list with `input_required` is answered,
-/// a few rounds at most, so that the audit still learns what it lists (the
-/// `carriers` check reports the fault).
+/// The most pages of one list the audit reads (`nextCursor` followed).
+const MAX_LIST_PAGES: usize = 16;
+
+/// Lists `method`'s items, following `nextCursor` for at most [`MAX_LIST_PAGES`]
+/// pages, or nothing when the server refuses. A server that (wrongly) answers
+/// a list with `input_required` is answered, a few rounds at most, so that the
+/// audit still learns what it lists (the `carriers` check reports the fault).
 async fn listed(ctx: &mut Context<'_>, method: &str, key: &str) -> Result<Vec<Value>, String> {
     let spent = |why: Spent| format!("{} while listing", why.what());
     let id = ctx.target.id();
@@ -174,14 +177,29 @@ async fn listed(ctx: &mut Context<'_>, method: &str, key: &str) -> Result<Vec<Va
         let again = retry(&request, id, state.as_deref(), Some(&answers));
         ex = ctx.target.send(Who::Main, &again).await.map_err(spent)?;
     }
-    Ok(match &ex.reply {
-        Reply::Result(r) => r
-            .get(key)
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default(),
-        _ => Vec::new(),
-    })
+    let mut items = Vec::new();
+    for page in 1..=MAX_LIST_PAGES {
+        let Reply::Result(r) = &ex.reply else {
+            break;
+        };
+        items.extend(
+            r.get(key)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .cloned(),
+        );
+        let Some(cursor) = r.get("nextCursor").and_then(Value::as_str) else {
+            break;
+        };
+        if page == MAX_LIST_PAGES {
+            break;
+        }
+        let mut next = list(ctx.target.id(), method);
+        next["params"]["cursor"] = Value::from(cursor);
+        ex = ctx.target.send(Who::Main, &next).await.map_err(spent)?;
+    }
+    Ok(items)
 }
 
 /// What the server offers: its `serverInfo` (if it said), and its tools and

@@ -26,6 +26,11 @@ fn text(b: &[u8]) -> String {
 
 /// `mrtr audit ARGS -- mrtr serve --stdio --anonymous`.
 fn on_stdio(args: &[&str]) -> Output {
+    on_stdio_serving(args, &[])
+}
+
+/// `mrtr audit ARGS -- mrtr serve --stdio --anonymous SERVE_ARGS`.
+fn on_stdio_serving(args: &[&str], serve_args: &[&str]) -> Output {
     let mut all: Vec<&str> = args.to_vec();
     all.extend([
         "--rate",
@@ -36,6 +41,7 @@ fn on_stdio(args: &[&str]) -> Output {
         "--stdio",
         "--anonymous",
     ]);
+    all.extend_from_slice(serve_args);
     audit(&all)
 }
 
@@ -143,7 +149,12 @@ fn a_server_that_cannot_be_audited_is_exit_3_and_says_why() {
 
 #[test]
 fn a_stdio_server_is_audited_and_reported_in_json() {
-    let out = on_stdio(&["--format", "json", "--fail-on", "low"]);
+    // In pages of two tools, so that the audit must follow nextCursor to find
+    // the tools with an argument it can change (the binding checks need one).
+    let out = on_stdio_serving(
+        &["--format", "json", "--fail-on", "low"],
+        &["--page-size", "2"],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let r: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
     assert_eq!(r["schema"], "mrtr-audit/1");
