@@ -434,6 +434,21 @@ impl Subscription {
         std::future::poll_fn(|cx| self.poll_next(cx)).await
     }
 
+    /// `notifications/cancelled` naming the listen request: how a server ends a
+    /// subscription on stdio, where no stream closes (the transport sends it
+    /// when [`Subscription::final_result`] is `None` at the end).
+    pub fn cancellation(&self) -> String {
+        json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {
+                "requestId": self.id,
+                "reason": "subscription ended: too many notifications waiting",
+            },
+        })
+        .to_string()
+    }
+
     /// Once the stream has ended: the listen request's result when it ended
     /// gracefully ([`Changes::close_all`]), `None` when it was cut short (its
     /// reader fell behind), or while it is still open.
@@ -732,6 +747,10 @@ mod tests {
         assert!(lock(&s.shared.queue).updated.is_empty());
         assert!(matches!(poll(&s), Poll::Ready(None)));
         assert!(s.final_result().is_none(), "cut short: no result");
+        let c: Value = serde_json::from_str(&s.cancellation()).unwrap();
+        assert_eq!(c["method"], "notifications/cancelled");
+        assert_eq!(c["params"]["requestId"], 7);
+        assert!(c.get("id").is_none(), "a notification");
     }
 
     #[test]

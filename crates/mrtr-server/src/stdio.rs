@@ -169,14 +169,7 @@ impl Subscriptions {
                     Some(line) => Some((line, (Some(s), rx))),
                     None => {
                         // Ended: its result, or the stdio way of cutting it short.
-                        let last = s.final_result().unwrap_or_else(|| {
-                            serde_json::json!({
-                                "jsonrpc": "2.0",
-                                "method": "notifications/cancelled",
-                                "params": {"requestId": s.id(), "reason": "subscription ended: too many notifications waiting"},
-                            })
-                            .to_string()
-                        });
+                        let last = s.final_result().unwrap_or_else(|| s.cancellation());
                         Some((last, (None, rx)))
                     }
                 },
