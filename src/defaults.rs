@@ -12,6 +12,7 @@
 //! | engine | [`MAX_ROUNDS`], [`MAX_ASKS_PER_ROUND`] | 16, 16 |
 //! | service | [`HANDLER_TIMEOUT`], [`LIST_CACHE_TTL`] | 30 s, 60 s |
 //! | | [`PAGE_SIZE`] | 100 items |
+//! | 2025-era flows | [`LEGACY_ASK_TIMEOUT`] per ask, [`LEGACY_FLOW_TIMEOUT`] per flow | 2 min, 5 min |
 //! | subscriptions | [`SUBSCRIPTIONS_MAX`], [`SUBSCRIPTIONS_PER_PRINCIPAL_MAX`] | 1 024, 8 |
 //! | | [`SUBSCRIPTION_URIS_MAX`], [`SUBSCRIPTION_QUEUE_MAX`] | 100 URIs, 64 notifications |
 //! | parameter headers | [`MAX_PARAM_HEADERS`] per tool, [`PARAM_HEADER_MAX_DEPTH`] | 32, 16 levels |
@@ -108,6 +109,16 @@ pub const TEMPLATE_URI_MAX_BYTES: usize = 4 * 1024;
 /// (a longer one and its template does not match).
 /// [`UriTemplate::match_uri`](crate::service::UriTemplate::match_uri).
 pub const TEMPLATE_VARIABLE_MAX_BYTES: usize = 1024;
+
+/// How long a 2025-era flow waits for the client's answer to one ask (a
+/// server-to-client request): 2 minutes; then the flow ends with a retryable
+/// error. [`legacy::Bounds`](crate::legacy::Bounds).
+pub const LEGACY_ASK_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// How long a whole 2025-era flow (its asks and handler runs, all in one open
+/// request) may take: 5 minutes, not the hour a 2026-07-28 flow may take across
+/// requests. [`legacy::Bounds`](crate::legacy::Bounds).
+pub const LEGACY_FLOW_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// The most `subscriptions/listen` streams open on one service at once: 1 024;
 /// another is refused (-32600) until one closes.

@@ -103,7 +103,8 @@
 //! [`result`] (the three carriers' typed results), [`engine`] (the round, the
 //! handler shape, and the one carrier path), `record` (how a request is
 //! recorded, crate-private), [`service`] (the JSON-RPC router),
-//! [`streamable_http`] (the transport's rules, sans-IO), `lines` (crate-private, the stdio
+//! [`streamable_http`] (the transport's rules, sans-IO), [`legacy`] (2025-era clients: their
+//! sessions' state and the bridge that asks them with server-to-client requests), `lines` (crate-private, the stdio
 //! transports' bounded line splitter, sans-IO) and [`client`] (the client's flow as
 //! values, sans-IO). The crate `mrtr-server` holds the transports, `mrtr-rmcp` runs the
 //! same handlers on an rmcp (official Rust SDK) server, `mrtr-client` the async
@@ -136,6 +137,7 @@ pub mod client;
 pub mod defaults;
 pub mod engine;
 pub mod error;
+pub mod legacy;
 /// The manual: prose chapters on the token format, the security model and the handler model.
 pub mod manual;
 pub mod metrics;

@@ -16,6 +16,7 @@
 //! | [`FLOW_SECONDS`] `mrtr_flow_seconds` | histogram | none | the engine, when a flow that issued at least one `InputRequiredResult` completes |
 //! | [`ONCE_TOTAL`] `mrtr_once_total` | counter | `result` ([`OnceResult::as_str`]) | the `once` path, through [`once_result`] |
 //! | [`REPLAY_STORE_SECONDS`] `mrtr_replay_store_seconds` | histogram | none | a replay guard that talks to a store, through [`replay_store_latency`] |
+//! | [`SESSIONS_TOTAL`] `mrtr_sessions_total` | counter | `event` ([`SessionEvent::as_str`]) | a transport that keeps 2025-era sessions, through [`session`] |
 //!
 //! Call [`describe`] once after installing a recorder to give each metric its
 //! help text and unit; [`HISTOGRAM_BUCKETS`] holds bucket bounds that suit each
@@ -63,6 +64,9 @@ pub const FLOW_SECONDS: &str = "mrtr_flow_seconds";
 pub const ONCE_TOTAL: &str = "mrtr_once_total";
 /// The latency of one replay-store operation, in seconds.
 pub const REPLAY_STORE_SECONDS: &str = "mrtr_replay_store_seconds";
+
+/// 2025-era sessions, by `event`: opened, refused at the cap, expired, evicted, closed.
+pub const SESSIONS_TOTAL: &str = "mrtr_sessions_total";
 
 /// Bucket upper bounds for [`ROUNDS`]: every round up to 5, then the default
 /// maximum of 16 ([`crate::defaults::MAX_ROUNDS`]) in steps.
@@ -134,6 +138,58 @@ pub fn describe() {
         Unit::Seconds,
         "Latency of one replay store operation"
     );
+    describe_counter!(
+        SESSIONS_TOTAL,
+        Unit::Count,
+        "2025-era sessions, by event: opened, refused (at the cap), expired, evicted, closed"
+    );
+}
+
+/// What happened to a 2025-era session, for [`session`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SessionEvent {
+    /// `initialize` opened it.
+    Opened,
+    /// `initialize` was refused: every session at the cap was busy.
+    Refused,
+    /// It went unused past its idle lifetime.
+    Expired,
+    /// It was the idlest at a cap, and made room for a new one.
+    Evicted,
+    /// The client ended it (`DELETE`).
+    Closed,
+}
+
+impl SessionEvent {
+    /// Every event.
+    pub const ALL: [SessionEvent; 5] = [
+        SessionEvent::Opened,
+        SessionEvent::Refused,
+        SessionEvent::Expired,
+        SessionEvent::Evicted,
+        SessionEvent::Closed,
+    ];
+
+    /// The `event` label value.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            SessionEvent::Opened => "opened",
+            SessionEvent::Refused => "refused",
+            SessionEvent::Expired => "expired",
+            SessionEvent::Evicted => "evicted",
+            SessionEvent::Closed => "closed",
+        }
+    }
+}
+
+/// Counts one session event in [`SESSIONS_TOTAL`] (the core keeps no
+/// sessions: the transports that do report here).
+///
+/// ```
+/// mrtr::metrics::session(mrtr::metrics::SessionEvent::Opened);
+/// ```
+pub fn session(event: SessionEvent) {
+    counter!(SESSIONS_TOTAL, "event" => event.as_str()).increment(1);
 }
 
 /// What became of one `once` step, for [`once_result`].

@@ -103,6 +103,23 @@ pub(super) fn answer(server: &Server<'_>, method: &str, params: Option<&Value>) 
 
 /// The `server/discover` result: versions, capabilities, instructions, server info.
 fn discover(server: &Server<'_>, result: &mut Map<String, Value>) {
+    result.insert(
+        "supportedVersions".into(),
+        json!(SUPPORTED_PROTOCOL_VERSIONS),
+    );
+    result.insert("capabilities".into(), Value::Object(capabilities(server)));
+    if let Some(i) = server.instructions {
+        result.insert("instructions".into(), i.into());
+    }
+    result.insert(
+        "_meta".into(),
+        json!({"io.modelcontextprotocol/serverInfo": serde_json::to_value(server.info).unwrap_or(Value::Null)}),
+    );
+}
+
+/// The server's capabilities, as `server/discover` and `initialize` declare
+/// them: what it has registered, and what its changes hub can tell.
+pub(super) fn capabilities(server: &Server<'_>) -> Map<String, Value> {
     let registries = server.registries;
     let mut caps = Map::new();
     let (list_changed, subscribe) = if server.changes.is_some() {
@@ -125,18 +142,7 @@ fn discover(server: &Server<'_>, result: &mut Map<String, Value>) {
     if server.completions {
         caps.insert("completions".into(), json!({}));
     }
-    result.insert(
-        "supportedVersions".into(),
-        json!(SUPPORTED_PROTOCOL_VERSIONS),
-    );
-    result.insert("capabilities".into(), Value::Object(caps));
-    if let Some(i) = server.instructions {
-        result.insert("instructions".into(), i.into());
-    }
-    result.insert(
-        "_meta".into(),
-        json!({"io.modelcontextprotocol/serverInfo": serde_json::to_value(server.info).unwrap_or(Value::Null)}),
-    );
+    caps
 }
 
 /// One page of the list `method` names, from `cursor`, into `result`.

@@ -151,6 +151,68 @@ impl<C> ParsedMessage<C> {
     }
 }
 
+impl<C> ParsedMessage<C> {
+    /// Whether this message is a 2025-era `initialize`: a request naming
+    /// `initialize` whose params carry no 2026-07-28 `_meta` (one that does is
+    /// answered as any modern request naming a removed method: -32601).
+    pub fn is_legacy_initialize(&self) -> bool {
+        self.method() == Some("initialize") && !self.has_modern_meta()
+    }
+
+    /// Whether this message's params carry the 2026-07-28 `_meta` (a
+    /// `io.modelcontextprotocol/protocolVersion`): such a message is served
+    /// statelessly whatever session header came with it.
+    pub fn has_modern_meta(&self) -> bool {
+        self.message.as_ref().is_ok_and(|m| {
+            m.get("params")
+                .and_then(|p| p.get("_meta"))
+                .and_then(|meta| meta.get(crate::wire::META_PROTOCOL_VERSION))
+                .is_some()
+        })
+    }
+
+    /// The `method` member, when the message is an object that has a string one.
+    fn method(&self) -> Option<&str> {
+        self.message
+            .as_ref()
+            .ok()
+            .and_then(|m| m.get("method"))
+            .and_then(Value::as_str)
+    }
+
+    /// Whether this message is a JSON-RPC response (a `result` or an `error`
+    /// and no `method`): a 2025-era client's answer to a server-to-client
+    /// request. Its `id` and what it says: [`ParsedMessage::response`].
+    pub fn is_response(&self) -> bool {
+        self.message.as_ref().is_ok_and(|m| {
+            m.get("method").is_none() && (m.get("result").is_some() || m.get("error").is_some())
+        })
+    }
+
+    /// The id and the outcome of a JSON-RPC response
+    /// ([`ParsedMessage::is_response`]): its `result`, or the `code` of its
+    /// `error` (-32603 when the error has no numeric code). `None` when the
+    /// message is no response or its id is neither a string nor a number.
+    pub fn response(&self) -> Option<(crate::wire::jsonrpc::RequestId, Result<Value, i64>)> {
+        let m = self.message.as_ref().ok()?.as_object()?;
+        if m.contains_key("method") || m.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+            return None;
+        }
+        let id = crate::wire::jsonrpc::RequestId::from_value(m.get("id")?)?;
+        match (m.get("result"), m.get("error")) {
+            (Some(result), None) => Some((id, Ok(result.clone()))),
+            (None, Some(error)) => Some((
+                id,
+                Err(error
+                    .get("code")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(crate::error::code::INTERNAL_ERROR)),
+            )),
+            _ => None,
+        }
+    }
+}
+
 /// A request the envelope took: its id, method and params.
 pub(super) struct Request<'a> {
     pub(super) id: RequestId,

@@ -41,6 +41,7 @@ use crate::wire::{CarrierMethod, CarrierRequest, Implementation, JsonObject};
 mod completion;
 mod discover;
 mod envelope;
+mod legacy;
 mod page;
 mod subscription;
 mod template;
@@ -84,6 +85,31 @@ impl RequestContext {
             now,
             correlation_id: correlation_id.into(),
             peer: None,
+        }
+    }
+
+    /// Who the caller is, for the limits kept per caller (subscriptions, the
+    /// 2025-era sessions of `mrtr-server`): the principal's issuer and subject,
+    /// or for an anonymous one its address (an IPv4 address, an IPv6 /64), as the
+    /// replay guard keys its quota. Not a secret, and not for the log.
+    pub fn caller_key(&self) -> String {
+        if !self.principal.is_anonymous() {
+            return format!(
+                "{}\u{0}{}",
+                self.principal.issuer().unwrap_or_default(),
+                self.principal.subject_id().unwrap_or_default()
+            );
+        }
+        match self.peer {
+            Some(std::net::IpAddr::V4(ip)) => format!("anonymous\u{0}{ip}"),
+            Some(std::net::IpAddr::V6(ip)) => {
+                let s = ip.segments();
+                format!(
+                    "anonymous\u{0}{:x}:{:x}:{:x}:{:x}::/64",
+                    s[0], s[1], s[2], s[3]
+                )
+            }
+            None => "anonymous".to_owned(),
         }
     }
 }
@@ -144,6 +170,10 @@ pub struct Service {
     /// The `x-mcp-header` declarations of the tools that have some, by tool
     /// name; empty (and never looked into) when no tool has any.
     param_headers: std::collections::HashMap<String, ParamHeaders>,
+    /// Which eras the transports serve.
+    eras: crate::legacy::Eras,
+    /// The time bounds of a 2025-era flow.
+    legacy_bounds: crate::legacy::Bounds,
 }
 
 impl Service {
@@ -169,6 +199,8 @@ impl Service {
             changes: None,
             resource_caching: std::collections::HashMap::new(),
             param_headers: std::collections::HashMap::new(),
+            eras: crate::legacy::Eras::default(),
+            legacy_bounds: crate::legacy::Bounds::default(),
         }
     }
 
@@ -794,19 +826,29 @@ impl Service {
             envelope::Read::Notification => return (None, None),
             envelope::Read::Refused(id, e) => return (id, Some(Outcome::Protocol(e))),
         };
-        let carrier = CarrierMethod::from_method(request.method);
-        if let Some(c) = carrier {
-            log.target = request
-                .params
-                .and_then(|p| p.get(c.target_param()))
-                .and_then(Value::as_str)
-                .map(|t| crate::record::target(t).to_owned());
-        }
+        note_target(log, request.method, request.params);
         if let Some(e) = request.refused {
             return (Some(request.id), Some(Outcome::Protocol(e)));
         }
-        let params = request.params;
-        let outcome = match carrier {
+        let outcome = self
+            .route(request.method, request.params, ctx, log, deadline, notify)
+            .await;
+        (Some(request.id), Some(outcome))
+    }
+
+    /// Routes the request `method` with `params` (read from its envelope, or
+    /// rewritten for a 2025-era session): a carrier on the engine's one path,
+    /// a completion, or the discovery and list methods.
+    async fn route<D: Future<Output = ()>>(
+        &self,
+        method: &str,
+        params: Option<&Value>,
+        ctx: &RequestContext,
+        log: &mut RequestLog,
+        deadline: D,
+        notify: Option<Arc<dyn NotificationSink>>,
+    ) -> Outcome {
+        match CarrierMethod::from_method(method) {
             Some(CarrierMethod::ToolsCall) => self
                 .carrier::<ToolResult, _>(params, ctx, log, deadline, notify)
                 .await
@@ -819,30 +861,31 @@ impl Service {
                 .read_resource(params, ctx, log, deadline, notify)
                 .await
                 .into_json(),
-            None if request.method == completion::METHOD && !self.completions.is_empty() => {
+            None if method == completion::METHOD && !self.completions.is_empty() => {
                 self.completions
                     .answer(params, &ctx.principal, self.handler_timeout, deadline)
                     .await
             }
-            None => {
-                let server = discover::Server {
-                    info: &self.info,
-                    instructions: self.instructions.as_deref(),
-                    caching: self.caching,
-                    registries: &self.registries,
-                    completions: !self.completions.is_empty(),
-                    pager: page::Pager {
-                        engine: &self.engine,
-                        principal: &ctx.principal,
-                        page_size: self.page_size,
-                    },
-                    templates: &self.templates,
-                    changes: self.changes.as_ref(),
-                };
-                discover::answer(&server, request.method, params)
-            }
-        };
-        (Some(request.id), Some(outcome))
+            None => discover::answer(&self.discover_server(&ctx.principal), method, params),
+        }
+    }
+
+    /// What `server/discover` and the lists are answered from.
+    fn discover_server<'a>(&'a self, principal: &'a Principal) -> discover::Server<'a> {
+        discover::Server {
+            info: &self.info,
+            instructions: self.instructions.as_deref(),
+            caching: self.caching,
+            registries: &self.registries,
+            completions: !self.completions.is_empty(),
+            pager: page::Pager {
+                engine: &self.engine,
+                principal,
+                page_size: self.page_size,
+            },
+            templates: &self.templates,
+            changes: self.changes.as_ref(),
+        }
     }
 
     /// A carrier request on the engine's one path, with the handler registered
@@ -897,6 +940,17 @@ impl Service {
         .await;
         log.round = ran.round;
         ran.outcome
+    }
+}
+
+/// Names the target of a carrier request in the log (the registered form of
+/// it, cut to the log's bound), before anything can refuse it.
+fn note_target(log: &mut RequestLog, method: &str, params: Option<&Value>) {
+    if let Some(c) = CarrierMethod::from_method(method) {
+        log.target = params
+            .and_then(|p| p.get(c.target_param()))
+            .and_then(Value::as_str)
+            .map(|t| crate::record::target(t).to_owned());
     }
 }
 

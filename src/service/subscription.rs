@@ -56,28 +56,9 @@ use crate::wire::type_name;
 /// The method that opens a subscription stream.
 pub(super) const LISTEN: &str = "subscriptions/listen";
 
-/// Whose quota a subscription counts against: the principal, or for an
-/// anonymous one the caller's address (an IPv4 address, an IPv6 /64), as the
-/// replay guard keys its quota.
+/// Whose quota a subscription counts against: [`RequestContext::caller_key`](super::RequestContext::caller_key).
 pub(super) fn quota_key(ctx: &super::RequestContext) -> String {
-    if !ctx.principal.is_anonymous() {
-        return format!(
-            "{}\u{0}{}",
-            ctx.principal.issuer().unwrap_or_default(),
-            ctx.principal.subject_id().unwrap_or_default()
-        );
-    }
-    match ctx.peer {
-        Some(std::net::IpAddr::V4(ip)) => format!("anonymous\u{0}{ip}"),
-        Some(std::net::IpAddr::V6(ip)) => {
-            let s = ip.segments();
-            format!(
-                "anonymous\u{0}{:x}:{:x}:{:x}:{:x}::/64",
-                s[0], s[1], s[2], s[3]
-            )
-        }
-        None => "anonymous".to_owned(),
-    }
+    ctx.caller_key()
 }
 
 /// The `_meta` key naming the subscription a notification belongs to.
@@ -158,8 +139,13 @@ impl List {
 
 /// One subscription's side the hub writes into.
 struct Shared {
-    /// The URIs whose updates it wants.
-    uris: BTreeSet<String>,
+    /// The URIs whose updates it wants (a 2025-era session's grow and shrink
+    /// with `resources/subscribe` and `unsubscribe`).
+    uris: Mutex<BTreeSet<String>>,
+    /// A 2025-era session's: past [`SUBSCRIPTION_QUEUE_MAX`] waiting updates the
+    /// oldest is dropped (the session outlives any one stream), where a
+    /// `subscriptions/listen` stream is ended.
+    lossy: bool,
     /// The lists whose changes it wants ([`List::index`]).
     lists: [bool; 3],
     /// Whom it was opened by (its quota key).
@@ -199,14 +185,17 @@ impl Changes {
     pub fn resource_updated(&self, uri: &str) {
         let uri: Arc<str> = Arc::from(uri);
         self.each_live(|s| {
-            if !s.uris.contains(&*uri) {
+            if !lock(&s.uris).contains(&*uri) {
                 return;
             }
             let mut q = lock(&s.queue);
             if q.end.is_some() || q.updated.iter().any(|u| **u == *uri) {
                 return;
             }
-            if q.updated.len() >= SUBSCRIPTION_QUEUE_MAX {
+            if q.updated.len() >= SUBSCRIPTION_QUEUE_MAX && s.lossy {
+                q.updated.pop_front();
+                q.updated.push_back(Arc::clone(&uri));
+            } else if q.updated.len() >= SUBSCRIPTION_QUEUE_MAX {
                 q.updated.clear();
                 q.end = Some(End::Overflowed);
             } else {
@@ -317,6 +306,7 @@ impl Changes {
         principal: String,
         uris: BTreeSet<String>,
         lists: [bool; 3],
+        lossy: bool,
     ) -> Result<Arc<Shared>, Error> {
         let mut subs = lock(&self.hub.subscribers);
         subs.retain(|w| w.strong_count() > 0);
@@ -330,13 +320,16 @@ impl Changes {
             .filter_map(Weak::upgrade)
             .filter(|s| s.principal == principal)
             .count();
-        if mine >= SUBSCRIPTIONS_PER_PRINCIPAL_MAX {
+        // A 2025-era session's counts against the total only: the transport's
+        // table of sessions bounds each principal's.
+        if mine >= SUBSCRIPTIONS_PER_PRINCIPAL_MAX && !lossy {
             return Err(Error::invalid_request(format!(
                 "too many open subscriptions for this client (at most {SUBSCRIPTIONS_PER_PRINCIPAL_MAX}); close one first"
             )));
         }
         let shared = Arc::new(Shared {
-            uris,
+            uris: Mutex::new(uris),
+            lossy,
             lists,
             principal,
             queue: Mutex::new(Queue::default()),
@@ -355,6 +348,9 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 pub struct Subscription {
     id: RequestId,
     shared: Arc<Shared>,
+    /// Whether its messages carry `_meta[META_SUBSCRIPTION_ID]`: a
+    /// `subscriptions/listen` stream's do, a 2025-era session's do not.
+    tagged: bool,
     /// The acknowledgement's `notifications`: what this server honours of the filter.
     honoured: Value,
     server_info: Value,
@@ -364,7 +360,7 @@ pub struct Subscription {
 impl std::fmt::Debug for Subscription {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Subscription")
-            .field("uris", &self.shared.uris.len())
+            .field("uris", &lock(&self.shared.uris).len())
             .finish_non_exhaustive()
     }
 }
@@ -403,23 +399,13 @@ impl Subscription {
         let mut q = lock(&self.shared.queue);
         if let Some(list) = List::ALL.into_iter().find(|l| q.changed[l.index()]) {
             q.changed[list.index()] = false;
-            return Poll::Ready(Some(
-                json!({
-                    "jsonrpc": "2.0",
-                    "method": list.notification(),
-                    "params": {"_meta": {META_SUBSCRIPTION_ID: self.id}},
-                })
-                .to_string(),
-            ));
+            return Poll::Ready(Some(self.notification(list.notification(), Map::new())));
         }
         if let Some(uri) = q.updated.pop_front() {
+            let mut params = Map::new();
+            params.insert("uri".into(), Value::from(&*uri));
             return Poll::Ready(Some(
-                json!({
-                    "jsonrpc": "2.0",
-                    "method": "notifications/resources/updated",
-                    "params": {"uri": &*uri, "_meta": {META_SUBSCRIPTION_ID: self.id}},
-                })
-                .to_string(),
+                self.notification("notifications/resources/updated", params),
             ));
         }
         if q.end.is_some() {
@@ -427,6 +413,40 @@ impl Subscription {
         }
         q.waker = Some(cx.waker().clone());
         Poll::Pending
+    }
+
+    /// The notification `method` with `params`, tagged with the listen id
+    /// when this is a `subscriptions/listen` stream.
+    fn notification(&self, method: &str, mut params: Map<String, Value>) -> String {
+        if self.tagged {
+            params.insert("_meta".into(), json!({META_SUBSCRIPTION_ID: self.id}));
+        }
+        json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string()
+    }
+
+    /// Adds `uri` to what a 2025-era session is told about
+    /// (`resources/subscribe`), at most [`SUBSCRIPTION_URIS_MAX`] URIs.
+    pub(crate) fn watch(&self, uri: &str) -> Result<(), Error> {
+        if uri.is_empty() || uri.len() > TEMPLATE_URI_MAX_BYTES {
+            return Err(Error::invalid_params(format!(
+                "uri is empty or longer than {TEMPLATE_URI_MAX_BYTES} bytes"
+            )));
+        }
+        let mut uris = lock(&self.shared.uris);
+        if uris.len() >= SUBSCRIPTION_URIS_MAX && !uris.contains(uri) {
+            return Err(Error::invalid_params(format!(
+                "this session is subscribed to {SUBSCRIPTION_URIS_MAX} resources already; unsubscribe from one first"
+            )));
+        }
+        uris.insert(uri.to_owned());
+        Ok(())
+    }
+
+    /// Takes `uri` out of what a 2025-era session is told about
+    /// (`resources/unsubscribe`); its updates still waiting are dropped.
+    pub(crate) fn unwatch(&self, uri: &str) {
+        lock(&self.shared.uris).remove(uri);
+        lock(&self.shared.queue).updated.retain(|u| **u != *uri);
     }
 
     /// [`Subscription::poll_next`] as a future.
@@ -578,11 +598,32 @@ pub(super) fn open(
     filter: Filter,
     server_info: Value,
 ) -> Result<Subscription, Error> {
-    let shared = changes.subscribe(principal, filter.uris, filter.lists)?;
+    let shared = changes.subscribe(principal, filter.uris, filter.lists, false)?;
     Ok(Subscription {
         id,
         shared,
+        tagged: true,
         honoured: Value::Object(filter.honoured),
+        server_info,
+        log: super::RequestLog::default(),
+    })
+}
+
+/// The subscription of a 2025-era session, opened at `initialize`: every list
+/// the server has and, as `resources/subscribe` adds them, the URIs; untagged
+/// messages, and a lossy queue. It counts against the caps as a listen stream.
+pub(crate) fn session(
+    changes: &Changes,
+    principal: String,
+    lists: [bool; 3],
+    server_info: Value,
+) -> Result<Subscription, Error> {
+    let shared = changes.subscribe(principal, BTreeSet::new(), lists, true)?;
+    Ok(Subscription {
+        id: RequestId::Number(0.into()),
+        shared,
+        tagged: false,
+        honoured: Value::Null,
         server_info,
         log: super::RequestLog::default(),
     })

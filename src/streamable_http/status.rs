@@ -114,6 +114,18 @@ pub enum Refusal {
     /// 500: the transport's own failure (a panic, a lost task, a reply that
     /// cannot go out as it is).
     Internal,
+    /// 404: the `Mcp-Session-Id` names no session this server keeps for the
+    /// caller (never opened, ended, expired, or another principal's): the
+    /// client opens a new one with `initialize`.
+    SessionNotFound,
+    /// 400: a 2025-era request without `Mcp-Session-Id` on a server that
+    /// serves only that era, or a session request naming a protocol version
+    /// not of that era.
+    SessionRequired,
+    /// 409: the session's standalone stream (`GET`) is open already.
+    StreamOpen,
+    /// 406: a `GET` whose `Accept` does not allow `text/event-stream`.
+    NotAcceptable,
 }
 
 impl Refusal {
@@ -129,6 +141,10 @@ impl Refusal {
             Self::BodyUnreadable => 400,
             Self::Busy => 503,
             Self::Internal => 500,
+            Self::SessionNotFound => 404,
+            Self::SessionRequired => 400,
+            Self::StreamOpen => 409,
+            Self::NotAcceptable => 406,
         }
     }
 
@@ -159,6 +175,13 @@ impl Refusal {
             Self::BodyUnreadable => "Invalid Request: the request body could not be read".into(),
             Self::Busy => "Server busy: try again shortly".into(),
             Self::Internal => "Internal error".into(),
+            Self::SessionNotFound => "Session not found: initialize a new session".into(),
+            Self::SessionRequired => {
+                "Bad Request: a session from initialize (Mcp-Session-Id) and a 2025 protocol version are required"
+                    .into()
+            }
+            Self::StreamOpen => "Conflict: this session's stream is open already".into(),
+            Self::NotAcceptable => "Not Acceptable: Accept must allow text/event-stream".into(),
         }
     }
 

@@ -95,6 +95,16 @@ struct ServeArgs {
     /// templates) holds; a longer list comes in pages with a `nextCursor`.
     #[arg(long, value_name = "N", default_value_t = mrtr::defaults::PAGE_SIZE)]
     page_size: usize,
+    /// Which client eras are served: both (2026-07-28 clients statelessly, and
+    /// 2025-era clients, which open with `initialize`, in sessions), modern-only
+    /// (initialize gets -32022 naming 2026-07-28) or legacy-only.
+    #[arg(long, value_name = "ERAS", default_value = "both")]
+    eras: mrtr::legacy::Eras,
+    /// Close a 2025-era request's SSE stream after this many seconds (SEP-1699
+    /// polling): the request goes on, and the client resumes with Last-Event-ID.
+    /// For proxies that cut long responses. Default: never.
+    #[arg(long, value_name = "SECONDS")]
+    sse_poll: Option<u64>,
     /// Maximum request size (HTTP body or stdio line), in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = defaults::MAX_BODY)]
     max_body: usize,
@@ -271,6 +281,8 @@ impl ServeArgs {
         cfg.audience = self.audience;
         cfg.max_rounds = self.max_rounds;
         cfg.page_size = self.page_size;
+        cfg.eras = self.eras;
+        cfg.sse_poll_secs = self.sse_poll;
         cfg.max_body = self.max_body;
         cfg.allowed_origins = self.allow_origin;
         cfg.allowed_hosts = self.allow_host;

@@ -31,8 +31,8 @@ pub use mrtr_server::keys::{KEYS_ENV, KeySource, keyring_from_env};
 ///
 /// Builds the request service from the settings: the ONE place where the engine
 /// (keys, seal configuration, limits, replay guard) is assembled; `make` puts the
-/// application's tools, prompts and resources on it, and the lists are paged at
-/// `cfg.page_size`.
+/// application's tools, prompts and resources on it, the lists are paged at
+/// `cfg.page_size`, and the eras served are `cfg.eras`.
 ///
 /// ```
 /// use mrtr_cli::serve::{ServeConfig, build_service};
@@ -66,7 +66,9 @@ where
         // A side effect behind `Round::once` must not repeat when a client replays
         // the final round.
         .with_replay_guard(replay_store::guard(&cfg.replay(), Timestamp::now())?);
-    Ok(make(engine).with_page_size(cfg.page_size))
+    Ok(make(engine)
+        .with_page_size(cfg.page_size)
+        .with_eras(cfg.eras))
 }
 
 #[cfg(test)]

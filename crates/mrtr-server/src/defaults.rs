@@ -13,6 +13,9 @@
 //! | | [`ADMISSION_TIMEOUT`], [`BLOCKING_PARSE_THRESHOLD`] | 10 s, 64 KiB |
 //! | stdio, shutdown | [`STDIO_MAX_IN_FLIGHT`], [`SHUTDOWN_GRACE`] | 64, 10 s |
 //! | subscriptions | [`LISTEN_KEEPALIVE`] | 15 s |
+//! | 2025-era sessions | [`SESSIONS_MAX`], [`SESSIONS_PER_PRINCIPAL_MAX`], [`SESSION_IDLE`] | 1 024, 16, 30 min |
+//! | | [`SESSION_REPLAY_EVENTS`] per stream, [`SESSION_STREAMS_KEPT`], [`SESSION_PENDING_MAX`] | 128, 16, 32 |
+//! | | [`SSE_RETRY`] | 1 s |
 //! | notifications (both) | [`MAX_NOTIFICATIONS_PER_REQUEST`] | 64 |
 //!
 //! # Sizing: a 2-core, 1 GiB instance stays up
@@ -171,6 +174,40 @@ pub const ADMISSION_TIMEOUT: Duration = Duration::from_secs(10);
 /// grows with the body (0.5 to 2 ms per 64 KiB on one core, optimized); below this
 /// size the hop to another thread costs about as much as it saves.
 pub const BLOCKING_PARSE_THRESHOLD: usize = 64 * 1024;
+
+/// The most 2025-era sessions (`Mcp-Session-Id`) open at once on one HTTP
+/// endpoint: 1 024. At the cap the session idle longest goes first; when none
+/// is idle (each has a request or a stream open), `initialize` gets 503.
+/// [`HttpOptions::with_sessions`](crate::http::HttpOptions::with_sessions).
+pub const SESSIONS_MAX: usize = 1024;
+
+/// The most 2025-era sessions one principal holds at once: 16 (an anonymous
+/// caller is told apart by its address, as the replay guard does). Its idle
+/// longest goes first, as at [`SESSIONS_MAX`].
+pub const SESSIONS_PER_PRINCIPAL_MAX: usize = 16;
+
+/// How long a 2025-era session may go unused (no request, no stream open)
+/// before it ends: 30 minutes; then its id gets 404, and the client opens a
+/// new one, as the spec has it.
+pub const SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
+
+/// The events of one SSE stream of a session kept for a client that
+/// reconnects with `Last-Event-ID`: the last 128. An event older than these is
+/// not replayed.
+pub const SESSION_REPLAY_EVENTS: usize = 128;
+
+/// The streams of one session whose events are kept for replay: the last 16
+/// (a stream's events go with it).
+pub const SESSION_STREAMS_KEPT: usize = 16;
+
+/// The server-to-client requests of one session waiting for their answers at
+/// once: 32; a flow that would send another ends with a retryable error.
+pub const SESSION_PENDING_MAX: usize = 32;
+
+/// The `retry` of the priming event that opens each SSE stream of a 2025-era
+/// request: 1 second, how long a client whose stream was closed waits before
+/// it reconnects with `Last-Event-ID` (SEP-1699).
+pub const SSE_RETRY: Duration = Duration::from_secs(1);
 
 #[cfg(test)]
 mod tests {

@@ -124,9 +124,11 @@ mod body;
 mod connections;
 mod framing;
 mod guard;
+mod legacy;
 mod listen;
 mod options;
 mod principal;
+mod sessions;
 mod stream;
 #[cfg(test)]
 mod tests;
@@ -134,7 +136,7 @@ mod tests;
 use body::{BodyError, BodyLimits, declared_length, read_body};
 pub use connections::{ServeOptions, serve_with};
 use framing::{Refused, empty, internal_error, refuse, reply_response};
-pub use options::{HttpOptions, normalize_origin};
+pub use options::{HttpOptions, SessionLimits, normalize_origin};
 pub use principal::{Anonymous, FromExtension, FromHeader, PrincipalSource, Rejection};
 /// The id-less JSON-RPC error body, for the stdio transport's refusals.
 pub(crate) use streamable_http::error_body;
@@ -154,6 +156,8 @@ struct AppState {
     /// up, so the other half is always free for the runtime's workers (and few
     /// threads means few per-thread allocator arenas holding memory after a burst).
     parse_slots: Arc<Semaphore>,
+    /// The 2025-era sessions ([`legacy`]).
+    sessions: sessions::Sessions,
 }
 
 impl fmt::Debug for AppState {
@@ -200,7 +204,9 @@ where
                 .saturating_sub(crate::defaults::BODY_ALLOWANCE),
         )
         .min(Semaphore::MAX_PERMITS);
+    let sessions = sessions::Sessions::new(options.sessions);
     let state = Arc::new(AppState {
+        sessions,
         service,
         options,
         principal: Box::new(principal),
@@ -211,7 +217,13 @@ where
         )),
     });
     Router::new()
-        .route(MCP_PATH, post(post_mcp).fallback(method_not_allowed))
+        .route(
+            MCP_PATH,
+            post(post_mcp)
+                .get(get_mcp)
+                .delete(delete_mcp)
+                .fallback(method_not_allowed),
+        )
         .route_layer(middleware::from_fn(per_request))
         .with_state(state)
 }
@@ -314,6 +326,26 @@ async fn post_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
             if let Some(refused) = tool_scope_refusal(&parts, &message) {
                 return refused;
             }
+            let eras = app.service.eras();
+            if eras.serves_legacy() && !message.has_modern_meta() {
+                if let Some(id) = legacy::session_header(&parts) {
+                    let held = (reservation, in_flight);
+                    return legacy::post(&app, &parts, id, message, ctx, held, started).await;
+                }
+                if message.is_legacy_initialize() {
+                    return legacy::initialize(&app, &parts, message, &ctx);
+                }
+                if !eras.serves_modern() {
+                    return refuse(Refused::new(
+                        Refusal::SessionRequired,
+                        "request without a session on a 2025-era-only server",
+                    ));
+                }
+            }
+            if message.is_legacy_initialize() {
+                // Refused with -32022 naming the versions served.
+                return legacy::initialize(&app, &parts, message, &ctx);
+            }
             let message = agree(&parts, &app.service, message);
             let framing = framing(&parts.headers);
             if message.asks_for_notifications() && accepts_event_stream(&parts.headers) {
@@ -341,6 +373,50 @@ async fn post_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
         }
         Err(refused) => refuse(refused),
     }
+}
+
+/// `GET /mcp`: a 2025-era session's stream ([`legacy::get`]); 405 where
+/// there is none to open (a modern-only service, no session named, a service
+/// with nothing to tell on it).
+async fn get_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
+    let (parts, _) = req.into_parts();
+    let Some(id) = legacy::session_header(&parts).filter(|_| app.service.eras().serves_legacy())
+    else {
+        return method_not_allowed().await;
+    };
+    if app.service.changes().is_none() {
+        return method_not_allowed().await;
+    }
+    match guards(&app, &parts) {
+        Ok(ctx) => legacy::get(&app, &parts, &ctx, id).await,
+        Err(refused) => refuse(refused),
+    }
+}
+
+/// `DELETE /mcp`: ends a 2025-era session ([`legacy::delete`]); 405 without one.
+async fn delete_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
+    let (parts, _) = req.into_parts();
+    let Some(id) = legacy::session_header(&parts).filter(|_| app.service.eras().serves_legacy())
+    else {
+        return method_not_allowed().await;
+    };
+    match guards(&app, &parts) {
+        Ok(ctx) => legacy::delete(&app, &parts, &ctx, id),
+        Err(refused) => refuse(refused),
+    }
+}
+
+/// The guards of a request without a body (`GET`, `DELETE`): `Host`, `Origin`,
+/// the principal; its context.
+fn guards(app: &AppState, parts: &Parts) -> Result<RequestContext, Refused> {
+    check_host(app, parts)?;
+    check_origin(app, parts)?;
+    let principal = principal(app, parts)?;
+    let corr = parts
+        .extensions
+        .get::<CorrelationId>()
+        .map_or_else(log::correlation_id, |c| c.0.clone());
+    Ok(context(parts, principal, corr))
 }
 
 /// What a request holds once admitted: its principal, its body, the body's

@@ -19,6 +19,15 @@ pub(crate) struct Queued {
 }
 
 impl Queued {
+    /// A message counted against no request's cap (a server-to-client
+    /// request: each flow sends at most one at a time).
+    pub(crate) fn uncounted(text: String) -> Self {
+        Self {
+            text,
+            queued: Arc::new(AtomicUsize::new(1)),
+        }
+    }
+
     /// The notification (compact JSON, one line).
     pub(crate) fn text(&self) -> &str {
         &self.text

@@ -21,6 +21,14 @@
 //! [`MAX_NOTIFICATIONS_PER_REQUEST`](crate::defaults::MAX_NOTIFICATIONS_PER_REQUEST)
 //! of one request wait to be written, and beyond them one is dropped. Lines of
 //! concurrent requests interleave; none comes after its request's response.
+//!
+//! Both eras: a 2025-era `initialize` (one without the 2026-07-28 `_meta`)
+//! selects the 2025 era for the process ([`Service::initialize`]); from then on
+//! a message without that `_meta` is the session's ([`Service::handle_legacy`]),
+//! whose asks go out as server-to-client request lines, answered by response
+//! lines on stdin (matched by id), and whose list changes and subscribed
+//! resources come as notification lines. A message with the `_meta` is served
+//! statelessly, before `initialize` or after it.
 
 use std::future::Future;
 use std::time::Instant;
@@ -32,10 +40,13 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 use super::http::error_body;
 use super::log;
 use crate::notify::{Outbox, Queued};
+use legacy::Legacy;
 use mrtr::__private::lines::{Line, LineSplitter};
 use mrtr::Timestamp;
 use mrtr::principal::Principal;
 use mrtr::service::{ParsedMessage, RequestContext, RequestLog, Service, Subscription};
+
+mod legacy;
 
 /// The most requests handled at once on one stdio connection.
 const MAX_IN_FLIGHT: usize = crate::defaults::STDIO_MAX_IN_FLIGHT;
@@ -90,6 +101,7 @@ where
     // The notifications of every request in flight, each request's share capped
     // by its own `Outbox`.
     let (notes, mut noted) = tokio::sync::mpsc::unbounded_channel::<Queued>();
+    let legacy = Legacy::default();
     let working = async {
         let mut in_flight = FuturesUnordered::new();
         let mut subscriptions = Subscriptions::default();
@@ -109,6 +121,9 @@ where
                     if let Some(s) = done.subscription.take() {
                         subscriptions.open(s);
                     }
+                    if let Some(session) = done.session.take() {
+                        subscriptions.follow(session);
+                    }
                     // What the request sent before it ended goes out before its reply.
                     while let Ok(n) = noted.try_recv() {
                         write_line(&mut writer, n.text()).await?;
@@ -121,7 +136,7 @@ where
                 }
                 incoming = rx.recv(), if open && in_flight.len() < MAX_IN_FLIGHT => match incoming {
                     Some(Incoming::Line(line)) if subscriptions.cancels(&line) => {}
-                    Some(m) => in_flight.push(handle(service, principal, m, max_body, &notes)),
+                    Some(m) => in_flight.push(handle(service, principal, m, max_body, &notes, &legacy)),
                     None => open = false,
                 },
                 else => return Ok::<(), std::io::Error>(()),
@@ -142,6 +157,8 @@ struct Done {
     correlation_id: String,
     started: Instant,
     subscription: Option<Subscription>,
+    /// The 2025-era session `initialize` opened, whose notifications follow.
+    session: Option<std::sync::Arc<mrtr::legacy::Session>>,
 }
 
 /// The subscriptions open on this channel: their notification lines, merged,
@@ -175,6 +192,16 @@ impl Subscriptions {
                 },
                 _ = &mut rx => None,
             }
+        });
+        self.streams.push(lines.boxed());
+    }
+
+    /// Adds the notifications of the process's 2025-era session (list changes,
+    /// subscribed resources updated), untagged, until the server ends them.
+    fn follow(&mut self, session: std::sync::Arc<mrtr::legacy::Session>) {
+        let lines = futures_util::stream::unfold(session, |s| async move {
+            let line = s.next_notification().await?;
+            Some((line, s))
         });
         self.streams.push(lines.boxed());
     }
@@ -216,6 +243,7 @@ async fn handle(
     incoming: Incoming,
     max_body: usize,
     notes: &tokio::sync::mpsc::UnboundedSender<Queued>,
+    legacy: &Legacy,
 ) -> Done {
     let started = Instant::now();
     let corr = log::correlation_id();
@@ -233,6 +261,7 @@ async fn handle(
                 correlation_id: corr,
                 started,
                 subscription: None,
+                session: None,
             }
         }
         Incoming::Line(buf) => {
@@ -243,48 +272,126 @@ async fn handle(
                 peer: None,
             };
             let message = ParsedMessage::parse(&buf);
-            if service.changes().is_some() && message.is_listen() {
-                return match service.listen(message, &ctx) {
-                    Ok(s) => Done {
-                        body: Some(s.acknowledgement()),
-                        log: s.log().clone(),
-                        correlation_id: corr,
-                        started,
-                        subscription: Some(s),
-                    },
-                    Err(reply) => Done {
-                        body: reply.body,
-                        log: reply.log,
-                        correlation_id: corr,
-                        started,
-                        subscription: None,
-                    },
-                };
-            }
-            let deadline = tokio::time::sleep(service.handler_timeout());
             drop(buf);
-            let reply = if message.asks_for_notifications() {
-                let outbox = Outbox::new(notes.clone());
-                let mut reply = service
-                    .handle_parsed_notifying(message, &ctx, deadline, outbox.clone())
-                    .await;
-                let dropped = outbox.dropped();
-                if dropped > 0 && reply.log.detail.is_none() {
-                    reply.log.detail =
-                        Some(format!("{dropped} notifications dropped (queue full)"));
-                }
-                reply
+            let message = if message.has_modern_meta() {
+                message
             } else {
-                service.handle_parsed_until(message, &ctx, deadline).await
+                match legacy_era(service, message, &ctx, notes, legacy).await {
+                    Ok(done) => {
+                        return Done {
+                            correlation_id: corr,
+                            started,
+                            ..done
+                        };
+                    }
+                    // Not the 2025 era's: the modern path refuses it as it must.
+                    Err(message) => message,
+                }
             };
+            modern(service, message, ctx, notes, started).await
+        }
+    }
+}
+
+/// A message of the 2025 era: the client's answer to one of our requests, a
+/// message of the open session, or the `initialize` that opens it; the
+/// message back for any other (no session is open and it is no `initialize`).
+/// The correlation id and start of the result are the caller's.
+async fn legacy_era(
+    service: &Service,
+    message: ParsedMessage,
+    ctx: &RequestContext,
+    notes: &tokio::sync::mpsc::UnboundedSender<Queued>,
+    legacy: &Legacy,
+) -> Result<Done, ParsedMessage> {
+    let done = |body: Option<String>, log: RequestLog| Done {
+        body,
+        log,
+        correlation_id: String::new(),
+        started: Instant::now(),
+        subscription: None,
+        session: None,
+    };
+    if legacy.answers(&message) {
+        let log = RequestLog {
+            outcome: "answer".into(),
+            ..RequestLog::default()
+        };
+        return Ok(done(None, log));
+    }
+    if let Some(session) = legacy.session() {
+        let outbox = Outbox::new(notes.clone());
+        let asker = legacy.asker(notes);
+        let reply = service
+            .handle_legacy(message, session, ctx, &asker, Some(outbox))
+            .await;
+        return Ok(done(reply.body, reply.log));
+    }
+    if !message.is_legacy_initialize() {
+        return Err(message);
+    }
+    Ok(match service.initialize(message, ctx) {
+        Ok((session, reply)) => {
+            legacy.open(session);
             Done {
+                session: legacy.session().cloned(),
+                ..done(reply.body, reply.log)
+            }
+        }
+        Err(reply) => done(reply.body, reply.log),
+    })
+}
+
+/// A message served statelessly (2026-07-28).
+async fn modern(
+    service: &Service,
+    message: ParsedMessage,
+    ctx: RequestContext,
+    notes: &tokio::sync::mpsc::UnboundedSender<Queued>,
+    started: Instant,
+) -> Done {
+    let corr = ctx.correlation_id.clone();
+    if service.changes().is_some() && message.is_listen() {
+        return match service.listen(message, &ctx) {
+            Ok(s) => Done {
+                body: Some(s.acknowledgement()),
+                log: s.log().clone(),
+                correlation_id: corr,
+                started,
+                subscription: Some(s),
+                session: None,
+            },
+            Err(reply) => Done {
                 body: reply.body,
                 log: reply.log,
                 correlation_id: corr,
                 started,
                 subscription: None,
-            }
+                session: None,
+            },
+        };
+    }
+    let deadline = tokio::time::sleep(service.handler_timeout());
+    let reply = if message.asks_for_notifications() {
+        let outbox = Outbox::new(notes.clone());
+        let mut reply = service
+            .handle_parsed_notifying(message, &ctx, deadline, outbox.clone())
+            .await;
+        let dropped = outbox.dropped();
+        if dropped > 0 && reply.log.detail.is_none() {
+            reply.log.detail = Some(format!("{dropped} notifications dropped (queue full)"));
         }
+        reply
+    } else {
+        service.handle_parsed_until(message, &ctx, deadline).await
+    };
+    Done {
+        body: reply.body,
+        log: reply.log,
+        correlation_id: corr,
+        started,
+        subscription: None,
+        session: None,
     }
 }
 

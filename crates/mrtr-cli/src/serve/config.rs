@@ -203,6 +203,12 @@ pub struct ServeConfig {
     /// The most items one page of `tools/list`, `prompts/list`, `resources/list`
     /// or `resources/templates/list` holds (`Service::with_page_size`).
     pub page_size: usize,
+    /// `--eras`: which client eras are served (`Service::with_eras`).
+    pub eras: mrtr::legacy::Eras,
+    /// `--sse-poll`: close a 2025-era request's SSE stream after this many
+    /// seconds, for the client to resume (`HttpOptions::with_sse_poll`). `None`:
+    /// never.
+    pub sse_poll_secs: Option<u64>,
     /// Maximum size of one request (HTTP body or stdio line), in bytes.
     pub max_body: usize,
     /// Extra allowed `Origin` values, normalized (lower case, no trailing slash).
@@ -259,6 +265,8 @@ impl Default for ServeConfig {
             audience: defaults::AUDIENCE.to_owned(),
             max_rounds: defaults::MAX_ROUNDS,
             page_size: mrtr::defaults::PAGE_SIZE,
+            eras: mrtr::legacy::Eras::default(),
+            sse_poll_secs: None,
             max_body: defaults::MAX_BODY,
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
@@ -450,7 +458,8 @@ impl ServeConfig {
             .with_body_timeout(Duration::from_secs(self.body_timeout_secs))
             .with_body_min_rate(self.body_min_rate)
             .with_max_in_flight(self.max_in_flight)
-            .with_body_budget(self.body_budget);
+            .with_body_budget(self.body_budget)
+            .with_sse_poll(self.sse_poll_secs.map(Duration::from_secs));
         let options = self
             .allowed_origins
             .iter()

@@ -28,6 +28,30 @@ pub struct HttpOptions {
     pub(super) body_budget: usize,
     pub(super) allowed_origins: Vec<String>,
     pub(super) allowed_hosts: Vec<HostPattern>,
+    pub(super) sessions: SessionLimits,
+    pub(super) sse_poll: Option<Duration>,
+}
+
+/// The bounds of the 2025-era sessions an endpoint keeps
+/// ([`HttpOptions::with_sessions`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionLimits {
+    /// The most sessions open at once ([`crate::defaults::SESSIONS_MAX`]).
+    pub max: usize,
+    /// The most one principal holds ([`crate::defaults::SESSIONS_PER_PRINCIPAL_MAX`]).
+    pub per_principal: usize,
+    /// How long one may go unused ([`crate::defaults::SESSION_IDLE`]).
+    pub idle: Duration,
+}
+
+impl Default for SessionLimits {
+    fn default() -> Self {
+        Self {
+            max: crate::defaults::SESSIONS_MAX,
+            per_principal: crate::defaults::SESSIONS_PER_PRINCIPAL_MAX,
+            idle: crate::defaults::SESSION_IDLE,
+        }
+    }
 }
 
 impl Default for HttpOptions {
@@ -40,6 +64,8 @@ impl Default for HttpOptions {
             body_budget: crate::defaults::BODY_BUDGET,
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
+            sessions: SessionLimits::default(),
+            sse_poll: None,
         }
     }
 }
@@ -49,6 +75,29 @@ impl Default for HttpOptions {
 const MAX_BODY_CEILING: usize = u32::MAX as usize;
 
 impl HttpOptions {
+    /// The bounds of the 2025-era sessions (at least one session, one per
+    /// principal). Default: [`SessionLimits::default`].
+    #[must_use]
+    pub fn with_sessions(mut self, limits: SessionLimits) -> Self {
+        self.sessions = SessionLimits {
+            max: limits.max.max(1),
+            per_principal: limits.per_principal.max(1),
+            idle: limits.idle,
+        };
+        self
+    }
+
+    /// Close the SSE stream of a 2025-era request after it has been open this
+    /// long (SEP-1699 polling): the request goes on, and the client reconnects
+    /// with `GET` and `Last-Event-ID` after the priming event's `retry`
+    /// ([`crate::defaults::SSE_RETRY`]), getting what it missed and the rest.
+    /// For proxies and load balancers that cut long responses. Default: never.
+    #[must_use]
+    pub fn with_sse_poll(mut self, after: Option<Duration>) -> Self {
+        self.sse_poll = after;
+        self
+    }
+
     /// The largest request body accepted, in bytes (at most 4 GiB); larger ones
     /// get 413. Nothing is allocated from a declared `Content-Length`: the buffer
     /// grows with the bytes that arrive. Default: [`defaults::MAX_BODY`](mrtr::defaults::MAX_BODY) (256 KiB).

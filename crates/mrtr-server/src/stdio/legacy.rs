@@ -1,0 +1,118 @@
+//! The 2025 era on stdio: `initialize` selects it for the process. The
+//! session's server-to-client requests are lines on stdout among the others,
+//! and the client's answers lines on stdin, matched by id.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::notify::Queued;
+use mrtr::legacy::{BoxFuture, RequestFailed, ServerRequests, Session};
+use mrtr::service::ParsedMessage;
+
+/// The process's 2025-era session, once `initialize` opened it, and the
+/// requests it waits on the client's answers for.
+#[derive(Debug, Default)]
+pub(super) struct Legacy {
+    session: OnceLock<Arc<Session>>,
+    pending: Mutex<HashMap<String, oneshot::Sender<Result<Value, i64>>>>,
+    next: AtomicU64,
+}
+
+impl Legacy {
+    /// The session, when `initialize` opened one.
+    pub(super) fn session(&self) -> Option<&Arc<Session>> {
+        self.session.get()
+    }
+
+    /// Keeps the session `initialize` opened; `false` when one was open already.
+    pub(super) fn open(&self, session: Session) -> bool {
+        self.session.set(Arc::new(session)).is_ok()
+    }
+
+    /// Takes `message` when it is the client's answer to a request of ours:
+    /// delivered to the flow waiting for it (an unmatched one is dropped).
+    pub(super) fn answers(&self, message: &ParsedMessage) -> bool {
+        let Some((id, answer)) = message.response() else {
+            return false;
+        };
+        let id = serde_json::to_string(&id).unwrap_or_default();
+        if let Some(tx) = lock(&self.pending).remove(id.trim_matches('"')) {
+            let _ = tx.send(answer);
+        }
+        true
+    }
+
+    /// This process's way of asking the client: lines through `lines`.
+    pub(super) fn asker<'a>(&'a self, lines: &'a mpsc::UnboundedSender<Queued>) -> Asker<'a> {
+        Asker {
+            legacy: self,
+            lines,
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Sends a flow's asks as request lines and waits for their answers.
+#[derive(Debug)]
+pub(super) struct Asker<'a> {
+    legacy: &'a Legacy,
+    lines: &'a mpsc::UnboundedSender<Queued>,
+}
+
+/// Forgets a request given up on.
+struct Waiting<'a>(&'a Legacy, String);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        lock(&self.0.pending).remove(&self.1);
+    }
+}
+
+impl ServerRequests for Asker<'_> {
+    fn request<'a>(
+        &'a self,
+        method: &'a str,
+        params: &'a Value,
+    ) -> BoxFuture<'a, Result<Value, RequestFailed>> {
+        Box::pin(async move {
+            let (id, rx) = {
+                let mut pending = lock(&self.legacy.pending);
+                if pending.len() >= crate::defaults::SESSION_PENDING_MAX {
+                    return Err(RequestFailed::Refused(mrtr::Error::internal(
+                        "2025-era stdio session has too many requests waiting for answers",
+                    )));
+                }
+                let id = self.legacy.next.fetch_add(1, Ordering::Relaxed);
+                let (tx, rx) = oneshot::channel();
+                pending.insert(id.to_string(), tx);
+                (id, rx)
+            };
+            let _waiting = Waiting(self.legacy, id.to_string());
+            let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+            if self
+                .lines
+                .send(Queued::uncounted(line.to_string()))
+                .is_err()
+            {
+                return Err(RequestFailed::Closed);
+            }
+            match rx.await {
+                Ok(Ok(result)) => Ok(result),
+                Ok(Err(code)) => Err(RequestFailed::Answered { code }),
+                Err(_) => Err(RequestFailed::Closed),
+            }
+        })
+    }
+
+    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
+        Box::pin(tokio::time::sleep(duration))
+    }
+}
