@@ -745,4 +745,106 @@ mod tests {
         let reply: serde_json::Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(reply["result"]["content"][0]["text"], "ran", "{reply}");
     }
+
+    #[tokio::test]
+    async fn initialize_selects_the_2025_era_whose_asks_are_request_lines() {
+        use serde_json::json;
+        use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
+        let changes = mrtr::service::Changes::new();
+        let service = Service::new(
+            mrtr::engine::Engine::new(mrtr::seal::Keyring::ephemeral(), "t"),
+            "t",
+            "0",
+        )
+        .tool(
+            "greet",
+            "Asks a name.",
+            json!({"type": "object"}),
+            |round| match round
+                .elicit("name", mrtr::Form::new("Your name?").string("name", "Name"))?
+            {
+                mrtr::Elicited::Accepted(f) => Ok(mrtr::ToolResult::text(format!(
+                    "Hello, {}!",
+                    f.str("name").unwrap_or("you")
+                ))),
+                _ => Ok(mrtr::ToolResult::text("Hello!")),
+            },
+        )
+        .with_changes(changes.clone());
+        let (mut to_server, server_in) = tokio::io::duplex(64 * 1024);
+        let (server_out, from_server) = tokio::io::duplex(64 * 1024);
+        let anyone = Principal::anonymous();
+        let serving = serve(
+            &service,
+            &anyone,
+            64 * 1024,
+            BufReader::new(server_in),
+            server_out,
+            std::future::pending(),
+        );
+        let client = async {
+            let mut lines = BufReader::new(from_server).lines();
+            let mut next = async || -> serde_json::Value {
+                let l = lines.next_line().await.unwrap().expect("a line");
+                serde_json::from_str(&l).unwrap()
+            };
+            let mut send = async |v: serde_json::Value| {
+                let mut line = v.to_string();
+                line.push('\n');
+                to_server.write_all(line.as_bytes()).await.unwrap();
+            };
+            // Before initialize, a message without the modern _meta is refused.
+            send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).await;
+            assert!(next().await["error"].is_object());
+            send(
+                json!({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {"elicitation": {}},
+                "clientInfo": {"name": "c", "version": "1"}}}),
+            )
+            .await;
+            let init = next().await;
+            assert_eq!(init["result"]["protocolVersion"], "2025-06-18", "{init}");
+            send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+            send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                        "params": {"name": "greet"}}))
+            .await;
+            let ask = next().await;
+            assert_eq!(ask["method"], "elicitation/create", "{ask}");
+            // A modern request is served meanwhile, statelessly.
+            send(
+                json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {"_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {}}}}),
+            )
+            .await;
+            let list = next().await;
+            assert_eq!(list["id"], 4);
+            assert_eq!(list["result"]["resultType"], "complete");
+            send(json!({"jsonrpc": "2.0", "id": ask["id"],
+                        "result": {"action": "accept", "content": {"name": "Ada"}}}))
+            .await;
+            let done = next().await;
+            assert_eq!(done["id"], 3);
+            assert_eq!(done["result"]["content"][0]["text"], "Hello, Ada!");
+            assert!(done["result"].get("resultType").is_none());
+            // The session's list changes arrive as lines of their own.
+            changes.list_changed(mrtr::service::List::Tools);
+            assert_eq!(next().await["method"], "notifications/tools/list_changed");
+            // A second initialize is refused; ping answers.
+            send(
+                json!({"jsonrpc": "2.0", "id": 5, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {}}}),
+            )
+            .await;
+            assert_eq!(next().await["error"]["code"], -32600);
+            send(json!({"jsonrpc": "2.0", "id": 6, "method": "ping"})).await;
+            assert_eq!(
+                next().await,
+                json!({"jsonrpc": "2.0", "id": 6, "result": {}})
+            );
+            drop(to_server);
+        };
+        let (served, ()) = tokio::join!(serving, client);
+        served.unwrap();
+    }
 }

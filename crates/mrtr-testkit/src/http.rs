@@ -221,6 +221,15 @@ impl EventStream {
     /// POSTs `body` to /mcp with its agreeing MCP headers, the JSON and SSE
     /// `Accept`, and `extra`; reads nothing yet.
     pub fn open(addr: SocketAddr, body: &Value, extra: &[(&str, &str)]) -> Self {
+        let owned = headers_for(body);
+        let mut headers = borrow(&owned);
+        headers.extend_from_slice(extra);
+        Self::post(addr, body, &headers)
+    }
+
+    /// POSTs `body` to /mcp with the JSON and SSE `Accept` and `headers` only
+    /// (a 2025-era request, which has no MCP headers to agree); reads nothing yet.
+    pub fn post(addr: SocketAddr, body: &Value, headers: &[(&str, &str)]) -> Self {
         let mut tcp = TcpStream::connect(addr).expect("connect");
         tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         let text = body.to_string();
@@ -229,15 +238,32 @@ impl EventStream {
              Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
             text.len()
         );
-        for (k, v) in headers_for(body) {
-            head.push_str(&format!("{k}: {v}\r\n"));
-        }
-        for (k, v) in extra {
+        for (k, v) in headers {
             head.push_str(&format!("{k}: {v}\r\n"));
         }
         head.push_str("\r\n");
         tcp.write_all(head.as_bytes()).unwrap();
         tcp.write_all(text.as_bytes()).unwrap();
+        Self {
+            tcp,
+            parser: mrtr::streamable_http::SseParser::default(),
+            head: String::new(),
+            events: Vec::new(),
+            tail: Vec::new(),
+        }
+    }
+
+    /// Sends a request with no body (`GET`, to open or resume a stream) with
+    /// `headers`; reads nothing yet.
+    pub fn send(addr: SocketAddr, method: &str, headers: &[(&str, &str)]) -> Self {
+        let mut tcp = TcpStream::connect(addr).expect("connect");
+        tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut head = format!("{method} /mcp HTTP/1.1\r\nHost: {addr}\r\n");
+        for (k, v) in headers {
+            head.push_str(&format!("{k}: {v}\r\n"));
+        }
+        head.push_str("\r\n");
+        tcp.write_all(head.as_bytes()).unwrap();
         Self {
             tcp,
             parser: mrtr::streamable_http::SseParser::default(),
@@ -275,8 +301,11 @@ impl EventStream {
                 self.head.truncate(end + 4);
                 rest
             };
+            // An event without data (a stream's priming event) carries no message.
             for data in self.parser.push(&body) {
-                self.events.push(serde_json::from_str(&data).unwrap());
+                if !data.is_empty() {
+                    self.events.push(serde_json::from_str(&data).unwrap());
+                }
             }
             self.tail.extend_from_slice(&body);
             let keep = self.tail.len().saturating_sub(16);

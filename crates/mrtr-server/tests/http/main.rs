@@ -1,5 +1,6 @@
 //! http: integration tests, one module per former test target.
 
+mod legacy;
 mod loopback;
 mod notifications;
 #[cfg(feature = "oauth")]
