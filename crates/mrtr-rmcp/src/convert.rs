@@ -59,12 +59,18 @@ impl AskCache {
         self.0.get_or_try(ask, input_request)
     }
 
-    /// `ask` as the server-to-client request of a 2025-11-25 flow: only the three
-    /// kinds an `InputRequiredResult` may carry.
+    /// The rmcp server request for an ask in its wire shape (`{method, params}`,
+    /// as the core's bridge hands it over): one of the three kinds an
+    /// `InputRequiredResult` may carry.
     // rmcp deprecates sampling and roots (SEP-2577); mrtr still carries them.
     #[allow(deprecated)]
-    pub(super) fn server_request(&self, ask: &InputRequest) -> Option<ServerRequest> {
-        match self.request(ask)? {
+    pub(super) fn server_request_of(&self, ask: &Value) -> Option<ServerRequest> {
+        Self::as_server_request(input_request(ask)?)
+    }
+
+    #[allow(deprecated)]
+    fn as_server_request(request: RmcpInputRequest) -> Option<ServerRequest> {
+        match request {
             RmcpInputRequest::Elicitation(r) => Some(ServerRequest::ElicitRequest(r)),
             RmcpInputRequest::CreateMessage(r) => Some(ServerRequest::CreateMessageRequest(r)),
             RmcpInputRequest::ListRoots(r) => Some(ServerRequest::ListRootsRequest(r)),
@@ -249,12 +255,12 @@ mod tests {
         let elicit = ask(json!({"method": "elicitation/create", "params": {
             "message": "m", "requestedSchema": {"type": "object", "properties": {}}}}));
         assert!(matches!(
-            cache.server_request(&elicit),
+            cache.server_request_of(&elicit.to_value()),
             Some(ServerRequest::ElicitRequest(_))
         ));
         let roots = ask(json!({"method": "roots/list"}));
         assert!(matches!(
-            cache.server_request(&roots),
+            cache.server_request_of(&roots.to_value()),
             Some(ServerRequest::ListRootsRequest(_))
         ));
         let sampling = ask(
@@ -262,7 +268,7 @@ mod tests {
             "messages": [{"role": "user", "content": {"type": "text", "text": "t"}}]}}),
         );
         assert!(matches!(
-            cache.server_request(&sampling),
+            cache.server_request_of(&sampling.to_value()),
             Some(ServerRequest::CreateMessageRequest(_))
         ));
     }
