@@ -24,8 +24,11 @@
 #   scripts/legacy-clients.sh ts http URL
 #   scripts/legacy-clients.sh ts stdio CMD [ARG...]
 #       completes every fixture flow (elicitation, sampling, roots, multi-round,
-#       deploy, test_sampling, test_elicitation, the SEP-1034 and SEP-1330 forms)
-#       with fixed answers and checks each final text exactly
+#       deploy, test_sampling, test_elicitation, the SEP-1034 and SEP-1330 forms,
+#       logging, subscribe) with fixed answers and checks each final text
+#       exactly; LEGACY_TS_FLOWS=NAME,... runs only those. The rmcp example
+#       declares neither `logging` nor `resources.subscribe`, so against it the
+#       last two fail (say so, rather than pass unchecked)
 #   scripts/legacy-clients.sh rmcp URL
 #       the same flows with rmcp's Streamable HTTP client (Streamable HTTP only)
 #
@@ -38,6 +41,7 @@
 #
 # Environment:
 #   MRTR_LEGACY_CLIENTS_CACHE  install dir (default $REPO/.cache/legacy-clients)
+#   LEGACY_TS_FLOWS            `ts`: the flows to run, comma-separated (default all)
 set -euo pipefail
 
 INSPECTOR_VERSION=2.12.0

@@ -10,6 +10,12 @@
 //   node tests/legacy/ts_client.mjs http URL
 //   node tests/legacy/ts_client.mjs stdio CMD [ARG...]
 //
+// LEGACY_TS_FLOWS (a comma-separated list of flow names) runs only those;
+// default: every flow. `logging` (logging/setLevel, then test_tool_with_logging's
+// three notifications/message) and `subscribe` (resources/subscribe and
+// unsubscribe of test://watched-resource) need the server's `logging` and
+// `resources.subscribe` capabilities.
+//
 // Prints one line per flow, `ok   NAME: TEXT` or `FAIL NAME: WHY`, then
 // `legacy-ts: N passed, M failed`; exits 1 on any failure.
 import { createRequire } from 'node:module';
@@ -85,6 +91,18 @@ client.setRequestHandler('roots/list', async (request) => {
   asked.push(request);
   return { roots: [ROOT] };
 });
+// The log messages the server sent.
+const logged = [];
+client.setNotificationHandler('notifications/message', (n) => {
+  logged.push(n.params);
+});
+
+/** Throws unless the server declared `capability` (a dotted path) at initialize. */
+function requireCapability(capability) {
+  let c = client.getServerCapabilities() ?? {};
+  for (const k of capability.split('.')) c = c?.[k];
+  if (!c) throw new Error(`the server declares no ${capability} capability`);
+}
 
 const textOf = (result) => (result?.content ?? []).filter((c) => c.type === 'text').map((c) => c.text).join('');
 
@@ -188,7 +206,37 @@ const FLOWS = [
     expectEqual('content', jsonAfter(r.text, 'Elicitation completed: action=accept, content='), ENUMS_ANSWER);
     return r.text;
   }],
+  ['logging', async () => {
+    requireCapability('logging');
+    await client.setLoggingLevel('debug');
+    logged.length = 0;
+    const r = await call('test_tool_with_logging');
+    // Sent while the call ran, so in before its result (a little grace for a
+    // standalone stream).
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expectEqual('log messages', logged.map((p) => [p.level, p.data]), [
+      ['info', 'Tool execution started'],
+      ['info', 'Tool processing data'],
+      ['info', 'Tool execution completed'],
+    ]);
+    if (r.text === '') throw new Error('no text');
+    return `${logged.length} info messages, then ${JSON.stringify(r.text)}`;
+  }],
+  ['subscribe', async () => {
+    requireCapability('resources.subscribe');
+    const uri = 'test://watched-resource';
+    expectEqual('subscribe', await client.subscribeResource({ uri }), {});
+    expectEqual('unsubscribe', await client.unsubscribeResource({ uri }), {});
+    return `subscribed to and unsubscribed from ${uri}`;
+  }],
 ];
+
+const only = process.env.LEGACY_TS_FLOWS ? process.env.LEGACY_TS_FLOWS.split(',') : null;
+const unknown = (only ?? []).filter((n) => !FLOWS.some(([name]) => name === n));
+if (unknown.length > 0) {
+  console.error(`ts_client: unknown flow(s) ${unknown.join(', ')}; known: ${FLOWS.map(([n]) => n).join(', ')}`);
+  process.exit(2);
+}
 
 let passed = 0;
 let failed = 0;
@@ -199,7 +247,7 @@ try {
   if (era !== 'legacy') throw new Error(`negotiated era ${era} (${version}), not legacy`);
   console.log(`# @modelcontextprotocol/client in the ${era} era, protocol ${version}`);
   const tools = new Set((await client.listTools()).tools.map((t) => t.name));
-  for (const [name, run] of FLOWS) {
+  for (const [name, run] of FLOWS.filter(([n]) => !only || only.includes(n))) {
     try {
       const text = await run();
       passed += 1;
