@@ -3,8 +3,9 @@
 //!
 //! Two groups: the fixtures the official conformance suite calls (names
 //! `test_input_required_result_*`, `test_prompt_with_arguments` with its
-//! completion sources, and one fixture per content kind (module `content`);
-//! behaviour exactly as its scenarios need), and
+//! completion sources, one fixture per content kind (module `content`), and
+//! those of its 2025-11-25 scenarios that ask through server requests (module
+//! `legacy`); behaviour exactly as its scenarios need), and
 //! demo tools that show what mrtr is for, each saying in its description what it
 //! demonstrates.
 //!
@@ -28,6 +29,7 @@ use mrtr::{PromptResult, ResourceResult, ToolResult};
 
 mod content;
 mod headers;
+mod legacy;
 mod lists;
 mod streaming;
 
@@ -46,7 +48,10 @@ pub fn service(engine: Engine, deployments: Arc<AtomicU64>) -> Service {
     );
     // The hub the demos and the list-change fixtures announce changes on.
     let changes = Changes::new();
-    let s = lists::fixtures(content::fixtures(conformance(s)), &changes);
+    let s = lists::fixtures(
+        legacy::fixtures(content::fixtures(conformance(s))),
+        &changes,
+    );
     let s = headers::tools(streaming::fixtures(s));
     demos(s, deployments, &changes).with_changes(changes)
 }

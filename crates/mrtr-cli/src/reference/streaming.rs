@@ -1,5 +1,6 @@
 //! The conformance fixtures that send notifications while their request runs:
-//! progress (`tools-call-with-progress`) and log messages (`server-stateless`),
+//! progress (`tools-call-with-progress`) and log messages (`server-stateless`,
+//! and the 2025-11-25 `tools-call-with-logging`),
 //! and the tool whose response stream must hold nothing but notifications and
 //! its result (`server-stateless`, `sep-2575-http-server-no-independent-requests-on-stream`).
 //!
@@ -20,6 +21,10 @@ use super::no_args;
 /// A pause between two notifications, so a client sees them arrive one by one.
 const STEP: Duration = Duration::from_millis(20);
 
+/// The pause between the log messages of `tools-call-with-logging`, which asks
+/// for about 50 ms.
+const LOG_STEP: Duration = Duration::from_millis(50);
+
 /// Registers the fixtures on `s`.
 pub(super) fn fixtures(s: Service) -> Service {
     s.tool(
@@ -38,7 +43,14 @@ pub(super) fn fixtures(s: Service) -> Service {
         "test_logging_tool",
         "Conformance: sends three info log messages (only when the request asked for a log level), then completes.",
         no_args(),
-        |round: Round| three_log_messages(round, "test_logging_tool"),
+        |round: Round| three_log_messages(round, "test_logging_tool", STEP),
+    )
+    .tool(
+        "test_tool_with_logging",
+        "Conformance (2025-11-25): sends three info log messages about 50 ms apart (when the client \
+         asked for a log level), then completes.",
+        no_args(),
+        |round: Round| three_log_messages(round, "test_tool_with_logging", LOG_STEP),
     )
     .tool(
         "test_streaming_elicitation",
@@ -65,9 +77,13 @@ pub(super) fn fixtures(s: Service) -> Service {
 }
 
 /// The log fixture: "Tool execution started", "Tool processing data" and "Tool
-/// execution completed" at info, one [`STEP`] apart, from the logger `name` (the
-/// messages of the suite's earlier `tools-call-with-logging`).
-async fn three_log_messages(round: Round, name: &'static str) -> Result<ToolResult, Flow> {
+/// execution completed" at info, `step` apart, from the logger `name` (the
+/// messages of the suite's `tools-call-with-logging`).
+async fn three_log_messages(
+    round: Round,
+    name: &'static str,
+    step: Duration,
+) -> Result<ToolResult, Flow> {
     for (i, message) in [
         "Tool execution started",
         "Tool processing data",
@@ -77,7 +93,7 @@ async fn three_log_messages(round: Round, name: &'static str) -> Result<ToolResu
     .enumerate()
     {
         if i > 0 {
-            tokio::time::sleep(STEP).await;
+            tokio::time::sleep(step).await;
         }
         round.log_from(LogLevel::Info, Some(name), json!(message));
     }

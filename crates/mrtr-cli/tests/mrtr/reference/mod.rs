@@ -2,6 +2,7 @@
 
 mod demos;
 mod flow_guarantees;
+mod legacy_fixtures;
 mod principal_issuer;
 mod replay_guard;
 mod service_flows;
