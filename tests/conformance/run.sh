@@ -13,8 +13,11 @@
 #              Default: against `mrtr serve`, every scenario the 2026-07-28
 #              revision requires (`--requirements 2026-07-28`: the core, pending
 #              and tasks-extension scenarios, the 14 MRTR ones among them), each
-#              SUCCESS except those in EXPECTED_FAILURES below; against the rmcp
-#              example, the 14 MRTR scenarios.
+#              SUCCESS except those in EXPECTED_FAILURES below, then every
+#              scenario of the 2025-11-25 set (`--requirements 2025-11-25`: the
+#              clients that open with `initialize`, served in sessions on the
+#              same endpoint), each SUCCESS; against the rmcp example, the 14
+#              MRTR scenarios.
 #   --server   which server the scenarios run against: `mrtr serve` (mrtr), the
 #              rmcp example (rmcp), or one after the other (both, the default).
 #              Same as MRTR_CONFORMANCE_SERVER.
@@ -39,7 +42,10 @@
 # ignores warnings), and on a scenario in EXPECTED_FAILURES that passed (the list
 # must shrink as the features land). Results go to $OUT/mrtr/ and $OUT/rmcp/.
 # The last lines are `conformance: 2026-07-28 requirements: N of M scenarios
-# SUCCESS` and `conformance: N passed, M failed` (scenario runs, over both servers).
+# SUCCESS`, the same for 2025-11-25, and `conformance: N passed, M failed`
+# (scenario runs, over both servers). `mrtr serve` runs with `--sse-poll 1`, so
+# the 2025-11-25 SSE polling scenario (SEP-1699) finds its stream closed and
+# resumes it.
 # Exit codes: 0 all passed, 1 a scenario failed or the run broke, 2 usage.
 set -euo pipefail
 
@@ -227,7 +233,7 @@ start_server() {
         return 1
       }
       # shellcheck disable=SC2086 # MRTR_SERVE_ARGS is word-split on purpose
-      RUST_LOG=${RUST_LOG:-info} NO_COLOR=1 "$bin" serve --listen 127.0.0.1:0 --anonymous ${MRTR_SERVE_ARGS:-} \
+      RUST_LOG=${RUST_LOG:-info} NO_COLOR=1 "$bin" serve --listen 127.0.0.1:0 --anonymous --sse-poll 1 ${MRTR_SERVE_ARGS:-} \
         </dev/null >"$OUT/$name/server.stdout" 2>"$SERVER_LOG" &
       ;;
     rmcp)
@@ -298,14 +304,17 @@ check_results() {
   ' "$@"
 }
 
-# run_requirements DIR: every scenario `--requirements 2026-07-28` selects, against
-# $URL, in one harness run writing DIR/server-SCENARIO-TIMESTAMP/checks.json; each
-# scenario is judged on its own (a FAILURE or WARNING fails it), against
-# EXPECTED_FAILURES. Counts each scenario as a run; prints the pass count.
+# run_requirements DIR SET EXPECTED...: every scenario `--requirements SET`
+# selects, against $URL, in one harness run writing
+# DIR/server-SCENARIO-TIMESTAMP/checks.json; each scenario is judged on its own (a
+# FAILURE or WARNING fails it), against EXPECTED (the scenarios allowed to fail).
+# Counts each scenario as a run; adds the pass count to REQUIREMENTS_SUMMARY.
 run_requirements() {
-  local dir=$1 rc=0
-  echo "=== mrtr: --requirements 2026-07-28"
-  timeout "$REQUIREMENTS_TIMEOUT" "$NODE" "$CLI" server --url "$URL" --requirements 2026-07-28 \
+  local dir=$1 set=$2 rc=0
+  shift 2
+  local expected=("$@")
+  echo "=== mrtr: --requirements $set"
+  timeout "$REQUIREMENTS_TIMEOUT" "$NODE" "$CLI" server --url "$URL" --requirements "$set" \
     -o "$dir" >"$dir.log" 2>&1 || rc=$?
   local verdicts
   verdicts=$("$NODE" -e '
@@ -336,7 +345,7 @@ run_requirements() {
       if (v === "FAIL") for (const b of bad) console.log(`    ${b}`);
       if (v === "UNEXPECTED-PASS") console.log("    passes now: take it out of EXPECTED_FAILURES");
     }
-  ' "$dir" "${EXPECTED_FAILURES[@]}")
+  ' "$dir" "${expected[@]}")
   local scenarios=0 successes=0 v name
   while IFS= read -r line; do
     case "$line" in
@@ -350,24 +359,24 @@ run_requirements() {
     case "$v" in
       PASS) successes=$((successes + 1)); passed=$((passed + 1)); echo "    PASS" ;;
       XFAIL) passed=$((passed + 1)); echo "    expected failure (EXPECTED_FAILURES)" ;;
-      UNEXPECTED-PASS) successes=$((successes + 1)); failed=$((failed + 1)); failed_names+=("mrtr: $name (listed as expected to fail)"); echo "    FAIL" ;;
-      *) failed=$((failed + 1)); failed_names+=("mrtr: $name"); echo "    FAIL" ;;
+      UNEXPECTED-PASS) successes=$((successes + 1)); failed=$((failed + 1)); failed_names+=("mrtr ($set): $name (listed as expected to fail)"); echo "    FAIL" ;;
+      *) failed=$((failed + 1)); failed_names+=("mrtr ($set): $name"); echo "    FAIL" ;;
     esac
   done <<<"$verdicts"
   if [ $scenarios -eq 0 ]; then
     echo "    no scenario results (harness exit $rc); harness output:"
     sed 's/^/      /' "$dir.log" | tail -n 20
     failed=$((failed + 1))
-    failed_names+=("mrtr: --requirements 2026-07-28 (no results)")
+    failed_names+=("mrtr: --requirements $set (no results)")
   elif [ $rc -ne 0 ] && [ $rc -ne 1 ]; then
     # The harness exits 1 when a scenario fails (the expected ones included);
     # anything else (a timeout, a crash) is the run breaking.
     echo "    harness exited $rc; harness output:"
     sed 's/^/      /' "$dir.log" | tail -n 20
     failed=$((failed + 1))
-    failed_names+=("mrtr: --requirements 2026-07-28 (harness exit $rc)")
+    failed_names+=("mrtr: --requirements $set (harness exit $rc)")
   fi
-  REQUIREMENTS_SUMMARY="2026-07-28 requirements: $successes of $scenarios scenarios SUCCESS (${#EXPECTED_FAILURES[@]} expected to fail)"
+  REQUIREMENTS_SUMMARY+="${REQUIREMENTS_SUMMARY:+; }$set requirements: $successes of $scenarios scenarios SUCCESS (${#expected[@]} expected to fail)"
 }
 
 passed=0
@@ -414,7 +423,8 @@ for server in "${servers[@]}"; do
     continue
   fi
   if [ "$server" = mrtr ] && [ $revision -eq 1 ]; then
-    run_requirements "$OUT/$server/requirements"
+    run_requirements "$OUT/$server/requirements" 2026-07-28 "${EXPECTED_FAILURES[@]}"
+    run_requirements "$OUT/$server/requirements-2025-11-25" 2025-11-25
   else
     for s in "${selected[@]}"; do
       run_one "$server: $s" "$OUT/$server/$s" "$NODE" "$CLI" server --url "$URL" --scenario "$s" -o "$OUT/$server/$s"

@@ -1,7 +1,7 @@
 //! The fixtures of the conformance suite's 2025-11-25 server scenarios that the
 //! 2026-07-28 revision drops (`tools-call-sampling`, `tools-call-elicitation`,
 //! `elicitation-sep1034-defaults`, `elicitation-sep1330-enums`,
-//! `resources-subscribe` and `resources-unsubscribe`; `tools-call-with-logging`'s
+//! `resources-subscribe`, `resources-unsubscribe` and `server-sse-polling`; `tools-call-with-logging`'s
 //! tool is in `streaming`). A 2025-11-25 client meets their questions as
 //! `elicitation/create` and `sampling/createMessage` requests inside the call; a
 //! 2026-07-28 client meets the same questions in an `InputRequiredResult` and
@@ -24,6 +24,12 @@ const WATCHED_URI: &str = "test://watched-resource";
 
 /// The text of [`WATCHED_URI`].
 const WATCHED_TEXT: &str = "The content of the watched resource.";
+
+/// How long `test_reconnection` takes: longer than the one second the
+/// conformance run gives a stream (`--sse-poll 1`), shorter than that second
+/// plus the priming event's `retry` (a second), so the answer is in the log
+/// when the client comes back for it.
+const RECONNECTION_DELAY: std::time::Duration = std::time::Duration::from_millis(1500);
 
 /// Registers the fixtures on `s`.
 // structure: data table (one registration per conformance fixture)
@@ -92,6 +98,17 @@ pub(super) fn fixtures(s: Service) -> Service {
                 "Elicitation completed: {}",
                 action_and_content(&answer)
             )))
+        },
+    )
+    .tool(
+        "test_reconnection",
+        "Conformance (SEP-1699): takes a while (RECONNECTION_DELAY) before it answers, longer than \
+         `mrtr serve --sse-poll 1` keeps a 2025-era request's stream open: the client resumes the \
+         stream with Last-Event-ID and gets the answer there.",
+        no_args(),
+        |_: Round| async {
+            tokio::time::sleep(RECONNECTION_DELAY).await;
+            Ok(ToolResult::text("Reconnection test completed"))
         },
     )
     .resource(
