@@ -32,6 +32,16 @@
 #   scripts/legacy-clients.sh rmcp URL
 #       the same flows with rmcp's Streamable HTTP client (Streamable HTTP only)
 #
+#   scripts/legacy-clients.sh ci
+#       CI: starts target/debug/mrtr serve on loopback HTTP and runs, at the
+#       same time against that one endpoint, the Inspector, the TypeScript
+#       client in the legacy era (every flow), the same client as a 2026-07-28
+#       client (LEGACY_TS_ERA=auto: the flows of both eras but `deploy`, whose
+#       count the legacy run checks) and rmcp's client; then the modern
+#       `deploy` alone; then the Inspector and both TypeScript eras over stdio
+#       (`mrtr serve --stdio`). The last line is
+#       `legacy-clients: N runs passed, M failed`.
+#
 # Each prints one line per check (`ok   NAME: ...` or `FAIL NAME: ...`), then
 # `legacy-inspector:`, `legacy-ts:` or `legacy-rmcp: N passed, M failed`;
 # the exit status is non-zero on any failure. None starts a server: e.g.
@@ -159,11 +169,77 @@ ts() {
   LEGACY_CLIENTS_DIR=$DIR "$NODE" "$REPO/tests/legacy/ts_client.mjs" "$@"
 }
 
+# ci: see the usage above.
+ci() {
+  install
+  local bin=${MRTR_BIN:-$REPO/target/debug/mrtr}
+  [ -x "$bin" ] || die "no $bin: cargo build -p mrtr-cli --bin mrtr"
+  [ -x "$RMCP_CLIENT" ] || die "no $RMCP_CLIENT: cargo build -p mrtr-rmcp --example rmcp_legacy_client --features http"
+  local work url="" pid runs=0 bad=0
+  work=$(mktemp -d)
+  RUST_LOG=warn,mrtr_cli=info NO_COLOR=1 "$bin" serve --listen 127.0.0.1:0 --anonymous \
+    </dev/null >/dev/null 2>"$work/server.log" &
+  pid=$!
+  # shellcheck disable=SC2064 # expand now: the pid and dir are fixed
+  trap "kill $pid 2>/dev/null; rm -rf '$work'" EXIT
+  for _ in $(seq 200); do
+    url=$(grep -o -m1 'listening on http://[^ "]*/mcp' "$work/server.log" | sed 's/^listening on //' || true)
+    [ -n "$url" ] && break
+    sleep 0.1
+  done
+  [ -n "$url" ] || die "mrtr serve did not start: $(tail -n 5 "$work/server.log")"
+  # report NAME FILE STATUS: one client run's verdict and its check lines.
+  report() {
+    runs=$((runs + 1))
+    if [ "$3" = 0 ]; then
+      echo "== $1: passed"
+    else
+      bad=$((bad + 1))
+      echo "== $1: FAILED"
+    fi
+    grep -E '^(ok|FAIL|#)' "$2" || tail -n 5 "$2"
+  }
+  # run NAME CMD...: one client run now.
+  run() {
+    local name=$1 rc=0
+    shift
+    "$@" >"$work/out" 2>&1 || rc=$?
+    report "$name" "$work/out" "$rc"
+  }
+  # The four at once, against the one endpoint.
+  local modern_flows=elicitation,sampling,roots,multi-round,test_sampling,test_elicitation,sep1034-defaults,sep1330-enums
+  local names=("inspector http (legacy)" "typescript http (legacy, all flows)"
+    "typescript http (2026-07-28, beside them)" "rmcp http (legacy)")
+  local pids=()
+  "$0" inspector "$url" >"$work/0" 2>&1 &
+  pids+=($!)
+  "$0" ts http "$url" >"$work/1" 2>&1 &
+  pids+=($!)
+  LEGACY_TS_ERA=auto LEGACY_TS_FLOWS=$modern_flows "$0" ts http "$url" >"$work/2" 2>&1 &
+  pids+=($!)
+  "$0" rmcp "$url" >"$work/3" 2>&1 &
+  pids+=($!)
+  local i rc
+  for i in 0 1 2 3; do
+    rc=0
+    wait "${pids[$i]}" || rc=$?
+    report "${names[$i]}" "$work/$i" "$rc"
+  done
+  run "typescript http (2026-07-28, deploy)" env LEGACY_TS_ERA=auto LEGACY_TS_FLOWS=deploy "$0" ts http "$url"
+  local stdio=("$bin" serve --stdio --anonymous)
+  run "inspector stdio (legacy)" "$0" inspector "${stdio[@]}"
+  run "typescript stdio (legacy, all flows)" "$0" ts stdio "${stdio[@]}"
+  run "typescript stdio (2026-07-28)" env LEGACY_TS_ERA=auto "$0" ts stdio "${stdio[@]}"
+  echo "legacy-clients: $((runs - bad)) runs passed, $bad failed"
+  [ "$bad" = 0 ]
+}
+
 passed=0
 failed=0
 TARGET=()
 CHECK=
 case "${1:-}" in
+  ci) ci ;;
   install) install ;;
   inspector) shift; inspector "$@" ;;
   ts) shift; ts "$@" ;;

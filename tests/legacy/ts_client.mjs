@@ -10,6 +10,12 @@
 //   node tests/legacy/ts_client.mjs http URL
 //   node tests/legacy/ts_client.mjs stdio CMD [ARG...]
 //
+// LEGACY_TS_ERA=auto makes it a 2026-07-28 client instead (versionNegotiation
+// mode 'auto': it probes with server/discover and, finding a modern server,
+// answers the same questions from InputRequiredResults, retrying with its
+// answers); it then expects the modern era, and runs the flows of both eras
+// (not `logging` and `subscribe`, whose methods 2026-07-28 removed).
+//
 // LEGACY_TS_FLOWS (a comma-separated list of flow names) runs only those;
 // default: every flow. `logging` (logging/setLevel, then test_tool_with_logging's
 // three notifications/message) and `subscribe` (resources/subscribe and
@@ -44,6 +50,16 @@ if (mode === 'http' && rest.length === 1) {
   process.exit(2);
 }
 
+// Which era to speak: 'legacy' (the default) or 'auto' (expecting modern).
+const ERA = process.env.LEGACY_TS_ERA ?? 'legacy';
+if (ERA !== 'legacy' && ERA !== 'auto') {
+  console.error(`ts_client: LEGACY_TS_ERA must be legacy or auto, not ${ERA}`);
+  process.exit(2);
+}
+const WANTED_ERA = ERA === 'auto' ? 'modern' : 'legacy';
+// The flows 2026-07-28 removed the methods of.
+const LEGACY_ONLY = ['logging', 'subscribe'];
+
 // The fixed answers.
 const NAME = 'Alice';
 const COLOR = 'blue';
@@ -66,7 +82,7 @@ const client = new Client(
   { name: 'mrtr-legacy-ts-client', version: '1.0.0' },
   {
     capabilities: { elicitation: { form: {} }, sampling: {}, roots: { listChanged: true } },
-    versionNegotiation: { mode: 'legacy' },
+    versionNegotiation: { mode: ERA === 'auto' ? 'auto' : 'legacy' },
   },
 );
 
@@ -231,7 +247,11 @@ const FLOWS = [
   }],
 ];
 
-const only = process.env.LEGACY_TS_FLOWS ? process.env.LEGACY_TS_FLOWS.split(',') : null;
+const only = process.env.LEGACY_TS_FLOWS
+  ? process.env.LEGACY_TS_FLOWS.split(',')
+  : ERA === 'auto'
+    ? FLOWS.map(([n]) => n).filter((n) => !LEGACY_ONLY.includes(n))
+    : null;
 const unknown = (only ?? []).filter((n) => !FLOWS.some(([name]) => name === n));
 if (unknown.length > 0) {
   console.error(`ts_client: unknown flow(s) ${unknown.join(', ')}; known: ${FLOWS.map(([n]) => n).join(', ')}`);
@@ -244,7 +264,7 @@ try {
   await client.connect(transport);
   const era = client.getProtocolEra();
   const version = client.getNegotiatedProtocolVersion();
-  if (era !== 'legacy') throw new Error(`negotiated era ${era} (${version}), not legacy`);
+  if (era !== WANTED_ERA) throw new Error(`negotiated era ${era} (${version}), not ${WANTED_ERA}`);
   console.log(`# @modelcontextprotocol/client in the ${era} era, protocol ${version}`);
   const tools = new Set((await client.listTools()).tools.map((t) => t.name));
   for (const [name, run] of FLOWS.filter(([n]) => !only || only.includes(n))) {
