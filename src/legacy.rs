@@ -105,9 +105,10 @@ impl std::str::FromStr for Eras {
 }
 
 /// The era of one message, for the metrics and the log: a label with two values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Era {
     /// 2026-07-28: stateless, `_meta` on every request.
+    #[default]
     Modern,
     /// The 2025 era: `initialize`, a session.
     Legacy,

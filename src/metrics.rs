@@ -10,7 +10,7 @@
 //!
 //! | metric | kind | labels | recorded by |
 //! |---|---|---|---|
-//! | [`REQUESTS_TOTAL`] `mrtr_requests_total` | counter | `method`, `outcome`, `code` (errors only), `name` (registered tools and prompts only) | [`Service`], once per message |
+//! | [`REQUESTS_TOTAL`] `mrtr_requests_total` | counter | `method`, `outcome`, `era` (`modern`, `legacy`), `code` (errors only), `name` (registered tools and prompts only) | [`Service`], once per message |
 //! | [`STATE_REJECTIONS_TOTAL`] `mrtr_state_rejections_total` | counter | `reason` ([`RejectReason::as_str`]) | [`Service`], once per refused `requestState` |
 //! | [`ROUNDS`] `mrtr_rounds` | histogram | none | [`Service`], the round of each carrier request that reached its handler (1 without `requestState`) |
 //! | [`FLOW_SECONDS`] `mrtr_flow_seconds` | histogram | none | the engine, when a flow that issued at least one `InputRequiredResult` completes |
@@ -304,11 +304,17 @@ fn code_label(c: i64) -> &'static str {
 /// Counts one request in [`REQUESTS_TOTAL`]. `method` comes from
 /// [`method_label`]; `name` must be a name the service registered (the caller
 /// checks), or `None`.
-pub(crate) fn request(method: &'static str, name: Option<&str>, outcome: RequestOutcome) {
-    // Room for all four: a push past `vec!`'s two would grow it.
-    let mut labels = Vec::with_capacity(4);
+pub(crate) fn request(
+    method: &'static str,
+    name: Option<&str>,
+    outcome: RequestOutcome,
+    era: crate::legacy::Era,
+) {
+    // Room for all five: a push past `vec!`'s two would grow it.
+    let mut labels = Vec::with_capacity(5);
     labels.push(Label::new("method", method));
     labels.push(Label::new("outcome", outcome.as_str()));
+    labels.push(Label::new("era", era.as_str()));
     if let RequestOutcome::Error(c) = outcome {
         labels.push(Label::new("code", code_label(c)));
     }
@@ -455,24 +461,27 @@ mod tests {
         }
         let expected: BTreeMap<String, u64> = [
             (
-                "mrtr_requests_total{code=-32601,method=other,outcome=error}",
+                "mrtr_requests_total{code=-32601,era=modern,method=other,outcome=error}",
                 2,
             ),
             (
-                "mrtr_requests_total{code=-32602,method=tools/call,outcome=error}",
+                "mrtr_requests_total{code=-32602,era=modern,method=tools/call,outcome=error}",
                 1,
             ),
             (
-                "mrtr_requests_total{code=-32602,method=prompts/get,outcome=error}",
+                "mrtr_requests_total{code=-32602,era=modern,method=prompts/get,outcome=error}",
                 1,
             ),
             (
-                "mrtr_requests_total{code=-32602,method=resources/read,outcome=error}",
+                "mrtr_requests_total{code=-32602,era=modern,method=resources/read,outcome=error}",
                 1,
             ),
-            ("mrtr_requests_total{method=other,outcome=notification}", 1),
             (
-                "mrtr_requests_total{code=-32700,method=other,outcome=error}",
+                "mrtr_requests_total{era=modern,method=other,outcome=notification}",
+                1,
+            ),
+            (
+                "mrtr_requests_total{code=-32700,era=modern,method=other,outcome=error}",
                 1,
             ),
         ]
@@ -502,18 +511,18 @@ mod tests {
         });
         let expected: BTreeMap<String, u64> = [
             (
-                "mrtr_requests_total{method=tools/call,name=echo,outcome=complete}",
+                "mrtr_requests_total{era=modern,method=tools/call,name=echo,outcome=complete}",
                 1,
             ),
             (
-                "mrtr_requests_total{method=tools/call,name=confirm,outcome=input_required}",
+                "mrtr_requests_total{era=modern,method=tools/call,name=confirm,outcome=input_required}",
                 1,
             ),
             (
-                "mrtr_requests_total{method=prompts/get,name=greeting,outcome=complete}",
+                "mrtr_requests_total{era=modern,method=prompts/get,name=greeting,outcome=complete}",
                 1,
             ),
-            ("mrtr_requests_total{method=tools/list,outcome=complete}", 1),
+            ("mrtr_requests_total{era=modern,method=tools/list,outcome=complete}", 1),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
@@ -571,11 +580,12 @@ mod tests {
             ])
         );
         assert_eq!(
-            counters["mrtr_requests_total{method=tools/call,name=confirm,outcome=complete}"],
+            counters["mrtr_requests_total{era=modern,method=tools/call,name=confirm,outcome=complete}"],
             1
         );
         assert_eq!(
-            counters["mrtr_requests_total{method=tools/call,name=confirm,outcome=tool_error}"], 1,
+            counters["mrtr_requests_total{era=modern,method=tools/call,name=confirm,outcome=tool_error}"],
+            1,
             "an expired state on tools/call is a tool error"
         );
         assert_eq!(
@@ -600,6 +610,60 @@ mod tests {
         assert_eq!(counters["mrtr_once_total{result=unavailable}"], 1);
         assert_eq!(counters["mrtr_once_total{result=sealed}"], 1);
         assert_eq!(histograms["mrtr_replay_store_seconds{}"], [0.003]);
+    }
+
+    #[test]
+    fn a_2025_era_request_is_counted_once_with_its_era() {
+        use crate::legacy::{BoxFuture, RequestFailed, ServerRequests};
+        use crate::service::ParsedMessage;
+        struct Accepts;
+        impl ServerRequests for Accepts {
+            fn request<'a>(
+                &'a self,
+                _: &'a str,
+                _: &'a serde_json::Value,
+            ) -> BoxFuture<'a, Result<serde_json::Value, RequestFailed>> {
+                Box::pin(async { Ok(json!({"action": "accept", "content": {"confirm": true}})) })
+            }
+            fn sleep(&self, _: Duration) -> BoxFuture<'static, ()> {
+                Box::pin(std::future::pending())
+            }
+        }
+        let s = service();
+        let (counters, _) = capture(|| {
+            let init = br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}}}}"#;
+            let (session, _) = s
+                .initialize(ParsedMessage::parse(init), &ctx(1_800_000_000))
+                .unwrap();
+            let call =
+                br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"confirm"}}"#;
+            let c = ctx(1_800_000_000);
+            let reply = std::pin::pin!(s.handle_legacy(
+                ParsedMessage::parse(call),
+                &session,
+                &c,
+                &Accepts,
+                None,
+            ));
+            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+            let std::task::Poll::Ready(reply) = std::future::Future::poll(reply, &mut cx) else {
+                panic!("pending");
+            };
+            assert_eq!(reply.log.outcome, "complete");
+        });
+        // One count for the call, whatever its rounds: the bridge's are not requests.
+        assert_eq!(
+            counters.get(
+                "mrtr_requests_total{era=legacy,method=tools/call,name=confirm,outcome=complete}"
+            ),
+            Some(&1),
+            "{counters:?}"
+        );
+        assert_eq!(
+            counters.get("mrtr_requests_total{era=legacy,method=other,outcome=complete}"),
+            Some(&1),
+            "initialize: {counters:?}"
+        );
     }
 
     #[test]

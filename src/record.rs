@@ -32,6 +32,8 @@ pub struct RequestLog {
     pub reject_reason: Option<&'static str>,
     /// A private diagnostic detail (never a token, key, plaintext state or argument value).
     pub detail: Option<String>,
+    /// The client's era: 2026-07-28, or the 2025 era of a session.
+    pub era: crate::legacy::Era,
 }
 
 /// What a request's diagnostic and metrics name it by: its method, its target
@@ -45,6 +47,8 @@ pub struct Named<'a> {
     pub target: Option<&'a str>,
     /// The round of the flow.
     pub round: Option<u32>,
+    /// The client's era.
+    pub era: crate::legacy::Era,
 }
 
 /// The longest JSON-RPC string id written to the log, in characters (like the
@@ -108,6 +112,7 @@ pub(crate) fn conclude<T>(
         method: log.method.as_deref(),
         target: log.target.as_deref(),
         round: log.round,
+        era: log.era,
     };
     report(outcome, id, correlation_id, named, name);
     let Some(outcome) = outcome else {
@@ -132,7 +137,7 @@ fn count<T>(named: Named<'_>, outcome: Option<&Outcome<T>>, name: Option<&str>) 
         Some(Outcome::ToolError { .. }) => RequestOutcome::ToolError,
         Some(Outcome::Protocol(e)) => RequestOutcome::Error(e.code()),
     };
-    metrics::request(method, name, result);
+    metrics::request(method, name, result, named.era);
     if let Some(reason) = outcome
         .and_then(Outcome::error)
         .and_then(|e| e.diagnostic().reject_reason)

@@ -11,7 +11,7 @@ use super::{
     envelope, note_target, subscription,
 };
 use crate::error::Error;
-use crate::legacy::{Bounds, Eras, ServerRequests, Session, VERSIONS};
+use crate::legacy::{Bounds, Era, Eras, ServerRequests, Session, VERSIONS};
 use crate::wire::meta::LogLevel;
 use crate::wire::{CarrierMethod, type_name};
 
@@ -65,7 +65,10 @@ impl Service {
     where
         C: FnOnce(&str, Option<&Value>) -> Result<(), Error>,
     {
-        let mut log = RequestLog::default();
+        let mut log = RequestLog {
+            era: Era::Legacy,
+            ..RequestLog::default()
+        };
         let (id, params) = match envelope::read(&mut message, &mut log) {
             envelope::Read::Request(r) if r.method == "initialize" => match r.refused {
                 Some(e) => {
@@ -153,7 +156,10 @@ impl Service {
     where
         C: FnOnce(&str, Option<&Value>) -> Result<(), Error>,
     {
-        let mut log = RequestLog::default();
+        let mut log = RequestLog {
+            era: Era::Legacy,
+            ..RequestLog::default()
+        };
         let request = match envelope::read(&mut message, &mut log) {
             envelope::Read::Request(r) => r,
             envelope::Read::Notification => return self.reply(None, None, ctx, log),

@@ -617,11 +617,7 @@ fn duplicate_keys(line: usize, column: usize) -> Response<Full<Bytes>> {
     let status = StatusCode::from_u16(mrtr::streamable_http::error_status(&e))
         .unwrap_or(StatusCode::BAD_REQUEST);
     let body = e.to_jsonrpc(None);
-    let named = mrtr::__private::Named {
-        method: None,
-        target: None,
-        round: None,
-    };
+    let named = mrtr::__private::Named::default();
     mrtr::__private::record::report(
         Some(&Outcome::<Value>::Protocol(e)),
         None,

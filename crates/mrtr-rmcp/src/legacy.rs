@@ -136,6 +136,7 @@ fn log_only<T: CarrierResult>(params: &Value, caller: &Caller, outcome: &Outcome
         method: Some(T::METHOD.as_str()),
         target,
         round: None,
+        era: caller.era,
     };
     super::conclude(outcome, named, None, &caller.id);
 }

@@ -241,6 +241,8 @@ struct SessionBound;
 struct Caller {
     principal: Result<Principal, Error>,
     id: ::rmcp::model::RequestId,
+    /// The client's era, for the metrics and the log.
+    era: mrtr::legacy::Era,
 }
 
 /// Whether a round's metrics name its target (the `name` label of
@@ -363,6 +365,7 @@ impl Mrtr {
         Caller {
             principal: self.inner.principals.resolve(context),
             id: context.id.clone(),
+            era: mrtr::legacy::Era::Modern,
         }
     }
 
@@ -481,6 +484,10 @@ impl Mrtr {
             // Boxed: its asks through rmcp's peer make this future kilobytes
             // larger, which a 2026-07-28 request would otherwise carry (and move) too.
             Params::Legacy(params, legacy) => {
+                let caller = Caller {
+                    era: mrtr::legacy::Era::Legacy,
+                    ..caller
+                };
                 Box::pin(legacy::flow(self, params, legacy, caller, label, handler)).await
             }
         }
@@ -536,6 +543,7 @@ impl Mrtr {
             method: Some(T::METHOD.as_str()),
             target,
             round: ran.round,
+            era: caller.era,
         };
         conclude(&ran.outcome, named, label.name(target), &caller.id);
         ran.outcome

@@ -51,6 +51,7 @@ pub(crate) fn request(
         target: REQUEST_TARGET,
         correlation_id,
         transport,
+        era = log.era.as_str(),
         jsonrpc_id = log.jsonrpc_id.as_deref(),
         method = log.method.as_deref(),
         target = log.target.as_deref(),

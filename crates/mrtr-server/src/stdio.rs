@@ -315,6 +315,7 @@ async fn legacy_era(
     if legacy.answers(&message) {
         let log = RequestLog {
             outcome: "answer".into(),
+            era: mrtr::legacy::Era::Legacy,
             ..RequestLog::default()
         };
         return Ok(done(None, log));

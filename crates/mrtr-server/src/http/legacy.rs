@@ -126,6 +126,7 @@ pub(super) async fn post<H: Send + 'static>(
                 "answer:unmatched"
             }
             .into(),
+            era: mrtr::legacy::Era::Legacy,
             ..RequestLog::default()
         });
         return resp;
@@ -229,6 +230,7 @@ pub(super) fn delete(app: &AppState, parts: &Parts, ctx: &RequestContext, id: &s
     let mut resp = super::framing::empty(StatusCode::OK);
     resp.extensions_mut().insert(RequestLog {
         outcome: "session_closed".into(),
+        era: mrtr::legacy::Era::Legacy,
         ..RequestLog::default()
     });
     resp
@@ -270,6 +272,7 @@ fn standalone(session: &Arc<HttpSession>, after: Option<u64>) -> Response {
     let mut resp = event_stream(StatusCode::OK, Body::from_stream(events));
     resp.extensions_mut().insert(RequestLog {
         outcome: "stream".into(),
+        era: mrtr::legacy::Era::Legacy,
         ..RequestLog::default()
     });
     resp
