@@ -308,7 +308,7 @@ pub(crate) fn request(
     method: &'static str,
     name: Option<&str>,
     outcome: RequestOutcome,
-    era: crate::legacy::Era,
+    era: crate::wire::Era,
 ) {
     // Room for all five: a push past `vec!`'s two would grow it.
     let mut labels = Vec::with_capacity(5);

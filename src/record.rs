@@ -33,7 +33,7 @@ pub struct RequestLog {
     /// A private diagnostic detail (never a token, key, plaintext state or argument value).
     pub detail: Option<String>,
     /// The client's era: 2026-07-28, or the 2025 era of a session.
-    pub era: crate::legacy::Era,
+    pub era: crate::wire::Era,
 }
 
 /// What a request's diagnostic and metrics name it by: its method, its target
@@ -48,7 +48,7 @@ pub struct Named<'a> {
     /// The round of the flow.
     pub round: Option<u32>,
     /// The client's era.
-    pub era: crate::legacy::Era,
+    pub era: crate::wire::Era,
 }
 
 /// The longest JSON-RPC string id written to the log, in characters (like the

@@ -6,12 +6,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::{Map, Value, json};
 
+use super::era::{Bounds, Eras, ServerRequests, Session, VERSIONS};
 use super::{
     NotificationSink, Outcome, ParsedMessage, Reply, RequestContext, RequestLog, Service, discover,
     envelope, note_target, subscription,
 };
 use crate::error::Error;
-use crate::legacy::{Bounds, Era, Eras, ServerRequests, Session, VERSIONS};
+use crate::wire::Era;
 use crate::wire::meta::LogLevel;
 use crate::wire::{CarrierMethod, type_name};
 
@@ -48,7 +49,7 @@ impl Service {
     /// new session and the reply to send, or the reply that refuses it.
     ///
     /// The version is the one asked for when it is one of
-    /// [`VERSIONS`](crate::legacy::VERSIONS), else the newest of them; the
+    /// [`VERSIONS`], else the newest of them; the
     /// capabilities declared are what `server/discover` declares, with
     /// `logging`. Under [`Eras::ModernOnly`] it is refused with -32022, whose
     /// data names the versions served, as the revision asks of a modern-only
@@ -265,7 +266,7 @@ impl Service {
         sink: Option<Arc<dyn NotificationSink>>,
     ) -> Outcome {
         let round_reached = Mutex::new(None);
-        let outcome = crate::legacy::run(
+        let outcome = super::era::run(
             carrier,
             params,
             session,

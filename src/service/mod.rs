@@ -41,6 +41,7 @@ use crate::wire::{CarrierMethod, CarrierRequest, Implementation, JsonObject};
 mod completion;
 mod discover;
 mod envelope;
+pub(crate) mod era;
 mod legacy;
 mod page;
 mod subscription;
@@ -171,9 +172,9 @@ pub struct Service {
     /// name; empty (and never looked into) when no tool has any.
     param_headers: std::collections::HashMap<String, ParamHeaders>,
     /// Which eras the transports serve.
-    eras: crate::legacy::Eras,
+    eras: era::Eras,
     /// The time bounds of a 2025-era flow.
-    legacy_bounds: crate::legacy::Bounds,
+    legacy_bounds: era::Bounds,
 }
 
 impl Service {
@@ -199,8 +200,8 @@ impl Service {
             changes: None,
             resource_caching: std::collections::HashMap::new(),
             param_headers: std::collections::HashMap::new(),
-            eras: crate::legacy::Eras::default(),
-            legacy_bounds: crate::legacy::Bounds::default(),
+            eras: era::Eras::default(),
+            legacy_bounds: era::Bounds::default(),
         }
     }
 

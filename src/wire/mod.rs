@@ -58,6 +58,28 @@ pub const PROTOCOL_VERSION: &str = "2026-07-28";
 /// The protocol versions this crate accepts in `_meta` (MRTR exists only from 2026-07-28).
 pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] = &[PROTOCOL_VERSION];
 
+/// The era of a client (the protocol eras of 2026-07-28): 2026-07-28, or the
+/// 2025 era that opens with `initialize` ([`crate::legacy`]). A label with two
+/// values for the metrics and the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Era {
+    /// 2026-07-28: stateless, `_meta` on every request.
+    #[default]
+    Modern,
+    /// The 2025 era: `initialize`, a session.
+    Legacy,
+}
+
+impl Era {
+    /// `modern` or `legacy`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Modern => "modern",
+            Self::Legacy => "legacy",
+        }
+    }
+}
+
 /// A wire value that does not fit the schema. The message names the field, never its value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]

@@ -43,8 +43,19 @@
 //! (the head waits for the first of them, so a request whose handler sends none
 //! is answered as any other). A
 //! request takes its in-flight slot only once its body is in, so bodies that
-//! arrive slowly, or never, hold no slot that another request needs. `GET`/`DELETE` (and any other method) on
-//! `/mcp` answer 405 with `Allow: POST`. The router has no fallback of its own, so
+//! arrive slowly, or never, hold no slot that another request needs.
+//!
+//! Both client eras ([`Service::eras`]): after the parse, a message without the
+//! 2026-07-28 `_meta` that names a session (`Mcp-Session-Id`), or is a 2025-era
+//! `initialize`, goes to the 2025 era's path (`legacy`: sessions bound to their
+//! principal in a bounded table ([`SessionLimits`]), the handler's asks as
+//! server-to-client requests on the request's SSE stream, which opens with a
+//! priming event and can be resumed with `Last-Event-ID` on `GET`, the
+//! standalone stream on `GET`, `DELETE` to end one), every other to the
+//! stateless path above. `GET` and `DELETE` without a session, under
+//! [`Eras::ModernOnly`](mrtr::legacy::Eras::ModernOnly), or (`GET`) on a service
+//! with nothing to tell, and any other method, answer 405 with `Allow: POST`.
+//! The router has no fallback of its own, so
 //! it merges into an application that has one; `mrtr serve` answers 404 on other
 //! paths.
 //!
@@ -54,7 +65,8 @@
 //! too; this module is their axum adapter. Its parts: `options` ([`HttpOptions`]),
 //! `guard` (`Host` and `Origin`), `body` (the body budget and deadline),
 //! `framing` (replies and refusals as responses), `connections` ([`serve_with`]'s
-//! accept loop) and `principal` ([`PrincipalSource`]).
+//! accept loop), `principal` ([`PrincipalSource`]), `legacy` and `sessions` (the
+//! 2025 era).
 //!
 //! # DNS rebinding: `Origin` and `Host`
 //! A web page whose name an attacker points at 127.0.0.1 is, to the browser, the
@@ -182,7 +194,7 @@ struct LoggedByBody;
 
 /// The MCP endpoint as a router to merge (or nest) into an axum application:
 /// `POST /mcp` runs `service` for the principal `principal` gives, other methods
-/// on `/mcp` get 405.
+/// on `/mcp` get 405, but `GET` and `DELETE` on a 2025-era session.
 ///
 /// Each request on `/mcp` is logged in one line and runs on a task of its own, so a
 /// panic ends only that request (a 500 with a -32603 body). Layers you add around

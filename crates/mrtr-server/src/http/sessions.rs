@@ -133,6 +133,10 @@ fn fresh_id() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// A client's answer to a server-to-client request: its `result`, or the code
+/// of its `error`.
+pub(super) type Answer = Result<Value, i64>;
+
 /// One 2025-era session.
 #[derive(Debug)]
 pub(super) struct HttpSession {
@@ -148,7 +152,7 @@ pub(super) struct HttpSession {
     next_request: AtomicU64,
     next_stream: AtomicU64,
     /// The server-to-client requests waiting for the client's answers, by id.
-    pending: Mutex<HashMap<String, oneshot::Sender<Result<Value, i64>>>>,
+    pending: Mutex<HashMap<String, oneshot::Sender<Answer>>>,
     /// The streams whose events are kept for replay, oldest first.
     streams: Mutex<VecDeque<Arc<EventLog>>>,
     /// The standalone stream's events (stream 0).
@@ -226,7 +230,7 @@ impl HttpSession {
     /// client's answer; `None` at [`SESSION_PENDING_MAX`].
     pub(super) fn expect_answer(
         self: &Arc<Self>,
-    ) -> Option<(u64, oneshot::Receiver<Result<Value, i64>>, Waiting)> {
+    ) -> Option<(u64, oneshot::Receiver<Answer>, Waiting)> {
         let mut pending = lock(&self.pending);
         if pending.len() >= SESSION_PENDING_MAX {
             return None;
@@ -239,7 +243,7 @@ impl HttpSession {
 
     /// Delivers the client's answer to request `id` (its JSON form); whether a
     /// request was waiting for it.
-    pub(super) fn answer(&self, id: &str, answer: Result<Value, i64>) -> bool {
+    pub(super) fn answer(&self, id: &str, answer: Answer) -> bool {
         match lock(&self.pending).remove(id) {
             Some(tx) => tx.send(answer).is_ok(),
             None => false,
