@@ -180,17 +180,9 @@ impl<C> ParsedMessage<C> {
             .and_then(Value::as_str)
     }
 
-    /// Whether this message is a JSON-RPC response (a `result` or an `error`
-    /// and no `method`): a 2025-era client's answer to a server-to-client
-    /// request. Its `id` and what it says: [`ParsedMessage::response`].
-    pub fn is_response(&self) -> bool {
-        self.message.as_ref().is_ok_and(|m| {
-            m.get("method").is_none() && (m.get("result").is_some() || m.get("error").is_some())
-        })
-    }
-
-    /// The id and the outcome of a JSON-RPC response
-    /// ([`ParsedMessage::is_response`]): its `result`, or the `code` of its
+    /// The id and the outcome of this message when it is a JSON-RPC response (a
+    /// `result` or an `error`, no `method`: a 2025-era client's answer to a
+    /// server-to-client request): its `result`, or the `code` of its
     /// `error` (-32603 when the error has no numeric code). `None` when the
     /// message is no response or its id is neither a string nor a number.
     pub fn response(&self) -> Option<(crate::wire::jsonrpc::RequestId, Result<Value, i64>)> {

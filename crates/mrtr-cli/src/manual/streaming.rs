@@ -17,6 +17,32 @@
 //! The server sends no request of its own on any of these streams: only
 //! notifications about the request (or subscription), then the response.
 //!
+//! # 2025-era clients: sessions and their streams
+//!
+//! A client that opens with `initialize` (VS Code, Claude Desktop, MCP Inspector;
+//! `--eras both`, the default) gets a session: an `Mcp-Session-Id` header it
+//! sends on every later request, bound to the principal that opened it. Then:
+//!
+//! | the request | the response |
+//! |---|---|
+//! | `tools/call`, `prompts/get` or `resources/read` from a client that accepts `text/event-stream` | an SSE stream that opens with a priming event (an id, `retry: 1000`, no data), carries the handler's questions as requests to the client (`elicitation/create`, `sampling/createMessage`, `roots/list`), its progress and log messages, then the response. The client POSTs its answers (202) on the session; the flow runs meanwhile |
+//! | `GET` with the session's id | its standalone stream: list changes and the resources it subscribed to, a `: keepalive` every 15 s |
+//! | `GET` with `Last-Event-ID` | the events of that stream after that one (the last 128 of each of the session's last 16 streams are kept), then the rest as they come |
+//! | `DELETE` with the session's id | the session ends (its flows stop); the id gets 404 from then on |
+//!
+//! A request's stream can be cut without losing the request: the flow goes on,
+//! and the client resumes with `GET` and `Last-Event-ID` (SEP-1699). `mrtr
+//! serve --sse-poll SECONDS` cuts each such stream itself after that long, for a
+//! proxy or load balancer that ends long responses: the client comes back after
+//! the priming event's `retry` and reads on. Sessions are bounded: 1 024 in all,
+//! 16 per principal (the one idle longest goes first; when none is idle,
+//! `initialize` gets 503), 30 minutes idle at most; a flow waits at most 2
+//! minutes for an answer and 5 minutes in all. `mrtr_sessions_total` counts them
+//! by event, and each request line names its `era`.
+//!
+//! `--eras modern-only` turns all of this off: `initialize` is answered with
+//! -32022 naming 2026-07-28, and `GET`/`DELETE` with 405.
+//!
 //! # What an intermediary must not do
 //!
 //! - **Buffer.** An event is useful when it is written: a progress bar that
@@ -52,4 +78,7 @@
 //! On stdio the same messages are lines on stdout, interleaved with the other
 //! replies: a request's notifications come before its response line, and a
 //! subscription's lines carry its id; `notifications/cancelled` naming the
-//! listen request ends that subscription.
+//! listen request ends that subscription. A 2025-era `initialize` on stdio
+//! makes the process a session: the handler's questions are request lines on
+//! stdout, answered by response lines on stdin; a message with the 2026-07-28
+//! `_meta` is still served statelessly.
