@@ -119,6 +119,16 @@ assert r["schema"] == "mrtr-audit/1", r["schema"]
 print(" ".join(sorted(c["id"] for c in r["checks"] if c["status"] == "fail")))
 PY
 )
+  # The versions the audit found served, of both eras; mrtr serve serves both.
+  versions=$(python3 - "$OUT/$s.json" <<'PY'
+import json, sys
+print(" and ".join(json.load(open(sys.argv[1]))["server"].get("versions", [])))
+PY
+)
+  if [ "$s" = mrtr ] && [ "$versions" != "2026-07-28 and 2025-11-25" ]; then
+    echo "audit: mrtr serve was found to serve [$versions], not 2026-07-28 and 2025-11-25" >&2
+    failed=$((failed + 1))
+  fi
   skips=$(python3 - "$OUT/$s.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -128,7 +138,7 @@ PY
   got[$s]=$fails
   want=${EXPECTED[$s]}
   if [ "$fails" = "$want" ] && { [ "$s" != mrtr ] || [ "$rc" = 0 ]; }; then
-    echo "ok: $s fails exactly: ${fails:-nothing}${skips:+; skipped: $skips}"
+    echo "ok: $s (protocol ${versions:-unknown}) fails exactly: ${fails:-nothing}${skips:+; skipped: $skips}"
     passed=$((passed + 1))
   else
     echo "audit: $s failed [${fails}], expected [${want}] (exit $rc); the report:" >&2

@@ -57,6 +57,8 @@ pub(super) struct Baseline {
     pub(super) prompts: Vec<Listed>,
     /// `serverInfo`, if the server said.
     pub(super) server: Option<Value>,
+    /// The protocol versions the server answered with, of each era it serves.
+    pub(super) eras: Vec<String>,
 }
 
 impl Baseline {
@@ -207,6 +209,9 @@ async fn listed(ctx: &mut Context<'_>, method: &str, key: &str) -> Result<Vec<Va
 struct Offered {
     /// `serverInfo`, from `server/discover`.
     server: Option<Value>,
+    /// The protocol versions it serves: `server/discover`'s, and (over HTTP) the
+    /// one a 2025-era `initialize` got.
+    eras: Vec<String>,
     /// The tools of `tools/list`.
     tools: Vec<Listed>,
     /// The prompts of `prompts/list`.
@@ -266,23 +271,75 @@ pub(super) async fn establish(ctx: &mut Context<'_>) -> Result<Baseline, String>
     ))
 }
 
+/// At most this many protocol versions of a server are reported, each cut to
+/// 16 characters: what a server says is never let grow the report.
+const VERSIONS_SHOWN: usize = 4;
+
+/// The strings of `supportedVersions`, newest first, bounded.
+fn versions(v: Option<&Value>) -> Vec<String> {
+    let mut all: Vec<&str> = v
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    newest_first(&mut all);
+    all.into_iter().map(|s| super::text::cut(s, 16)).collect()
+}
+
+/// `versions` sorted newest first (dates sort as strings), without repeats, at
+/// most [`VERSIONS_SHOWN`].
+fn newest_first<S: Ord>(versions: &mut Vec<S>) {
+    versions.sort_by(|a, b| b.cmp(a));
+    versions.dedup();
+    versions.truncate(VERSIONS_SHOWN);
+}
+
+/// Whether the server serves 2025-era clients too (over HTTP only: a stdio
+/// server's era is its process's): the version a 2025-11-25 `initialize` (no
+/// 2026-07-28 `_meta`) gets, if it gets one. The session it may open is left
+/// to expire.
+async fn legacy_version(ctx: &mut Context<'_>) -> Option<String> {
+    let id = ctx.target.id();
+    let init = json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "mrtr-audit", "version": env!("CARGO_PKG_VERSION")}}});
+    let answered = ctx.target.send(Who::Main, &init).await;
+    // A 2025-era result has no resultType by design: not one the
+    // `result-type` check reads.
+    ctx.target.results.retain(|(m, _)| m != "initialize");
+    match answered {
+        Ok(Exchange {
+            reply: Reply::Result(r),
+            ..
+        }) => versions(Some(&json!([r.get("protocolVersion")?]))).pop(),
+        _ => None,
+    }
+}
+
 /// Asks the server what it is (`server/discover`) and what it lists (tools
 /// and prompts), making arguments for each.
 async fn discover(ctx: &mut Context<'_>) -> Result<Offered, String> {
     let marks = ctx.marks.clone();
     let id = ctx.target.id();
     let discover = json!({"jsonrpc": "2.0", "id": id, "method": "server/discover", "params": {"_meta": meta(&all_caps())}});
-    let server = match ctx.target.send(Who::Main, &discover).await {
+    let (server, mut eras) = match ctx.target.send(Who::Main, &discover).await {
         Ok(Exchange {
             reply: Reply::Result(r),
             ..
-        }) => r
-            .get("_meta")
-            .and_then(|m| m.get("io.modelcontextprotocol/serverInfo"))
-            .or_else(|| r.get("serverInfo"))
-            .cloned(),
-        _ => None,
+        }) => (
+            r.get("_meta")
+                .and_then(|m| m.get("io.modelcontextprotocol/serverInfo"))
+                .or_else(|| r.get("serverInfo"))
+                .cloned(),
+            versions(r.get("supportedVersions")),
+        ),
+        _ => (None, Vec::new()),
     };
+    if ctx.target.is_http() {
+        eras.extend(legacy_version(ctx).await);
+        newest_first(&mut eras);
+    }
     let tools = listed(ctx, "tools/list", "tools").await?;
     let prompts: Vec<Listed> = listed(ctx, "prompts/list", "prompts")
         .await?
@@ -313,6 +370,7 @@ async fn discover(ctx: &mut Context<'_>) -> Result<Offered, String> {
         .collect();
     Ok(Offered {
         server,
+        eras,
         tools,
         prompts,
     })
@@ -368,6 +426,7 @@ async fn try_tool(ctx: &mut Context<'_>, c: &Listed, offered: &Offered) -> Resul
             match completed {
                 Ok(mut baseline) => {
                     baseline.server = offered.server.clone();
+                    baseline.eras = offered.eras.clone();
                     Tried::Completed(Box::new(baseline))
                 }
                 Err(e) => Tried::Failed(e),
@@ -432,6 +491,7 @@ async fn complete(
                         .collect(),
                     prompts: prompts.to_vec(),
                     server: None,
+                    eras: Vec::new(),
                 });
             }
             Outcome::InputRequired {

@@ -5,7 +5,8 @@
 //! ```json
 //! {
 //!   "schema": "mrtr-audit/1",
-//!   "server": {"target": "http://127.0.0.1:8808/mcp", "name": "mrtr-reference", "version": "0.1.0"},
+//!   "server": {"target": "http://127.0.0.1:8808/mcp", "name": "mrtr-reference", "version": "0.1.0",
+//!              "versions": ["2026-07-28", "2025-11-25"]},
 //!   "flow": {"method": "tools/call", "name": "deploy", "rounds": 1, "needsState": true},
 //!   "requests": 61,
 //!   "checks": [
@@ -21,7 +22,10 @@
 //! ```
 //!
 //! - `server.name` and `server.version` are what `server/discover` said, when
-//!   it answered.
+//!   it answered; `server.versions` the protocol versions it serves, of both
+//!   eras: `server/discover`'s `supportedVersions`, and over HTTP the version a
+//!   2025-11-25 `initialize` got (a server that answers it serves 2025-era
+//!   clients too), at most four.
 //! - `checks` lists every check selected, in the order of the table in the
 //!   `audit` module, each `status` one of `pass`, `fail`, `skip`; `detail` says
 //!   what was sent, or for a skip what the check needs.
@@ -75,6 +79,8 @@ pub struct Report {
     target: String,
     /// `serverInfo` name and version, as the server said (shown safely).
     server: Option<(String, String)>,
+    /// The protocol versions it serves, of each era (shown safely).
+    eras: Vec<String>,
     flow: (String, String, usize, bool),
     requests: u32,
     checks: Vec<CheckLine>,
@@ -126,6 +132,7 @@ impl Report {
                 let field = |k: &str| r(&cut(s.get(k).and_then(Value::as_str).unwrap_or(""), 60));
                 (field("name"), field("version"))
             }),
+            eras: b.eras.iter().map(|v| r(v)).collect(),
             flow: (
                 b.method.to_owned(),
                 r(&b.name),
@@ -155,8 +162,8 @@ impl Report {
         let v = json!({
             "schema": SCHEMA,
             "server": match &self.server {
-                Some((name, version)) => json!({"target": self.target, "name": name, "version": version}),
-                None => json!({"target": self.target}),
+                Some((name, version)) => json!({"target": self.target, "name": name, "version": version, "versions": self.eras}),
+                None => json!({"target": self.target, "versions": self.eras}),
             },
             "flow": {
                 "method": self.flow.0,
@@ -183,9 +190,15 @@ impl Report {
     }
 
     fn server_line(&self) -> String {
+        let versions = if self.eras.is_empty() {
+            String::new()
+        } else {
+            format!(", protocol {}", self.eras.join(" and "))
+        };
         match &self.server {
-            Some((name, version)) => format!(" ({name} {version})"),
-            None => String::new(),
+            Some((name, version)) => format!(" ({name} {version}{versions})"),
+            None if versions.is_empty() => String::new(),
+            None => format!(" ({})", versions.trim_start_matches(", ")),
         }
     }
 

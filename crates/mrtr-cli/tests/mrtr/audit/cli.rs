@@ -160,6 +160,12 @@ fn a_stdio_server_is_audited_and_reported_in_json() {
     assert_eq!(r["schema"], "mrtr-audit/1");
     assert_eq!(r["server"]["target"], "a stdio server");
     assert_eq!(r["server"]["name"], "mrtr-reference", "{r}");
+    // Over stdio the era is the process's: only server/discover's versions.
+    assert_eq!(
+        r["server"]["versions"],
+        serde_json::json!(["2026-07-28"]),
+        "{r}"
+    );
     assert_eq!(r["flow"]["method"], "tools/call");
     assert_eq!(r["flow"]["needsState"], true);
     let checks = r["checks"].as_array().unwrap();
