@@ -15,6 +15,7 @@
 //! | subscriptions | [`LISTEN_KEEPALIVE`] | 15 s |
 //! | 2025-era sessions | [`SESSIONS_MAX`], [`SESSIONS_PER_PRINCIPAL_MAX`], [`SESSION_IDLE`] | 1 024, 16, 30 min |
 //! | | [`SESSION_REPLAY_EVENTS`] per stream, [`SESSION_STREAMS_KEPT`], [`SESSION_PENDING_MAX`] | 128, 16, 32 |
+//! | | [`SESSION_FLOWS_MAX`] | 8 |
 //! | | [`SSE_RETRY`] | 1 s |
 //! | notifications (both) | [`MAX_NOTIFICATIONS_PER_REQUEST`] | 64 |
 //!
@@ -27,7 +28,9 @@
 //! worst body, `[0,0,0,...]`, takes about 36× its size once parsed. What is
 //! buffered at once is at most [`MAX_CONNECTIONS`] × [`BODY_ALLOWANCE`] (8 MiB) plus
 //! [`BODY_BUDGET`] (4 MiB): 12 MiB of bodies. Only a request holding one of the
-//! [`MAX_IN_FLIGHT`] slots is parsed, so at most [`MAX_IN_FLIGHT`] ×
+//! [`MAX_IN_FLIGHT`] slots is parsed (but a 2025-era session's answer to the
+//! server's request, at most [`BODY_ALLOWANCE`] from a caller's live session,
+//! which needs none), so at most [`MAX_IN_FLIGHT`] ×
 //! [`BODY_ALLOWANCE`] plus [`BODY_BUDGET`] (8 MiB) is parsed at once: at worst
 //! about 300 MiB, on top
 //! of a resident set of about 10 MiB. That
@@ -203,6 +206,11 @@ pub const SESSION_STREAMS_KEPT: usize = 16;
 /// The server-to-client requests of one session waiting for their answers at
 /// once: 32; a flow that would send another ends with a retryable error.
 pub const SESSION_PENDING_MAX: usize = 32;
+
+/// The carrier requests of one 2025-era session that run at once: 8. Each
+/// holds an in-flight slot while it waits for the client's answers, so one
+/// session cannot take the whole of [`MAX_IN_FLIGHT`]; another gets 503.
+pub const SESSION_FLOWS_MAX: usize = 8;
 
 /// The `retry` of the priming event that opens each SSE stream of a 2025-era
 /// request: 1 second, how long a client whose stream was closed waits before

@@ -329,8 +329,17 @@ async fn post_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
     );
     let (parts, body) = req.into_parts();
     match admit(&app, &parts, body).await {
-        Ok((principal, bytes, reservation, in_flight)) => {
+        Ok((principal, bytes, reservation)) => {
             let ctx = context(&parts, principal, corr);
+            // A 2025-era client's answer to the server's request needs no slot:
+            // the flow waiting for it holds one.
+            if let Some(answer) = legacy::answer(&app, &parts, &ctx, &bytes) {
+                return answer;
+            }
+            let in_flight = match slot(&app).await {
+                Ok(s) => s,
+                Err(refused) => return refuse(refused),
+            };
             let Ok(message) = parse(&app, bytes).await else {
                 return internal_error();
             };
@@ -431,16 +440,12 @@ fn guards(app: &AppState, parts: &Parts) -> Result<RequestContext, Refused> {
     Ok(context(parts, principal, corr))
 }
 
-/// What a request holds once admitted: its principal, its body, the body's
-/// reservation of the budget (if it needed one) and its in-flight slot.
-type Admitted = (
-    Principal,
-    Vec<u8>,
-    Option<OwnedSemaphorePermit>,
-    OwnedSemaphorePermit,
-);
+/// What a request holds once admitted: its principal, its body and the
+/// body's reservation of the budget (if it needed one). Only then, with the
+/// body in, does it take its in-flight slot ([`slot`]).
+type Admitted = (Principal, Vec<u8>, Option<OwnedSemaphorePermit>);
 
-/// Runs the transport's guards, in order, up to the request's in-flight slot.
+/// Runs the transport's guards, in order, up to the request's body.
 async fn admit(app: &AppState, parts: &Parts, body: Body) -> Result<Admitted, Refused> {
     check_host(app, parts)?;
     check_origin(app, parts)?;
@@ -448,9 +453,7 @@ async fn admit(app: &AppState, parts: &Parts, body: Body) -> Result<Admitted, Re
     check_content_type(&parts.headers)?;
     let declared = check_declared_length(app, &parts.headers)?;
     let (bytes, reservation) = body_of(app, body, declared).await?;
-    // Only now, with the body in, does the request take a slot.
-    let in_flight = slot(app).await?;
-    Ok((principal, bytes, reservation, in_flight))
+    Ok((principal, bytes, reservation))
 }
 
 /// 421 unless the request names an allowed `Host` (only with an allow-list).

@@ -99,8 +99,43 @@ fn session_of(
         .ok_or_else(|| Refused::new(Refusal::SessionNotFound, "unknown session"))
 }
 
+/// The client's answer to one of its session's server-to-client requests,
+/// handled before the request would take an in-flight slot (the flow waiting
+/// for it holds one; were answers to wait for slots, flows holding every slot
+/// would wait for answers that cannot come in). Only a body of at most
+/// [`BODY_ALLOWANCE`](crate::defaults::BODY_ALLOWANCE) bytes that names a live
+/// session of the caller is parsed here (each is bounded by the table), and
+/// only a JSON-RPC response is answered: `None` sends any other message on
+/// its way.
+pub(super) fn answer(
+    app: &AppState,
+    parts: &Parts,
+    ctx: &RequestContext,
+    body: &[u8],
+) -> Option<Response> {
+    if !app.service.eras().serves_legacy() || body.len() > crate::defaults::BODY_ALLOWANCE {
+        return None;
+    }
+    let session = session_of(app, parts, ctx, session_header(parts)?).ok()?;
+    let (id, answer) = ParsedMessage::parse(body).response()?;
+    let id = serde_json::to_string(&id).unwrap_or_default();
+    let matched = session.answer(id.trim_matches('"'), answer);
+    let mut resp = super::framing::empty(StatusCode::ACCEPTED);
+    resp.extensions_mut().insert(RequestLog {
+        outcome: if matched {
+            "answer"
+        } else {
+            "answer:unmatched"
+        }
+        .into(),
+        era: mrtr::legacy::Era::Legacy,
+        ..RequestLog::default()
+    });
+    Some(resp)
+}
+
 /// `POST` on a session: a request, a notification, or the client's answer to
-/// a server-to-client request.
+/// a server-to-client request (one too large for [`answer`]).
 pub(super) async fn post<H: Send + 'static>(
     app: &Arc<AppState>,
     parts: &Parts,
@@ -136,6 +171,12 @@ pub(super) async fn post<H: Send + 'static>(
         .is_some_and(|(m, _)| CarrierMethod::from_method(m).is_some());
     let _busy = session.busy();
     if carrier && accepts_event_stream(&parts.headers) {
+        if !session.may_start_flow() {
+            return refuse(Refused::new(
+                Refusal::Busy,
+                "the session runs as many flows as it may",
+            ));
+        }
         return flow(app, session, message, ctx, held, started);
     }
     let channel = Channel::without_stream();

@@ -257,6 +257,14 @@ impl HttpSession {
         flows.push(flow);
     }
 
+    /// Whether another flow may start: fewer than
+    /// [`SESSION_FLOWS_MAX`](crate::defaults::SESSION_FLOWS_MAX) run.
+    pub(super) fn may_start_flow(&self) -> bool {
+        let mut flows = lock(&self.flows);
+        flows.retain(|f| !f.is_finished());
+        flows.len() < crate::defaults::SESSION_FLOWS_MAX
+    }
+
     /// Ends the session: its flows stop, its waiting requests fail, its
     /// streams end.
     fn end(&self) {

@@ -405,3 +405,25 @@ fn both_eras_are_served_at_once_on_one_endpoint() {
         "Hello, Ada!"
     );
 }
+
+#[test]
+fn an_answer_needs_no_in_flight_slot_so_a_full_server_still_completes_its_flows() {
+    // One slot: the flow waiting for its answer holds it.
+    let options = HttpOptions::default().with_max_in_flight(1);
+    let (_rt, addr) = serve_with(service(&Changes::new()), options);
+    let id = initialize(addr, "alice").2.unwrap();
+    let mut s = stream(
+        addr,
+        &id,
+        "alice",
+        &rpc(9, "tools/call", json!({"name": "greet"})),
+    );
+    let ask = s.next_event().unwrap();
+    let answer = json!({"jsonrpc": "2.0", "id": ask["id"],
+        "result": {"action": "accept", "content": {"name": "Ada"}}});
+    assert_eq!(post(addr, &id, "alice", &answer).0, 202);
+    assert_eq!(
+        s.next_event().unwrap()["result"]["content"][0]["text"],
+        "Hello, Ada!"
+    );
+}
