@@ -28,8 +28,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// The sessions of one endpoint.
-#[derive(Debug)]
+/// The sessions of one endpoint (its `Debug` shows how many, not their ids).
 pub(super) struct Sessions {
     table: Mutex<HashMap<String, Arc<HttpSession>>>,
     limits: SessionLimits,
@@ -38,6 +37,15 @@ pub(super) struct Sessions {
 /// Why a session could not be opened.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) struct Full;
+
+impl std::fmt::Debug for Sessions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sessions")
+            .field("open", &lock(&self.table).len())
+            .field("limits", &self.limits)
+            .finish()
+    }
+}
 
 impl Sessions {
     pub(super) fn new(limits: SessionLimits) -> Self {
@@ -137,8 +145,7 @@ fn fresh_id() -> String {
 /// of its `error`.
 pub(super) type Answer = Result<Value, i64>;
 
-/// One 2025-era session.
-#[derive(Debug)]
+/// One 2025-era session. Its `Debug` leaves out its id, a secret.
 pub(super) struct HttpSession {
     /// `Mcp-Session-Id`: a secret of the client's, never logged.
     pub(super) id: String,
@@ -161,6 +168,15 @@ pub(super) struct HttpSession {
     standalone_open: AtomicBool,
     /// The flows running on it, stopped when it ends.
     flows: Mutex<Vec<AbortHandle>>,
+}
+
+impl std::fmt::Debug for HttpSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpSession")
+            .field("version", &self.core.version())
+            .field("busy", &self.busy.load(Ordering::Acquire))
+            .finish_non_exhaustive()
+    }
 }
 
 impl HttpSession {
@@ -432,6 +448,7 @@ mod tests {
     fn ids_are_long_random_and_bound_to_their_owner() {
         let sessions = Sessions::new(limits(8, 8));
         let a = sessions.open("alice".into(), core()).unwrap();
+        assert!(!format!("{a:?} {sessions:?}").contains(&a.id), "the id is a secret");
         let b = sessions.open("alice".into(), core()).unwrap();
         assert_eq!(a.id.len(), 48);
         assert_ne!(a.id, b.id);
