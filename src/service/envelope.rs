@@ -180,6 +180,24 @@ impl<C> ParsedMessage<C> {
             .and_then(Value::as_str)
     }
 
+    /// The id of this message when it is a request (a `method` and a string
+    /// or numeric `id`).
+    pub fn request_id(&self) -> Option<RequestId> {
+        let m = self.message.as_ref().ok()?.as_object()?;
+        m.get("method")?.as_str()?;
+        RequestId::from_value(m.get("id")?)
+    }
+
+    /// The request a `notifications/cancelled` names (its `params.requestId`),
+    /// when this message is one.
+    pub fn cancels(&self) -> Option<RequestId> {
+        let m = self.message.as_ref().ok()?.as_object()?;
+        if m.get("method")?.as_str()? != "notifications/cancelled" || m.contains_key("id") {
+            return None;
+        }
+        RequestId::from_value(m.get("params")?.get("requestId")?)
+    }
+
     /// The id and the outcome of this message when it is a JSON-RPC response (a
     /// `result` or an `error`, no `method`: a 2025-era client's answer to a
     /// server-to-client request): its `result`, or the `code` of its

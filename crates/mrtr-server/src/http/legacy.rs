@@ -149,6 +149,16 @@ pub(super) async fn post<H: Send + 'static>(
         Ok(s) => s,
         Err(refused) => return refuse(refused),
     };
+    if let Some(cancelled) = message.cancels() {
+        let stopped = session.cancel(&serde_json::to_string(&cancelled).unwrap_or_default());
+        let mut resp = super::framing::empty(StatusCode::ACCEPTED);
+        resp.extensions_mut().insert(RequestLog {
+            outcome: if stopped { "cancelled" } else { "notification" }.into(),
+            era: mrtr::legacy::Era::Legacy,
+            ..RequestLog::default()
+        });
+        return resp;
+    }
     if let Some((id, answer)) = message.response() {
         let id = serde_json::to_string(&id).unwrap_or_default();
         let id = id.trim_matches('"');
@@ -198,6 +208,7 @@ fn flow<H: Send + 'static>(
     held: H,
     started: Instant,
 ) -> Response {
+    let request_id = serde_json::to_string(&message.request_id()).unwrap_or_default();
     let events = session.new_stream();
     events.push("");
     let channel = Arc::new(Channel {
@@ -225,7 +236,7 @@ fn flow<H: Send + 'static>(
             started.elapsed(),
         );
     });
-    session.track(task.abort_handle());
+    session.track(request_id, task.abort_handle());
     follow(events, None, app.options.sse_poll, ())
 }
 

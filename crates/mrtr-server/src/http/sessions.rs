@@ -166,8 +166,9 @@ pub(super) struct HttpSession {
     pub(super) standalone: Arc<EventLog>,
     /// Whether a `GET` stream is open (at most one at a time).
     standalone_open: AtomicBool,
-    /// The flows running on it, stopped when it ends.
-    flows: Mutex<Vec<AbortHandle>>,
+    /// The flows running on it, by the id of their request (as JSON text),
+    /// stopped when it ends or the client cancels one.
+    flows: Mutex<Vec<(String, AbortHandle)>>,
 }
 
 impl std::fmt::Debug for HttpSession {
@@ -266,25 +267,40 @@ impl HttpSession {
         }
     }
 
-    /// Tracks a flow running on this session, to stop with it.
-    pub(super) fn track(&self, flow: AbortHandle) {
+    /// Tracks the flow of request `id` (as JSON text), to stop with the
+    /// session or when the client cancels it.
+    pub(super) fn track(&self, id: String, flow: AbortHandle) {
         let mut flows = lock(&self.flows);
-        flows.retain(|f| !f.is_finished());
-        flows.push(flow);
+        flows.retain(|(_, f)| !f.is_finished());
+        flows.push((id, flow));
+    }
+
+    /// Stops the flow of request `id` (`notifications/cancelled`); whether one ran.
+    pub(super) fn cancel(&self, id: &str) -> bool {
+        let mut flows = lock(&self.flows);
+        let before = flows.len();
+        flows.retain(|(i, f)| {
+            let hit = i == id;
+            if hit {
+                f.abort();
+            }
+            !hit
+        });
+        before != flows.len()
     }
 
     /// Whether another flow may start: fewer than
     /// [`SESSION_FLOWS_MAX`](crate::defaults::SESSION_FLOWS_MAX) run.
     pub(super) fn may_start_flow(&self) -> bool {
         let mut flows = lock(&self.flows);
-        flows.retain(|f| !f.is_finished());
+        flows.retain(|(_, f)| !f.is_finished());
         flows.len() < crate::defaults::SESSION_FLOWS_MAX
     }
 
     /// Ends the session: its flows stop, its waiting requests fail, its
     /// streams end.
     fn end(&self) {
-        for f in lock(&self.flows).drain(..) {
+        for (_, f) in lock(&self.flows).drain(..) {
             f.abort();
         }
         lock(&self.pending).clear();
@@ -448,7 +464,10 @@ mod tests {
     fn ids_are_long_random_and_bound_to_their_owner() {
         let sessions = Sessions::new(limits(8, 8));
         let a = sessions.open("alice".into(), core()).unwrap();
-        assert!(!format!("{a:?} {sessions:?}").contains(&a.id), "the id is a secret");
+        assert!(
+            !format!("{a:?} {sessions:?}").contains(&a.id),
+            "the id is a secret"
+        );
         let b = sessions.open("alice".into(), core()).unwrap();
         assert_eq!(a.id.len(), 48);
         assert_ne!(a.id, b.id);

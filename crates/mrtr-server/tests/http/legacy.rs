@@ -427,3 +427,61 @@ fn an_answer_needs_no_in_flight_slot_so_a_full_server_still_completes_its_flows(
         "Hello, Ada!"
     );
 }
+
+#[test]
+fn a_cancelled_request_stops_its_flow_and_frees_its_place() {
+    let (_rt, addr) = serve_with(service(&Changes::new()), HttpOptions::default());
+    let id = initialize(addr, "alice").2.unwrap();
+    // As many flows as a session may run, each waiting for its answer.
+    let max = mrtr_server::defaults::SESSION_FLOWS_MAX as u64;
+    let mut streams: Vec<EventStream> = (1..=max)
+        .map(|n| {
+            let mut s = stream(
+                addr,
+                &id,
+                "alice",
+                &rpc(n, "tools/call", json!({"name": "greet"})),
+            );
+            assert_eq!(s.next_event().unwrap()["method"], "elicitation/create");
+            s
+        })
+        .collect();
+    let one_more = || {
+        stream(
+            addr,
+            &id,
+            "alice",
+            &rpc(99, "tools/call", json!({"name": "greet"})),
+        )
+    };
+    let refused = request(
+        addr,
+        "POST",
+        "/mcp",
+        &[
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("Mcp-Session-Id", id.as_str()),
+            ("x-user", "alice"),
+        ],
+        rpc(98, "tools/call", json!({"name": "greet"}))
+            .to_string()
+            .as_bytes(),
+    );
+    assert_eq!(refused.status, 503);
+    // The client cancels the first: its stream ends without a response, and
+    // its place is free.
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 1, "reason": "the user closed the dialog"}});
+    assert_eq!(post(addr, &id, "alice", &cancel).0, 202);
+    assert!(
+        streams[0].next_event().is_none(),
+        "no response after a cancellation"
+    );
+    let mut admitted = one_more();
+    assert_eq!(
+        admitted.next_event().unwrap()["method"],
+        "elicitation/create"
+    );
+    streams.clear();
+}
