@@ -74,8 +74,10 @@
 //! ([`Service::prompt_completion`]), subscriptions and lists that change
 //! ([`Service::with_changes`], [`service::Changes`]), parameters carried in
 //! custom headers ([`streamable_http::ParamHeaders`]), and the methods the
-//! revision removed answered -32601. Clients of the 2025 era and the tasks
-//! extension are not yet served.
+//! revision removed answered -32601 to a 2026-07-28 client. Clients of the
+//! 2025 era, which open with `initialize`, are served by the same handlers
+//! ([`legacy`]: [`Service::initialize`], [`Service::handle_legacy`]); the tasks
+//! extension is not yet served.
 //!
 //! # Security
 //! - **What is secret**: the keys of the [`seal::Keyring`] (never printed; zeroized

@@ -4,7 +4,8 @@
 //!
 //! The methods 2026-07-28 removed (`initialize`, `ping`, `logging/setLevel`,
 //! `resources/subscribe`, `resources/unsubscribe`) are unknown here like any
-//! other: -32601, which Streamable HTTP carries with 404 (SEP-2575).
+//! other: -32601, which Streamable HTTP carries with 404 (SEP-2575). A 2025-era
+//! session's are answered by `super::legacy`.
 
 use serde_json::{Map, Value, json};
 

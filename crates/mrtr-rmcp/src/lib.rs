@@ -67,6 +67,9 @@
 //! (`elicitation/create`, `sampling/createMessage`, `roots/list`, one at a
 //! time, in the order asked), their results feed the next run of the handler,
 //! and the gate reads the capabilities the client declared at `initialize`.
+//! This is the core's bridge ([`mrtr::legacy::run`]), the one `mrtr-server`'s
+//! own transports use for their 2025-era sessions, with rmcp's peer as its way
+//! of asking.
 //! What differs:
 //! - the state never leaves the server: it is sealed and opened as usual, but
 //!   in memory, between the runs of one request (no client echo, so nothing to
