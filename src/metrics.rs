@@ -111,7 +111,7 @@ pub fn describe() {
     describe_counter!(
         REQUESTS_TOTAL,
         Unit::Count,
-        "Requests handled, by method, outcome, JSON-RPC error code (errors only) and registered tool or prompt name"
+        "Requests handled, by method, outcome, era (modern, legacy), JSON-RPC error code (errors only) and registered tool or prompt name"
     );
     describe_counter!(
         STATE_REJECTIONS_TOTAL,

@@ -102,7 +102,8 @@
 //!
 //! | metric | what |
 //! |---|---|
-//! | `mrtr_requests_total{method,outcome,code,name}` | every request by method, outcome (`complete`, `input_required`, `tool_error`, `notification`, `error`), error code, and registered tool or prompt name |
+//! | `mrtr_requests_total{method,outcome,era,code,name}` | every request by method, outcome (`complete`, `input_required`, `tool_error`, `notification`, `error`), era (`modern`, `legacy`: a 2025-era session's), error code, and registered tool or prompt name |
+//! | `mrtr_sessions_total{event}` | 2025-era sessions: `opened`, `refused` (at the cap, none idle), `expired`, `evicted` (the idlest, for a new one), `closed` (`DELETE`) |
 //! | `mrtr_state_rejections_total{reason}` | refused states by the reasons above |
 //! | `mrtr_rounds` | the round each carrier request carried (1 for a fresh request) |
 //! | `mrtr_flow_seconds` | the age of each completed multi-round flow |

@@ -157,35 +157,35 @@ fn scraped_counters_match_a_known_mix_of_requests() {
         family(&all, "mrtr_requests_total"),
         expect(&[
             (
-                r#"mrtr_requests_total{method="tools/call",name="deploy",outcome="input_required"}"#,
+                r#"mrtr_requests_total{era="modern",method="tools/call",name="deploy",outcome="input_required"}"#,
                 n(N)
             ),
             (
-                r#"mrtr_requests_total{method="tools/call",name="deploy",outcome="complete"}"#,
+                r#"mrtr_requests_total{era="modern",method="tools/call",name="deploy",outcome="complete"}"#,
                 n(N)
             ),
             (
-                r#"mrtr_requests_total{method="tools/call",name="deploy",outcome="tool_error"}"#,
+                r#"mrtr_requests_total{era="modern",method="tools/call",name="deploy",outcome="tool_error"}"#,
                 n(R)
             ),
             (
-                r#"mrtr_requests_total{code="-32602",method="tools/call",name="deploy",outcome="error"}"#,
+                r#"mrtr_requests_total{code="-32602",era="modern",method="tools/call",name="deploy",outcome="error"}"#,
                 n(M)
             ),
             (
-                r#"mrtr_requests_total{method="tools/call",name="test_input_required_result_elicitation",outcome="tool_error"}"#,
+                r#"mrtr_requests_total{era="modern",method="tools/call",name="test_input_required_result_elicitation",outcome="tool_error"}"#,
                 n(K)
             ),
             (
-                r#"mrtr_requests_total{code="-32602",method="tools/call",outcome="error"}"#,
+                r#"mrtr_requests_total{code="-32602",era="modern",method="tools/call",outcome="error"}"#,
                 1.0
             ),
             (
-                r#"mrtr_requests_total{code="-32601",method="other",outcome="error"}"#,
+                r#"mrtr_requests_total{code="-32601",era="modern",method="other",outcome="error"}"#,
                 1.0
             ),
             (
-                r#"mrtr_requests_total{method="tools/list",outcome="complete"}"#,
+                r#"mrtr_requests_total{era="modern",method="tools/list",outcome="complete"}"#,
                 1.0
             ),
         ]),
