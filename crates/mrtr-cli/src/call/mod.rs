@@ -9,7 +9,7 @@
 //! mrtr call tool NAME [OPTIONS] -- PROGRAM [ARGS]...   stdio: starts the server
 //!     [--cacert FILE] [--server-stderr show|discard]
 //!     [--answers JSON|@FILE] [--sampling-reply TEXT] [--root PATH]... [--no-input]
-//!     [--json] [--max-rounds N] [--timeout SECS] [--request-timeout SECS]
+//!     [--era auto|modern|legacy] [--json] [--max-rounds N] [--timeout SECS] [--request-timeout SECS]
 //!     [--max-questions-per-round N] [--max-concurrent-answers N]
 //!     [--max-sampling-per-flow N] [--max-answer-bytes N]
 //!     [--max-state-bytes N] [--max-upload-bytes N]
@@ -23,6 +23,15 @@
 //! url elicitations as a link with its host and a y/n consent, sampling as "here
 //! is what the server asks the model; type the model's reply", roots as "share the
 //! current directory? y/n". Prompts go to stderr, the result to stdout.
+//!
+//! # 2025-era servers
+//! With `--era auto` (the default) the first request tells the server's
+//! generation (`mrtr_client::legacy`): a 2025-era server (2025-11-25, 2025-06-18,
+//! 2025-03-26) is called after `initialize`, in a session, and the requests it
+//! sends during the call (`elicitation/create`, `sampling/createMessage`,
+//! `roots/list`) are answered exactly as input requests are, from `--answers`
+//! (keyed `METHOD#N`, the N-th request of the call, as the server gives no
+//! key), the flags or the terminal. The result is printed the same way.
 //!
 //! # Consent
 //! The client declares only what it can answer with the user's consent:
@@ -197,8 +206,11 @@ pub async fn run_call_with_output(
         .with_max_answer_bytes(args.max_answer_bytes)
         .with_max_state_bytes(args.max_state_bytes)
         .with_max_upload_bytes(args.max_upload_bytes)
+        .with_era(args.era.mode())
         .build();
     let outcome = client.call(call).await;
+    // A 2025-era session ends (HTTP: DELETE with its id).
+    client.close().await;
     drop(client);
     if let Some(stdio) = server.stdio {
         stdio.shutdown(STDIO_GRACE).await;
