@@ -11,6 +11,8 @@ mod greeter;
 mod http;
 mod legacy;
 #[cfg(not(mrtr_rmcp_lowest))]
+mod dual_era_client;
+#[cfg(not(mrtr_rmcp_lowest))]
 mod metrics;
 #[cfg(not(mrtr_rmcp_lowest))]
 mod readme;
