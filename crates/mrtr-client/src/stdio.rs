@@ -184,9 +184,11 @@ impl StdioTransportBuilder {
         }
         Ok(StdioTransport {
             program,
-            command_line,
             pid: child.id(),
-            server_requests: tokio::sync::Mutex::new(server_requests),
+            legacy: Box::new(StdioLegacy {
+                command_line,
+                server_requests: tokio::sync::Mutex::new(server_requests),
+            }),
             shared,
             queue: Mutex::new(Some(queue)),
             child: tokio::sync::Mutex::new(child),
@@ -217,11 +219,9 @@ impl StdioTransportBuilder {
 /// ```
 pub struct StdioTransport {
     program: String,
-    /// The program and its arguments, the key its era is remembered by.
-    command_line: String,
     pid: Option<u32>,
-    /// The requests the server sends during a 2025-era exchange.
-    pub(crate) server_requests: tokio::sync::Mutex<mpsc::Receiver<Value>>,
+    /// What the 2025 era needs (boxed: most transports never use it).
+    pub(crate) legacy: Box<StdioLegacy>,
     shared: Arc<Shared>,
     /// `None` once [`shutdown`](StdioTransport::shutdown) closed the server's stdin.
     queue: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
@@ -293,7 +293,7 @@ impl StdioTransport {
 
     /// The command line the server was started with.
     pub(crate) fn command_line(&self) -> &str {
-        &self.command_line
+        &self.legacy.command_line
     }
 
     /// The shared state of the reader and the writer.
@@ -409,6 +409,14 @@ impl Transport for StdioTransport {
             }
         })
     }
+}
+
+/// What a [`StdioTransport`] keeps for the 2025 era.
+pub(crate) struct StdioLegacy {
+    /// The program and its arguments, the key its era is remembered by.
+    command_line: String,
+    /// The requests the server sends during a 2025-era exchange.
+    pub(crate) server_requests: tokio::sync::Mutex<mpsc::Receiver<Value>>,
 }
 
 /// What the reader, the writer and the requests share.

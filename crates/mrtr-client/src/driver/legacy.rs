@@ -22,6 +22,7 @@ use crate::legacy::{
 use crate::{BoxFuture, ClientError, TransportError};
 
 /// What the first request to a server of unknown era came to.
+#[allow(clippy::large_enum_variant)] // one value per call; boxing would only add noise
 pub(super) enum Probed {
     /// A modern server: what its response means for the flow.
     Modern(Turn),

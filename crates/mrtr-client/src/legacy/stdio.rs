@@ -112,7 +112,7 @@ impl LegacyTransport for StdioTransport {
                 let request = tokio::select! {
                     biased;
                     r = &mut replied => return self.replied(r).await,
-                    request = async { self.server_requests.lock().await.recv().await } => request,
+                    request = async { self.legacy.server_requests.lock().await.recv().await } => request,
                 };
                 let Some(request) = request else {
                     // No more server requests can come: only the response.
