@@ -168,22 +168,46 @@ impl Client {
     /// user's answers, so only the total cap bounds it.
     pub(super) async fn legacy_call(&self, call: &CarrierCall) -> Result<Completion, ClientError> {
         let legacy = self.legacy_transport()?;
-        let session = self.session(legacy).await?;
-        let id = self.next_id();
-        let request = jsonrpc::request(
-            &id,
-            call.method().as_str(),
-            Value::Object(call.params().clone()),
-        );
-        let answering = Answering::new(self, call);
-        match legacy.exchange(&session, request, &answering).await? {
-            Exchanged::Response(response) => Ok(Completion {
-                result: result_of(response, &id)?,
-                rounds: 1,
-            }),
-            Exchanged::Stopped => Err(answering.take_error()),
-            _ => Err(FlowError::Malformed("the request got no response".into()).into()),
+        let mut retried = false;
+        loop {
+            let session = self.session(legacy).await?;
+            let id = self.next_id();
+            let request = jsonrpc::request(
+                &id,
+                call.method().as_str(),
+                Value::Object(call.params().clone()),
+            );
+            let answering = Answering::new(self, call);
+            let exchanged = legacy.exchange(&session, request, &answering).await;
+            if !retried && self.session_gone(&session, exchanged.as_ref().err()).await {
+                retried = true;
+                continue;
+            }
+            return match exchanged? {
+                Exchanged::Response(response) => Ok(Completion {
+                    result: result_of(response, &id)?,
+                    rounds: 1,
+                }),
+                Exchanged::Stopped => Err(answering.take_error()),
+                _ => Err(FlowError::Malformed("the request got no response".into()).into()),
+            };
         }
+    }
+
+    /// Whether `exchanged` says the server no longer knows `session` (HTTP 404
+    /// to its `Mcp-Session-Id`, which it answers before taking the request):
+    /// then the session is dropped, for the next request to open another.
+    async fn session_gone(&self, session: &Arc<Session>, error: Option<&TransportError>) -> bool {
+        let gone = matches!(error, Some(TransportError::Status { status: 404, .. }))
+            && session.id().is_some();
+        if gone {
+            tracing::debug!("the server ended the 2025-era session: initialize again");
+            let mut slot = self.inner.session.lock().await;
+            if slot.as_ref().is_some_and(|s| Arc::ptr_eq(s, session)) {
+                *slot = None;
+            }
+        }
+        gone
     }
 
     /// Sends any other request (`tools/list`, ...) in the 2025-era session.
@@ -193,16 +217,27 @@ impl Client {
         mut params: JsonObject,
     ) -> Result<Value, ClientError> {
         let legacy = self.legacy_transport()?;
-        let session = self.session(legacy).await?;
         params.remove("_meta");
-        let id = self.next_id();
-        let request = jsonrpc::request(&id, method, Value::Object(params));
-        match self
-            .timed(legacy.exchange(&session, request, &NoRequests))
-            .await?
-        {
-            Exchanged::Response(response) => Ok(result_of(response, &id)?),
-            _ => Err(FlowError::Malformed("the request got no response".into()).into()),
+        let mut retried = false;
+        loop {
+            let session = self.session(legacy).await?;
+            let id = self.next_id();
+            let request = jsonrpc::request(&id, method, Value::Object(params.clone()));
+            let exchanged = self
+                .timed(legacy.exchange(&session, request, &NoRequests))
+                .await;
+            let error = match &exchanged {
+                Err(ClientError::Transport(t)) => Some(t),
+                _ => None,
+            };
+            if !retried && self.session_gone(&session, error).await {
+                retried = true;
+                continue;
+            }
+            return match exchanged? {
+                Exchanged::Response(response) => Ok(result_of(response, &id)?),
+                _ => Err(FlowError::Malformed("the request got no response".into()).into()),
+            };
         }
     }
 }

@@ -84,9 +84,11 @@ impl LegacyTransport for HttpTransport {
                 session.set_id(given)?;
             }
             if status == StatusCode::NOT_FOUND && sid.is_some() {
-                return Err(TransportError::Connection(
-                    "the server ended the session (HTTP 404 to its Mcp-Session-Id)".into(),
-                ));
+                // The session is gone (expired, or the server restarted): the
+                // client opens another and sends the request again.
+                let mut body = resp.into_body();
+                let buf = read_body(&mut body).await?;
+                return Err(status_error(status, &buf));
             }
             let id = message.get("id").filter(|id| !id.is_null()).cloned();
             let Some(id) = id.filter(|_| method.is_some()) else {

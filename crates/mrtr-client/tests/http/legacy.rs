@@ -5,6 +5,7 @@
 //! `DELETE` at the end).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -133,6 +134,15 @@ enum Refusal {
 
 /// A 2025-era server with sessions: see the module.
 async fn legacy_server(refusal: Refusal) -> (String, Log) {
+    let (url, log, _restart) = legacy_server_restartable(refusal).await;
+    (url, log)
+}
+
+/// [`legacy_server`], and a switch that makes it forget its sessions (as a
+/// restart does): the next session it opens is `sess-2`, and so on.
+async fn legacy_server_restartable(refusal: Refusal) -> (String, Log, Arc<AtomicUsize>) {
+    let generation = Arc::new(AtomicUsize::new(1));
+    let current = generation.clone();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let log: Log = Arc::default();
@@ -144,6 +154,7 @@ async fn legacy_server(refusal: Refusal) -> (String, Log) {
         while let Ok((mut sock, _)) = listener.accept().await {
             let (seen, answers_tx, answers_rx) =
                 (seen.clone(), answers_tx.clone(), answers_rx.clone());
+            let live = format!("sess-{}", current.load(Ordering::SeqCst));
             tokio::spawn(async move {
                 let Some(req) = read_request(&mut sock).await else {
                     return;
@@ -152,15 +163,20 @@ async fn legacy_server(refusal: Refusal) -> (String, Log) {
                 let session = req.headers.get("mcp-session-id").cloned();
                 let what = req.what();
                 let id = req.body["id"].clone();
-                match (what.as_str(), session.as_deref()) {
-                    ("DELETE", Some("sess-1")) => write(&mut sock, "200 OK", "", "").await,
+                if session.as_ref().is_some_and(|s| *s != live) {
+                    return write(&mut sock, "404 Not Found", "", "").await;
+                }
+                // A session the server knows (any other was answered 404 above).
+                let known = session.as_ref().map(|_| "live");
+                match (what.as_str(), known) {
+                    ("DELETE", Some("live")) => write(&mut sock, "200 OK", "", "").await,
                     ("initialize", None) => {
                         let body = json!({"jsonrpc": "2.0", "id": id, "result": {
                             "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
                             "serverInfo": {"name": "fake-2025", "version": "1"}}});
                         let headers =
-                            "content-type: application/json\r\nmcp-session-id: sess-1\r\n";
-                        write(&mut sock, "200 OK", headers, &body.to_string()).await;
+                            format!("content-type: application/json\r\nmcp-session-id: {live}\r\n");
+                        write(&mut sock, "200 OK", &headers, &body.to_string()).await;
                     }
                     (_, None) => match refusal {
                         Refusal::Text => {
@@ -185,14 +201,14 @@ async fn legacy_server(refusal: Refusal) -> (String, Log) {
                             .await;
                         }
                     },
-                    ("notifications/initialized", Some("sess-1")) => {
+                    ("notifications/initialized", Some("live")) => {
                         write(&mut sock, "202 Accepted", "", "").await;
                     }
-                    ("response", Some("sess-1")) => {
+                    ("response", Some("live")) => {
                         let _ = answers_tx.send(req.body.clone()).await;
                         write(&mut sock, "202 Accepted", "", "").await;
                     }
-                    ("tools/call", Some("sess-1")) => {
+                    ("tools/call", Some("live")) => {
                         let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
                         let _ = sock.write_all(head.as_bytes()).await;
                         let progress = json!({"jsonrpc": "2.0", "method": "notifications/progress",
@@ -216,7 +232,7 @@ async fn legacy_server(refusal: Refusal) -> (String, Log) {
                         // Left open: the client stops at the response.
                         tokio::time::sleep(Duration::from_secs(30)).await;
                     }
-                    ("tools/list", Some("sess-1")) => {
+                    ("tools/list", Some("live")) => {
                         let body = json!({"jsonrpc": "2.0", "id": id, "result": {"tools": []}});
                         write(&mut sock, "200 OK", json_headers(), &body.to_string()).await;
                     }
@@ -225,7 +241,7 @@ async fn legacy_server(refusal: Refusal) -> (String, Log) {
             });
         }
     });
-    (url, log)
+    (url, log, generation)
 }
 
 fn confirm() -> Handlers {
@@ -366,4 +382,29 @@ async fn a_forced_era_skips_the_probe() {
         "{e:?}"
     );
     assert_eq!(whats(&log), ["tools/call"]);
+}
+
+#[tokio::test]
+async fn a_session_the_server_forgot_is_opened_again_once() {
+    let (url, log, restart) = legacy_server_restartable(Refusal::Text).await;
+    let c = client(&url, EraMode::Legacy);
+    c.request("tools/list", Default::default()).await.unwrap();
+    restart.store(2, Ordering::SeqCst);
+    let tools = c.request("tools/list", Default::default()).await.unwrap();
+    assert_eq!(tools, json!({"tools": []}));
+    assert_eq!(
+        whats(&log),
+        [
+            "initialize",
+            "notifications/initialized",
+            "tools/list",
+            "tools/list",
+            "initialize",
+            "notifications/initialized",
+            "tools/list"
+        ]
+    );
+    let seen = log.lock().unwrap();
+    assert_eq!(seen[3].headers["mcp-session-id"], "sess-1");
+    assert_eq!(seen[6].headers["mcp-session-id"], "sess-2");
 }
