@@ -75,6 +75,10 @@ struct Inner {
 /// (MCP 2026-07-28, Multi Round-Trip Requests §Client Requirements (Basic
 /// Workflow), item 4).
 ///
+/// It speaks to 2025-era servers too (`initialize`, a session, server requests
+/// answered by the same handler): see [`legacy`](crate::legacy) and
+/// [`ClientBuilder::with_era`].
+///
 /// Every request carries the full `_meta` (protocol version, `clientInfo`,
 /// `clientCapabilities`) and a fresh id. A retry re-sends the original params
 /// with `inputResponses` (omitted on a state-only round) and `requestState`
@@ -153,12 +157,12 @@ impl Client {
 
     /// Drives `call` to completion, answering every round through the handler.
     ///
-    /// # Errors
-    /// See [`ClientError`].
-    ///
     /// The era of the server is told by the first request when not known yet
     /// (see [`legacy`](crate::legacy)); a 2025-era server is called in a session,
     /// its requests answered by the same handler.
+    ///
+    /// # Errors
+    /// See [`ClientError`].
     pub async fn call(&self, call: CarrierCall) -> Result<Completion, ClientError> {
         self.capped(async {
             match self.era() {
@@ -249,13 +253,11 @@ impl Client {
     /// Sends any other request (e.g. `tools/list`) with the full `_meta` and a
     /// fresh id, and returns its `result`. No MRTR handling: an
     /// `InputRequiredResult` is returned as is. Bounded by the per-request and the
-    /// total time caps.
+    /// total time caps. To a 2025-era server it goes in the session, without `_meta`.
     ///
     /// # Errors
     /// [`ClientError::Transport`], [`FlowError::JsonRpc`](crate::FlowError::JsonRpc), [`FlowError::IdMismatch`](crate::FlowError::IdMismatch),
     /// [`FlowError::Malformed`](crate::FlowError::Malformed), [`ClientError::RequestTimeout`] or [`ClientError::Timeout`].
-    ///
-    /// To a 2025-era server it goes in the session, without `_meta`.
     pub async fn request(&self, method: &str, params: JsonObject) -> Result<Value, ClientError> {
         let era = self.era();
         if era == Some(Era::Legacy) {

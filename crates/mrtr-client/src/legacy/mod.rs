@@ -21,7 +21,14 @@
 //! answers an `InputRequiredResult`'s input requests: a server request's
 //! `{method, params}` is an input request. Its key is made up by the client, as
 //! the server gives none: `<method>#<n>`, the n-th server request of the call
-//! (`elicitation/create#1`). At most [`MAX_SERVER_REQUESTS`] are answered per call.
+//! (`elicitation/create#1`). At most [`MAX_SERVER_REQUESTS`] are answered per call
+//! (by default), and the per-request time cap bounds `initialize` but not a
+//! call, which waits for the user's answers (the total cap bounds it).
+//!
+//! Not done: the standalone `GET` stream of a 2025-era HTTP session is never
+//! opened, so a server that sends its requests there rather than on the
+//! stream of the `POST` they belong to is not answered (the SDKs send them on
+//! the `POST`'s stream, and rmcp falls back to one even in JSON mode).
 //!
 //! A transport that can carry the 2025 era implements [`LegacyTransport`] and
 //! returns itself from [`Transport::legacy`](crate::Transport::legacy);
@@ -100,7 +107,7 @@ pub enum EraMode {
     Legacy,
 }
 
-/// The eras learned, by server (an HTTP URL's origin, a stdio server's command
+/// The eras learned, by server (an HTTP endpoint without userinfo or query, a stdio server's command
 /// line): shared by the clients it is given to, at most
 /// [`MAX_REMEMBERED_SERVERS`] entries.
 #[derive(Debug, Default)]
