@@ -165,7 +165,7 @@ impl Client {
     /// See [`ClientError`].
     pub async fn call(&self, call: CarrierCall) -> Result<Completion, ClientError> {
         self.capped(async {
-            match self.era() {
+            match self.known_era().await {
                 Some(Era::Legacy) => self.legacy_call(&call).await,
                 None => match self.probe(&call).await? {
                     legacy::Probed::Modern(turn) => self.complete_from(turn).await,
@@ -191,7 +191,7 @@ impl Client {
     /// See [`ClientError`].
     pub async fn start(&self, call: CarrierCall) -> Result<Step, ClientError> {
         self.capped(async {
-            match self.era() {
+            match self.known_era().await {
                 Some(Era::Legacy) => self.legacy_call(&call).await.map(Step::Complete),
                 None => match self.probe(&call).await? {
                     legacy::Probed::Modern(turn) => self.step_from(turn).await,
@@ -259,7 +259,7 @@ impl Client {
     /// [`ClientError::Transport`], [`FlowError::JsonRpc`](crate::FlowError::JsonRpc), [`FlowError::IdMismatch`](crate::FlowError::IdMismatch),
     /// [`FlowError::Malformed`](crate::FlowError::Malformed), [`ClientError::RequestTimeout`] or [`ClientError::Timeout`].
     pub async fn request(&self, method: &str, params: JsonObject) -> Result<Value, ClientError> {
-        let era = self.era();
+        let era = self.known_era().await;
         if era == Some(Era::Legacy) {
             return self.capped(self.legacy_request(method, params)).await;
         }

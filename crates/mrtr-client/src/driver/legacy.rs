@@ -44,6 +44,28 @@ impl Client {
         }
     }
 
+    /// The era to use for the next request: [`era`](Self::era), except that a
+    /// 2025 era remembered (not forced) whose session cannot be opened (the
+    /// server was upgraded, or the entry came from an old file) is forgotten,
+    /// for the next request to tell the era afresh.
+    pub(super) async fn known_era(&self) -> Option<Era> {
+        let era = self.era();
+        if era != Some(Era::Legacy) || self.inner.era_mode != EraMode::Auto {
+            return era;
+        }
+        let Ok(legacy) = self.legacy_transport() else {
+            return era;
+        };
+        match self.session(legacy).await {
+            Ok(_) => era,
+            Err(e) => {
+                tracing::debug!(error = %e, "no 2025-era session: telling the era again");
+                self.inner.eras.forget(&legacy.server());
+                None
+            }
+        }
+    }
+
     /// Ends the 2025-era session, if one was opened (over HTTP a `DELETE` with
     /// its `Mcp-Session-Id`); the next call to a 2025-era server opens another.
     pub async fn close(&self) {

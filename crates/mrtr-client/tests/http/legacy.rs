@@ -408,3 +408,26 @@ async fn a_session_the_server_forgot_is_opened_again_once() {
     assert_eq!(seen[3].headers["mcp-session-id"], "sess-1");
     assert_eq!(seen[6].headers["mcp-session-id"], "sess-2");
 }
+
+#[tokio::test]
+async fn a_remembered_2025_era_that_no_longer_holds_is_told_again() {
+    let (url, log) = modern_server(false).await;
+    let cache = Arc::new(EraCache::new());
+    cache.insert(&url, Era::Legacy);
+    let c = Client::builder(HttpTransport::new(&url).unwrap())
+        .with_handler(confirm())
+        .with_era_cache(cache.clone())
+        .build();
+    let done = c.call_tool("deploy", json!({})).await.unwrap();
+    assert_eq!(done.text(), "modern");
+    // initialize found no 2025 server; the call then told the era afresh.
+    assert_eq!(whats(&log), ["initialize", "tools/call"]);
+    assert_eq!(cache.get(&url), Some(Era::Modern));
+
+    // Forced, the era stands, and the failure is the call's.
+    let (url, log) = modern_server(false).await;
+    let c = client(&url, EraMode::Legacy);
+    let e = c.call_tool("deploy", json!({})).await.unwrap_err();
+    assert!(matches!(e, ClientError::Flow(_)), "{e:?}");
+    assert_eq!(whats(&log), ["initialize"]);
+}
