@@ -134,7 +134,9 @@ pub struct CallArgs {
     /// answered as input requests are), modern (2026-07-28) or legacy (2025-11-25,
     /// 2025-06-18, 2025-03-26). A 2025-era server's requests have no keys: for
     /// --answers they are `METHOD#N`, the N-th request of the call (e.g.
-    /// `elicitation/create#1`).
+    /// `elicitation/create#1`). With auto, an http(s) endpoint found to be of the
+    /// 2025 era is remembered in $MRTR_ERA_CACHE, else ~/.cache/mrtr/eras.json
+    /// (an empty MRTR_ERA_CACHE remembers none).
     #[arg(long, global = true, value_enum, default_value_t = EraArg::Auto, value_name = "ERA")]
     pub era: EraArg,
     /// Print the whole result as JSON instead of its text content.
