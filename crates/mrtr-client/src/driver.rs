@@ -7,6 +7,7 @@
 
 mod answer;
 mod builder;
+mod legacy;
 mod round;
 
 use std::sync::Arc;
@@ -25,6 +26,7 @@ use mrtr::wire::jsonrpc::{self, RequestId};
 use crate::ClientError;
 use crate::Timer;
 use crate::handler::{InputHandler, NoInput};
+use crate::legacy::{Era, EraCache, EraMode, Session};
 use crate::transport::Transport;
 use mrtr::client::{Asked, Flow, FlowRules, result_of};
 use mrtr::client::{CarrierCall, Completion, PendingFlow};
@@ -52,6 +54,16 @@ struct Inner {
     concurrent_answers: usize,
     timer: Option<Arc<dyn Timer>>,
     next_id: AtomicI64,
+    /// How the era of the server is picked.
+    era_mode: EraMode,
+    /// The eras learned, by server.
+    eras: Arc<EraCache>,
+    /// The 2025-era session, once opened.
+    session: tokio::sync::Mutex<Option<Arc<Session>>>,
+    /// The most server requests answered per 2025-era call.
+    max_server_requests: usize,
+    /// The most sampling requests per flow (a 2025-era call counts its own).
+    max_sampling: u32,
 }
 
 /// An MRTR client: sends carrier requests and drives them to completion.
@@ -62,6 +74,10 @@ struct Inner {
 /// never in the client, so parallel calls cannot see each other's state
 /// (MCP 2026-07-28, Multi Round-Trip Requests §Client Requirements (Basic
 /// Workflow), item 4).
+///
+/// It speaks to 2025-era servers too (`initialize`, a session, server requests
+/// answered by the same handler): see [`legacy`](crate::legacy) and
+/// [`ClientBuilder::with_era`].
 ///
 /// Every request carries the full `_meta` (protocol version, `clientInfo`,
 /// `clientCapabilities`) and a fresh id. A retry re-sends the original params
@@ -89,6 +105,10 @@ impl Client {
             request_timeout: Some(defaults::CLIENT_REQUEST_TIMEOUT),
             concurrent_answers: defaults::CLIENT_MAX_CONCURRENT_ANSWERS,
             timer,
+            era_mode: EraMode::Auto,
+            eras: Arc::default(),
+            max_server_requests: crate::legacy::MAX_SERVER_REQUESTS,
+            max_sampling: defaults::CLIENT_MAX_SAMPLING_PER_FLOW,
         }
     }
 
@@ -137,22 +157,53 @@ impl Client {
 
     /// Drives `call` to completion, answering every round through the handler.
     ///
+    /// The era of the server is told by the first request when not known yet
+    /// (see [`legacy`](crate::legacy)); a 2025-era server is called in a session,
+    /// its requests answered by the same handler.
+    ///
     /// # Errors
     /// See [`ClientError`].
     pub async fn call(&self, call: CarrierCall) -> Result<Completion, ClientError> {
-        let ready = Flow::start(call, Arc::clone(&self.inner.rules));
-        self.capped(self.complete(ready)).await
+        self.capped(async {
+            match self.known_era().await {
+                Some(Era::Legacy) => self.legacy_call(&call).await,
+                None => match self.probe(&call).await? {
+                    legacy::Probed::Modern(turn) => self.complete_from(turn).await,
+                    legacy::Probed::Legacy => self.legacy_call(&call).await,
+                },
+                _ => {
+                    let ready = Flow::start(call, Arc::clone(&self.inner.rules));
+                    self.complete(ready).await
+                }
+            }
+        })
+        .await
     }
 
     /// Sends the first request of `call` and stops at the first round that asks
     /// for input (manual mode). State-only rounds are retried (with back-off)
     /// without stopping, since they need nothing from the caller.
     ///
+    /// A 2025-era server asks within the request, so there a call cannot stop
+    /// between rounds: it is driven to completion through the handler.
+    ///
     /// # Errors
     /// See [`ClientError`].
     pub async fn start(&self, call: CarrierCall) -> Result<Step, ClientError> {
-        let ready = Flow::start(call, Arc::clone(&self.inner.rules));
-        self.capped(self.step(ready)).await
+        self.capped(async {
+            match self.known_era().await {
+                Some(Era::Legacy) => self.legacy_call(&call).await.map(Step::Complete),
+                None => match self.probe(&call).await? {
+                    legacy::Probed::Modern(turn) => self.step_from(turn).await,
+                    legacy::Probed::Legacy => self.legacy_call(&call).await.map(Step::Complete),
+                },
+                _ => {
+                    let ready = Flow::start(call, Arc::clone(&self.inner.rules));
+                    self.step(ready).await
+                }
+            }
+        })
+        .await
     }
 
     /// Retries a pending flow with `responses` (one per outstanding input request,
@@ -202,17 +253,28 @@ impl Client {
     /// Sends any other request (e.g. `tools/list`) with the full `_meta` and a
     /// fresh id, and returns its `result`. No MRTR handling: an
     /// `InputRequiredResult` is returned as is. Bounded by the per-request and the
-    /// total time caps.
+    /// total time caps. To a 2025-era server it goes in the session, without `_meta`.
     ///
     /// # Errors
     /// [`ClientError::Transport`], [`FlowError::JsonRpc`](crate::FlowError::JsonRpc), [`FlowError::IdMismatch`](crate::FlowError::IdMismatch),
     /// [`FlowError::Malformed`](crate::FlowError::Malformed), [`ClientError::RequestTimeout`] or [`ClientError::Timeout`].
     pub async fn request(&self, method: &str, params: JsonObject) -> Result<Value, ClientError> {
+        let era = self.known_era().await;
+        if era == Some(Era::Legacy) {
+            return self.capped(self.legacy_request(method, params)).await;
+        }
+        let bare = params.clone();
         let mut params = params;
         params.insert("_meta".into(), self.meta());
         let id = self.next_id();
         let request = jsonrpc::request(&id, method, Value::Object(params));
         self.capped(async {
+            if era.is_none() {
+                return match self.probe_request(request, &id).await? {
+                    Some(result) => Ok(result),
+                    None => self.legacy_request(method, bare).await,
+                };
+            }
             let response = self.send(request).await?;
             Ok(result_of(response, &id)?)
         })
@@ -221,7 +283,14 @@ impl Client {
 
     /// Sends one request, racing its response against the per-request time cap.
     async fn send(&self, request: Value) -> Result<Value, ClientError> {
-        let send = self.inner.transport.send(request);
+        self.timed(self.inner.transport.send(request)).await
+    }
+
+    /// Races `send` (one request's exchange) against the per-request time cap.
+    async fn timed<T>(
+        &self,
+        send: crate::BoxFuture<'_, Result<T, crate::TransportError>>,
+    ) -> Result<T, ClientError> {
         match (&self.inner.timer, self.inner.request_timeout) {
             (Some(timer), Some(after)) => match select(send, timer.sleep(after)).await {
                 Either::Left((r, _)) => Ok(r?),

@@ -35,6 +35,13 @@ pub enum ClientError {
         /// The cap that was reached.
         after: Duration,
     },
+    /// A 2025-era server sent more requests during one call than the client
+    /// answers ([`ClientBuilder::with_max_server_requests`](crate::ClientBuilder::with_max_server_requests)).
+    #[error("the server sent more than {limit} requests during one call")]
+    TooManyServerRequests {
+        /// The cap that was reached.
+        limit: usize,
+    },
     /// A handler gave no answer for an input request; the flow stops without a retry.
     #[error("input {key:?} ({}) not answered: {source}", .kind.as_str())]
     Handler {

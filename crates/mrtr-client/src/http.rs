@@ -536,15 +536,36 @@ impl HttpTransport {
         &self,
         request: &Value,
         authorization: Option<HeaderValue>,
+        wire: Wire<'_>,
     ) -> Result<Request<Full<Bytes>>, TransportError> {
-        let headers = McpHeaders::for_request(request, PROTOCOL_VERSION);
         let mut b = Request::post(self.uri.clone())
             .header(CONTENT_TYPE, streamable_http::JSON)
             .header(ACCEPT, streamable_http::ACCEPT_JSON_AND_EVENT_STREAM);
-        for (name, value) in headers.pairs() {
-            b = b.header(name, header_value(name, value)?);
+        let modern = match wire {
+            Wire::Modern => true,
+            Wire::Legacy { version, session } => {
+                if let Some(v) = version {
+                    b = b.header(
+                        streamable_http::HEADER_PROTOCOL_VERSION,
+                        header_value(streamable_http::HEADER_PROTOCOL_VERSION, v)?,
+                    );
+                }
+                if let Some(id) = session {
+                    let mut v = header_value(HEADER_SESSION_ID, id)?;
+                    v.set_sensitive(true);
+                    b = b.header(HEADER_SESSION_ID, v);
+                }
+                false
+            }
+        };
+        if modern {
+            let headers = McpHeaders::for_request(request, PROTOCOL_VERSION);
+            for (name, value) in headers.pairs() {
+                b = b.header(name, header_value(name, value)?);
+            }
         }
-        if let Some(params) = request.get("params")
+        if modern
+            && let Some(params) = request.get("params")
             && request.get("method").and_then(Value::as_str) == Some("tools/call")
             && let Some(tool) = params.get("name").and_then(Value::as_str)
         {
@@ -572,9 +593,10 @@ impl HttpTransport {
 
     /// Posts `request` and returns the response. A token source is asked again
     /// once if the server refuses the request (401, or 403 `insufficient_scope`).
-    async fn post(
+    pub(crate) async fn post(
         &self,
         request: &Value,
+        wire: Wire<'_>,
     ) -> Result<Response<hyper::body::Incoming>, TransportError> {
         let mut refused: Option<Challenge> = None;
         let mut sent_token = false;
@@ -598,7 +620,7 @@ impl HttpTransport {
                 },
             };
             sent_token = authorization.is_some();
-            let req = self.build(request, authorization)?;
+            let req = self.build(request, authorization, wire)?;
             let resp = self
                 .client
                 .request(req)
@@ -625,6 +647,42 @@ impl HttpTransport {
                 Auth::Fixed(_) => "the server refused the bearer token",
             };
             return Err(TransportError::Unauthorized(refusal(why, Some(&challenge))));
+        }
+    }
+}
+
+impl HttpTransport {
+    /// Ends a 2025-era session: `DELETE` with its id (and the current token).
+    /// The answer is read and dropped (a server may refuse with `405`).
+    pub(crate) async fn delete_session(&self, version: Option<&str>, session: &str) {
+        let authorization = match &self.auth {
+            Auth::None => None,
+            Auth::Fixed(v) => Some(v.clone()),
+            Auth::Source(source) => match source.token(None).await {
+                Ok(Some(t)) => t.header_value().ok(),
+                _ => None,
+            },
+        };
+        let mut b = Request::delete(self.uri.clone());
+        if let Some(headers) = b.headers_mut() {
+            headers.extend(self.headers.clone());
+            if let Some(a) = authorization {
+                headers.insert(AUTHORIZATION, a);
+            }
+            if let Ok(mut v) = HeaderValue::from_str(session) {
+                v.set_sensitive(true);
+                headers.insert(HEADER_SESSION_ID, v);
+            }
+            if let Some(Ok(v)) = version.map(HeaderValue::from_str) {
+                headers.insert(streamable_http::HEADER_PROTOCOL_VERSION, v);
+            }
+        }
+        let Ok(req) = b.body(Full::new(Bytes::new())) else {
+            return;
+        };
+        if let Ok(resp) = self.client.request(req).await {
+            let mut body = resp.into_body();
+            let _ = read_body(&mut body).await;
         }
     }
 }
@@ -708,27 +766,50 @@ impl Transport for HttpTransport {
 
     fn send(&self, request: Value) -> BoxFuture<'_, Result<Value, TransportError>> {
         Box::pin(async move {
-            let mut reply = self.exchange(&request).await?;
-            match request.get("method").and_then(Value::as_str) {
-                Some("tools/list") => self.learn_tools(&mut reply),
-                Some("tools/call") if self.relist_for(&request, &reply).await => {
-                    // Refused before it ran (the header check comes first), so
-                    // sending it again with its headers runs it once.
-                    reply = self.exchange(&request).await?;
-                }
-                _ => {}
-            }
-            Ok(reply)
+            let reply = self.exchange(&request).await?;
+            self.after_reply(&request, reply).await
         })
+    }
+
+    fn legacy(&self) -> Option<&dyn crate::legacy::LegacyTransport> {
+        Some(self)
     }
 }
 
 impl HttpTransport {
+    /// What a modern reply to `request` leads to: the tools' declarations
+    /// learned from a `tools/list`, a refused `tools/call` sent once more.
+    pub(crate) async fn after_reply(
+        &self,
+        request: &Value,
+        mut reply: Value,
+    ) -> Result<Value, TransportError> {
+        match request.get("method").and_then(Value::as_str) {
+            Some("tools/list") => self.learn_tools(&mut reply),
+            Some("tools/call") if self.relist_for(request, &reply).await => {
+                // Refused before it ran (the header check comes first), so
+                // sending it again with its headers runs it once.
+                reply = self.exchange(request).await?;
+            }
+            _ => {}
+        }
+        Ok(reply)
+    }
+
     /// Posts `request` and reads its JSON-RPC response.
     async fn exchange(&self, request: &Value) -> Result<Value, TransportError> {
+        let resp = self.post(request, Wire::Modern).await?;
+        self.read_reply(request, resp).await
+    }
+
+    /// Reads the JSON-RPC response to `request` from `resp`.
+    pub(crate) async fn read_reply(
+        &self,
+        request: &Value,
+        resp: Response<hyper::body::Incoming>,
+    ) -> Result<Value, TransportError> {
         {
             let id = request.get("id").cloned().unwrap_or(Value::Null);
-            let resp = self.post(request).await?;
             let status = resp.status();
             let content_type = resp
                 .headers()
@@ -770,18 +851,7 @@ impl HttpTransport {
                     }
                 }
             }
-            let mut buf = Vec::new();
-            while let Some(frame) = body.frame().await {
-                let frame = frame.map_err(|e| TransportError::Connection(error_chain(&e)))?;
-                if let Ok(chunk) = frame.into_data() {
-                    buf.extend_from_slice(&chunk);
-                    if buf.len() > MAX_RESPONSE_BYTES {
-                        return Err(TransportError::InvalidResponse(
-                            "the response body is too large".into(),
-                        ));
-                    }
-                }
-            }
+            let buf = read_body(&mut body).await?;
             // A JSON-RPC response is handed over whatever the status (errors come with 4xx).
             match serde_json::from_slice::<Value>(&buf) {
                 Ok(v) if is_jsonrpc_response(&v) => Ok(v),
@@ -894,6 +964,38 @@ impl HttpTransport {
     }
 }
 
+/// The HTTP header of a 2025-era session's id.
+pub(crate) const HEADER_SESSION_ID: &str = "mcp-session-id";
+
+/// Which generation's headers a request carries.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Wire<'a> {
+    /// 2026-07-28: `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`.
+    Modern,
+    /// The 2025 era: `MCP-Protocol-Version` once negotiated, the session's id once given.
+    Legacy {
+        version: Option<&'a str>,
+        session: Option<&'a str>,
+    },
+}
+
+/// A whole (non-stream) body, at most [`MAX_RESPONSE_BYTES`].
+pub(crate) async fn read_body(body: &mut hyper::body::Incoming) -> Result<Vec<u8>, TransportError> {
+    let mut buf = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| TransportError::Connection(error_chain(&e)))?;
+        if let Ok(chunk) = frame.into_data() {
+            buf.extend_from_slice(&chunk);
+            if buf.len() > MAX_RESPONSE_BYTES {
+                return Err(TransportError::InvalidResponse(
+                    "the response body is too large".into(),
+                ));
+            }
+        }
+    }
+    Ok(buf)
+}
+
 /// A failed connection: [`TransportError::Tls`] when TLS refused it, else
 /// [`TransportError::Connection`].
 pub(crate) fn connect_error(e: &(dyn std::error::Error + 'static)) -> TransportError {
@@ -942,7 +1044,7 @@ fn tls_reason(e: &rustls::Error) -> String {
     format!("{plain} ({e})")
 }
 
-fn error_chain(e: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut src = e.source();
     while let Some(inner) = src {
@@ -953,13 +1055,13 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     s
 }
 
-fn is_jsonrpc_response(v: &Value) -> bool {
+pub(crate) fn is_jsonrpc_response(v: &Value) -> bool {
     v.as_object()
         .is_some_and(|o| o.contains_key("result") || o.contains_key("error"))
 }
 
 /// The event data if it is the response to `id` (or an error without an id).
-fn response_for(data: &str, id: &Value) -> Option<Value> {
+pub(crate) fn response_for(data: &str, id: &Value) -> Option<Value> {
     let v: Value = serde_json::from_str(data).ok()?;
     if !is_jsonrpc_response(&v) {
         return None;
@@ -1195,7 +1297,7 @@ mod tests {
                 .collect()
         };
         // Not listed yet: no parameter headers.
-        assert!(param_headers(&t.build(&call("query"), None).unwrap()).is_empty());
+        assert!(param_headers(&t.build(&call("query"), None, Wire::Modern).unwrap()).is_empty());
         let mut reply = serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": [
             {"name": "query", "inputSchema": {"type": "object", "properties": {
                 "region": {"type": "string", "x-mcp-header": "Region"},
@@ -1216,7 +1318,7 @@ mod tests {
             .collect();
         assert_eq!(names, ["query", "plain"]);
         assert_eq!(
-            param_headers(&t.build(&call("query"), None).unwrap()),
+            param_headers(&t.build(&call("query"), None, Wire::Modern).unwrap()),
             [
                 (
                     "mcp-param-region".to_owned(),
@@ -1225,18 +1327,20 @@ mod tests {
                 ("mcp-param-n".to_owned(), "7".to_owned()),
             ]
         );
-        assert!(param_headers(&t.build(&call("plain"), None).unwrap()).is_empty());
+        assert!(param_headers(&t.build(&call("plain"), None, Wire::Modern).unwrap()).is_empty());
         // A clone shares what was learned; a later listing without the
         // declarations forgets them.
         let clone = t.clone();
         assert_eq!(
-            param_headers(&clone.build(&call("query"), None).unwrap()).len(),
+            param_headers(&clone.build(&call("query"), None, Wire::Modern).unwrap()).len(),
             2
         );
         let mut relisted = serde_json::json!({"result": {"tools": [
             {"name": "query", "inputSchema": {"type": "object"}},
         ]}});
         t.learn_tools(&mut relisted);
-        assert!(param_headers(&clone.build(&call("query"), None).unwrap()).is_empty());
+        assert!(
+            param_headers(&clone.build(&call("query"), None, Wire::Modern).unwrap()).is_empty()
+        );
     }
 }

@@ -10,6 +10,7 @@ mod handler;
 #[cfg(feature = "http")]
 pub mod http;
 mod in_process;
+pub mod legacy;
 #[cfg(feature = "oauth")]
 pub mod oauth;
 #[cfg(feature = "stdio")]
@@ -25,6 +26,7 @@ pub use handler::{HandlerError, Handlers, InputContext, InputHandler, NoInput};
 #[cfg(feature = "http")]
 pub use http::{BearerToken, Challenge, HttpTransport, HttpTransportBuilder, TokenSource};
 pub use in_process::InProcess;
+pub use legacy::{Era, EraCache, EraMode};
 #[cfg(feature = "stdio")]
 pub use stdio::{ServerStderr, StdioTransport, StdioTransportBuilder};
 pub use timer::{Timer, TokioTimer};

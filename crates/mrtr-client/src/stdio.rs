@@ -10,7 +10,9 @@
 //!       ▲
 //!       └── pending[id] ◄── reader task ◄── child stdout (lines up to max_line_bytes)
 //!                               │ a response: to the request with its id
-//!                               │ a request from the server: answered -32601, logged
+//!                               │ a request from the server: to the 2025-era
+//!                               │   exchange waiting (crate::legacy), else
+//!                               │   answered -32601, logged
 //!                               │ a notification, a stray response, a line that is
 //!                               │ not JSON: logged and skipped
 //!                               └ EOF or a read error: every pending request fails
@@ -20,7 +22,10 @@
 //! Responses are matched by id, so requests may be in flight at the same time.
 //! In 2026-07-28 a server sends no requests to the client (what it needs from the
 //! user comes back as an `InputRequiredResult`); one that does gets a
-//! `-32601 Method not found` error so it does not wait for an answer.
+//! `-32601 Method not found` error so it does not wait for an answer, unless a
+//! 2025-era request is waiting ([`crate::legacy`]): then it is answered by the
+//! client's handler, at most [`MAX_SERVER_REQUESTS`](crate::legacy::MAX_SERVER_REQUESTS)
+//! queued at a time.
 //!
 //! The child is killed when the transport is dropped; [`StdioTransport::shutdown`]
 //! closes its stdin first and gives it time to exit on its own.
@@ -131,6 +136,11 @@ impl StdioTransportBuilder {
     /// not executable), or when there is no tokio runtime.
     pub fn spawn(self) -> Result<StdioTransport, TransportError> {
         let program = self.command.get_program().to_string_lossy().into_owned();
+        let command_line = std::iter::once(self.command.get_program())
+            .chain(self.command.get_args())
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join(" ");
         if tokio::runtime::Handle::try_current().is_err() {
             return Err(TransportError::Connection(format!(
                 "cannot start {program:?}: no tokio runtime"
@@ -155,6 +165,8 @@ impl StdioTransportBuilder {
             )));
         };
         let shared = Arc::new(Shared::default());
+        let (requests, server_requests) = mpsc::channel(crate::legacy::MAX_SERVER_REQUESTS);
+        shared.lock().requests = Some(requests);
         let (queue, queued) = mpsc::channel(QUEUE);
         let tasks = [
             tokio::spawn(write_stdin(stdin, queued, shared.clone())),
@@ -173,6 +185,10 @@ impl StdioTransportBuilder {
         Ok(StdioTransport {
             program,
             pid: child.id(),
+            legacy: Box::new(StdioLegacy {
+                command_line,
+                server_requests: tokio::sync::Mutex::new(server_requests),
+            }),
             shared,
             queue: Mutex::new(Some(queue)),
             child: tokio::sync::Mutex::new(child),
@@ -204,6 +220,8 @@ impl StdioTransportBuilder {
 pub struct StdioTransport {
     program: String,
     pid: Option<u32>,
+    /// What the 2025 era needs (boxed: most transports never use it).
+    pub(crate) legacy: Box<StdioLegacy>,
     shared: Arc<Shared>,
     /// `None` once [`shutdown`](StdioTransport::shutdown) closed the server's stdin.
     queue: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
@@ -273,9 +291,35 @@ impl StdioTransport {
         }
     }
 
+    /// The command line the server was started with.
+    pub(crate) fn command_line(&self) -> &str {
+        &self.legacy.command_line
+    }
+
+    /// The shared state of the reader and the writer.
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.shared
+    }
+
+    /// Queues one line (a JSON-RPC message and its newline) for the server's stdin.
+    pub(crate) async fn write_line(&self, line: Vec<u8>) -> Result<(), TransportError> {
+        let queue = self
+            .queue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let Some(queue) = queue else {
+            return Err(self.gone("the transport was shut down".into()).await);
+        };
+        if queue.send(line).await.is_err() {
+            return Err(self.gone(self.shared.why_closed()).await);
+        }
+        Ok(())
+    }
+
     /// The error for a request that failed because the connection is gone, with
     /// the server's exit status when it has one by now.
-    async fn gone(&self, why: String) -> TransportError {
+    pub(crate) async fn gone(&self, why: String) -> TransportError {
         let mut child = self.child.lock().await;
         let status = tokio::time::timeout(EXIT_STATUS_WAIT, child.wait()).await;
         TransportError::Connection(match status {
@@ -313,6 +357,10 @@ impl Transport for StdioTransport {
     /// Tokio's timer ([`TokioTimer`](crate::TokioTimer)): this transport runs on tokio.
     fn timer(&self) -> Option<std::sync::Arc<dyn Timer>> {
         Some(std::sync::Arc::new(crate::TokioTimer))
+    }
+
+    fn legacy(&self) -> Option<&dyn crate::legacy::LegacyTransport> {
+        Some(self)
     }
 
     fn send(&self, request: Value) -> BoxFuture<'_, Result<Value, TransportError>> {
@@ -363,27 +411,39 @@ impl Transport for StdioTransport {
     }
 }
 
+/// What a [`StdioTransport`] keeps for the 2025 era.
+pub(crate) struct StdioLegacy {
+    /// The program and its arguments, the key its era is remembered by.
+    command_line: String,
+    /// The requests the server sends during a 2025-era exchange.
+    pub(crate) server_requests: tokio::sync::Mutex<mpsc::Receiver<Value>>,
+}
+
 /// What the reader, the writer and the requests share.
 #[derive(Default)]
-struct Shared {
+pub(crate) struct Shared {
     state: Mutex<State>,
 }
 
 #[derive(Default)]
-struct State {
+pub(crate) struct State {
     /// The requests waiting for a response, by the JSON text of their id.
     pending: HashMap<String, oneshot::Sender<Result<Value, TransportError>>>,
     /// Why the connection is gone, once it is.
     closed: Option<String>,
+    /// Where server requests go while a 2025-era exchange waits (`serving > 0`).
+    requests: Option<mpsc::Sender<Value>>,
+    /// How many 2025-era exchanges are waiting for their response.
+    pub(crate) serving: usize,
 }
 
 impl Shared {
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Registers a request waiting for the response with id `key`.
-    fn wait_for(
+    pub(crate) fn wait_for(
         &self,
         key: String,
         reply: oneshot::Sender<Result<Value, TransportError>>,
@@ -430,9 +490,9 @@ impl Shared {
 }
 
 /// Takes a request's entry out of the pending map when its future ends.
-struct Pending<'a> {
-    shared: &'a Shared,
-    key: String,
+pub(crate) struct Pending<'a> {
+    pub(crate) shared: &'a Shared,
+    pub(crate) key: String,
 }
 
 impl Drop for Pending<'_> {
@@ -525,6 +585,17 @@ fn dispatch(line: &[u8], shared: &Shared, queue: &mpsc::WeakSender<Vec<u8>>) {
             None => tracing::warn!("skipped an error response without an id"),
         },
         (Some(method), Some(id)) => {
+            {
+                let state = shared.lock();
+                if state.serving > 0
+                    && let Some(requests) = &state.requests
+                {
+                    match requests.try_send(Value::Object(message.clone())) {
+                        Ok(()) => return,
+                        Err(_) => tracing::warn!(method, "too many server requests waiting"),
+                    }
+                }
+            }
             tracing::warn!(method, %id, "the server sent a request; answered -32601");
             let answer = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601,
                 "message": "Method not found: this client takes no requests (MCP 2026-07-28)"}});

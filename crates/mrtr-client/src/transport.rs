@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::legacy::LegacyTransport;
 use crate::{BoxFuture, Timer};
 
 /// Sends one JSON-RPC request and returns the JSON-RPC response.
@@ -51,6 +52,13 @@ pub trait Transport: Send + Sync + std::fmt::Debug {
     fn timer(&self) -> Option<Arc<dyn Timer>> {
         None
     }
+
+    /// This transport as a carrier of the 2025 era (`initialize`, sessions,
+    /// server requests), when it can be one. `None` (the default): a
+    /// [`Client`](super::Client) on it speaks MCP 2026-07-28 only.
+    fn legacy(&self) -> Option<&dyn LegacyTransport> {
+        None
+    }
 }
 
 impl<T: Transport + ?Sized> Transport for Arc<T> {
@@ -61,6 +69,10 @@ impl<T: Transport + ?Sized> Transport for Arc<T> {
     fn timer(&self) -> Option<Arc<dyn Timer>> {
         (**self).timer()
     }
+
+    fn legacy(&self) -> Option<&dyn LegacyTransport> {
+        (**self).legacy()
+    }
 }
 
 impl<T: Transport + ?Sized> Transport for Box<T> {
@@ -70,6 +82,10 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
 
     fn timer(&self) -> Option<Arc<dyn Timer>> {
         (**self).timer()
+    }
+
+    fn legacy(&self) -> Option<&dyn LegacyTransport> {
+        (**self).legacy()
     }
 }
 

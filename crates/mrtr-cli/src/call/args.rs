@@ -129,6 +129,16 @@ pub struct CallArgs {
     /// Never ask on the terminal: fail closed unless --answers covers the question.
     #[arg(long, global = true)]
     pub no_input: bool,
+    /// Which generation of MCP the server speaks: auto (tell it from the first
+    /// request: a 2025-era server is called after initialize, its requests
+    /// answered as input requests are), modern (2026-07-28) or legacy (2025-11-25,
+    /// 2025-06-18, 2025-03-26). A 2025-era server's requests have no keys: for
+    /// --answers they are `METHOD#N`, the N-th request of the call (e.g.
+    /// `elicitation/create#1`). With auto, an http(s) endpoint found to be of the
+    /// 2025 era is remembered in $MRTR_ERA_CACHE, else ~/.cache/mrtr/eras.json
+    /// (an empty MRTR_ERA_CACHE remembers none).
+    #[arg(long, global = true, value_enum, default_value_t = EraArg::Auto, value_name = "ERA")]
+    pub era: EraArg,
     /// Print the whole result as JSON instead of its text content.
     #[arg(long, global = true)]
     pub json: bool,
@@ -175,6 +185,28 @@ pub enum StderrArg {
     Show,
     /// Nowhere.
     Discard,
+}
+
+/// `--era`: how the server's generation is picked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum EraArg {
+    /// Told by the first request.
+    Auto,
+    /// MCP 2026-07-28.
+    Modern,
+    /// The 2025 era (initialize, sessions, server requests).
+    Legacy,
+}
+
+impl EraArg {
+    /// The client's mode.
+    pub fn mode(self) -> mrtr_client::EraMode {
+        match self {
+            Self::Auto => mrtr_client::EraMode::Auto,
+            Self::Modern => mrtr_client::EraMode::Modern,
+            Self::Legacy => mrtr_client::EraMode::Legacy,
+        }
+    }
 }
 
 /// What `mrtr call` calls.

@@ -9,7 +9,7 @@
 //! mrtr call tool NAME [OPTIONS] -- PROGRAM [ARGS]...   stdio: starts the server
 //!     [--cacert FILE] [--server-stderr show|discard]
 //!     [--answers JSON|@FILE] [--sampling-reply TEXT] [--root PATH]... [--no-input]
-//!     [--json] [--max-rounds N] [--timeout SECS] [--request-timeout SECS]
+//!     [--era auto|modern|legacy] [--json] [--max-rounds N] [--timeout SECS] [--request-timeout SECS]
 //!     [--max-questions-per-round N] [--max-concurrent-answers N]
 //!     [--max-sampling-per-flow N] [--max-answer-bytes N]
 //!     [--max-state-bytes N] [--max-upload-bytes N]
@@ -23,6 +23,18 @@
 //! url elicitations as a link with its host and a y/n consent, sampling as "here
 //! is what the server asks the model; type the model's reply", roots as "share the
 //! current directory? y/n". Prompts go to stderr, the result to stdout.
+//!
+//! # 2025-era servers
+//! With `--era auto` (the default) the first request tells the server's
+//! generation (`mrtr_client::legacy`): a 2025-era server (2025-11-25, 2025-06-18,
+//! 2025-03-26) is called after `initialize`, in a session, and the requests it
+//! sends during the call (`elicitation/create`, `sampling/createMessage`,
+//! `roots/list`) are answered exactly as input requests are, from `--answers`
+//! (keyed `METHOD#N`, the N-th request of the call, as the server gives no
+//! key), the flags or the terminal. The result is printed the same way. An
+//! HTTP endpoint found to be of the 2025 era is remembered in a small file
+//! (`eras`: `$MRTR_ERA_CACHE`, else `~/.cache/mrtr/eras.json`), so that the
+//! next run opens its session at once.
 //!
 //! # Consent
 //! The client declares only what it can answer with the user's consent:
@@ -72,12 +84,14 @@
 //! of mode 0600, refreshed when they expire; `--logout` forgets them.
 //!
 //! The files, one job each: `args` (the arguments and what they mean),
-//! `sanitize` (what reaches the terminal), `connect` (the
-//! server, over HTTP or stdio), `login` (OAuth), `handler` (who answers an input
-//! request), `prompt` (the questions on the terminal).
+//! `sanitize` (what reaches the terminal), `connect` (the server, over HTTP or
+//! stdio), `eras` (the 2025-era endpoints remembered), `login` (OAuth),
+//! `handler` (who answers an input request), `prompt` (the questions on the
+//! terminal).
 
 mod args;
 mod connect;
+mod eras;
 mod handler;
 mod login;
 mod prompt;
@@ -94,8 +108,9 @@ use mrtr_client::{Cap, CarrierCall, Client, ClientError, Completion, FlowError, 
 use serde_json::{Map, Value};
 
 pub use args::CallArgs;
-use args::{build_call, parse_answers, roots_of};
+use args::{EraArg, build_call, parse_answers, roots_of};
 use connect::{connect, show_server_stderr};
+pub use eras::ERA_CACHE_ENV;
 
 /// Why there is no server to call: what `connect` and the `login` options it
 /// reads fail with (here, so that neither module imports the other).
@@ -185,6 +200,13 @@ pub async fn run_call_with_output(
     let printer = server
         .stderr_lines
         .map(|lines| tokio::spawn(show_server_stderr(lines, handler.clone())));
+    // With --era auto over HTTP, the 2025-era endpoints found by earlier runs.
+    let remembered = match (args.era, &args.url) {
+        (EraArg::Auto, Some(_)) => eras::path(),
+        _ => None,
+    };
+    let era_cache = Arc::new(remembered.as_deref().map(eras::load).unwrap_or_default());
+    let endpoint = server.transport.legacy().map(|l| l.server());
     let client = Client::builder(server.transport)
         .with_shared_handler(handler.clone())
         .with_client_info("mrtr-call", env!("CARGO_PKG_VERSION"))
@@ -197,8 +219,15 @@ pub async fn run_call_with_output(
         .with_max_answer_bytes(args.max_answer_bytes)
         .with_max_state_bytes(args.max_state_bytes)
         .with_max_upload_bytes(args.max_upload_bytes)
+        .with_era(args.era.mode())
+        .with_era_cache(era_cache)
         .build();
     let outcome = client.call(call).await;
+    if let (Some(path), Some(endpoint)) = (&remembered, &endpoint) {
+        eras::record(path, endpoint, client.era());
+    }
+    // A 2025-era session ends (HTTP: DELETE with its id).
+    client.close().await;
     drop(client);
     if let Some(stdio) = server.stdio {
         stdio.shutdown(STDIO_GRACE).await;

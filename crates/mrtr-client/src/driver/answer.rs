@@ -21,7 +21,6 @@ impl Client {
         round: u32,
         asks: &InputRequests,
     ) -> Result<InputResponses, ClientError> {
-        let handler = &self.inner.handler;
         let futures = asks.iter().enumerate().map(|(i, (key, ask))| {
             let ctx = InputContext {
                 key: key.clone(),
@@ -29,30 +28,8 @@ impl Client {
                 target: call.target().to_owned(),
                 round,
             };
-            let kind = ask.kind();
-            let key = key.clone();
             let ask = ask.clone();
-            async move {
-                let answer = match ask {
-                    InputRequest::Elicit(p) => {
-                        handler.elicit(ctx, p).await.map(InputResponse::Elicit)
-                    }
-                    InputRequest::CreateMessage(p) => handler
-                        .create_message(ctx, p)
-                        .await
-                        .map(InputResponse::CreateMessage),
-                    InputRequest::ListRoots { .. } => {
-                        handler.list_roots(ctx).await.map(InputResponse::ListRoots)
-                    }
-                    // A kind the wire model learns later: no handler method
-                    // serves it yet.
-                    _ => Err(HandlerError::Unsupported),
-                };
-                match answer {
-                    Ok(a) => Ok((i, key, a)),
-                    Err(source) => Err(ClientError::Handler { key, kind, source }),
-                }
-            }
+            async move { self.answer_one(ctx, ask).await.map(|a| (i, a.0, a.1)) }
         });
         // Collected first: a stream over a borrowing closure trips the `Send`
         // check of the caller's future (higher-ranked lifetimes).
@@ -63,5 +40,34 @@ impl Client {
             .await?;
         answered.sort_unstable_by_key(|(i, _, _)| *i);
         Ok(answered.into_iter().map(|(_, k, a)| (k, a)).collect())
+    }
+
+    /// Asks the handler for the answer to one input request (of a round's
+    /// `inputRequests`, or a 2025-era server request): the one place a question
+    /// reaches the handler.
+    pub(super) async fn answer_one(
+        &self,
+        ctx: InputContext,
+        ask: InputRequest,
+    ) -> Result<(String, InputResponse), ClientError> {
+        let handler = &self.inner.handler;
+        let kind = ask.kind();
+        let key = ctx.key.clone();
+        let answer = match ask {
+            InputRequest::Elicit(p) => handler.elicit(ctx, p).await.map(InputResponse::Elicit),
+            InputRequest::CreateMessage(p) => handler
+                .create_message(ctx, p)
+                .await
+                .map(InputResponse::CreateMessage),
+            InputRequest::ListRoots { .. } => {
+                handler.list_roots(ctx).await.map(InputResponse::ListRoots)
+            }
+            // A kind the wire model learns later: no handler method serves it yet.
+            _ => Err(HandlerError::Unsupported),
+        };
+        match answer {
+            Ok(a) => Ok((key, a)),
+            Err(source) => Err(ClientError::Handler { key, kind, source }),
+        }
     }
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::Timer;
 use crate::handler::InputHandler;
+use crate::legacy::{EraCache, EraMode};
 use crate::transport::Transport;
 use mrtr::client::FlowRules;
 
@@ -33,6 +34,10 @@ pub struct ClientBuilder {
     pub(super) request_timeout: Option<Duration>,
     pub(super) concurrent_answers: usize,
     pub(super) timer: Option<Arc<dyn Timer>>,
+    pub(super) era_mode: EraMode,
+    pub(super) eras: Arc<EraCache>,
+    pub(super) max_server_requests: usize,
+    pub(super) max_sampling: u32,
 }
 
 impl ClientBuilder {
@@ -109,6 +114,7 @@ impl ClientBuilder {
     /// ends the flow with [`FlowError::CapExceeded`](crate::FlowError::CapExceeded) ([`Cap::SamplingPerFlow`])
     /// before any handler runs. 0 refuses every sampling request.
     pub fn with_max_sampling_per_flow(mut self, n: u32) -> Self {
+        self.max_sampling = n;
         self.rules = self.rules.with_max_sampling_per_flow(n);
         self
     }
@@ -152,6 +158,30 @@ impl ClientBuilder {
         self
     }
 
+    /// How the era of the server is picked. Default: [`EraMode::Auto`] (told by
+    /// the first request, remembered in the [`EraCache`]); see [`crate::legacy`].
+    pub fn with_era(mut self, mode: EraMode) -> Self {
+        self.era_mode = mode;
+        self
+    }
+
+    /// Where the eras learned are kept, e.g. one cache shared by the clients of
+    /// a process, or filled from a file. Default: a cache of this client's own.
+    pub fn with_era_cache(mut self, cache: Arc<EraCache>) -> Self {
+        self.eras = cache;
+        self
+    }
+
+    /// The most requests a 2025-era server may send during one call (each an
+    /// `elicitation/create`, `sampling/createMessage`, `roots/list` or `ping`).
+    /// Default: 32 ([`MAX_SERVER_REQUESTS`](crate::legacy::MAX_SERVER_REQUESTS)).
+    /// The one past it ends the call with [`ClientError::TooManyServerRequests`].
+    /// Values below 1 count as 1.
+    pub fn with_max_server_requests(mut self, n: usize) -> Self {
+        self.max_server_requests = n.max(1);
+        self
+    }
+
     /// No timer: no back-off pause and no total time cap (rounds are still capped).
     /// For runtimes other than tokio, prefer [`with_timer`](Self::with_timer) with that runtime's sleep.
     pub fn no_timer(mut self) -> Self {
@@ -172,6 +202,11 @@ impl ClientBuilder {
                 concurrent_answers: self.concurrent_answers,
                 timer: self.timer,
                 next_id: AtomicI64::new(1),
+                era_mode: self.era_mode,
+                eras: self.eras,
+                session: tokio::sync::Mutex::new(None),
+                max_server_requests: self.max_server_requests,
+                max_sampling: self.max_sampling,
             }),
         }
     }

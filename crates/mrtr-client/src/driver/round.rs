@@ -14,9 +14,15 @@ use super::Client;
 
 impl Client {
     /// Drives a flow to its end, answering every question through the handler.
-    pub(super) async fn complete(&self, mut ready: Ready) -> Result<Completion, ClientError> {
+    pub(super) async fn complete(&self, ready: Ready) -> Result<Completion, ClientError> {
+        let turn = self.exchange(ready).await?;
+        self.complete_from(turn).await
+    }
+
+    /// Drives a flow on from what its last response meant.
+    pub(super) async fn complete_from(&self, mut turn: Turn) -> Result<Completion, ClientError> {
         loop {
-            ready = match self.exchange(ready).await? {
+            let ready = match turn {
                 Turn::Complete(c) => return Ok(c),
                 Turn::Retry { after, ready } => {
                     self.pause(after).await;
@@ -29,14 +35,21 @@ impl Client {
                     asked.answer(answers)?
                 }
             };
+            turn = self.exchange(ready).await?;
         }
     }
 
     /// Drives a flow to its end or to its next question (manual mode): a
     /// state-only round needs nothing from the caller and is retried.
-    pub(super) async fn step(&self, mut ready: Ready) -> Result<Step, ClientError> {
+    pub(super) async fn step(&self, ready: Ready) -> Result<Step, ClientError> {
+        let turn = self.exchange(ready).await?;
+        self.step_from(turn).await
+    }
+
+    /// [`step`](Self::step) on from what the last response meant.
+    pub(super) async fn step_from(&self, mut turn: Turn) -> Result<Step, ClientError> {
         loop {
-            ready = match self.exchange(ready).await? {
+            let ready = match turn {
                 Turn::Complete(c) => return Ok(Step::Complete(c)),
                 Turn::Retry { after, ready } => {
                     self.pause(after).await;
@@ -44,6 +57,7 @@ impl Client {
                 }
                 Turn::Ask(asked) => return Ok(Step::NeedsInput(asked.into_pending())),
             };
+            turn = self.exchange(ready).await?;
         }
     }
 

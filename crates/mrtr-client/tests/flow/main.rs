@@ -2,3 +2,4 @@
 
 mod driver;
 mod hostile;
+mod legacy_stdio;

@@ -1,3 +1,4 @@
 //! http: integration tests, one module per former test target.
 
+mod legacy;
 mod transport;

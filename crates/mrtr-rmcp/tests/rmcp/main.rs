@@ -5,6 +5,8 @@
 //! rmcp 3.4's `ServerConfig`, and the metrics test was never part of that check.
 
 #[cfg(not(mrtr_rmcp_lowest))]
+mod dual_era_client;
+#[cfg(not(mrtr_rmcp_lowest))]
 #[allow(dead_code, unreachable_pub)]
 // why: the README's `main` and `pub` items, as a user writes them
 mod greeter;

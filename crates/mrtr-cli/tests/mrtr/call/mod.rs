@@ -3,6 +3,7 @@
 mod auth;
 mod cli;
 mod https;
+mod legacy;
 mod reference;
 mod refusals;
 mod stdio;

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use mrtr::wire::{ElicitAction, ElicitResult};
 use mrtr_client::{
-    Client, ClientError, Handlers, ServerStderr, StdioTransport, Transport, TransportError,
+    Client, ClientError, EraMode, Handlers, ServerStderr, StdioTransport, Transport, TransportError,
 };
 use serde_json::{Value, json};
 
@@ -25,9 +25,13 @@ fn confirm() -> Handlers {
     })
 }
 
+/// A modern client, with no `server/discover` probe first: the `sh` servers
+/// answer the one request they read blindly (the probe is tested with the
+/// 2025-era fixture in `call::legacy` and mrtr-client's tests).
 fn client(transport: impl Transport + 'static) -> Client {
     Client::builder(transport)
         .with_handler(confirm())
+        .with_era(EraMode::Modern)
         .with_request_timeout(Some(Duration::from_secs(20)))
         .build()
 }
@@ -363,7 +367,19 @@ echo 'garbage'
 echo '{COMPLETE_1}'
 exec cat > /dev/null"#
     );
-    let (code, out, err) = mrtr_call(&["tool", "x", "--no-input", "--", "sh", "-c", &body]).await;
+    // A modern server that answers one request blindly: no probe.
+    let (code, out, err) = mrtr_call(&[
+        "--era",
+        "modern",
+        "tool",
+        "x",
+        "--no-input",
+        "--",
+        "sh",
+        "-c",
+        &body,
+    ])
+    .await;
     assert_eq!(code, 0, "{err}");
     assert_eq!(out.trim(), "survived");
     assert!(err.contains("server| ]52;c;AAAA[2Jevil"), "{err}");
