@@ -175,6 +175,51 @@ async fn a_modern_server_gets_the_modern_path_and_no_extra_request() {
 }
 
 #[tokio::test]
+async fn mrtr_call_in_the_2025_era_drives_mrtr_serve_in_a_session_over_http_and_stdio() {
+    let server = Server::start(&[]);
+    let url = format!("http://{}/mcp", server.addr);
+    let answers = r#"{"elicitation/create#1": {"action": "accept", "content": {"confirm": true}}}"#;
+    let call = |target: &[&str]| -> Vec<String> {
+        let mut a: Vec<String> = ["--era", "legacy", "--no-input", "--answers", answers]
+            .into_iter()
+            .chain(["tool", "deploy", "--args", r#"{"service": "web"}"#])
+            .map(str::to_owned)
+            .collect();
+        a.extend(target.iter().map(|t| (*t).to_owned()));
+        a
+    };
+    let mut over_http = vec![url.clone()];
+    over_http.extend(call(&[]));
+    let (code, out, err) =
+        mrtr_call(&over_http.iter().map(String::as_str).collect::<Vec<_>>()).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "Deployed web (deployment #1).\n");
+    // A session: initialize, the call in it (its question answered inside the
+    // one request), and the session ended.
+    server.wait_for_lines("method=\"tools/call\"", 1);
+    let lines = server.request_lines();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("method=\"initialize\"") && l.contains("era=\"legacy\"")),
+        "{lines:#?}"
+    );
+    assert!(
+        lines.iter().any(|l| l.contains("method=\"tools/call\"")
+            && l.contains("era=\"legacy\"")
+            && l.contains("outcome=\"complete\"")),
+        "{lines:#?}"
+    );
+    let mrtr = env!("CARGO_BIN_EXE_mrtr");
+    let stdio = ["--", mrtr, "serve", "--stdio", "--anonymous"];
+    let over_stdio = call(&stdio);
+    let (code, out, err) =
+        mrtr_call(&over_stdio.iter().map(String::as_str).collect::<Vec<_>>()).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "Deployed web (deployment #1).\n");
+}
+
+#[tokio::test]
 async fn era_takes_three_values() {
     let (code, _out, err) = mrtr_call(&["--era", "2025", "tool", "x", "--", "true"]).await;
     assert_eq!(code, 2, "{err}");
@@ -302,9 +347,9 @@ async fn a_2025_http_endpoint_is_remembered_from_one_run_to_the_next() {
         ]
     );
 
-    // A stale entry (the endpoint is modern now): the session cannot be opened,
+    // A stale entry (the endpoint is modern-only now): the session cannot be opened,
     // the era is told again, the call succeeds, and the entry goes.
-    let server = Server::start(&[]);
+    let server = Server::start(&["--eras", "modern-only"]);
     let modern = format!("http://{}/mcp", server.addr);
     std::fs::write(
         eras,
