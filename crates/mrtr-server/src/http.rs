@@ -367,6 +367,12 @@ async fn post_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
                 // Refused with -32022 naming the versions served.
                 return legacy::initialize(&app, &parts, message, &ctx);
             }
+            if !eras.serves_modern() {
+                return refuse(Refused::new(
+                    Refusal::SessionRequired,
+                    "2026-07-28 request on a 2025-era-only server",
+                ));
+            }
             let message = agree(&parts, &app.service, message);
             let framing = framing(&parts.headers);
             if message.asks_for_notifications() && accepts_event_stream(&parts.headers) {

@@ -274,6 +274,23 @@ async fn handle(
             let message = ParsedMessage::parse(&buf);
             drop(buf);
             let message = if message.has_modern_meta() {
+                if !service.eras().serves_modern() {
+                    return Done {
+                        body: Some(error_body(
+                            -32600,
+                            "this server serves 2025-era clients only: initialize first",
+                        )),
+                        log: RequestLog {
+                            outcome: "error:-32600".into(),
+                            detail: Some("2026-07-28 request on a 2025-era-only server".into()),
+                            ..RequestLog::default()
+                        },
+                        correlation_id: corr,
+                        started,
+                        subscription: None,
+                        session: None,
+                    };
+                }
                 message
             } else {
                 match legacy_era(service, message, &ctx, notes, legacy).await {

@@ -485,3 +485,23 @@ fn a_cancelled_request_stops_its_flow_and_frees_its_place() {
     );
     streams.clear();
 }
+
+#[test]
+fn a_legacy_only_server_refuses_a_2026_07_28_request() {
+    let service = service(&Changes::new()).with_eras(Eras::LegacyOnly);
+    let (_rt, addr) = serve_with(service, HttpOptions::default());
+    let modern = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let owned = server_support::headers_for(&modern);
+    let mut h = server_support::borrow(&owned);
+    h.push(("Content-Type", "application/json"));
+    h.push(("x-user", "bob"));
+    let r = request(addr, "POST", "/mcp", &h, modern.to_string().as_bytes());
+    assert_eq!(r.status, 400, "{}", r.text());
+    // A 2025-era client is served.
+    let (status, init, id) = initialize(addr, "alice");
+    assert_eq!(status, 200, "{init}");
+    let id = id.unwrap();
+    assert_eq!(post(addr, &id, "alice", &rpc(2, "ping", json!({}))).0, 200);
+}
