@@ -7,7 +7,6 @@ use mrtr::client::FlowError;
 use mrtr::wire::InputKind;
 
 use crate::handler::HandlerError;
-use crate::transport::TransportError;
 
 /// Why a call ended without a final result.
 ///
@@ -67,4 +66,39 @@ impl ClientError {
     pub fn jsonrpc_code(&self) -> Option<i64> {
         self.flow().and_then(FlowError::jsonrpc_code)
     }
+}
+
+/// Why a transport could not deliver a request or read its response.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TransportError {
+    /// The connection could not be made or broke (I/O, DNS, refused, reset).
+    #[error("connection failed: {0}")]
+    Connection(String),
+    /// The server answered with an HTTP status and a body that is not a JSON-RPC response.
+    #[error("http status {status}: {body}")]
+    Status {
+        /// The HTTP status code.
+        status: u16,
+        /// The start of the body, for diagnosis.
+        body: String,
+    },
+    /// The response could not be read as a JSON-RPC response (bad JSON, bad SSE,
+    /// an unexpected content type, a stream that ended without the response).
+    #[error("invalid response: {0}")]
+    InvalidResponse(String),
+    /// The request could not be built (e.g. a bad URL or a header value that HTTP cannot carry).
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
+    /// TLS refused the connection (e.g. a server certificate that is not signed by
+    /// a trusted CA, or not for this host), or its configuration is unusable (a
+    /// root of trust that is not a certificate, no root of trust at all).
+    #[error("tls: {0}")]
+    Tls(String),
+    /// The server refused the request's credentials (HTTP 401): none were sent,
+    /// or the token was refused, again after a fresh one where the transport has a
+    /// source to ask. The text says which, with the server's `error` code if it
+    /// gave one; never a token or a header value.
+    #[error("unauthorized: {0}")]
+    Unauthorized(String),
 }

@@ -1073,6 +1073,9 @@ pub(crate) fn response_for(data: &str, id: &Value) -> Option<Value> {
     }
 }
 
+/// The 2025 era on this transport.
+mod legacy;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,6 +20,7 @@ mod transport;
 
 pub use driver::{Client, ClientBuilder, Step};
 pub use error::ClientError;
+pub use error::TransportError;
 #[cfg(feature = "http")]
 pub use fetch::{HttpClient, HttpClientBuilder};
 pub use handler::{HandlerError, Handlers, InputContext, InputHandler, NoInput};
@@ -30,7 +31,7 @@ pub use legacy::{Era, EraCache, EraMode};
 #[cfg(feature = "stdio")]
 pub use stdio::{ServerStderr, StdioTransport, StdioTransportBuilder};
 pub use timer::{Timer, TokioTimer};
-pub use transport::{Transport, TransportError};
+pub use transport::Transport;
 
 /// A boxed, `Send` future: what the object-safe client traits return.
 pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;

@@ -670,6 +670,9 @@ async fn read_line<R: AsyncBufRead + Unpin>(
     }
 }
 
+/// The 2025 era on this transport.
+mod legacy;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -41,11 +41,6 @@ use serde_json::Value;
 
 use crate::{BoxFuture, TransportError};
 
-#[cfg(feature = "http")]
-mod http;
-#[cfg(feature = "stdio")]
-mod stdio;
-
 /// The 2025-era protocol versions the client can speak, newest first; the first
 /// is the one it asks for in `initialize`.
 pub const LEGACY_PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];

@@ -15,12 +15,12 @@ use hyper::header::CONTENT_TYPE;
 use serde_json::Value;
 
 use super::{
-    Exchanged, LegacyTransport, MAX_EVENT_BYTES, Probe, ServeRequest, Served, Session,
-    is_modern_error,
-};
-use crate::http::{
     HEADER_SESSION_ID, HttpTransport, MAX_RESPONSE_BYTES, Wire, error_chain, is_jsonrpc_response,
     read_body,
+};
+use crate::legacy::{
+    Exchanged, LegacyTransport, MAX_EVENT_BYTES, Probe, ServeRequest, Served, Session,
+    is_modern_error,
 };
 use crate::{BoxFuture, TransportError};
 use mrtr::streamable_http::{self, Framing, SseParser};
@@ -117,72 +117,7 @@ impl LegacyTransport for HttpTransport {
                     )),
                 };
             }
-            let mut parser = SseParser::default();
-            let (mut read, mut since_event) = (0usize, 0usize);
-            loop {
-                let events = match body.frame().await {
-                    None => parser.finish(),
-                    Some(frame) => {
-                        let frame =
-                            frame.map_err(|e| TransportError::Connection(error_chain(&e)))?;
-                        let Ok(chunk): Result<Bytes, _> = frame.into_data() else {
-                            continue;
-                        };
-                        read += chunk.len();
-                        since_event += chunk.len();
-                        if read > MAX_RESPONSE_BYTES {
-                            return Err(TransportError::InvalidResponse(
-                                "the event stream is too large".into(),
-                            ));
-                        }
-                        let events = parser.push(&chunk);
-                        if events.is_empty() && since_event > MAX_EVENT_BYTES {
-                            return Err(TransportError::InvalidResponse(format!(
-                                "an event of the stream is longer than {MAX_EVENT_BYTES} bytes"
-                            )));
-                        }
-                        events
-                    }
-                };
-                if !events.is_empty() {
-                    since_event = 0;
-                }
-                for data in events {
-                    let Ok(v) = serde_json::from_str::<Value>(&data) else {
-                        tracing::debug!(bytes = data.len(), "skipped an event that is not JSON");
-                        continue;
-                    };
-                    if is_jsonrpc_response(&v) {
-                        match v.get("id") {
-                            Some(got) if *got == id => return Ok(Exchanged::Response(v)),
-                            None | Some(Value::Null) if v.get("error").is_some() => {
-                                return Ok(Exchanged::Response(v));
-                            }
-                            _ => continue,
-                        }
-                    }
-                    let is_request = v.get("method").is_some_and(Value::is_string)
-                        && v.get("id").is_some_and(|i| !i.is_null());
-                    if !is_request {
-                        continue; // a notification (progress, logging)
-                    }
-                    match serve.serve(v).await {
-                        Served::Answer(answer) => self.answer(session, &answer).await?,
-                        Served::Stop(answer) => {
-                            if let Some(answer) = answer {
-                                let _ = self.answer(session, &answer).await;
-                            }
-                            return Ok(Exchanged::Stopped);
-                        }
-                    }
-                }
-                if parser.is_finished() {
-                    return Err(TransportError::InvalidResponse(format!(
-                        "the event stream ended without the response (http status {})",
-                        status.as_u16()
-                    )));
-                }
-            }
+            self.follow(session, body, &id, status, serve).await
         })
     }
 
@@ -196,6 +131,85 @@ impl LegacyTransport for HttpTransport {
 }
 
 impl HttpTransport {
+    /// Reads the SSE stream that answers request `id` in `session`: each
+    /// request of the server's is handed to `serve` and its answer POSTed, until
+    /// the response (or an id-less error) comes, at most [`MAX_RESPONSE_BYTES`]
+    /// in all and [`MAX_EVENT_BYTES`] an event.
+    async fn follow(
+        &self,
+        session: &Session,
+        mut body: hyper::body::Incoming,
+        id: &Value,
+        status: StatusCode,
+        serve: &dyn ServeRequest,
+    ) -> Result<Exchanged, TransportError> {
+        let mut parser = SseParser::default();
+        let (mut read, mut since_event) = (0usize, 0usize);
+        loop {
+            let events = match body.frame().await {
+                None => parser.finish(),
+                Some(frame) => {
+                    let frame = frame.map_err(|e| TransportError::Connection(error_chain(&e)))?;
+                    let Ok(chunk): Result<Bytes, _> = frame.into_data() else {
+                        continue;
+                    };
+                    read += chunk.len();
+                    since_event += chunk.len();
+                    if read > MAX_RESPONSE_BYTES {
+                        return Err(TransportError::InvalidResponse(
+                            "the event stream is too large".into(),
+                        ));
+                    }
+                    let events = parser.push(&chunk);
+                    if events.is_empty() && since_event > MAX_EVENT_BYTES {
+                        return Err(TransportError::InvalidResponse(format!(
+                            "an event of the stream is longer than {MAX_EVENT_BYTES} bytes"
+                        )));
+                    }
+                    events
+                }
+            };
+            if !events.is_empty() {
+                since_event = 0;
+            }
+            for data in events {
+                let Ok(v) = serde_json::from_str::<Value>(&data) else {
+                    tracing::debug!(bytes = data.len(), "skipped an event that is not JSON");
+                    continue;
+                };
+                if is_jsonrpc_response(&v) {
+                    match v.get("id") {
+                        Some(got) if got == id => return Ok(Exchanged::Response(v)),
+                        None | Some(Value::Null) if v.get("error").is_some() => {
+                            return Ok(Exchanged::Response(v));
+                        }
+                        _ => continue,
+                    }
+                }
+                let is_request = v.get("method").is_some_and(Value::is_string)
+                    && v.get("id").is_some_and(|i| !i.is_null());
+                if !is_request {
+                    continue; // a notification (progress, logging)
+                }
+                match serve.serve(v).await {
+                    Served::Answer(answer) => self.answer(session, &answer).await?,
+                    Served::Stop(answer) => {
+                        if let Some(answer) = answer {
+                            let _ = self.answer(session, &answer).await;
+                        }
+                        return Ok(Exchanged::Stopped);
+                    }
+                }
+            }
+            if parser.is_finished() {
+                return Err(TransportError::InvalidResponse(format!(
+                    "the event stream ended without the response (http status {})",
+                    status.as_u16()
+                )));
+            }
+        }
+    }
+
     /// Posts the answer to a server request (a JSON-RPC response) in the session.
     async fn answer(&self, session: &Session, answer: &Value) -> Result<(), TransportError> {
         let version = session.version();

@@ -9,10 +9,10 @@
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
-use super::{
+use super::{Pending, StdioTransport};
+use crate::legacy::{
     Exchanged, LegacyTransport, Probe, ServeRequest, Served, Session, discover_says_legacy,
 };
-use crate::stdio::{Pending, StdioTransport};
 use crate::{BoxFuture, Transport, TransportError};
 
 /// Counts a 2025-era exchange as waiting while it lives, so server requests go
