@@ -13,6 +13,7 @@
 //! | service | [`HANDLER_TIMEOUT`], [`LIST_CACHE_TTL`] | 30 s, 60 s |
 //! | | [`PAGE_SIZE`] | 100 items |
 //! | 2025-era flows | [`LEGACY_ASK_TIMEOUT`] per ask, [`LEGACY_FLOW_TIMEOUT`] per flow | 2 min, 5 min |
+//! | tasks | [`TASKS_MAX`], [`TASKS_PER_PRINCIPAL_MAX`], [`TASK_TTL`], [`TASK_POLL_INTERVAL`] | 1 024, 64, 1 h, 500 ms |
 //! | subscriptions | [`SUBSCRIPTIONS_MAX`], [`SUBSCRIPTIONS_PER_PRINCIPAL_MAX`] | 1 024, 8 |
 //! | | [`SUBSCRIPTION_URIS_MAX`], [`SUBSCRIPTION_QUEUE_MAX`] | 100 URIs, 64 notifications |
 //! | parameter headers | [`MAX_PARAM_HEADERS`] per tool, [`PARAM_HEADER_MAX_DEPTH`] | 32, 16 levels |
@@ -119,6 +120,22 @@ pub const LEGACY_ASK_TIMEOUT: Duration = Duration::from_secs(120);
 /// request) may take: 5 minutes, not the hour a 2026-07-28 flow may take across
 /// requests. [`legacy::Bounds`](crate::legacy::Bounds).
 pub const LEGACY_FLOW_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The most tasks (the tasks extension) a service keeps at once: 1 024; another
+/// `tools/call` that would create one is refused (-32600) until one expires.
+/// [`Service::with_tasks`](crate::service::Service::with_tasks).
+pub const TASKS_MAX: usize = 1024;
+
+/// The most tasks one principal holds at once: 64 (an anonymous caller is told
+/// apart by its address).
+pub const TASKS_PER_PRINCIPAL_MAX: usize = 64;
+
+/// How long a task is kept from its creation (its `ttlMs`): 1 hour; then its
+/// id is unknown.
+pub const TASK_TTL: Duration = Duration::from_secs(3600);
+
+/// The `pollIntervalMs` a task suggests: half a second.
+pub const TASK_POLL_INTERVAL: Duration = Duration::from_millis(500);
 
 /// The most `subscriptions/listen` streams open on one service at once: 1 024;
 /// another is refused (-32600) until one closes.

@@ -265,6 +265,12 @@ impl Sealer {
         }
     }
 
+    /// Fills `dest` from this sealer's entropy (a CSPRNG): for the other
+    /// unguessable values the engine makes (task ids).
+    pub(crate) fn fill_random(&self, dest: &mut [u8]) {
+        self.entropy().fill(dest);
+    }
+
     /// The configuration.
     pub fn config(&self) -> &SealConfig {
         &self.inner.config

@@ -39,6 +39,9 @@ pub(super) struct Server<'a> {
     /// The application's changes hub (`Service::with_changes`): the lists
     /// leave out what it hides, and `server/discover` declares what it can tell.
     pub(super) changes: Option<&'a super::Changes>,
+    /// Whether the tasks extension is served (declared by `server/discover`
+    /// only: the extension is not defined for the 2025 era).
+    pub(super) tasks: bool,
 }
 
 /// The entries of `list` the changes hub does not hide, in registration order.
@@ -108,7 +111,11 @@ fn discover(server: &Server<'_>, result: &mut Map<String, Value>) {
         "supportedVersions".into(),
         json!(SUPPORTED_PROTOCOL_VERSIONS),
     );
-    result.insert("capabilities".into(), Value::Object(capabilities(server)));
+    let mut caps = capabilities(server);
+    if server.tasks {
+        caps.insert("extensions".into(), json!({super::TASKS_EXTENSION: {}}));
+    }
+    result.insert("capabilities".into(), Value::Object(caps));
     if let Some(i) = server.instructions {
         result.insert("instructions".into(), i.into());
     }

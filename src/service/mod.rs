@@ -45,6 +45,7 @@ pub(crate) mod era;
 mod legacy;
 mod page;
 mod subscription;
+mod tasks;
 mod template;
 
 pub use crate::record::RequestLog;
@@ -54,6 +55,7 @@ pub use completion::{Completion, CompletionOutput, CompletionRequest};
 pub use discover::ListCaching;
 pub use envelope::{NoCheck, ParsedMessage};
 pub use subscription::{Changes, List, META_SUBSCRIPTION_ID, Subscription};
+pub use tasks::{EXTENSION as TASKS_EXTENSION, TaskRun, TaskSupport};
 pub use template::{ResourceTemplateDefinition, TemplateError, UriTemplate};
 
 use crate::result::{PromptResult, ResourceResult, ToolResult};
@@ -126,6 +128,10 @@ pub struct Reply {
     pub error_code: Option<i64>,
     /// What the transport logs on its one line for this request.
     pub log: RequestLog,
+    /// A task's run this request made due (it created the task, or answered
+    /// its last question): the transport starts it with [`Service::run_task`],
+    /// off the request (the tasks extension, [`Service::with_tasks`]).
+    pub task: Option<TaskRun>,
 }
 
 /// A sans-IO MCP server: tools, prompts and resources whose handlers run on the
@@ -175,6 +181,10 @@ pub struct Service {
     eras: era::Eras,
     /// The time bounds of a 2025-era flow.
     legacy_bounds: era::Bounds,
+    /// The tasks extension's tasks, when served ([`Service::with_tasks`]).
+    tasks: Option<tasks::TaskTable>,
+    /// How each tool runs as a task, for the tools that may.
+    task_support: std::collections::HashMap<String, TaskSupport>,
 }
 
 impl Service {
@@ -202,6 +212,8 @@ impl Service {
             param_headers: std::collections::HashMap::new(),
             eras: era::Eras::default(),
             legacy_bounds: era::Bounds::default(),
+            tasks: None,
+            task_support: std::collections::HashMap::new(),
         }
     }
 
@@ -689,10 +701,13 @@ impl Service {
         D: Future<Output = ()>,
     {
         let mut log = RequestLog::default();
-        let (id, outcome) = self
+        let (id, outcome, task) = self
             .dispatch(&mut message, ctx, &mut log, deadline, None)
             .await;
-        self.reply(id, outcome, ctx, log)
+        Reply {
+            task,
+            ..self.reply(id, outcome, ctx, log)
+        }
     }
 
     /// [`Service::handle_parsed_until`] for a transport that can carry the
@@ -715,10 +730,13 @@ impl Service {
         D: Future<Output = ()>,
     {
         let mut log = RequestLog::default();
-        let (id, outcome) = self
+        let (id, outcome, task) = self
             .dispatch(&mut message, ctx, &mut log, deadline, Some(sink))
             .await;
-        self.reply(id, outcome, ctx, log)
+        Reply {
+            task,
+            ..self.reply(id, outcome, ctx, log)
+        }
     }
 
     /// Handles one message on the caller's thread, for synchronous callers (tests,
@@ -740,7 +758,7 @@ impl Service {
         C: FnOnce(&str, Option<&Value>) -> Result<(), Error>,
     {
         let mut log = RequestLog::default();
-        let (id, outcome) = {
+        let (id, outcome, task) = {
             let mut fut =
                 pin!(self.dispatch(&mut message, ctx, &mut log, std::future::ready(()), None));
             let mut cx = Context::from_waker(Waker::noop());
@@ -753,10 +771,14 @@ impl Service {
                     Some(Outcome::Protocol(Error::internal(
                         "handler did not complete",
                     ))),
+                    None,
                 ),
             }
         };
-        self.reply(id, outcome, ctx, log)
+        Reply {
+            task,
+            ..self.reply(id, outcome, ctx, log)
+        }
     }
 
     fn reply(
@@ -779,6 +801,7 @@ impl Service {
                 body: None,
                 error_code: None,
                 log,
+                task: None,
             };
         };
         let response = match (&outcome, &id) {
@@ -795,6 +818,7 @@ impl Service {
             body: Some(response.to_string()),
             error_code,
             log,
+            task: None,
         }
     }
 
@@ -809,7 +833,8 @@ impl Service {
         }
     }
 
-    /// Returns the request id (if any) and the outcome (`None` for a notification).
+    /// Returns the request id (if any), the outcome (`None` for a
+    /// notification) and the task run it made due, if any.
     async fn dispatch<C, D>(
         &self,
         message: &mut ParsedMessage<C>,
@@ -817,24 +842,34 @@ impl Service {
         log: &mut RequestLog,
         deadline: D,
         notify: Option<Arc<dyn NotificationSink>>,
-    ) -> (Option<crate::wire::jsonrpc::RequestId>, Option<Outcome>)
+    ) -> (
+        Option<crate::wire::jsonrpc::RequestId>,
+        Option<Outcome>,
+        Option<TaskRun>,
+    )
     where
         C: FnOnce(&str, Option<&Value>) -> Result<(), Error>,
         D: Future<Output = ()>,
     {
         let request = match envelope::read(message, log) {
             envelope::Read::Request(r) => r,
-            envelope::Read::Notification => return (None, None),
-            envelope::Read::Refused(id, e) => return (id, Some(Outcome::Protocol(e))),
+            envelope::Read::Notification => return (None, None, None),
+            envelope::Read::Refused(id, e) => return (id, Some(Outcome::Protocol(e)), None),
         };
         note_target(log, request.method, request.params);
         if let Some(e) = request.refused {
-            return (Some(request.id), Some(Outcome::Protocol(e)));
+            return (Some(request.id), Some(Outcome::Protocol(e)), None);
+        }
+        if let Some(tasks) = &self.tasks
+            && let Some((outcome, run)) =
+                self.tasks_route(tasks, request.method, request.params, ctx)
+        {
+            return (Some(request.id), Some(outcome), run);
         }
         let outcome = self
             .route(request.method, request.params, ctx, log, deadline, notify)
             .await;
-        (Some(request.id), Some(outcome))
+        (Some(request.id), Some(outcome), None)
     }
 
     /// Routes the request `method` with `params` (read from its envelope, or
@@ -886,6 +921,7 @@ impl Service {
             },
             templates: &self.templates,
             changes: self.changes.as_ref(),
+            tasks: self.serves_tasks(),
         }
     }
 

@@ -155,10 +155,14 @@ pub fn check_headers(
         }
         _ => {}
     }
-    if let Some(c) = carrier {
-        let body_name = params
-            .and_then(|p| p.get(c.target_param()))
-            .and_then(Value::as_str);
+    // The parameter `Mcp-Name` mirrors: a carrier's target, a task's id on
+    // the tasks extension's methods.
+    let named = carrier.map(CarrierMethod::target_param).or(match method {
+        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
+        _ => None,
+    });
+    if let Some(param) = named {
+        let body_name = params.and_then(|p| p.get(param)).and_then(Value::as_str);
         match (h.name.as_deref(), body_name) {
             (None, _) => {
                 return Err(Error::header_mismatch(

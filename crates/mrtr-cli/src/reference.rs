@@ -32,6 +32,7 @@ mod headers;
 mod legacy;
 mod lists;
 mod streaming;
+mod tasks;
 
 fn no_args() -> Value {
     json!({"type": "object", "properties": {}})
@@ -53,7 +54,7 @@ pub fn service(engine: Engine, deployments: Arc<AtomicU64>) -> Service {
         &changes,
     );
     let s = headers::tools(streaming::fixtures(s));
-    demos(s, deployments, &changes).with_changes(changes)
+    tasks::fixtures(demos(s, deployments, &changes).with_changes(changes))
 }
 
 /// The conformance fixtures: the tools that the MRTR (SEP-2322) server scenarios of the

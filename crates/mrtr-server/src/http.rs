@@ -394,8 +394,9 @@ async fn post_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
                 return listen::respond(service.listen(message, &ctx), framing);
             }
             let deadline = tokio::time::sleep(service.handler_timeout());
-            let reply = service.handle_parsed_until(message, &ctx, deadline).await;
+            let mut reply = service.handle_parsed_until(message, &ctx, deadline).await;
             drop((reservation, in_flight));
+            crate::tasks::start(service, &mut reply);
             reply_response(reply, framing)
         }
         Err(refused) => refuse(refused),

@@ -49,6 +49,7 @@ mod notify;
 pub mod oauth;
 mod scrape;
 pub mod stdio;
+mod tasks;
 
 pub use keys::{KEYS_ENV, keyring_from_env};
 pub use scrape::{METRICS_PATH, METRICS_RESERVED_DESCRIPTORS, MetricsEndpoint, MetricsListener};

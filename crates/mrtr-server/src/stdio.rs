@@ -104,6 +104,8 @@ where
     let legacy = Legacy::default();
     let working = async {
         let mut in_flight = FuturesUnordered::new();
+        // The task runs requests made due (the tasks extension), beside them.
+        let mut tasks = FuturesUnordered::new();
         let mut subscriptions = Subscriptions::default();
         let mut open = true;
         loop {
@@ -124,6 +126,9 @@ where
                     if let Some(session) = done.session.take() {
                         subscriptions.follow(session);
                     }
+                    if let Some(run) = done.task.take() {
+                        tasks.push(crate::tasks::run_one(service, run));
+                    }
                     // What the request sent before it ended goes out before its reply.
                     while let Ok(n) = noted.try_recv() {
                         write_line(&mut writer, n.text()).await?;
@@ -131,6 +136,7 @@ where
                     write_reply(&mut writer, done.body).await?;
                     log::request(&done.correlation_id, "stdio", &done.log, None, done.started.elapsed());
                 }
+                Some(()) = tasks.next(), if !tasks.is_empty() => {}
                 Some(line) = subscriptions.streams.next(), if !subscriptions.streams.is_empty() => {
                     write_reply(&mut writer, Some(line)).await?;
                 }
@@ -159,6 +165,8 @@ struct Done {
     subscription: Option<Subscription>,
     /// The 2025-era session `initialize` opened, whose notifications follow.
     session: Option<std::sync::Arc<mrtr::legacy::Session>>,
+    /// A task run the request made due (the tasks extension), to start.
+    task: Option<mrtr::service::TaskRun>,
 }
 
 /// The subscriptions open on this channel: their notification lines, merged,
@@ -262,6 +270,7 @@ async fn handle(
                 started,
                 subscription: None,
                 session: None,
+                task: None,
             }
         }
         Incoming::Line(buf) => {
@@ -289,6 +298,7 @@ async fn handle(
                         started,
                         subscription: None,
                         session: None,
+                        task: None,
                     };
                 }
                 message
@@ -328,6 +338,7 @@ async fn legacy_era(
         started: Instant::now(),
         subscription: None,
         session: None,
+        task: None,
     };
     if legacy.answers(&message) {
         let log = RequestLog {
@@ -378,6 +389,7 @@ async fn modern(
                 started,
                 subscription: Some(s),
                 session: None,
+                task: None,
             },
             Err(reply) => Done {
                 body: reply.body,
@@ -386,6 +398,7 @@ async fn modern(
                 started,
                 subscription: None,
                 session: None,
+                task: None,
             },
         };
     }
@@ -410,6 +423,7 @@ async fn modern(
         started,
         subscription: None,
         session: None,
+        task: reply.task,
     }
 }
 

@@ -150,7 +150,7 @@ fn required_text(r: &Round, name: &str) -> Result<String, Flow> {
 }
 
 /// A property written as the scenario writes it, through the core's own parser.
-fn raw(schema: Value) -> PrimitiveSchema {
+pub(super) fn raw(schema: Value) -> PrimitiveSchema {
     PrimitiveSchema::from_value(&schema).expect("a fixture's schema is a valid primitive schema")
 }
 

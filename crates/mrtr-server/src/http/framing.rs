@@ -146,6 +146,7 @@ mod tests {
                 outcome: "x".into(),
                 ..RequestLog::default()
             },
+            task: None,
         };
         (reply, http_status)
     }

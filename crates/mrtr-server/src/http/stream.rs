@@ -55,9 +55,11 @@ where
     let correlation_id = ctx.correlation_id.clone();
     let mut run = Box::pin(async move {
         let deadline = tokio::time::sleep(service.handler_timeout());
-        service
+        let mut reply = service
             .handle_parsed_notifying(message, &ctx, deadline, sink)
-            .await
+            .await;
+        crate::tasks::start(&service, &mut reply);
+        reply
     });
     let first = tokio::select! {
         biased;
