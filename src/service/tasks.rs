@@ -680,7 +680,7 @@ mod tests {
         );
         assert_eq!(
             iso8601(Timestamp::from_unix_secs(1_796_442_684)),
-            "2026-12-05T04:04:44Z"
+            "2026-12-05T03:51:24Z"
         );
         assert_eq!(
             iso8601(Timestamp::from_unix_secs(951_782_400)),
@@ -768,5 +768,216 @@ mod tests {
             body["error"]["data"]["requiredCapabilities"]["extensions"][EXTENSION],
             json!({})
         );
+    }
+
+    mod on_the_service {
+        use super::super::*;
+        use crate::engine::{Confirmation, Engine};
+        use crate::principal::Principal;
+        use crate::result::ToolResult;
+        use crate::seal::Keyring;
+        use crate::service::{RequestContext, Service};
+        use std::sync::atomic::AtomicU32;
+
+        static DELETIONS: AtomicU32 = AtomicU32::new(0);
+
+        fn service() -> Service {
+            Service::new(Engine::new(Keyring::ephemeral(), "t"), "t", "0")
+                .tool("quick", "answers", json!({"type": "object"}), |_| {
+                    Ok(ToolResult::text("done"))
+                })
+                .tool(
+                    "delete",
+                    "asks, then deletes once",
+                    json!({"type": "object"}),
+                    |r| {
+                        Ok(match r.confirm("confirm", "Delete?")? {
+                            Confirmation::Accepted => {
+                                r.once("delete", || {
+                                    DELETIONS.fetch_add(1, Ordering::SeqCst);
+                                    Ok(())
+                                })?;
+                                ToolResult::text("deleted")
+                            }
+                            _ => ToolResult::text("kept"),
+                        })
+                    },
+                )
+                .tool(
+                    "ask_first",
+                    "asks, then a task",
+                    json!({"type": "object"}),
+                    |r| {
+                        let _ = r.confirm("go", "Go?")?;
+                        Ok(ToolResult::text("went"))
+                    },
+                )
+                .task_support("quick", TaskSupport::Optional)
+                .task_support("delete", TaskSupport::Required)
+                .task_support("ask_first", TaskSupport::AfterFirstRound)
+                .with_tasks()
+        }
+
+        fn ctx(who: &str) -> RequestContext {
+            RequestContext::new(
+                Principal::subject(who),
+                Timestamp::from_unix_secs(1_800_000_000),
+                "c",
+            )
+        }
+
+        fn meta(ext: bool) -> Value {
+            let mut caps = json!({"elicitation": {}});
+            if ext {
+                caps["extensions"] = json!({EXTENSION: {}});
+            }
+            json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                   "io.modelcontextprotocol/clientCapabilities": caps})
+        }
+
+        fn send(
+            s: &Service,
+            who: &str,
+            method: &str,
+            mut params: Value,
+            ext: bool,
+        ) -> (Value, Option<TaskRun>) {
+            params["_meta"] = meta(ext);
+            let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+            let reply = s.handle_sync(body.to_string().as_bytes(), &ctx(who));
+            (
+                serde_json::from_str(reply.body.as_deref().unwrap()).unwrap(),
+                reply.task,
+            )
+        }
+
+        fn run(s: &Service, run: TaskRun) {
+            let mut fut = std::pin::pin!(s.run_task(
+                run,
+                || Timestamp::from_unix_secs(1_800_000_001),
+                std::future::pending()
+            ));
+            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+            assert!(
+                fut.as_mut().poll(&mut cx).is_ready(),
+                "a synchronous handler's run ends at once"
+            );
+        }
+
+        #[test]
+        fn a_task_is_made_only_for_a_client_that_declares_the_extension() {
+            let s = service();
+            let (sync, run_due) = send(&s, "alice", "tools/call", json!({"name": "quick"}), false);
+            assert_eq!(sync["result"]["content"][0]["text"], "done");
+            assert!(run_due.is_none());
+            let (created, run_due) =
+                send(&s, "alice", "tools/call", json!({"name": "quick"}), true);
+            let r = &created["result"];
+            assert_eq!(r["resultType"], "task");
+            assert_eq!(r["status"], "working");
+            for gone in ["requestState", "inputRequests", "result", "error", "task"] {
+                assert!(r.get(gone).is_none(), "{gone}: {r}");
+            }
+            assert!(r["ttlMs"].as_u64().unwrap() > 0 && r["pollIntervalMs"].as_u64().unwrap() > 0);
+            let id = r["taskId"].as_str().unwrap().to_owned();
+            assert_eq!(id.len(), 32);
+            run(&s, run_due.expect("a run is due"));
+            let (got, _) = send(&s, "alice", "tasks/get", json!({"taskId": id}), true);
+            assert_eq!(got["result"]["status"], "completed", "{got}");
+            assert_eq!(got["result"]["result"]["content"][0]["text"], "done");
+            // Another caller, an unknown id, a client without the extension.
+            let (other, _) = send(&s, "mallory", "tasks/get", json!({"taskId": id}), true);
+            assert_eq!(other["error"]["code"], -32602);
+            let (unknown, _) = send(&s, "alice", "tasks/get", json!({"taskId": "nope"}), true);
+            assert_eq!(unknown["error"]["code"], -32602);
+            let (gated, _) = send(&s, "alice", "tasks/get", json!({"taskId": id}), false);
+            assert_eq!(gated["error"]["code"], -32021);
+            assert_eq!(
+                gated["error"]["data"]["requiredCapabilities"]["extensions"][EXTENSION],
+                json!({})
+            );
+        }
+
+        #[test]
+        fn a_task_s_questions_are_answered_through_tasks_update_and_once_runs_once() {
+            let s = service();
+            let (refused, _) = send(&s, "alice", "tools/call", json!({"name": "delete"}), false);
+            assert_eq!(refused["error"]["code"], -32021, "a required task");
+            let (created, due) = send(&s, "alice", "tools/call", json!({"name": "delete"}), true);
+            let id = created["result"]["taskId"].as_str().unwrap().to_owned();
+            run(&s, due.unwrap());
+            let (got, _) = send(&s, "alice", "tasks/get", json!({"taskId": id}), true);
+            assert_eq!(got["result"]["status"], "input_required", "{got}");
+            assert_eq!(
+                got["result"]["inputRequests"]["confirm"]["method"],
+                "elicitation/create"
+            );
+            assert!(got["result"].get("requestState").is_none());
+            let before = DELETIONS.load(Ordering::SeqCst);
+            let answer = json!({"taskId": id, "inputResponses": {
+                "confirm": {"action": "accept", "content": {"confirm": true}},
+                "never-asked": {"anything": 1}}});
+            let (ack, due) = send(&s, "alice", "tasks/update", answer.clone(), true);
+            assert_eq!(ack["result"], json!({"resultType": "complete"}));
+            run(
+                &s,
+                due.expect("every question answered: the next run is due"),
+            );
+            let (got, _) = send(&s, "alice", "tasks/get", json!({"taskId": id}), true);
+            assert_eq!(got["result"]["status"], "completed", "{got}");
+            assert_eq!(got["result"]["result"]["content"][0]["text"], "deleted");
+            assert_eq!(DELETIONS.load(Ordering::SeqCst), before + 1);
+            // The same answers again: the task ended; nothing runs.
+            let (_, due) = send(&s, "alice", "tasks/update", answer, true);
+            assert!(due.is_none());
+            // Cancelling an ended task is the same acknowledgement.
+            let (ack, _) = send(&s, "alice", "tasks/cancel", json!({"taskId": id}), true);
+            assert_eq!(ack["result"], json!({"resultType": "complete"}));
+        }
+
+        #[test]
+        fn the_first_round_is_mrtr_and_the_retry_becomes_the_task() {
+            let s = service();
+            let (irr, due) = send(
+                &s,
+                "alice",
+                "tools/call",
+                json!({"name": "ask_first"}),
+                true,
+            );
+            assert_eq!(irr["result"]["resultType"], "input_required", "{irr}");
+            assert!(irr["result"].get("taskId").is_none() && due.is_none());
+            let state = irr["result"]["requestState"].clone();
+            let retry = json!({"name": "ask_first", "requestState": state,
+                "inputResponses": {"go": {"action": "accept", "content": {"confirm": true}}}});
+            let (created, due) = send(&s, "alice", "tools/call", retry, true);
+            assert_eq!(created["result"]["resultType"], "task", "{created}");
+            assert!(created["result"].get("requestState").is_none());
+            let id = created["result"]["taskId"].as_str().unwrap().to_owned();
+            run(&s, due.unwrap());
+            let (got, _) = send(&s, "alice", "tasks/get", json!({"taskId": id}), true);
+            assert_eq!(
+                got["result"]["result"]["content"][0]["text"], "went",
+                "{got}"
+            );
+        }
+
+        #[test]
+        fn a_cancelled_task_stays_cancelled_and_does_not_run() {
+            let s = service();
+            let (created, due) = send(&s, "alice", "tools/call", json!({"name": "quick"}), true);
+            let id = created["result"]["taskId"].as_str().unwrap().to_owned();
+            let (ack, _) = send(&s, "alice", "tasks/cancel", json!({"taskId": id}), true);
+            assert_eq!(ack["result"], json!({"resultType": "complete"}));
+            run(&s, due.unwrap());
+            let (got, _) = send(&s, "alice", "tasks/get", json!({"taskId": id}), true);
+            assert_eq!(got["result"]["status"], "cancelled");
+            assert!(got["result"].get("result").is_none());
+            let (discover, _) = send(&s, "alice", "server/discover", json!({}), true);
+            assert_eq!(
+                discover["result"]["capabilities"]["extensions"][EXTENSION],
+                json!({})
+            );
+        }
     }
 }
