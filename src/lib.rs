@@ -76,8 +76,9 @@
 //! custom headers ([`streamable_http::ParamHeaders`]), and the methods the
 //! revision removed answered -32601 to a 2026-07-28 client. Clients of the
 //! 2025 era, which open with `initialize`, are served by the same handlers
-//! ([`legacy`]: [`Service::initialize`], [`Service::handle_legacy`]); the tasks
-//! extension is not yet served.
+//! ([`legacy`]: [`Service::initialize`], [`Service::handle_legacy`]); and tools
+//! that take long become tasks of the tasks extension for the clients that
+//! declare it ([`Service::with_tasks`], [`service::TaskSupport`]).
 //!
 //! # Security
 //! - **What is secret**: the keys of the [`seal::Keyring`] (never printed; zeroized

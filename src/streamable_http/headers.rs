@@ -25,7 +25,8 @@ pub struct McpHeaders {
     pub protocol_version: Option<String>,
     /// `Mcp-Method`.
     pub method: Option<String>,
-    /// `Mcp-Name` (tools/call and prompts/get: `params.name`; resources/read: `params.uri`).
+    /// `Mcp-Name` (tools/call and prompts/get: `params.name`; resources/read:
+    /// `params.uri`; tasks/get, tasks/update and tasks/cancel: `params.taskId`).
     pub name: Option<String>,
 }
 
@@ -33,7 +34,8 @@ impl McpHeaders {
     /// The headers a conforming client sends with `request` (a whole JSON-RPC
     /// request object): the protocol version equal to `_meta`'s (or `default_version`
     /// when `_meta` names none), `Mcp-Method` the method, and for a carrier
-    /// `Mcp-Name` its target (`params.name`, or `params.uri` for resources/read).
+    /// `Mcp-Name` its target (`params.name`, or `params.uri` for resources/read),
+    /// for a task's method its `params.taskId`.
     pub fn for_request(request: &Value, default_version: &str) -> Self {
         let method = request.get("method").and_then(Value::as_str);
         let params = request.get("params");
@@ -43,8 +45,8 @@ impl McpHeaders {
             .and_then(Value::as_str)
             .unwrap_or(default_version);
         let name = method
-            .and_then(CarrierMethod::from_method)
-            .and_then(|c| params.and_then(|p| p.get(c.target_param())))
+            .and_then(name_param)
+            .and_then(|param| params.and_then(|p| p.get(param)))
             .and_then(Value::as_str);
         Self {
             protocol_version: Some(version.to_owned()),
@@ -155,12 +157,9 @@ pub fn check_headers(
         }
         _ => {}
     }
-    // The parameter `Mcp-Name` mirrors: a carrier's target, a task's id on
-    // the tasks extension's methods.
-    let named = carrier.map(CarrierMethod::target_param).or(match method {
-        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
-        _ => None,
-    });
+    let named = carrier
+        .map(CarrierMethod::target_param)
+        .or_else(|| name_param(method));
     if let Some(param) = named {
         let body_name = params.and_then(|p| p.get(param)).and_then(Value::as_str);
         match (h.name.as_deref(), body_name) {
@@ -181,6 +180,15 @@ pub fn check_headers(
         }
     }
     Ok(())
+}
+
+/// The parameter `Mcp-Name` mirrors for `method`: a carrier's target, a
+/// task's id on the tasks extension's methods; `None` for any other method.
+fn name_param(method: &str) -> Option<&'static str> {
+    match method {
+        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
+        _ => CarrierMethod::from_method(method).map(CarrierMethod::target_param),
+    }
 }
 
 #[cfg(test)]
@@ -254,5 +262,26 @@ mod tests {
         assert_eq!(odd.name.as_deref(), Some("\u{fffd}x"));
         assert_eq!(odd.protocol_version, None);
         assert_eq!(McpHeaders::default().pairs().count(), 0);
+    }
+
+    #[test]
+    fn a_task_s_method_names_its_task_in_mcp_name() {
+        let params = json!({"taskId": "t1", "_meta": {META_PROTOCOL_VERSION: "2026-07-28"}});
+        let request = json!({"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": params});
+        let sent = McpHeaders::for_request(&request, "2026-07-28");
+        assert_eq!(sent.name.as_deref(), Some("t1"));
+        assert!(check_headers(&sent, "tasks/get", Some(&params), None).is_ok());
+        for name in [None, Some("t2".to_owned())] {
+            let h = McpHeaders {
+                name,
+                ..sent.clone()
+            };
+            let e = check_headers(&h, "tasks/get", Some(&params), None).unwrap_err();
+            assert_eq!(e.code(), code::HEADER_MISMATCH);
+        }
+        // tasks/result (removed) names nothing.
+        let removed =
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tasks/result", "params": params});
+        assert_eq!(McpHeaders::for_request(&removed, "2026-07-28").name, None);
     }
 }
