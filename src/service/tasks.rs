@@ -770,6 +770,140 @@ mod tests {
         );
     }
 
+    mod state_machine {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        /// One thing that can happen to a task.
+        #[derive(Debug, Clone)]
+        enum Op {
+            Get {
+                owner_is_alice: bool,
+            },
+            Update {
+                keys: Vec<u8>,
+                owner_is_alice: bool,
+            },
+            Cancel {
+                owner_is_alice: bool,
+            },
+            /// Its run ends: asking keys numbered from `first`, completing, or failing.
+            Finish(u8, u8),
+            Later(u64),
+        }
+
+        fn op() -> impl Strategy<Value = Op> {
+            prop_oneof![
+                any::<bool>().prop_map(|a| Op::Get { owner_is_alice: a }),
+                (proptest::collection::vec(0u8..8, 0..4), any::<bool>()).prop_map(|(keys, a)| {
+                    Op::Update {
+                        keys,
+                        owner_is_alice: a,
+                    }
+                }),
+                any::<bool>().prop_map(|a| Op::Cancel { owner_is_alice: a }),
+                (0u8..3, 0u8..6).prop_map(|(kind, first)| Op::Finish(kind, first)),
+                (0u64..4000).prop_map(Op::Later),
+            ]
+        }
+
+        proptest! {
+            /// Whatever happens, in any order: no panic; an ended task never
+            /// changes again; an answer is taken only for a question outstanding
+            /// then; another caller never sees the task; nothing is answered
+            /// after the task's time to live.
+            #[test]
+            fn any_sequence_keeps_the_task_s_rules(ops in proptest::collection::vec(op(), 0..40)) {
+                let table = TaskTable::default();
+                let mut now = 1_000u64;
+                let created = table
+                    .create("alice".into(), &json!({"name": "t"}), Timestamp::from_unix_secs(now), |b| b.fill(1))
+                    .unwrap();
+                let id = created["taskId"].as_str().unwrap().to_owned();
+                let mut ended: Option<Value> = None;
+                // Every key the task ever asked.
+                let mut asked: Vec<String> = Vec::new();
+                for op in ops {
+                    let t = Timestamp::from_unix_secs(now);
+                    let who = |alice: bool| if alice { "alice" } else { "mallory" };
+                    let live = now <= 1_000 + TASK_TTL.as_secs();
+                    match op {
+                        Op::Get { owner_is_alice } => {
+                            let got = table.status(Some(&json!({"taskId": id})), who(owner_is_alice), t);
+                            let visible = owner_is_alice && live;
+                            prop_assert_eq!(matches!(got, Outcome::Complete(_)), visible);
+                            if let (Outcome::Complete(v), Some(end)) = (&got, &ended) {
+                                prop_assert_eq!(&v["status"], &end["status"]);
+                                prop_assert_eq!(&v["result"], &end["result"]);
+                            }
+                            if let Outcome::Complete(v) = &got {
+                                prop_assert!(v.get("requestState").is_none());
+                            }
+                        }
+                        Op::Update { keys, owner_is_alice } => {
+                            let mut responses = Map::new();
+                            for k in &keys {
+                                responses.insert(format!("k{k}"), json!({"action": "accept"}));
+                            }
+                            let r = table.update(
+                                Some(&json!({"taskId": id, "inputResponses": responses})),
+                                who(owner_is_alice),
+                                t,
+                            );
+                            prop_assert_eq!(r.is_ok(), owner_is_alice && live);
+                            if let Ok(task) = table.get(&id, "alice", t) {
+                                let state = lock(&task.state);
+                                for k in state.answers.keys() {
+                                    prop_assert!(asked.contains(k), "answer {} never asked", k);
+                                }
+                            }
+                        }
+                        Op::Cancel { owner_is_alice } => {
+                            let r = table.cancel(Some(&json!({"taskId": id})), who(owner_is_alice), t);
+                            prop_assert_eq!(r.is_ok(), owner_is_alice && live);
+                            if r.is_ok() && ended.is_none() {
+                                ended = Some(json!({"status": "cancelled", "result": null}));
+                            }
+                        }
+                        Op::Finish(kind, first) => {
+                            let outcome = match kind {
+                                0 => {
+                                    let mut asks = crate::wire::InputRequests::new();
+                                    for k in first..first + 2 {
+                                        if ended.is_none() {
+                                            asked.push(format!("k{k}"));
+                                        }
+                                        asks.insert(
+                                            format!("k{k}"),
+                                            crate::wire::InputRequest::ListRoots { meta: None },
+                                        );
+                                    }
+                                    Outcome::InputRequired(
+                                        crate::wire::InputRequiredResult::new(
+                                            crate::wire::CarrierMethod::ToolsCall,
+                                            asks,
+                                            Some("sealed".into()),
+                                        )
+                                        .unwrap(),
+                                    )
+                                }
+                                1 => Outcome::Complete(json!({"content": [], "resultType": "complete"})),
+                                _ => Outcome::Protocol(Error::internal("x")),
+                            };
+                            table.finish(&id, Some(outcome), t);
+                            if ended.is_none() && kind > 0 {
+                                let status = if kind == 1 { "completed" } else { "failed" };
+                                let result = if kind == 1 { json!({"content": []}) } else { Value::Null };
+                                ended = Some(json!({"status": status, "result": result}));
+                            }
+                        }
+                        Op::Later(secs) => now += secs,
+                    }
+                }
+            }
+        }
+    }
+
     mod on_the_service {
         use super::super::*;
         use crate::engine::{Confirmation, Engine};
