@@ -525,19 +525,23 @@ impl super::Service {
     /// state the task holds, until it asks (the task waits for
     /// `tasks/update`), completes, fails, is cancelled (the handler's future
     /// is dropped) or `deadline` completes first (the task fails). `clock`
-    /// reads the time. It records the outcome in the task; it returns nothing.
+    /// reads the time. It records the outcome in the task, and counts and
+    /// records the run as a request is ([`crate::metrics`], the diagnostic
+    /// log): what it returns is the run's log line (`None` when no run was
+    /// due: the task ended, or is gone).
     ///
     /// [`Reply`]: super::Reply
-    pub async fn run_task<D>(&self, run: TaskRun, clock: impl Fn() -> Timestamp, deadline: D)
+    pub async fn run_task<D>(
+        &self,
+        run: TaskRun,
+        clock: impl Fn() -> Timestamp,
+        deadline: D,
+    ) -> Option<super::RequestLog>
     where
         D: std::future::Future<Output = ()>,
     {
-        let Some(tasks) = &self.tasks else {
-            return;
-        };
-        let Some((params, task)) = tasks.next_run(&run.id) else {
-            return;
-        };
+        let tasks = self.tasks.as_ref()?;
+        let (params, task) = tasks.next_run(&run.id)?;
         let mut ctx = run.ctx;
         ctx.now = clock();
         let request = crate::wire::CarrierRequest::from_params_memo(
@@ -545,29 +549,44 @@ impl super::Service {
             Some(&params),
             self.engine.metas(),
         );
-        let mut log = super::RequestLog::default();
-        let work = self.run_request::<crate::result::ToolResult, _>(
-            request,
-            None,
-            &ctx,
-            &mut log,
-            std::future::pending(),
-            None,
-        );
-        let mut work = std::pin::pin!(work);
-        let mut stop = std::pin::pin!(task.cancelled());
-        let mut deadline = std::pin::pin!(deadline);
-        let outcome = std::future::poll_fn(|cx| {
-            if let Poll::Ready(o) = work.as_mut().poll(cx) {
-                return Poll::Ready(Some(o.into_json()));
-            }
-            if stop.as_mut().poll(cx).is_ready() || deadline.as_mut().poll(cx).is_ready() {
-                return Poll::Ready(None);
-            }
-            Poll::Pending
-        })
-        .await;
+        let mut log = super::RequestLog {
+            method: Some("tools/call".into()),
+            ..super::RequestLog::default()
+        };
+        super::note_target(&mut log, "tools/call", Some(&params));
+        let outcome = {
+            let work = self.run_request::<crate::result::ToolResult, _>(
+                request,
+                None,
+                &ctx,
+                &mut log,
+                std::future::pending(),
+                None,
+            );
+            let mut work = std::pin::pin!(work);
+            let mut stop = std::pin::pin!(task.cancelled());
+            let mut deadline = std::pin::pin!(deadline);
+            std::future::poll_fn(|cx| {
+                if let Poll::Ready(o) = work.as_mut().poll(cx) {
+                    return Poll::Ready(Some(o.into_json()));
+                }
+                if stop.as_mut().poll(cx).is_ready() || deadline.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(None);
+                }
+                Poll::Pending
+            })
+            .await
+        };
+        let name = log
+            .target
+            .as_deref()
+            .and_then(|t| self.registry::<crate::result::ToolResult>().registered(t));
+        crate::record::conclude(outcome.as_ref(), None, &ctx.correlation_id, &mut log, name);
+        if outcome.is_none() {
+            log.outcome = "stopped".into();
+        }
         tasks.finish(&task.id, outcome, clock());
+        Some(log)
     }
 }
 
