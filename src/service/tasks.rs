@@ -418,7 +418,11 @@ impl super::Service {
     /// the clients that declare it, `tasks/get`, `tasks/update` and
     /// `tasks/cancel` are answered, and `server/discover` declares it. The
     /// tasks are kept in this service's memory: a task is served by the
-    /// instance that created it.
+    /// instance that created it. Its runs are the transport's to start, off the
+    /// request ([`Reply::task`](super::Reply::task),
+    /// [`Service::run_task`](super::Service::run_task)): `mrtr-server`'s do; a
+    /// transport of your own that drops them leaves its tasks `working`. The
+    /// rmcp adapter runs every tool in its request.
     #[must_use]
     pub fn with_tasks(mut self) -> Self {
         self.tasks = Some(TaskTable::default());
