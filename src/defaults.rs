@@ -137,6 +137,22 @@ pub const TASK_TTL: Duration = Duration::from_secs(3600);
 /// The `pollIntervalMs` a task suggests: half a second.
 pub const TASK_POLL_INTERVAL: Duration = Duration::from_millis(500);
 
+/// The most `tasks/get` one flow sends to follow its task: 10 000 (at the
+/// shortest interval, 100 ms, over a quarter of an hour; at the default, hours).
+pub const CLIENT_MAX_TASK_POLLS: u32 = 10_000;
+
+/// How long a client waits between two polls of a task when the server
+/// suggests nothing (`pollIntervalMs`): one second.
+pub const TASK_POLL_DEFAULT: Duration = Duration::from_secs(1);
+
+/// The shortest wait between two polls of a task, whatever the server
+/// suggests: 100 ms (a client is not made to poll faster).
+pub const TASK_POLL_MIN: Duration = Duration::from_millis(100);
+
+/// The longest wait between two polls of a task, whatever the server
+/// suggests: 30 s.
+pub const TASK_POLL_MAX: Duration = Duration::from_secs(30);
+
 /// The most `subscriptions/listen` streams open on one service at once: 1 024;
 /// another is refused (-32600) until one closes.
 /// [`Changes`](crate::service::Changes).

@@ -15,6 +15,9 @@ use crate::wire::meta::ClientCapabilities;
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum FlowError {
+    /// The task the call became was cancelled (the tasks extension).
+    #[error("the task was cancelled")]
+    TaskCancelled,
     /// The server answered with a JSON-RPC error.
     #[error("json-rpc error {code}: {message}")]
     JsonRpc {
@@ -108,6 +111,9 @@ pub enum Cap {
     /// Bytes of requests (serialized JSON-RPC) over the whole flow
     /// ([`FlowRules::with_max_upload_bytes`](super::FlowRules::with_max_upload_bytes)).
     UploadBytes,
+    /// Polls of one task
+    /// ([`CLIENT_MAX_TASK_POLLS`](crate::defaults::CLIENT_MAX_TASK_POLLS)).
+    TaskPolls,
 }
 
 impl Cap {
@@ -119,6 +125,7 @@ impl Cap {
             Self::AnswerBytes => "bytes answered per flow",
             Self::StateBytes => "requestState bytes echoed",
             Self::UploadBytes => "bytes uploaded per flow",
+            Self::TaskPolls => "polls of one task",
         }
     }
 }

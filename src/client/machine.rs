@@ -105,6 +105,22 @@ impl FlowRules {
         self
     }
 
+    /// Declares the tasks extension (`io.modelcontextprotocol/tasks`): a
+    /// server may then make a `tools/call` a task, which the flow follows
+    /// ([`Turn::Task`]).
+    #[must_use]
+    pub fn with_tasks(self) -> Self {
+        let mut capabilities = self.capabilities.clone();
+        capabilities
+            .extensions
+            .get_or_insert_with(JsonObject::new)
+            .insert(
+                crate::service::TASKS_EXTENSION.into(),
+                serde_json::json!({}),
+            );
+        self.with_capabilities(capabilities)
+    }
+
     /// The capabilities declared (what the flow may be asked).
     pub fn with_capabilities(mut self, capabilities: ClientCapabilities) -> Self {
         self.meta = Self::meta_of(&capabilities, &self.client_info);
@@ -206,6 +222,8 @@ struct Tally {
     bytes: u64,
     /// Bytes of requests sent.
     uploaded: u64,
+    /// Polls of the flow's task.
+    polls: u32,
 }
 
 /// What every state of a flow holds.
@@ -278,6 +296,43 @@ pub enum Turn {
     },
     /// The server asks for input.
     Ask(Asked),
+    /// The server made the call a task (the tasks extension, when the rules
+    /// declare it: [`FlowRules::with_tasks`]): wait [`TaskWait::after`], then
+    /// send its request (`tasks/get`, or `tasks/update` with answers).
+    Task(TaskWait),
+    /// The task asks for input: answer [`TaskAsked::asks`].
+    TaskAsk(TaskAsked),
+}
+
+/// A task to poll (or to send the answers of): see [`Turn::Task`].
+#[derive(Debug)]
+pub struct TaskWait {
+    core: Core,
+    task: String,
+    after: Duration,
+    /// The answers the next request (`tasks/update`) carries.
+    answers: Option<Value>,
+}
+
+/// A task's request out, waiting for the response.
+#[derive(Debug)]
+pub struct TaskSent {
+    core: Core,
+    task: String,
+    id: RequestId,
+    /// Whether it was `tasks/update` (answered by an acknowledgement).
+    updating: bool,
+    after: Duration,
+}
+
+/// A task that asks for input: answer [`asks`](Self::asks), through
+/// `tasks/update`.
+#[derive(Debug)]
+pub struct TaskAsked {
+    core: Core,
+    task: String,
+    asks: InputRequests,
+    after: Duration,
 }
 
 impl Ready {
@@ -335,6 +390,25 @@ impl Sent {
                     rounds: round,
                 }));
             }
+            Outcome::Task(created) => {
+                let task = created
+                    .get("taskId")
+                    .and_then(Value::as_str)
+                    .filter(|t| !t.is_empty() && t.len() <= 256)
+                    .ok_or_else(|| FlowError::Malformed("a task without a taskId".into()))?
+                    .to_owned();
+                let after = created
+                    .get("pollIntervalMs")
+                    .and_then(Value::as_u64)
+                    .map_or(defaults::TASK_POLL_DEFAULT, Duration::from_millis)
+                    .clamp(defaults::TASK_POLL_MIN, defaults::TASK_POLL_MAX);
+                return Ok(Turn::Task(TaskWait {
+                    core,
+                    task,
+                    after,
+                    answers: None,
+                }));
+            }
             Outcome::InputRequired(irr) => irr,
         };
         let rules = &core.rules;
@@ -378,6 +452,198 @@ impl Sent {
     }
 }
 
+impl TaskWait {
+    /// The task's id.
+    pub fn task_id(&self) -> &str {
+        &self.task
+    }
+
+    /// The pause before the next request (none before `tasks/update`, the
+    /// task's `pollIntervalMs` before a poll).
+    pub fn after(&self) -> Duration {
+        if self.answers.is_some() {
+            Duration::ZERO
+        } else {
+            self.after
+        }
+    }
+
+    /// The next request, under `id`: `tasks/update` with the answers given,
+    /// else `tasks/get`; `_meta` as every request of the flow.
+    ///
+    /// # Errors
+    /// [`FlowError::CapExceeded`] ([`Cap::UploadBytes`]), as [`Ready::request`].
+    pub fn request(self, id: RequestId) -> Result<(TaskSent, Value), FlowError> {
+        let Self {
+            mut core,
+            task,
+            after,
+            answers,
+        } = self;
+        let mut params = Map::new();
+        params.insert("taskId".into(), task.as_str().into());
+        params.insert("_meta".into(), core.rules.meta.clone());
+        let updating = answers.is_some();
+        if let Some(a) = answers {
+            params.insert("inputResponses".into(), a);
+        }
+        if !updating {
+            core.tally.polls += 1;
+            if core.tally.polls > defaults::CLIENT_MAX_TASK_POLLS {
+                return Err(FlowError::CapExceeded {
+                    cap: Cap::TaskPolls,
+                    limit: u64::from(defaults::CLIENT_MAX_TASK_POLLS),
+                });
+            }
+        }
+        let method = if updating {
+            "tasks/update"
+        } else {
+            "tasks/get"
+        };
+        let request = jsonrpc::request(&id, method, Value::Object(params));
+        core.count_upload(&request)?;
+        Ok((
+            TaskSent {
+                core,
+                task,
+                id,
+                updating,
+                after,
+            },
+            request,
+        ))
+    }
+}
+
+impl TaskSent {
+    /// What the response to the task's request means: poll again (the task
+    /// works, or the answers were taken), its questions, or its end: its
+    /// result, or its error.
+    ///
+    /// # Errors
+    /// As [`Sent::on_response`]; a failed task is its [`FlowError::JsonRpc`];
+    /// a cancelled one [`FlowError::TaskCancelled`].
+    pub fn on_response(self, response: Value) -> Result<Turn, FlowError> {
+        let Self {
+            mut core,
+            task,
+            id,
+            updating,
+            after,
+        } = self;
+        let result = result_of(response, &id)?;
+        let wait = |core, after| {
+            Ok(Turn::Task(TaskWait {
+                core,
+                task: task.clone(),
+                after,
+                answers: None,
+            }))
+        };
+        if updating {
+            return wait(core, Duration::ZERO);
+        }
+        match result.get("status").and_then(Value::as_str) {
+            Some("working") => wait(core, after),
+            Some("input_required") => {
+                let asks = result
+                    .get("inputRequests")
+                    .ok_or_else(|| {
+                        FlowError::Malformed("input_required without inputRequests".into())
+                    })
+                    .and_then(|v| {
+                        serde_json::from_value::<InputRequests>(v.clone())
+                            .map_err(|e| FlowError::Malformed(format!("inputRequests: {e}")))
+                    })?;
+                let rules = &core.rules;
+                rules.check_declared(&asks)?;
+                rules.check_questions(&asks)?;
+                core.count_sampling(&asks)?;
+                core.tally.round += 1;
+                Ok(Turn::TaskAsk(TaskAsked {
+                    core,
+                    task,
+                    asks,
+                    after,
+                }))
+            }
+            Some("completed") => match result.get("result") {
+                Some(r @ Value::Object(_)) => Ok(Turn::Complete(Completion {
+                    result: r.clone(),
+                    rounds: core.tally.round,
+                })),
+                _ => Err(FlowError::Malformed(
+                    "a completed task without its result".into(),
+                )),
+            },
+            Some("failed") => {
+                let err = result.get("error");
+                let code = err.and_then(|e| e.get("code")).and_then(Value::as_i64);
+                let message = err.and_then(|e| e.get("message")).and_then(Value::as_str);
+                match (code, message) {
+                    (Some(code), Some(message)) => Err(FlowError::JsonRpc {
+                        code,
+                        message: message.to_owned(),
+                        data: err.and_then(|e| e.get("data")).cloned(),
+                    }),
+                    _ => Err(FlowError::Malformed(
+                        "a failed task without its error".into(),
+                    )),
+                }
+            }
+            Some("cancelled") => Err(FlowError::TaskCancelled),
+            _ => Err(FlowError::Malformed(
+                "a task's status is missing or unknown".into(),
+            )),
+        }
+    }
+}
+
+impl TaskAsked {
+    /// The questions, by key, in the server's order.
+    pub fn asks(&self) -> &InputRequests {
+        &self.asks
+    }
+
+    /// How many times the task asked, this time included.
+    pub fn round(&self) -> u32 {
+        self.core.tally.round
+    }
+
+    /// The call this flow drives.
+    pub fn call(&self) -> &CarrierCall {
+        &self.core.call
+    }
+
+    /// The task's id.
+    pub fn task_id(&self) -> &str {
+        &self.task
+    }
+
+    /// The task with `responses` to send (`tasks/update`), as
+    /// [`Asked::answer`] checks them.
+    ///
+    /// # Errors
+    /// As [`Asked::answer`].
+    pub fn answer(self, responses: InputResponses) -> Result<TaskWait, FlowError> {
+        check_answers(&self.asks, &responses)?;
+        let Self {
+            mut core,
+            task,
+            after,
+            ..
+        } = self;
+        let answers = core.count_bytes(&responses)?;
+        Ok(TaskWait {
+            core,
+            task,
+            after,
+            answers: Some(answers),
+        })
+    }
+}
+
 impl Asked {
     /// A flow stopped between rounds (kept, perhaps in another process), under
     /// `rules`: its caps go on from where the pending flow left them.
@@ -392,6 +658,7 @@ impl Asked {
                     sampling: pending.sampling_asked,
                     bytes: pending.bytes_answered,
                     uploaded: pending.bytes_uploaded,
+                    polls: 0,
                 },
                 state: pending.request_state,
                 backoff: defaults::BACKOFF_INITIAL,
@@ -589,6 +856,8 @@ fn check_answers(asks: &InputRequests, responses: &InputResponses) -> Result<(),
 enum Outcome {
     Complete(Value),
     InputRequired(InputRequiredResult),
+    /// A `CreateTaskResult` (the tasks extension).
+    Task(Value),
 }
 
 /// Extracts `result` from a JSON-RPC response to the request with `id`.
@@ -642,6 +911,7 @@ fn classify(method: CarrierMethod, result: Value) -> Result<Outcome, FlowError> 
         None => Ok(Outcome::Complete(result)),
         Some(Value::String(t)) => match t.as_str() {
             "complete" => Ok(Outcome::Complete(result)),
+            "task" if method == CarrierMethod::ToolsCall => Ok(Outcome::Task(result)),
             "input_required" => InputRequiredResult::from_value(method, &result)
                 .map(Outcome::InputRequired)
                 .map_err(|e| FlowError::Malformed(format!("InputRequiredResult: {}", e.message()))),
@@ -766,5 +1036,83 @@ mod tests {
             ),
             "{e:?}"
         );
+    }
+
+    #[test]
+    fn a_task_is_followed_to_its_end_and_its_questions_answered_by_tasks_update() {
+        let with_tasks = rules().with_tasks();
+        assert!(
+            with_tasks.meta()["io.modelcontextprotocol/clientCapabilities"]["extensions"]
+                [crate::service::TASKS_EXTENSION]
+                .is_object()
+        );
+        let (sent, _) = Flow::start(CarrierCall::tool("long", json!({})), with_tasks)
+            .request(RequestId::from(1))
+            .unwrap();
+        let created = json!({"resultType": "task", "taskId": "t1", "status": "working",
+            "pollIntervalMs": 5});
+        let Turn::Task(wait) = sent.on_response(reply(1, created)).unwrap() else {
+            panic!("a task")
+        };
+        // The server's interval, within the floor.
+        assert_eq!(wait.after(), defaults::TASK_POLL_MIN);
+        let (sent, poll) = wait.request(RequestId::from(2)).unwrap();
+        assert_eq!(poll["method"], "tasks/get");
+        assert_eq!(poll["params"]["taskId"], "t1");
+        let asking = json!({"resultType": "complete", "taskId": "t1", "status": "input_required",
+            "inputRequests": ask("unused")["inputRequests"].clone()});
+        let Turn::TaskAsk(asked) = sent.on_response(reply(2, asking)).unwrap() else {
+            panic!("its question")
+        };
+        assert_eq!(asked.asks().keys().collect::<Vec<_>>(), ["ok"]);
+        let wait = asked.answer(yes()).unwrap();
+        assert_eq!(wait.after(), Duration::ZERO);
+        let (sent, update) = wait.request(RequestId::from(3)).unwrap();
+        assert_eq!(update["method"], "tasks/update");
+        assert_eq!(update["params"]["inputResponses"]["ok"]["action"], "accept");
+        assert!(update["params"].get("requestState").is_none());
+        let Turn::Task(wait) = sent
+            .on_response(reply(3, json!({"resultType": "complete"})))
+            .unwrap()
+        else {
+            panic!("poll again")
+        };
+        let (sent, _) = wait.request(RequestId::from(4)).unwrap();
+        let done = json!({"resultType": "complete", "taskId": "t1", "status": "completed",
+            "result": {"content": [{"type": "text", "text": "done"}]}});
+        let Turn::Complete(c) = sent.on_response(reply(4, done)).unwrap() else {
+            panic!("the end")
+        };
+        assert_eq!(c.text(), "done");
+        // A failed task is its error; a cancelled one says so; an unknown status is refused.
+        for (status, extra, want) in [
+            (
+                "failed",
+                json!({"error": {"code": -32603, "message": "boom"}}),
+                "json-rpc error -32603: boom",
+            ),
+            ("cancelled", json!({}), "the task was cancelled"),
+            ("lost", json!({}), "unknown"),
+        ] {
+            let (sent, _) = Flow::start(CarrierCall::tool("long", json!({})), rules().with_tasks())
+                .request(RequestId::from(1))
+                .unwrap();
+            let Turn::Task(wait) = sent
+                .on_response(reply(
+                    1,
+                    json!({"resultType": "task", "taskId": "t", "status": "working"}),
+                ))
+                .unwrap()
+            else {
+                panic!()
+            };
+            let (sent, _) = wait.request(RequestId::from(2)).unwrap();
+            let mut r = json!({"resultType": "complete", "taskId": "t", "status": status});
+            for (k, v) in extra.as_object().unwrap() {
+                r[k] = v.clone();
+            }
+            let e = sent.on_response(reply(2, r)).unwrap_err();
+            assert!(e.to_string().contains(want), "{status}: {e}");
+        }
     }
 }

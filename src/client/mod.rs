@@ -63,4 +63,6 @@ mod machine;
 
 pub use error::{Cap, FlowError};
 pub use flow::{CarrierCall, Completion, PendingFlow};
-pub use machine::{Asked, Flow, FlowRules, Ready, Sent, Turn, result_of};
+pub use machine::{
+    Asked, Flow, FlowRules, Ready, Sent, TaskAsked, TaskSent, TaskWait, Turn, result_of,
+};

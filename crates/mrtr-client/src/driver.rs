@@ -109,6 +109,7 @@ impl Client {
             eras: Arc::default(),
             max_server_requests: crate::legacy::MAX_SERVER_REQUESTS,
             max_sampling: defaults::CLIENT_MAX_SAMPLING_PER_FLOW,
+            tasks: false,
         }
     }
 

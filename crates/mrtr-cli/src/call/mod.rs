@@ -220,6 +220,7 @@ pub async fn run_call_with_output(
         .with_max_state_bytes(args.max_state_bytes)
         .with_max_upload_bytes(args.max_upload_bytes)
         .with_era(args.era.mode())
+        .with_tasks()
         .with_era_cache(era_cache)
         .build();
     let outcome = client.call(call).await;

@@ -38,6 +38,8 @@ pub struct ClientBuilder {
     pub(super) eras: Arc<EraCache>,
     pub(super) max_server_requests: usize,
     pub(super) max_sampling: u32,
+    /// Whether the tasks extension is declared.
+    pub(super) tasks: bool,
 }
 
 impl ClientBuilder {
@@ -182,6 +184,17 @@ impl ClientBuilder {
         self
     }
 
+    /// Declares the tasks extension (`io.modelcontextprotocol/tasks`) beside
+    /// the handler's capabilities: a server may then answer a `tools/call`
+    /// with a task, which the client follows to its end (polling `tasks/get`
+    /// at the interval the server suggests, within 100 ms to 30 s, answering
+    /// the task's questions through the handler with `tasks/update`), within
+    /// the total time cap. Default: not declared.
+    pub fn with_tasks(mut self) -> Self {
+        self.tasks = true;
+        self
+    }
+
     /// No timer: no back-off pause and no total time cap (rounds are still capped).
     /// For runtimes other than tokio, prefer [`with_timer`](Self::with_timer) with that runtime's sleep.
     pub fn no_timer(mut self) -> Self {
@@ -196,7 +209,14 @@ impl ClientBuilder {
             inner: Arc::new(Inner {
                 transport: self.transport,
                 handler: self.handler,
-                rules: Arc::new(self.rules.with_capabilities(capabilities)),
+                rules: Arc::new({
+                    let rules = self.rules.with_capabilities(capabilities);
+                    if self.tasks {
+                        rules.with_tasks()
+                    } else {
+                        rules
+                    }
+                }),
                 total_timeout: self.total_timeout,
                 request_timeout: self.request_timeout,
                 concurrent_answers: self.concurrent_answers,

@@ -8,7 +8,7 @@ use crate::ClientError;
 use mrtr::client::Completion;
 
 use super::Step;
-use mrtr::client::{Ready, Turn};
+use mrtr::client::{Ready, TaskWait, Turn};
 
 use super::Client;
 
@@ -19,24 +19,44 @@ impl Client {
         self.complete_from(turn).await
     }
 
-    /// Drives a flow on from what its last response meant.
+    /// Drives a flow on from what its last response meant (a task followed
+    /// to its end, its questions answered through the handler too).
     pub(super) async fn complete_from(&self, mut turn: Turn) -> Result<Completion, ClientError> {
         loop {
-            let ready = match turn {
+            turn = match turn {
                 Turn::Complete(c) => return Ok(c),
                 Turn::Retry { after, ready } => {
                     self.pause(after).await;
-                    ready
+                    self.exchange(ready).await?
                 }
                 Turn::Ask(asked) => {
                     let answers = self
                         .answer(asked.call(), asked.round(), asked.asks())
                         .await?;
-                    asked.answer(answers)?
+                    self.exchange(asked.answer(answers)?).await?
                 }
+                turn @ (Turn::Task(_) | Turn::TaskAsk(_)) => self.task_step(turn).await?,
             };
-            turn = self.exchange(ready).await?;
         }
+    }
+
+    /// One step of a task: its next poll (or its answers sent), or its
+    /// questions answered through the handler.
+    async fn task_step(&self, turn: Turn) -> Result<Turn, ClientError> {
+        let wait: TaskWait = match turn {
+            Turn::Task(wait) => wait,
+            Turn::TaskAsk(asked) => {
+                let answers = self
+                    .answer(asked.call(), asked.round(), asked.asks())
+                    .await?;
+                asked.answer(answers)?
+            }
+            other => return Ok(other),
+        };
+        self.pause(wait.after()).await;
+        let (sent, request) = wait.request(self.next_id())?;
+        let response: Value = self.send(request).await?;
+        Ok(sent.on_response(response)?)
     }
 
     /// Drives a flow to its end or to its next question (manual mode): a
@@ -46,18 +66,20 @@ impl Client {
         self.step_from(turn).await
     }
 
-    /// [`step`](Self::step) on from what the last response meant.
+    /// [`step`](Self::step) on from what the last response meant. A task is
+    /// followed to its end, its questions answered through the handler (a
+    /// task's questions are the task's, not a flow to keep).
     pub(super) async fn step_from(&self, mut turn: Turn) -> Result<Step, ClientError> {
         loop {
-            let ready = match turn {
+            turn = match turn {
                 Turn::Complete(c) => return Ok(Step::Complete(c)),
                 Turn::Retry { after, ready } => {
                     self.pause(after).await;
-                    ready
+                    self.exchange(ready).await?
                 }
                 Turn::Ask(asked) => return Ok(Step::NeedsInput(asked.into_pending())),
+                turn @ (Turn::Task(_) | Turn::TaskAsk(_)) => self.task_step(turn).await?,
             };
-            turn = self.exchange(ready).await?;
         }
     }
 

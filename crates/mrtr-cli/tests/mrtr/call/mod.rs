@@ -7,3 +7,4 @@ mod legacy;
 mod reference;
 mod refusals;
 mod stdio;
+mod tasks;
