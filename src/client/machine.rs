@@ -309,9 +309,12 @@ pub enum Turn {
 pub struct TaskWait {
     core: Core,
     task: String,
+    /// The task's poll interval.
     after: Duration,
     /// The answers the next request (`tasks/update`) carries.
     answers: Option<Value>,
+    /// Poll at once (the answers were just taken).
+    now: bool,
 }
 
 /// A task's request out, waiting for the response.
@@ -407,6 +410,7 @@ impl Sent {
                     task,
                     after,
                     answers: None,
+                    now: false,
                 }));
             }
             Outcome::InputRequired(irr) => irr,
@@ -461,7 +465,7 @@ impl TaskWait {
     /// The pause before the next request (none before `tasks/update`, the
     /// task's `pollIntervalMs` before a poll).
     pub fn after(&self) -> Duration {
-        if self.answers.is_some() {
+        if self.answers.is_some() || self.now {
             Duration::ZERO
         } else {
             self.after
@@ -479,6 +483,7 @@ impl TaskWait {
             task,
             after,
             answers,
+            ..
         } = self;
         let mut params = Map::new();
         params.insert("taskId".into(), task.as_str().into());
@@ -533,19 +538,20 @@ impl TaskSent {
             after,
         } = self;
         let result = result_of(response, &id)?;
-        let wait = |core, after| {
+        let wait = |core, now| {
             Ok(Turn::Task(TaskWait {
                 core,
                 task: task.clone(),
                 after,
                 answers: None,
+                now,
             }))
         };
         if updating {
-            return wait(core, Duration::ZERO);
+            return wait(core, true);
         }
         match result.get("status").and_then(Value::as_str) {
-            Some("working") => wait(core, after),
+            Some("working") => wait(core, false),
             Some("input_required") => {
                 let asks = result
                     .get("inputRequests")
@@ -640,6 +646,7 @@ impl TaskAsked {
             task,
             after,
             answers: Some(answers),
+            now: false,
         })
     }
 }
@@ -1077,10 +1084,21 @@ mod tests {
         else {
             panic!("poll again")
         };
+        assert_eq!(wait.after(), Duration::ZERO, "at once after the answers");
         let (sent, _) = wait.request(RequestId::from(4)).unwrap();
+        let working = json!({"resultType": "complete", "taskId": "t1", "status": "working"});
+        let Turn::Task(wait) = sent.on_response(reply(4, working)).unwrap() else {
+            panic!("still working")
+        };
+        assert_eq!(
+            wait.after(),
+            defaults::TASK_POLL_MIN,
+            "then at the interval again"
+        );
+        let (sent, _) = wait.request(RequestId::from(5)).unwrap();
         let done = json!({"resultType": "complete", "taskId": "t1", "status": "completed",
             "result": {"content": [{"type": "text", "text": "done"}]}});
-        let Turn::Complete(c) = sent.on_response(reply(4, done)).unwrap() else {
+        let Turn::Complete(c) = sent.on_response(reply(5, done)).unwrap() else {
             panic!("the end")
         };
         assert_eq!(c.text(), "done");
