@@ -121,6 +121,14 @@ impl FlowRules {
         self.with_capabilities(capabilities)
     }
 
+    /// Whether the rules declare the tasks extension.
+    fn declares_tasks(&self) -> bool {
+        self.capabilities
+            .extensions
+            .as_ref()
+            .is_some_and(|e| e.contains_key(crate::service::TASKS_EXTENSION))
+    }
+
     /// The capabilities declared (what the flow may be asked).
     pub fn with_capabilities(mut self, capabilities: ClientCapabilities) -> Self {
         self.meta = Self::meta_of(&capabilities, &self.client_info);
@@ -392,6 +400,13 @@ impl Sent {
                     result,
                     rounds: round,
                 }));
+            }
+            // A task only to a client that declared the extension: to any other
+            // it is a result type it does not know.
+            Outcome::Task(_) if !core.rules.declares_tasks() => {
+                return Err(FlowError::UnknownResultType {
+                    result_type: "task".into(),
+                });
             }
             Outcome::Task(created) => {
                 let task = created

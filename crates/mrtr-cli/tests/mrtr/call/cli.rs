@@ -207,7 +207,8 @@ async fn answers_flags_and_roots_complete_the_call() {
     );
     assert_eq!(
         log[1]["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"],
-        json!({"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {}})
+        json!({"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {},
+            "extensions": {"io.modelcontextprotocol/tasks": {}}})
     );
 }
 
@@ -333,7 +334,8 @@ async fn without_flags_or_a_terminal_sampling_and_roots_are_not_declared() {
         assert_eq!(log.len(), 1, "no retry");
         assert_eq!(
             log[0]["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"],
-            json!({"elicitation": {"form": {}, "url": {}}})
+            json!({"elicitation": {"form": {}, "url": {}},
+                "extensions": {"io.modelcontextprotocol/tasks": {}}})
         );
     }
     // Answers of those shapes given on the command line declare them.
@@ -345,7 +347,8 @@ async fn without_flags_or_a_terminal_sampling_and_roots_are_not_declared() {
     assert_eq!(out.trim(), r#"booked "monday" / "hey" / "file:///srv""#);
     assert_eq!(
         log.lock().unwrap()[1]["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"],
-        json!({"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {}})
+        json!({"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {},
+            "extensions": {"io.modelcontextprotocol/tasks": {}}})
     );
 }
 
@@ -677,7 +680,8 @@ async fn interactive_answers_through_a_pseudo_terminal() {
     assert_eq!(log.len(), 2);
     assert_eq!(
         log[0]["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"],
-        json!({"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {}})
+        json!({"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {},
+            "extensions": {"io.modelcontextprotocol/tasks": {}}})
     );
 }
 
