@@ -353,6 +353,10 @@ fn drive_flow(
                 }
                 asked.answer(answers)?
             }
+            // The rules declare no tasks extension: a task is an unknown result type.
+            Turn::Task(_) | Turn::TaskAsk(_) => {
+                panic!("a task followed by rules without the extension")
+            }
         };
     }
     panic!("a flow longer than 64 rounds");
