@@ -347,7 +347,7 @@ where
 }
 
 /// `work`'s output, or `None` when `deadline` completes first.
-async fn first<W, D>(work: W, deadline: D) -> Option<W::Output>
+pub(super) async fn first<W, D>(work: W, deadline: D) -> Option<W::Output>
 where
     W: Future,
     D: Future<Output = ()>,

@@ -567,19 +567,11 @@ impl super::Service {
                 std::future::pending(),
                 None,
             );
-            let mut work = std::pin::pin!(work);
-            let mut stop = std::pin::pin!(task.cancelled());
-            let mut deadline = std::pin::pin!(deadline);
-            std::future::poll_fn(|cx| {
-                if let Poll::Ready(o) = work.as_mut().poll(cx) {
-                    return Poll::Ready(Some(o.into_json()));
-                }
-                if stop.as_mut().poll(cx).is_ready() || deadline.as_mut().poll(cx).is_ready() {
-                    return Poll::Ready(None);
-                }
-                Poll::Pending
-            })
-            .await
+            // Stopped by a cancellation or the deadline, whichever comes first.
+            let stop = async {
+                super::era::first(task.cancelled(), deadline).await;
+            };
+            super::era::first(work, stop).await.map(Outcome::into_json)
         };
         let name = log
             .target

@@ -42,6 +42,7 @@ use mrtr::legacy::{BoxFuture, RequestFailed, ServerRequests, VERSIONS};
 use mrtr::service::{ParsedMessage, RequestContext, RequestLog};
 use mrtr::streamable_http::{self, Refusal};
 use mrtr::wire::CarrierMethod;
+use mrtr::wire::jsonrpc::RequestId;
 
 /// The session header.
 pub(super) const SESSION_ID: &str = "mcp-session-id";
@@ -118,8 +119,13 @@ pub(super) fn answer(
     }
     let session = session_of(app, parts, ctx, session_header(parts)?).ok()?;
     let (id, answer) = ParsedMessage::parse(body).response()?;
-    let id = serde_json::to_string(&id).unwrap_or_default();
-    let matched = session.answer(id.trim_matches('"'), answer);
+    Some(delivered(&session, &id, answer))
+}
+
+/// Delivers the client's answer to request `id` of `session`: 202, and the
+/// log says whether a request was waiting for it.
+fn delivered(session: &HttpSession, id: &RequestId, answer: Result<Value, i64>) -> Response {
+    let matched = session.answer(id, answer);
     let mut resp = super::framing::empty(StatusCode::ACCEPTED);
     resp.extensions_mut().insert(RequestLog {
         outcome: if matched {
@@ -131,7 +137,7 @@ pub(super) fn answer(
         era: mrtr::legacy::Era::Legacy,
         ..RequestLog::default()
     });
-    Some(resp)
+    resp
 }
 
 /// `POST` on a session: a request, a notification, or the client's answer to
@@ -160,21 +166,7 @@ pub(super) async fn post<H: Send + 'static>(
         return resp;
     }
     if let Some((id, answer)) = message.response() {
-        let id = serde_json::to_string(&id).unwrap_or_default();
-        let id = id.trim_matches('"');
-        let matched = session.answer(id, answer);
-        let mut resp = super::framing::empty(StatusCode::ACCEPTED);
-        resp.extensions_mut().insert(RequestLog {
-            outcome: if matched {
-                "answer"
-            } else {
-                "answer:unmatched"
-            }
-            .into(),
-            era: mrtr::legacy::Era::Legacy,
-            ..RequestLog::default()
-        });
-        return resp;
+        return delivered(&session, &id, answer);
     }
     let carrier = message
         .request()

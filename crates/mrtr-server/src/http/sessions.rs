@@ -23,6 +23,7 @@ use super::options::SessionLimits;
 use crate::defaults::{SESSION_PENDING_MAX, SESSION_REPLAY_EVENTS, SESSION_STREAMS_KEPT};
 use mrtr::metrics::SessionEvent;
 use mrtr::seal::Entropy as _;
+use mrtr::wire::jsonrpc::RequestId;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -159,7 +160,7 @@ pub(super) struct HttpSession {
     next_request: AtomicU64,
     next_stream: AtomicU64,
     /// The server-to-client requests waiting for the client's answers, by id.
-    pending: Mutex<HashMap<String, oneshot::Sender<Answer>>>,
+    pending: Mutex<HashMap<RequestId, oneshot::Sender<Answer>>>,
     /// The streams whose events are kept for replay, oldest first.
     streams: Mutex<VecDeque<Arc<EventLog>>>,
     /// The standalone stream's events (stream 0).
@@ -254,13 +255,14 @@ impl HttpSession {
         }
         let id = self.next_request.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        pending.insert(id.to_string(), tx);
-        Some((id, rx, Waiting(Arc::clone(self), id.to_string())))
+        let key = RequestId::Number(id.into());
+        pending.insert(key.clone(), tx);
+        Some((id, rx, Waiting(Arc::clone(self), key)))
     }
 
-    /// Delivers the client's answer to request `id` (its JSON form); whether a
-    /// request was waiting for it.
-    pub(super) fn answer(&self, id: &str, answer: Answer) -> bool {
+    /// Delivers the client's answer to request `id` (exactly: a string id is
+    /// not the number it spells); whether a request was waiting for it.
+    pub(super) fn answer(&self, id: &RequestId, answer: Answer) -> bool {
         match lock(&self.pending).remove(id) {
             Some(tx) => tx.send(answer).is_ok(),
             None => false,
@@ -346,7 +348,7 @@ impl Drop for Standalone {
 /// A server-to-client request waiting; dropping it (answered, or given up on)
 /// forgets it.
 #[derive(Debug)]
-pub(super) struct Waiting(Arc<HttpSession>, String);
+pub(super) struct Waiting(Arc<HttpSession>, RequestId);
 
 impl Drop for Waiting {
     fn drop(&mut self) {
@@ -535,13 +537,13 @@ mod tests {
         let sessions = Sessions::new(limits(4, 4));
         let s = sessions.open("alice".into(), core()).unwrap();
         let (id, rx, waiting) = s.expect_answer().unwrap();
-        assert!(s.answer(&id.to_string(), Ok(Value::Bool(true))));
+        assert!(s.answer(&RequestId::Number(id.into()), Ok(Value::Bool(true))));
         assert_eq!(rx.await.unwrap(), Ok(Value::Bool(true)));
-        assert!(!s.answer(&id.to_string(), Ok(Value::Null)));
+        assert!(!s.answer(&RequestId::Number(id.into()), Ok(Value::Null)));
         drop(waiting);
         let (id, _rx, waiting) = s.expect_answer().unwrap();
         drop(waiting);
-        assert!(!s.answer(&id.to_string(), Ok(Value::Null)));
+        assert!(!s.answer(&RequestId::Number(id.into()), Ok(Value::Null)));
         let held: Vec<_> = (0..SESSION_PENDING_MAX)
             .map(|_| s.expect_answer().unwrap())
             .collect();

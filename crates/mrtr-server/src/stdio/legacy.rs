@@ -13,13 +13,14 @@ use tokio::sync::{mpsc, oneshot};
 use crate::notify::Queued;
 use mrtr::legacy::{BoxFuture, RequestFailed, ServerRequests, Session};
 use mrtr::service::ParsedMessage;
+use mrtr::wire::jsonrpc::RequestId;
 
 /// The process's 2025-era session, once `initialize` opened it, and the
 /// requests it waits on the client's answers for.
 #[derive(Debug, Default)]
 pub(super) struct Legacy {
     session: OnceLock<Arc<Session>>,
-    pending: Mutex<HashMap<String, oneshot::Sender<Result<Value, i64>>>>,
+    pending: Mutex<HashMap<RequestId, oneshot::Sender<Result<Value, i64>>>>,
     next: AtomicU64,
 }
 
@@ -40,8 +41,7 @@ impl Legacy {
         let Some((id, answer)) = message.response() else {
             return false;
         };
-        let id = serde_json::to_string(&id).unwrap_or_default();
-        if let Some(tx) = lock(&self.pending).remove(id.trim_matches('"')) {
+        if let Some(tx) = lock(&self.pending).remove(&id) {
             let _ = tx.send(answer);
         }
         true
@@ -68,7 +68,7 @@ pub(super) struct Asker<'a> {
 }
 
 /// Forgets a request given up on.
-struct Waiting<'a>(&'a Legacy, String);
+struct Waiting<'a>(&'a Legacy, RequestId);
 
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
@@ -92,10 +92,10 @@ impl ServerRequests for Asker<'_> {
                 }
                 let id = self.legacy.next.fetch_add(1, Ordering::Relaxed);
                 let (tx, rx) = oneshot::channel();
-                pending.insert(id.to_string(), tx);
+                pending.insert(RequestId::Number(id.into()), tx);
                 (id, rx)
             };
-            let _waiting = Waiting(self.legacy, id.to_string());
+            let _waiting = Waiting(self.legacy, RequestId::Number(id.into()));
             let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
             if self
                 .lines
