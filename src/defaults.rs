@@ -13,7 +13,7 @@
 //! | service | [`HANDLER_TIMEOUT`], [`LIST_CACHE_TTL`] | 30 s, 60 s |
 //! | | [`PAGE_SIZE`] | 100 items |
 //! | 2025-era flows | [`LEGACY_ASK_TIMEOUT`] per ask, [`LEGACY_FLOW_TIMEOUT`] per flow | 2 min, 5 min |
-//! | tasks | [`TASKS_MAX`], [`TASKS_PER_PRINCIPAL_MAX`], [`TASK_TTL`], [`TASK_POLL_INTERVAL`] | 1 024, 64, 1 h, 500 ms |
+//! | tasks | [`TASKS_MAX`], [`TASKS_PER_PRINCIPAL_MAX`], [`TASK_TTL`], [`TASK_POLL_INTERVAL`], [`TASK_LEASE`] | 1 024, 64, 1 h, 500 ms, 30 s |
 //! | subscriptions | [`SUBSCRIPTIONS_MAX`], [`SUBSCRIPTIONS_PER_PRINCIPAL_MAX`] | 1 024, 8 |
 //! | | [`SUBSCRIPTION_URIS_MAX`], [`SUBSCRIPTION_QUEUE_MAX`] | 100 URIs, 64 notifications |
 //! | parameter headers | [`MAX_PARAM_HEADERS`] per tool, [`PARAM_HEADER_MAX_DEPTH`] | 32, 16 levels |
@@ -136,6 +136,11 @@ pub const TASK_TTL: Duration = Duration::from_secs(3600);
 
 /// The `pollIntervalMs` a task suggests: half a second.
 pub const TASK_POLL_INTERVAL: Duration = Duration::from_millis(500);
+
+/// How long a task's runner holds its lease unless it renews it (every third
+/// of it): 30 seconds; how soon another instance takes over the run of one
+/// that died.
+pub const TASK_LEASE: Duration = Duration::from_secs(30);
 
 /// The most `tasks/get` one flow sends to follow its task: 10 000 (at the
 /// shortest interval, 100 ms, over a quarter of an hour; at the default, hours).

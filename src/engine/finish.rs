@@ -129,6 +129,10 @@ fn suspend<T>(fixed: &Fixed, live: &mut Live, method: CarrierMethod) -> Outcome<
         None => Claims::first_round(fixed.binding, fixed.now, config, state),
         Some(p) => Claims::next_round(p, fixed.now, config, state),
     };
+    let claims = match fixed.task {
+        Some(task) => claims.for_task(task.flow_id, task.deadline),
+        None => claims,
+    };
     let token = match engine.sealer().seal(&claims) {
         Ok(t) => t,
         // The state holds the client's answers, so a client can push it over the size

@@ -55,6 +55,7 @@ pub use handler::{CarrierResult, Later, Now, Output};
 pub(crate) use handler::{Handler, register};
 pub(crate) use notify::Notifier;
 pub use notify::{LogLevel, NotificationSink};
+pub(crate) use round::TaskFlow;
 pub use round::{Flow, Round, Unanswered};
 
 use crate::defaults;
@@ -271,6 +272,7 @@ impl Engine {
         peer: Option<IpAddr>,
         now: Timestamp,
         notifier: Option<Notifier>,
+        task: Option<TaskFlow>,
     ) -> Result<Round, Error> {
         let quota_peer = peer.filter(|_| principal.is_anonymous());
         let arguments = request.arguments_value();
@@ -295,9 +297,16 @@ impl Engine {
                 Err(e) => return Err(Error::invalid_request_state(e.reason().as_str())),
             },
         };
-        Ok(Round::new(
-            self, request, binding, prior, now, quota_peer, notifier,
-        ))
+        Ok(Round::new(round::Fixed {
+            engine: self.clone(),
+            request,
+            binding,
+            now,
+            prior,
+            quota_peer,
+            notifier,
+            task,
+        }))
     }
 
     /// Runs one round with a synchronous handler: the round begins (the state

@@ -145,8 +145,23 @@ impl Round {
             crate::metrics::once_result(OnceResult::Sealed);
             return Ok(Begin::Done(t));
         }
-        let (Some(prior), Some(guard)) = (fixed.prior.as_ref(), fixed.engine.replay_guard()) else {
+        let Some(guard) = fixed.engine.replay_guard() else {
             return Ok(Begin::Run(None));
+        };
+        let skew = fixed.engine.sealer().config().clock_skew().as_secs();
+        let Some(prior) = fixed.prior.as_ref() else {
+            // A task's first run has no state yet, but a run that takes over a
+            // lost one is a first run too: its steps are claimed on the task.
+            let Some(task) = fixed.task else {
+                return Ok(Begin::Run(None));
+            };
+            let quota = match fixed.quota_peer {
+                Some(peer) => PrincipalKey::of_peer(&fixed.binding, peer),
+                None => PrincipalKey::of(&fixed.binding),
+            };
+            let until = task.deadline.add_secs(skew.saturating_mul(2));
+            let claim = Claim::new(task.flow_id, step, fixed.now, until, fixed.now, quota);
+            return Ok(Begin::Run(Some((&**guard, claim))));
         };
         // Held for as long as ANY state of this flow can open on ANY instance whose
         // clock is within the tolerated skew of this one's, not only the presented
@@ -156,7 +171,6 @@ impl Round {
         // of the flow opens only while `now <= deadline + skew` on the instance that
         // opens it, and that instance's clock may lag this one's by up to the skew:
         // hence the flow deadline plus twice the skew, on this instance's clock.
-        let skew = fixed.engine.sealer().config().clock_skew().as_secs();
         let quota = match fixed.quota_peer {
             Some(peer) => PrincipalKey::of_peer(prior.binding(), peer),
             None => PrincipalKey::of(prior.binding()),

@@ -118,6 +118,20 @@ pub(super) struct Fixed {
     /// Where progress and log messages go, when the request asked for either
     /// and the transport can carry them.
     pub(super) notifier: Option<Notifier>,
+    /// The task this round is a run of, if any.
+    pub(super) task: Option<TaskFlow>,
+}
+
+/// What a round of a task's flow (the tasks extension) keys on the task
+/// rather than on the request: its flow id (so a `once` step of a task's first
+/// run, which has no sealed state yet, is claimed all the same, and a run
+/// that takes over another's claims the same step) and its deadline (the
+/// task's end: its sealed state, which never leaves the server, is held that
+/// long rather than a client-held state's few minutes).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TaskFlow {
+    pub(crate) flow_id: [u8; 16],
+    pub(crate) deadline: Timestamp,
 }
 
 /// What the handler's asks change as it runs.
@@ -185,30 +199,16 @@ pub(super) fn finished_error() -> Flow {
 }
 
 impl Round {
-    pub(super) fn new(
-        engine: &Engine,
-        request: CarrierRequest,
-        binding: Binding,
-        prior: Option<Verified<Claims<FlowState>>>,
-        now: Timestamp,
-        quota_peer: Option<IpAddr>,
-        notifier: Option<Notifier>,
-    ) -> Self {
+    /// The round that `fixed` begins: it carries the sealed data of the
+    /// state it presents, if any.
+    pub(super) fn new(fixed: Fixed) -> Self {
         let carry = FlowState {
-            data: prior.as_ref().and_then(|p| p.state().data.clone()),
+            data: fixed.prior.as_ref().and_then(|p| p.state().data.clone()),
             ..FlowState::default()
         };
         Self {
             shared: Arc::new(Shared {
-                fixed: Fixed {
-                    engine: engine.clone(),
-                    request,
-                    binding,
-                    now,
-                    prior,
-                    quota_peer,
-                    notifier,
-                },
+                fixed,
                 live: Mutex::new(Live {
                     carry,
                     ..Live::default()

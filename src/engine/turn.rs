@@ -20,6 +20,7 @@ use std::time::Duration;
 use futures_util::FutureExt as _;
 use futures_util::future::{Either, select};
 
+use super::TaskFlow;
 use super::handler::{CarrierResult, Run};
 use super::{Engine, Flow, NotificationSink, Notifier, Outcome, Round};
 use crate::error::{Error, Fallback, Retry, ToolAdvice};
@@ -85,6 +86,24 @@ where
     L: Future<Output = Result<T, Flow>>,
     D: Future<Output = ()>,
 {
+    run_in(turn, None, handler_for, deadline).await
+}
+
+/// [`run`], for a round of a task's flow when `task` is given
+/// ([`TaskFlow`]: its `once` steps keyed on the task, its state held until
+/// the task's end).
+pub(crate) async fn run_in<T, H, L, D>(
+    turn: Turn<'_>,
+    task: Option<TaskFlow>,
+    handler_for: impl FnOnce(&CarrierRequest) -> Option<H>,
+    deadline: D,
+) -> Ran<T>
+where
+    T: CarrierResult,
+    H: FnOnce(Round) -> Run<T, L>,
+    L: Future<Output = Result<T, Flow>>,
+    D: Future<Output = ()>,
+{
     let method = T::METHOD;
     let request = match turn.request {
         Ok(r) => r,
@@ -107,7 +126,7 @@ where
     let (round, finisher) =
         match turn
             .engine
-            .begin_from(request, turn.principal, turn.peer, turn.now, notifier)
+            .begin_from(request, turn.principal, turn.peer, turn.now, notifier, task)
         {
             Ok(round) => round.hand_over(),
             Err(e) => return Ran::refused(Outcome::from_error(Some(method), e)),

@@ -100,6 +100,20 @@ impl<S> Claims<S> {
         }
     }
 
+    /// These claims as a round of a task's flow (the tasks extension): its
+    /// flow id fixed by the task (a first round's is not drawn), and its
+    /// deadline, held to the task's end on a first round, and its expiry the
+    /// deadline: the state is kept by the server with the task, never sent,
+    /// so the short life of a client-held state does not apply.
+    pub(crate) fn for_task(mut self, flow_id: [u8; 16], deadline: Timestamp) -> Self {
+        if self.flow_id.is_none() {
+            self.flow_id = Some(flow_id);
+            self.deadline = deadline;
+        }
+        self.exp = self.deadline;
+        self
+    }
+
     /// The round number, 1 for the first.
     pub fn round(&self) -> u32 {
         self.round

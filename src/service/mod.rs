@@ -45,7 +45,7 @@ pub(crate) mod era;
 mod legacy;
 mod page;
 mod subscription;
-mod tasks;
+pub mod tasks;
 mod template;
 
 pub use crate::record::RequestLog;
@@ -182,7 +182,7 @@ pub struct Service {
     /// The time bounds of a 2025-era flow.
     legacy_bounds: era::Bounds,
     /// The tasks extension's tasks, when served ([`Service::with_tasks`]).
-    tasks: Option<tasks::TaskTable>,
+    tasks: Option<tasks::Tasks>,
     /// How each tool runs as a task, for the tools that may.
     task_support: std::collections::HashMap<String, TaskSupport>,
 }
@@ -861,8 +861,9 @@ impl Service {
             return (Some(request.id), Some(Outcome::Protocol(e)), None);
         }
         if let Some(tasks) = &self.tasks
-            && let Some((outcome, run)) =
-                self.tasks_route(tasks, request.method, request.params, ctx)
+            && let Some((outcome, run)) = self
+                .tasks_route(tasks, request.method, request.params, ctx)
+                .await
         {
             return (Some(request.id), Some(outcome), run);
         }
@@ -936,12 +937,14 @@ impl Service {
         notify: Option<Arc<dyn NotificationSink>>,
     ) -> Outcome<T> {
         let request = CarrierRequest::from_params_memo(T::METHOD, params, self.engine.metas());
-        self.run_request(request, None, ctx, log, deadline, notify)
+        self.run_request(request, None, ctx, log, deadline, notify, None)
             .await
     }
 
     /// A parsed carrier request on the engine's one path, with the handler
-    /// registered for its target, else `fallback` (a resource template's).
+    /// registered for its target, else `fallback` (a resource template's);
+    /// a round of a task's flow when `task` is given.
+    #[allow(clippy::too_many_arguments)] // why: the request and its whole context
     async fn run_request<T: Registered, D: Future<Output = ()>>(
         &self,
         request: Result<CarrierRequest, crate::wire::RequestError>,
@@ -950,6 +953,7 @@ impl Service {
         log: &mut RequestLog,
         deadline: D,
         notify: Option<Arc<dyn NotificationSink>>,
+        task: Option<crate::engine::TaskFlow>,
     ) -> Outcome<T> {
         let turn = Turn {
             engine: &self.engine,
@@ -961,8 +965,9 @@ impl Service {
             notifications: notify,
         };
         let registry = self.registries.of::<T>();
-        let ran = turn::run(
+        let ran = turn::run_in(
             turn,
+            task,
             |request| {
                 if self.is_hidden::<T>(request.target()) {
                     return None;

@@ -640,7 +640,7 @@ impl Service {
             }
         }
         let outcome = self
-            .run_request(request, fallback, ctx, log, deadline, notify)
+            .run_request(request, fallback, ctx, log, deadline, notify, None)
             .await;
         match outcome {
             Outcome::Complete(result) if at_once => Outcome::Complete(result.or_cache_for(caching)),

@@ -105,6 +105,12 @@ struct ServeArgs {
     /// For proxies that cut long responses. Default: never.
     #[arg(long, value_name = "SECONDS")]
     sse_poll: Option<u64>,
+    /// How long a task's runner holds its lease unless it renews it (every
+    /// third of it), 3 to 3600: how soon another instance sharing the replay
+    /// store takes over the task of one that died. Keep it well above the
+    /// fleet's clock differences. Default: 30.
+    #[arg(long, value_name = "SECONDS")]
+    task_lease: Option<u64>,
     /// Maximum request size (HTTP body or stdio line), in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = defaults::MAX_BODY)]
     max_body: usize,
@@ -283,6 +289,7 @@ impl ServeArgs {
         cfg.page_size = self.page_size;
         cfg.eras = self.eras;
         cfg.sse_poll_secs = self.sse_poll;
+        cfg.task_lease_secs = self.task_lease;
         cfg.max_body = self.max_body;
         cfg.allowed_origins = self.allow_origin;
         cfg.allowed_hosts = self.allow_host;

@@ -60,15 +60,26 @@ where
         .with_ttl(Duration::from_secs(cfg.state_ttl_secs))
         .map_err(|e| ServerConfigError(format!("--state-ttl: {e}")))?
         .with_clock_skew(Duration::from_secs(cfg.clock_skew_secs));
+    let (guard, tasks) = replay_store::stores(&cfg.replay(), Timestamp::now())?;
     let engine = Engine::new(keyring, cfg.audience.clone())
         .with_seal_config(seal)
         .with_max_rounds(cfg.max_rounds)
         // A side effect behind `Round::once` must not repeat when a client replays
         // the final round.
-        .with_replay_guard(replay_store::guard(&cfg.replay(), Timestamp::now())?);
-    Ok(make(engine)
+        .with_replay_guard(guard);
+    let mut service = make(engine)
         .with_page_size(cfg.page_size)
-        .with_eras(cfg.eras))
+        .with_eras(cfg.eras);
+    if service.serves_tasks() {
+        // The tasks go where the claims go: a fleet sharing one shares both.
+        if let Some(store) = tasks {
+            service = service.with_task_store(store);
+        }
+        if let Some(secs) = cfg.task_lease_secs {
+            service = service.with_task_lease(Duration::from_secs(secs));
+        }
+    }
+    Ok(service)
 }
 
 #[cfg(test)]

@@ -1,13 +1,16 @@
-//! A [`ReplayGuard`] a fleet shares through Redis.
+//! A [`ReplayGuard`] a fleet shares through Redis, and the tasks extension's
+//! [`RedisTaskStore`] beside it.
 //!
 //! The guard, its options and its keys are here; `claim` has the claims
 //! (`SET NX`, and `WAIT`), `connection` the task that keeps the connection,
-//! and `policy` what the store's `maxmemory-policy` means for claims.
+//! `policy` what the store's `maxmemory-policy` means for claims, and `tasks`
+//! the task store on the guard's connection.
 
 mod claim;
 mod connection;
 pub mod defaults;
 mod policy;
+mod tasks;
 #[cfg(test)]
 mod tests;
 
@@ -22,6 +25,7 @@ use mrtr::replay::Claim;
 
 use connection::{Link, State};
 pub use policy::StoreCheck;
+pub use tasks::RedisTaskStore;
 
 // Named only in the docs.
 #[cfg(doc)]

@@ -170,6 +170,9 @@ struct AppState {
     parse_slots: Arc<Semaphore>,
     /// The 2025-era sessions ([`legacy`]).
     sessions: sessions::Sessions,
+    /// The tasks extension's sweeper: started with the router when a runtime
+    /// is there, else with the first request; stopped with the router.
+    sweeper: std::sync::OnceLock<Option<crate::tasks::Sweeper>>,
 }
 
 impl fmt::Debug for AppState {
@@ -217,7 +220,12 @@ where
         )
         .min(Semaphore::MAX_PERMITS);
     let sessions = sessions::Sessions::new(options.sessions);
+    let sweeper = std::sync::OnceLock::new();
+    if tokio::runtime::Handle::try_current().is_ok() {
+        let _ = sweeper.set(crate::tasks::Sweeper::start(&service));
+    }
     let state = Arc::new(AppState {
+        sweeper,
         sessions,
         service,
         options,
@@ -323,6 +331,8 @@ async fn not_found() -> Response {
 /// `POST /mcp`: the guards in the order the module doc gives, each a refusal
 /// with its own status, then the service.
 async fn post_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
+    app.sweeper
+        .get_or_init(|| crate::tasks::Sweeper::start(&app.service));
     let (corr, started) = req.extensions().get::<CorrelationId>().map_or_else(
         || (log::correlation_id(), Instant::now()),
         |c| (c.0.clone(), c.1),

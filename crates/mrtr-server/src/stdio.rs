@@ -31,7 +31,7 @@
 //! statelessly, before `initialize` or after it.
 
 use std::future::Future;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures_util::StreamExt as _;
 use futures_util::stream::{BoxStream, FuturesUnordered, SelectAll};
@@ -106,6 +106,10 @@ where
         let mut in_flight = FuturesUnordered::new();
         // The task runs requests made due (the tasks extension), beside them.
         let mut tasks = FuturesUnordered::new();
+        // And the runs another process's lapsed lease left due (a shared store).
+        let sweeps = crate::tasks::sweep_every(service);
+        let mut sweep = tokio::time::interval(sweeps.unwrap_or(Duration::from_secs(3600)));
+        sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut subscriptions = Subscriptions::default();
         let mut open = true;
         loop {
@@ -137,6 +141,11 @@ where
                     log::request(&done.correlation_id, "stdio", &done.log, None, done.started.elapsed());
                 }
                 Some(()) = tasks.next(), if !tasks.is_empty() => {}
+                _ = sweep.tick(), if sweeps.is_some() => {
+                    for run in service.due_tasks(mrtr::Timestamp::now()).await {
+                        tasks.push(crate::tasks::run_one(service, run));
+                    }
+                }
                 Some(line) = subscriptions.streams.next(), if !subscriptions.streams.is_empty() => {
                     write_reply(&mut writer, Some(line)).await?;
                 }

@@ -27,6 +27,7 @@ fn sealed(engine: &Engine, token: &str, now: Timestamp) -> FlowState {
             None,
             now,
             None,
+            None,
         )
         .unwrap();
     let prior = round.shared.fixed.prior.as_ref().unwrap();

@@ -127,6 +127,26 @@ pub(super) fn fixtures(s: Service) -> Service {
             Ok(ToolResult::text(format!("Hello, {name}!")))
         },
     )
+    .tool(
+        "migrate",
+        "A long job, as a task for a client that declares the extension: asks to confirm, works \
+         `seconds` (at most 600), then migrates, once however often the task is run or taken \
+         over (a `once` step), and says so.",
+        json!({"type": "object", "properties": {
+            "seconds": {"type": "number", "minimum": 0, "maximum": 600}}}),
+        |r: Round| async move {
+            let seconds = r.argument("seconds").and_then(Value::as_f64).unwrap_or(0.0);
+            if r.confirm("confirm", "Run the migration? It takes a while.")?
+                != Confirmation::Accepted
+            {
+                return Ok(ToolResult::text("The migration was not run"));
+            }
+            tokio::time::sleep(Duration::from_secs_f64(seconds.clamp(0.0, 600.0))).await;
+            r.once_async("migrate", || async { Ok(()) }).await?;
+            Ok(ToolResult::text("Migrated"))
+        },
+    )
+    .task_support("migrate", TaskSupport::Optional)
     .task_support("slow_compute", TaskSupport::Optional)
     .task_support("failing_job", TaskSupport::Required)
     .task_support("protocol_error_job", TaskSupport::Optional)

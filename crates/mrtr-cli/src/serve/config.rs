@@ -209,6 +209,10 @@ pub struct ServeConfig {
     /// seconds, for the client to resume (`HttpOptions::with_sse_poll`). `None`:
     /// never.
     pub sse_poll_secs: Option<u64>,
+    /// `--task-lease`: how long a task's runner holds its lease unless it
+    /// renews it, in seconds (`Service::with_task_lease`). `None`:
+    /// [`defaults::TASK_LEASE`].
+    pub task_lease_secs: Option<u64>,
     /// Maximum size of one request (HTTP body or stdio line), in bytes.
     pub max_body: usize,
     /// Extra allowed `Origin` values, normalized (lower case, no trailing slash).
@@ -267,6 +271,7 @@ impl Default for ServeConfig {
             page_size: mrtr::defaults::PAGE_SIZE,
             eras: mrtr::legacy::Eras::default(),
             sse_poll_secs: None,
+            task_lease_secs: None,
             max_body: defaults::MAX_BODY,
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
@@ -320,6 +325,13 @@ impl ServeConfig {
     /// The ranges of the numeric settings, the `--allow-host` names, and the
     /// metrics listener's port.
     fn check_limits(&self) -> Result<(), ServerConfigError> {
+        if let Some(lease) = self.task_lease_secs
+            && !(3..=3600).contains(&lease)
+        {
+            return Err(ServerConfigError(
+                "--task-lease must be between 3 and 3600 seconds".into(),
+            ));
+        }
         let max_ttl = defaults::MAX_STATE_TTL.as_secs();
         if self.state_ttl_secs == 0 || self.state_ttl_secs > max_ttl {
             return Err(ServerConfigError(format!(

@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use mrtr::Timestamp;
 use mrtr::defaults;
 use mrtr::replay::{MemoryReplayGuard, ReplayGuard};
+use mrtr::service::tasks::TaskStore;
 use mrtr_server::ServerConfigError;
 
 /// The replay guard of `mrtr serve` (`--replay-store`, `MRTR_REPLAY_STORE`).
@@ -113,24 +114,36 @@ pub(super) fn validate(cfg: &Replay<'_>) -> Result<(), ServerConfigError> {
     Ok(())
 }
 
-/// The guard `cfg` asks for; an in-memory one refuses states sealed before
-/// `started_at` and holds the configured caps.
-pub(super) fn guard(
-    cfg: &Replay<'_>,
-    started_at: Timestamp,
-) -> Result<Arc<dyn ReplayGuard>, ServerConfigError> {
+/// The replay guard, and the task store that goes with it (`None`: the
+/// service's own memory).
+type Stores = (Arc<dyn ReplayGuard>, Option<Arc<dyn TaskStore>>);
+
+/// The guard `cfg` asks for, and the store of the tasks extension's tasks
+/// that goes with it: the same Redis, on the guard's connection (a fleet that
+/// shares its claims shares its tasks), or `None` (the service's own memory).
+/// An in-memory guard refuses states sealed before `started_at` and holds the
+/// configured caps.
+pub(super) fn stores(cfg: &Replay<'_>, started_at: Timestamp) -> Result<Stores, ServerConfigError> {
     match cfg.store {
-        ReplayStore::Memory => Ok(Arc::new(
-            MemoryReplayGuard::new(started_at)
-                .with_max_claims(cfg.max_claims.unwrap_or(defaults::REPLAY_MAX_CLAIMS))
-                .with_max_claims_per_principal(
-                    cfg.max_claims_per_principal
-                        .unwrap_or(defaults::REPLAY_MAX_CLAIMS_PER_PRINCIPAL),
-                ),
+        ReplayStore::Memory => Ok((
+            Arc::new(
+                MemoryReplayGuard::new(started_at)
+                    .with_max_claims(cfg.max_claims.unwrap_or(defaults::REPLAY_MAX_CLAIMS))
+                    .with_max_claims_per_principal(
+                        cfg.max_claims_per_principal
+                            .unwrap_or(defaults::REPLAY_MAX_CLAIMS_PER_PRINCIPAL),
+                    ),
+            ),
+            None,
         )),
-        ReplayStore::Redis(url) => mrtr_redis::RedisReplayGuard::new(url, cfg.audience)
-            .map(|g| Arc::new(g.allow_eviction(cfg.allow_eviction)) as Arc<dyn ReplayGuard>)
-            .map_err(|e| ServerConfigError(format!("--replay-store: {e}"))),
+        ReplayStore::Redis(url) => {
+            let guard = mrtr_redis::RedisReplayGuard::new(url, cfg.audience)
+                .map_err(|e| ServerConfigError(format!("--replay-store: {e}")))?
+                .allow_eviction(cfg.allow_eviction);
+            let guard = Arc::new(guard);
+            let tasks = mrtr_redis::RedisTaskStore::new(Arc::clone(&guard));
+            Ok((guard, Some(Arc::new(tasks))))
+        }
     }
 }
 

@@ -470,3 +470,154 @@ fn a_fleet_with_a_shared_redis_store_deploys_once_per_flow_through_rotation_and_
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The `_meta` of a client that declares the tasks extension.
+fn tasks_meta() -> Value {
+    let mut caps = all_caps();
+    caps["extensions"] = json!({"io.modelcontextprotocol/tasks": {}});
+    meta(&caps)
+}
+
+/// A `tasks/*` request on `server`, with `Mcp-Name` naming the task.
+fn task_request(server: &Server, id: u64, method: &str, params: Value) -> Value {
+    let mut params = params;
+    params["_meta"] = tasks_meta();
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    let task = params["taskId"].as_str().unwrap_or_default().to_owned();
+    let r = server.rpc_with(&body, &[("Mcp-Name", &task)]);
+    let v = r.json();
+    // A JSON-RPC error is a 400 (or 500), a result a 200.
+    assert_eq!(r.status == 200, v.get("result").is_some(), "{body}: {v}");
+    v
+}
+
+/// Polls `tasks/get` on `server` until the task's status is `want` (or it
+/// ended), within `limit`.
+fn wait_status(server: &Server, task: &str, want: &str, limit: Duration) -> Value {
+    let deadline = Instant::now() + limit;
+    let mut n = 1_000;
+    loop {
+        n += 1;
+        let got = task_request(server, n, "tasks/get", json!({"taskId": task}));
+        let status = got["result"]["status"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        if status == want || ["completed", "failed", "cancelled"].contains(&status.as_str()) {
+            return got;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still {status} after {limit:?}: {got}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The request lines of `server`'s task runs (transport `task`).
+fn task_runs(server: &Server) -> usize {
+    server
+        .request_lines()
+        .iter()
+        .filter(|l| l.contains("transport=\"task\"") || l.contains("transport=task"))
+        .count()
+}
+
+#[test]
+#[ignore = "needs redis-server (scripts/redis.sh install), --ignored"]
+fn a_fleet_shares_its_tasks_and_takes_over_the_run_of_an_instance_that_died() {
+    let bin = redis_server();
+    let dir = std::env::temp_dir().join(format!("mrtr-task-fleet-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let redis = Redis::start(bin, &dir);
+    let keys = dir.join("keys");
+    std::fs::write(&keys, format!("{}\n", mrtr::seal::generate_key_string())).unwrap();
+    let store = redis.url();
+    let start = || {
+        Server::start(&[
+            "--keys-file",
+            keys.to_str().unwrap(),
+            "--replay-store",
+            &store,
+            "--task-lease",
+            "3",
+            "--metrics-listen",
+            "127.0.0.1:0",
+        ])
+    };
+    let (a, mut b, c) = (start(), start(), start());
+
+    // Created on A, whose run asks its question.
+    let mut call = tool_call(1, "migrate", Some(json!({"seconds": 4})));
+    call["params"]["_meta"] = tasks_meta();
+    let created = call_on(&a, &call);
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let task = created["result"]["taskId"].as_str().unwrap().to_owned();
+    // Read through C: the question, and no state.
+    let asked = wait_status(&c, &task, "input_required", Duration::from_secs(10));
+    assert_eq!(asked["result"]["status"], "input_required", "{asked}");
+    assert_eq!(
+        asked["result"]["inputRequests"]["confirm"]["method"], "elicitation/create",
+        "{asked}"
+    );
+    assert!(asked["result"].get("requestState").is_none());
+    // Another caller (another principal) cannot see it: anonymous callers are
+    // told apart by their address, and this one is the same, so the id of
+    // another task stands in for it.
+    let unknown = task_request(&c, 2, "tasks/get", json!({"taskId": "0".repeat(32)}));
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+
+    // Answered through B, which starts the run, and dies in it (before the
+    // `once` step: the job takes 4 s).
+    let ack = task_request(
+        &b,
+        3,
+        "tasks/update",
+        json!({"taskId": task, "inputResponses": {
+            "confirm": {"action": "accept", "content": {"confirm": true}}}}),
+    );
+    assert_eq!(ack["result"], json!({"resultType": "complete"}), "{ack}");
+    std::thread::sleep(Duration::from_millis(500));
+    let working = task_request(&a, 4, "tasks/get", json!({"taskId": task}));
+    assert_eq!(working["result"]["status"], "working", "{working}");
+    assert_eq!(
+        counter(
+            std::slice::from_ref(&b),
+            "mrtr_once_total{result=\"claimed\"}"
+        ),
+        0
+    );
+    b.signal("KILL");
+
+    // Its lease lapses (3 s), A or C takes the run over, and C reads the result.
+    let done = wait_status(&c, &task, "completed", Duration::from_secs(30));
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"]["result"]["content"][0]["text"], "Migrated",
+        "{done}"
+    );
+    let survivors = [a, c];
+    assert_eq!(
+        counter(&survivors, "mrtr_once_total{result=\"claimed\"}"),
+        1,
+        "the once step ran exactly once"
+    );
+    assert_eq!(
+        counter(&survivors, "mrtr_once_total{result=\"replayed\"}"),
+        0
+    );
+    let runs: Vec<usize> = survivors.iter().map(task_runs).collect();
+    eprintln!(
+        "task runs: A {}, C {} (B was killed in its run)",
+        runs[0], runs[1]
+    );
+    assert_eq!(
+        runs.iter().sum::<usize>(),
+        2,
+        "A's first run, and the takeover"
+    );
+}
+
+fn call_on(server: &Server, body: &Value) -> Value {
+    server.call(body, 200)
+}

@@ -3,3 +3,4 @@
 mod fleet;
 mod replay_redis;
 mod restart;
+mod tasks_redis;
