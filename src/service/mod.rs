@@ -340,7 +340,12 @@ impl Service {
             self.registries.has_prompts(),
             self.registries.has_resources() || !self.templates.is_empty(),
         ];
-        let opened = subscription::filter(params, served).and_then(|filter| {
+        let follow = match (self.serves_tasks(), tasks::declares_extension(params)) {
+            (false, _) => subscription::TaskFollow::NotServed,
+            (true, false) => subscription::TaskFollow::Undeclared,
+            (true, true) => subscription::TaskFollow::Declared,
+        };
+        let opened = subscription::filter(params, served, follow).and_then(|filter| {
             subscription::open(
                 changes,
                 id.clone(),

@@ -150,6 +150,9 @@ struct Shared {
     lists: [bool; 3],
     /// Whom it was opened by (its quota key).
     principal: String,
+    /// The tasks whose status it follows (the tasks extension), each with
+    /// the fingerprint of the status last told; a task leaves when it ends.
+    tasks: Mutex<Vec<(String, Option<String>)>>,
     queue: Mutex<Queue>,
 }
 
@@ -159,6 +162,9 @@ struct Queue {
     changed: [bool; 3],
     /// The URIs updated and not yet read, oldest first.
     updated: VecDeque<Arc<str>>,
+    /// The task statuses not yet read, by task: a newer one replaces the one
+    /// waiting, so it holds at most one a followed task.
+    task_status: VecDeque<(String, Map<String, Value>)>,
     waker: Option<Waker>,
     end: Option<End>,
 }
@@ -307,6 +313,7 @@ impl Changes {
         uris: BTreeSet<String>,
         lists: [bool; 3],
         lossy: bool,
+        tasks: Vec<String>,
     ) -> Result<Arc<Shared>, Error> {
         let mut subs = lock(&self.hub.subscribers);
         subs.retain(|w| w.strong_count() > 0);
@@ -332,6 +339,7 @@ impl Changes {
             lossy,
             lists,
             principal,
+            tasks: Mutex::new(tasks.into_iter().map(|id| (id, None)).collect()),
             queue: Mutex::new(Queue::default()),
         });
         subs.push(Arc::downgrade(&shared));
@@ -407,6 +415,9 @@ impl Subscription {
             return Poll::Ready(Some(
                 self.notification("notifications/resources/updated", params),
             ));
+        }
+        if let Some((_, task)) = q.task_status.pop_front() {
+            return Poll::Ready(Some(self.notification(TASK_STATUS, task)));
         }
         if q.end.is_some() {
             return Poll::Ready(None);
@@ -498,13 +509,109 @@ impl Subscription {
 pub(super) struct Filter {
     pub(super) uris: BTreeSet<String>,
     lists: [bool; 3],
+    tasks: Vec<String>,
     honoured: Map<String, Value>,
+}
+
+/// The notification of a followed task's status (the tasks extension): its
+/// params are the task as `tasks/get` gives it.
+const TASK_STATUS: &str = "notifications/tasks";
+
+/// The most tasks one subscription follows.
+pub(super) const SUBSCRIPTION_TASKS_MAX: usize = 16;
+
+/// Whether a listen request may follow tasks (`notifications.taskIds`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum TaskFollow {
+    /// The service serves no tasks: `taskIds` is not honoured.
+    NotServed,
+    /// The request does not declare the extension: `taskIds` is refused (-32021).
+    Undeclared,
+    /// Honoured.
+    Declared,
+}
+
+/// The tasks one subscription follows, for the service to look up
+/// ([`Changes::followed_tasks`]).
+pub(super) struct Followed {
+    shared: Arc<Shared>,
+    /// Its quota key: the caller whose tasks it may follow.
+    pub(super) caller: String,
+    /// The task ids, each with the fingerprint last told.
+    pub(super) tasks: Vec<(String, Option<String>)>,
+}
+
+impl Followed {
+    /// Stops following task `id` (it is unknown to this subscriber).
+    pub(super) fn forget(&self, id: &str) {
+        lock(&self.shared.tasks).retain(|(t, _)| t != id);
+    }
+
+    /// Tells the subscriber task `id`'s status (`task`, as `tasks/get` has
+    /// it), whose fingerprint is `fingerprint`, unless it was told that one;
+    /// a task that `ended` is followed no more.
+    pub(super) fn tell(
+        &self,
+        id: &str,
+        fingerprint: String,
+        task: Map<String, Value>,
+        ended: bool,
+    ) {
+        {
+            let mut tasks = lock(&self.shared.tasks);
+            let Some(at) = tasks.iter().position(|(t, _)| t == id) else {
+                return;
+            };
+            if tasks[at].1.as_deref() == Some(fingerprint.as_str()) {
+                return;
+            }
+            if ended {
+                tasks.remove(at);
+            } else {
+                tasks[at].1 = Some(fingerprint);
+            }
+        }
+        let mut q = lock(&self.shared.queue);
+        if q.end.is_some() {
+            return;
+        }
+        q.task_status.retain(|(t, _)| t != id);
+        q.task_status.push_back((id.to_owned(), task));
+        if let Some(w) = q.waker.take() {
+            w.wake();
+        }
+    }
+}
+
+impl Changes {
+    /// The open subscriptions that follow tasks, and which.
+    pub(super) fn followed_tasks(&self) -> Vec<Followed> {
+        let live: Vec<Arc<Shared>> = {
+            let mut subs = lock(&self.hub.subscribers);
+            subs.retain(|w| w.strong_count() > 0);
+            subs.iter().filter_map(Weak::upgrade).collect()
+        };
+        live.into_iter()
+            .filter_map(|shared| {
+                let tasks = lock(&shared.tasks).clone();
+                (!tasks.is_empty()).then(|| Followed {
+                    caller: shared.principal.clone(),
+                    tasks,
+                    shared,
+                })
+            })
+            .collect()
+    }
 }
 
 /// Reads `params` of `subscriptions/listen`: `_meta` as every request's, and
 /// the `notifications` filter. `served` says which lists the server has
 /// ([`List::index`]); resources (its third) can also be subscribed to.
-pub(super) fn filter(params: Option<&Value>, served: [bool; 3]) -> Result<Filter, Error> {
+pub(super) fn filter(
+    params: Option<&Value>,
+    served: [bool; 3],
+    follow: TaskFollow,
+) -> Result<Filter, Error> {
     let resources = served[List::Resources.index()];
     let Some(params) = params else {
         return Err(Error::invalid_params("params is required"));
@@ -528,6 +635,7 @@ pub(super) fn filter(params: Option<&Value>, served: [bool; 3]) -> Result<Filter
     let mut honoured = Map::new();
     let mut uris = BTreeSet::new();
     let mut lists = [false; 3];
+    let mut tasks = Vec::new();
     for (key, value) in notifications {
         match key.as_str() {
             "toolsListChanged" | "promptsListChanged" | "resourcesListChanged" => {
@@ -546,35 +654,23 @@ pub(super) fn filter(params: Option<&Value>, served: [bool; 3]) -> Result<Filter
                 }
             }
             "resourceSubscriptions" => {
-                let Value::Array(list) = value else {
-                    return Err(Error::invalid_params(
-                        "notifications.resourceSubscriptions must be an array of URIs",
-                    ));
-                };
-                if list.len() > SUBSCRIPTION_URIS_MAX {
-                    return Err(Error::invalid_params(format!(
-                        "notifications.resourceSubscriptions holds more than {SUBSCRIPTION_URIS_MAX} URIs"
-                    )));
-                }
-                for uri in list {
-                    let Some(uri) = uri.as_str() else {
-                        return Err(Error::invalid_params(
-                            "notifications.resourceSubscriptions must be an array of URIs",
-                        ));
-                    };
-                    if uri.is_empty() || uri.len() > TEMPLATE_URI_MAX_BYTES {
-                        return Err(Error::invalid_params(format!(
-                            "a URI in notifications.resourceSubscriptions is empty or longer than {TEMPLATE_URI_MAX_BYTES} bytes"
-                        )));
-                    }
-                    uris.insert(uri.to_owned());
-                }
+                uris = resource_uris(value)?;
                 if resources {
                     honoured.insert(
                         key.clone(),
                         Value::Array(uris.iter().map(|u| Value::from(u.as_str())).collect()),
                     );
                 }
+            }
+            "taskIds" if follow != TaskFollow::NotServed => {
+                if follow == TaskFollow::Undeclared {
+                    return Err(super::tasks::missing_extension());
+                }
+                tasks = task_ids(value)?;
+                honoured.insert(
+                    key.clone(),
+                    Value::Array(tasks.iter().map(|t| Value::from(t.as_str())).collect()),
+                );
             }
             // Fields of later revisions or extensions: not honoured, not refused.
             _ => {}
@@ -586,8 +682,63 @@ pub(super) fn filter(params: Option<&Value>, served: [bool; 3]) -> Result<Filter
     Ok(Filter {
         uris,
         lists,
+        tasks,
         honoured,
     })
+}
+
+/// `notifications.resourceSubscriptions`: at most [`SUBSCRIPTION_URIS_MAX`]
+/// URIs of at most [`TEMPLATE_URI_MAX_BYTES`] each.
+fn resource_uris(value: &Value) -> Result<BTreeSet<String>, Error> {
+    let Value::Array(list) = value else {
+        return Err(Error::invalid_params(
+            "notifications.resourceSubscriptions must be an array of URIs",
+        ));
+    };
+    if list.len() > SUBSCRIPTION_URIS_MAX {
+        return Err(Error::invalid_params(format!(
+            "notifications.resourceSubscriptions holds more than {SUBSCRIPTION_URIS_MAX} URIs"
+        )));
+    }
+    let mut uris = BTreeSet::new();
+    for uri in list {
+        let Some(uri) = uri.as_str() else {
+            return Err(Error::invalid_params(
+                "notifications.resourceSubscriptions must be an array of URIs",
+            ));
+        };
+        if uri.is_empty() || uri.len() > TEMPLATE_URI_MAX_BYTES {
+            return Err(Error::invalid_params(format!(
+                "a URI in notifications.resourceSubscriptions is empty or longer than {TEMPLATE_URI_MAX_BYTES} bytes"
+            )));
+        }
+        uris.insert(uri.to_owned());
+    }
+    Ok(uris)
+}
+
+/// `notifications.taskIds`: at most [`SUBSCRIPTION_TASKS_MAX`] task ids.
+fn task_ids(value: &Value) -> Result<Vec<String>, Error> {
+    let invalid = || Error::invalid_params("notifications.taskIds must be an array of task ids");
+    let Value::Array(list) = value else {
+        return Err(invalid());
+    };
+    if list.len() > SUBSCRIPTION_TASKS_MAX {
+        return Err(Error::invalid_params(format!(
+            "notifications.taskIds holds more than {SUBSCRIPTION_TASKS_MAX} tasks"
+        )));
+    }
+    let mut ids: Vec<String> = Vec::with_capacity(list.len());
+    for id in list {
+        let id = id
+            .as_str()
+            .filter(|i| !i.is_empty() && i.len() <= 256)
+            .ok_or_else(invalid)?;
+        if !ids.iter().any(|i| i == id) {
+            ids.push(id.to_owned());
+        }
+    }
+    Ok(ids)
 }
 
 /// Opens the subscription `filter` describes on `changes`.
@@ -598,7 +749,7 @@ pub(super) fn open(
     filter: Filter,
     server_info: Value,
 ) -> Result<Subscription, Error> {
-    let shared = changes.subscribe(principal, filter.uris, filter.lists, false)?;
+    let shared = changes.subscribe(principal, filter.uris, filter.lists, false, filter.tasks)?;
     Ok(Subscription {
         id,
         shared,
@@ -618,7 +769,7 @@ pub(crate) fn session(
     lists: [bool; 3],
     server_info: Value,
 ) -> Result<Subscription, Error> {
-    let shared = changes.subscribe(principal, BTreeSet::new(), lists, true)?;
+    let shared = changes.subscribe(principal, BTreeSet::new(), lists, true, Vec::new())?;
     Ok(Subscription {
         id: RequestId::Number(0.into()),
         shared,
@@ -640,7 +791,7 @@ mod tests {
 
     fn open_on(changes: &Changes, who: &str, uris: &[&str]) -> Result<Subscription, Error> {
         let params = json!({"_meta": meta(), "notifications": {"resourceSubscriptions": uris}});
-        let f = filter(Some(&params), [true; 3])?;
+        let f = filter(Some(&params), [true; 3], TaskFollow::NotServed)?;
         open(
             changes,
             RequestId::from(7),
@@ -683,7 +834,7 @@ mod tests {
             &changes,
             RequestId::from(3),
             "p".into(),
-            filter(Some(&params), [true; 3]).unwrap(),
+            filter(Some(&params), [true; 3], TaskFollow::NotServed).unwrap(),
             json!({}),
         )
         .unwrap();
@@ -695,13 +846,13 @@ mod tests {
         );
         assert_eq!(ack["params"]["_meta"][META_SUBSCRIPTION_ID], 3);
         // A server without tools does not honour toolsListChanged.
-        let no_tools = filter(Some(&params), [false, true, true]).unwrap();
+        let no_tools = filter(Some(&params), [false, true, true], TaskFollow::NotServed).unwrap();
         assert_eq!(
             Value::Object(no_tools.honoured),
             json!({"resourceSubscriptions": ["file:///a"]})
         );
         // Without resources nothing is honoured and no update is delivered.
-        let none = filter(Some(&params), [false; 3]).unwrap();
+        let none = filter(Some(&params), [false; 3], TaskFollow::NotServed).unwrap();
         assert!(none.uris.is_empty());
         assert_eq!(Value::Object(none.honoured), json!({}));
     }
@@ -714,7 +865,7 @@ mod tests {
             &changes,
             RequestId::from(1),
             "p".into(),
-            filter(Some(&params), [true; 3]).unwrap(),
+            filter(Some(&params), [true; 3], TaskFollow::NotServed).unwrap(),
             json!({}),
         )
         .unwrap();
@@ -723,7 +874,7 @@ mod tests {
             &changes,
             RequestId::from(2),
             "p".into(),
-            filter(Some(&params), [true; 3]).unwrap(),
+            filter(Some(&params), [true; 3], TaskFollow::NotServed).unwrap(),
             json!({}),
         )
         .unwrap();
@@ -812,15 +963,45 @@ mod tests {
             .map(|i| format!("u:{i}"))
             .collect();
         let p = json!({"_meta": meta(), "notifications": {"resourceSubscriptions": many}});
-        assert_eq!(filter(Some(&p), [true; 3]).unwrap_err().code(), -32602);
+        assert_eq!(
+            filter(Some(&p), [true; 3], TaskFollow::NotServed)
+                .unwrap_err()
+                .code(),
+            -32602
+        );
         let p = json!({"_meta": meta(), "notifications": {"resourceSubscriptions": [1]}});
-        assert_eq!(filter(Some(&p), [true; 3]).unwrap_err().code(), -32602);
+        assert_eq!(
+            filter(Some(&p), [true; 3], TaskFollow::NotServed)
+                .unwrap_err()
+                .code(),
+            -32602
+        );
         let p = json!({"_meta": meta()});
-        assert_eq!(filter(Some(&p), [true; 3]).unwrap_err().code(), -32602);
+        assert_eq!(
+            filter(Some(&p), [true; 3], TaskFollow::NotServed)
+                .unwrap_err()
+                .code(),
+            -32602
+        );
         let p = json!({"_meta": meta(), "notifications": {"toolsListChanged": "yes"}});
-        assert_eq!(filter(Some(&p), [true; 3]).unwrap_err().code(), -32602);
-        assert_eq!(filter(None, [true; 3]).unwrap_err().code(), -32602);
+        assert_eq!(
+            filter(Some(&p), [true; 3], TaskFollow::NotServed)
+                .unwrap_err()
+                .code(),
+            -32602
+        );
+        assert_eq!(
+            filter(None, [true; 3], TaskFollow::NotServed)
+                .unwrap_err()
+                .code(),
+            -32602
+        );
         let p = json!({"notifications": {}});
-        assert_eq!(filter(Some(&p), [true; 3]).unwrap_err().code(), -32602);
+        assert_eq!(
+            filter(Some(&p), [true; 3], TaskFollow::NotServed)
+                .unwrap_err()
+                .code(),
+            -32602
+        );
     }
 }

@@ -107,9 +107,10 @@ where
         // The task runs requests made due (the tasks extension), beside them.
         let mut tasks = FuturesUnordered::new();
         // And the runs another process's lapsed lease left due (a shared store).
+        // And the status changes of the tasks a subscription follows.
         let sweeps = crate::tasks::sweep_every(service);
-        let mut sweep = tokio::time::interval(sweeps.unwrap_or(Duration::from_secs(3600)));
-        sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut sweep = crate::tasks::interval(sweeps.unwrap_or(Duration::from_secs(3600)));
+        let mut tell = crate::tasks::interval(mrtr::defaults::TASK_POLL_INTERVAL);
         let mut subscriptions = Subscriptions::default();
         let mut open = true;
         loop {
@@ -145,6 +146,9 @@ where
                     for run in service.due_tasks(mrtr::Timestamp::now()).await {
                         tasks.push(crate::tasks::run_one(service, run));
                     }
+                }
+                _ = tell.tick(), if sweeps.is_some() && !subscriptions.streams.is_empty() => {
+                    service.tell_task_status(mrtr::Timestamp::now()).await;
                 }
                 Some(line) = subscriptions.streams.next(), if !subscriptions.streams.is_empty() => {
                     write_reply(&mut writer, Some(line)).await?;

@@ -35,8 +35,16 @@ pub(crate) fn sweep_every(service: &Service) -> Option<Duration> {
     service.task_lease().map(|lease| lease / 2)
 }
 
+/// A timer that waits out the ticks it missed rather than firing them at once.
+pub(crate) fn interval(every: Duration) -> tokio::time::Interval {
+    let mut i = tokio::time::interval(every);
+    i.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    i
+}
+
 /// The sweeper of an HTTP endpoint: looks for due tasks twice in a lease and
-/// runs them, until dropped.
+/// runs them, and tells the subscriptions that follow tasks their status
+/// changes ([`Service::tell_task_status`]), until dropped.
 #[derive(Debug)]
 pub(crate) struct Sweeper(tokio::task::AbortHandle);
 
@@ -54,13 +62,17 @@ impl Sweeper {
         let runtime = tokio::runtime::Handle::try_current().ok()?;
         let service = Arc::clone(service);
         let task = runtime.spawn(async move {
-            let mut tick = tokio::time::interval(every);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut sweep = interval(every);
+            let mut tell = interval(mrtr::defaults::TASK_POLL_INTERVAL);
             loop {
-                tick.tick().await;
-                for run in service.due_tasks(Timestamp::now()).await {
-                    let service = Arc::clone(&service);
-                    tokio::spawn(async move { run_one(&service, run).await });
+                tokio::select! {
+                    _ = sweep.tick() => {
+                        for run in service.due_tasks(Timestamp::now()).await {
+                            let service = Arc::clone(&service);
+                            tokio::spawn(async move { run_one(&service, run).await });
+                        }
+                    }
+                    _ = tell.tick() => service.tell_task_status(Timestamp::now()).await,
                 }
             }
         });

@@ -25,6 +25,14 @@
 //! keyed on the task (so one a run completed never runs again, on any
 //! instance, with a shared replay guard).
 //!
+//! A client follows tasks on a `subscriptions/listen` stream that names them
+//! (`notifications.taskIds`, with the extension declared; with
+//! [`Service::with_changes`](super::Service::with_changes)): it is told each
+//! status (`notifications/tasks`, the task as `tasks/get` gives it), read
+//! from the store by the instance the stream is on
+//! ([`Service::tell_task_status`](super::Service::tell_task_status)), so a
+//! change any instance makes is told.
+//!
 //! Which tools become tasks is the application's choice ([`TaskSupport`],
 //! [`Service::task_support`](super::Service::task_support)); a client gets a
 //! task only when the request declares the extension in its capabilities.
@@ -634,6 +642,49 @@ impl super::Service {
                 }
             })
             .collect()
+    }
+}
+
+impl super::Service {
+    /// Tells each subscription that follows tasks (`subscriptions/listen`
+    /// with `notifications.taskIds`, the extension's status notifications) the
+    /// status of each of its tasks that changed since it was last told (the
+    /// first time, the status it finds): `notifications/tasks`, the task as
+    /// `tasks/get` gives it. A task that ended is followed no more; one that
+    /// is unknown to the subscriber (or another caller's) is dropped. Read
+    /// from the store, so a change made on any instance of a fleet is told.
+    /// A transport calls it about every
+    /// [`TASK_POLL_INTERVAL`](crate::defaults::TASK_POLL_INTERVAL) (`mrtr-server`'s
+    /// do); it does nothing without [`Service::with_tasks`](super::Service::with_tasks)
+    /// and [`Service::with_changes`](super::Service::with_changes).
+    pub async fn tell_task_status(&self, now: Timestamp) {
+        let (Some(tasks), Some(changes)) = (&self.tasks, &self.changes) else {
+            return;
+        };
+        let mut read: HashMap<String, Option<Record>> = HashMap::new();
+        for followed in changes.followed_tasks() {
+            let owner = record::owner_digest(&followed.caller);
+            for (id, _) in &followed.tasks {
+                if !read.contains_key(id) {
+                    let found = match tasks.store.load(id, now).await {
+                        Ok(found) => found.and_then(|v| Record::read(&v.record).ok()),
+                        // Out of reach: told at a later call.
+                        Err(_) => continue,
+                    };
+                    read.insert(id.clone(), found);
+                }
+                let Some(Some(record)) = read
+                    .get(id)
+                    .filter(|r| r.as_ref().is_some_and(|r| r.is_owned_by(&owner)))
+                else {
+                    followed.forget(id);
+                    continue;
+                };
+                let task = record.detailed(id);
+                let fingerprint = serde_json::to_string(&task).unwrap_or_default();
+                followed.tell(id, fingerprint, task, record.status.is_terminal());
+            }
+        }
     }
 }
 

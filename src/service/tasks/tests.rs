@@ -625,6 +625,109 @@ mod on_the_service {
         assert_eq!(done.deletions.load(Ordering::SeqCst), before + 1);
     }
 
+    /// Polls `f` once: it must be ready (the memory store answers at once).
+    fn now<T>(f: impl Future<Output = T>) -> T {
+        let mut f = std::pin::pin!(f);
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        match f.as_mut().poll(&mut cx) {
+            Poll::Ready(v) => v,
+            Poll::Pending => panic!("the memory store answers at once"),
+        }
+    }
+
+    fn listen(
+        s: &Service,
+        who: &str,
+        ids: &[&str],
+        ext: bool,
+    ) -> Result<crate::service::Subscription, Value> {
+        let body = json!({"jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen",
+            "params": {"notifications": {"taskIds": ids}, "_meta": meta(ext)}});
+        s.listen(
+            crate::service::ParsedMessage::parse(body.to_string().as_bytes()),
+            &ctx(who, T0),
+        )
+        .map_err(|r| serde_json::from_str(r.body.as_deref().unwrap()).unwrap())
+    }
+
+    fn next(sub: &crate::service::Subscription) -> Option<Value> {
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        match sub.poll_next(&mut cx) {
+            Poll::Ready(Some(line)) => Some(serde_json::from_str(&line).unwrap()),
+            Poll::Ready(None) => panic!("the subscription ended"),
+            Poll::Pending => None,
+        }
+    }
+
+    #[test]
+    fn a_subscription_is_told_each_status_of_the_tasks_it_follows() {
+        let (s, _) = service();
+        let s = s.with_changes(crate::service::Changes::new());
+        let (created, due) = send(&s, "alice", "tools/call", json!({"name": "delete"}), true);
+        let id = created["result"]["taskId"].as_str().unwrap().to_owned();
+        let (other, _) = send(&s, "mallory", "tools/call", json!({"name": "quick"}), true);
+        let theirs = other["result"]["taskId"].as_str().unwrap().to_owned();
+        // Without the extension declared, following tasks is refused.
+        let refused = listen(&s, "alice", &[&id], false).unwrap_err();
+        assert_eq!(refused["error"]["code"], -32021, "{refused}");
+        let sub = listen(&s, "alice", &[&id, &theirs, "nope"], true).unwrap();
+        let ack: Value = serde_json::from_str(&sub.acknowledgement()).unwrap();
+        assert_eq!(
+            ack["params"]["notifications"]["taskIds"],
+            json!([id, theirs, "nope"])
+        );
+        // The status it finds; mallory's task and the unknown one are dropped.
+        now(s.tell_task_status(Timestamp::from_unix_secs(T0)));
+        let told = next(&sub).expect("the first status");
+        assert_eq!(told["method"], "notifications/tasks");
+        assert_eq!(told["params"]["taskId"], id.as_str());
+        assert_eq!(told["params"]["status"], "working");
+        assert_eq!(
+            told["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+            7
+        );
+        assert!(next(&sub).is_none(), "nothing of the others");
+        // Nothing changed: nothing told.
+        now(s.tell_task_status(Timestamp::from_unix_secs(T0)));
+        assert!(next(&sub).is_none());
+        run(&s, due.unwrap());
+        now(s.tell_task_status(Timestamp::from_unix_secs(T0 + 1)));
+        let told = next(&sub).expect("input_required");
+        assert_eq!(told["params"]["status"], "input_required");
+        assert_eq!(
+            told["params"]["inputRequests"]["confirm"]["method"],
+            "elicitation/create"
+        );
+        assert!(told["params"].get("requestState").is_none());
+        let (_, _) = send(&s, "alice", "tasks/cancel", json!({"taskId": id}), true);
+        now(s.tell_task_status(Timestamp::from_unix_secs(T0 + 2)));
+        assert_eq!(next(&sub).unwrap()["params"]["status"], "cancelled");
+        // An ended task is followed no more.
+        now(s.tell_task_status(Timestamp::from_unix_secs(T0 + 3)));
+        assert!(next(&sub).is_none());
+    }
+
+    #[test]
+    fn a_service_without_tasks_does_not_honour_task_ids() {
+        let s = Service::new(engine(), "t", "0")
+            .tool("quick", "answers", json!({"type": "object"}), |_| {
+                Ok(ToolResult::text("done"))
+            })
+            .with_changes(crate::service::Changes::new());
+        let sub = listen(&s, "alice", &["x"], false).unwrap();
+        let ack: Value = serde_json::from_str(&sub.acknowledgement()).unwrap();
+        assert!(
+            ack["params"]["notifications"].get("taskIds").is_none(),
+            "{ack}"
+        );
+        let too_many: Vec<String> = (0..17).map(|i| format!("t{i}")).collect();
+        let refs: Vec<&str> = too_many.iter().map(String::as_str).collect();
+        let (s2, _) = service();
+        let s2 = s2.with_changes(crate::service::Changes::new());
+        let refused = listen(&s2, "alice", &refs, true).unwrap_err();
+        assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    }
+
     impl Service {
         fn handle_due(&self, secs: u64) -> Vec<TaskRun> {
             let mut fut = std::pin::pin!(self.due_tasks(Timestamp::from_unix_secs(secs)));

@@ -567,6 +567,20 @@ fn a_fleet_shares_its_tasks_and_takes_over_the_run_of_an_instance_that_died() {
     let unknown = task_request(&c, 2, "tasks/get", json!({"taskId": "0".repeat(32)}));
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
 
+    // C follows the task's status (the extension's notifications): told
+    // whatever instance changes it, as C reads it from the store.
+    let listen = json!({"jsonrpc": "2.0", "id": 50, "method": "subscriptions/listen",
+        "params": {"notifications": {"taskIds": [task]}, "_meta": tasks_meta()}});
+    let mut followed = mrtr_testkit::http::EventStream::open(c.addr, &listen, &[]);
+    let ack = followed.next_event().expect("the acknowledgement");
+    assert_eq!(
+        ack["params"]["notifications"]["taskIds"],
+        json!([task]),
+        "{ack}"
+    );
+    let first = followed.next_event().expect("the status C finds");
+    assert_eq!(first["params"]["status"], "input_required", "{first}");
+
     // Answered through B, which starts the run, and dies in it (before the
     // `once` step: the job takes 4 s).
     let ack = task_request(
@@ -596,6 +610,22 @@ fn a_fleet_shares_its_tasks_and_takes_over_the_run_of_an_instance_that_died() {
         done["result"]["result"]["content"][0]["text"], "Migrated",
         "{done}"
     );
+    // C's subscription was told each status, the last one the result.
+    let mut statuses = vec!["input_required".to_owned()];
+    while statuses.last().map(String::as_str) != Some("completed") {
+        let told = followed.next_event().expect("a status notification");
+        assert_eq!(told["method"], "notifications/tasks", "{told}");
+        assert!(told["params"].get("requestState").is_none());
+        statuses.push(told["params"]["status"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(
+        statuses.first().map(String::as_str),
+        Some("input_required"),
+        "{statuses:?}"
+    );
+    assert!(statuses.iter().any(|s| s == "working"), "{statuses:?}");
+    eprintln!("statuses told to C's subscription: {statuses:?}");
+    drop(followed);
     let survivors = [a, c];
     assert_eq!(
         counter(&survivors, "mrtr_once_total{result=\"claimed\"}"),

@@ -10,3 +10,4 @@ mod limits;
 mod metrics;
 mod principal;
 mod revision;
+mod tasks;
