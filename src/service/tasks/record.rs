@@ -117,9 +117,15 @@ pub(super) struct Record {
     /// The sealed state of the last run that asked (never sent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) request_state: Option<String>,
-    /// The questions not answered yet, by key.
+    /// The questions not answered yet, by the key the client sees.
     #[serde(default)]
     pub(super) outstanding: Map<String, Value>,
+    /// Every key the client was ever asked under, each with the handler's key
+    /// it stands for: a question the handler asks again (an answer it did not
+    /// accept) is asked under a key of its own, as keys are unique for a
+    /// task's life.
+    #[serde(default)]
+    pub(super) asked: Map<String, Value>,
     /// The answers given to the last run's questions.
     #[serde(default)]
     pub(super) answers: Map<String, Value>,
@@ -194,6 +200,7 @@ impl Record {
             params: kept,
             request_state,
             outstanding: Map::new(),
+            asked: Map::new(),
             answers,
             result: None,
             error: None,
@@ -258,7 +265,8 @@ impl Record {
         let mut took = false;
         for (key, answer) in responses {
             if self.outstanding.remove(key).is_some() {
-                self.answers.insert(key.clone(), answer.clone());
+                let asked = self.asked.get(key).and_then(Value::as_str).unwrap_or(key);
+                self.answers.insert(asked.to_owned(), answer.clone());
                 took = true;
             }
         }
@@ -350,12 +358,12 @@ impl Record {
             Some(Outcome::InputRequired(irr)) => {
                 self.status = Status::InputRequired;
                 self.request_state = irr.request_state().map(str::to_owned);
-                self.outstanding = irr
-                    .input_requests()
-                    .into_iter()
-                    .flatten()
-                    .map(|(k, r)| (k.clone(), r.to_value()))
-                    .collect();
+                self.outstanding = Map::new();
+                for (key, request) in irr.input_requests().into_iter().flatten() {
+                    let shown = self.fresh_key(key);
+                    self.asked.insert(shown.clone(), key.as_str().into());
+                    self.outstanding.insert(shown, request.to_value());
+                }
             }
             Some(Outcome::Complete(mut v) | Outcome::ToolError { result: mut v, .. }) => {
                 if let Value::Object(o) = &mut v {
@@ -369,6 +377,18 @@ impl Record {
             None => self.fail(&Error::internal("the task ran past its time to live")),
         }
         Change::Write(())
+    }
+
+    /// The key the client is asked the handler's `key` under: itself the
+    /// first time, then `key~2`, `key~3`... (the first not asked before).
+    fn fresh_key(&self, key: &str) -> String {
+        if !self.asked.contains_key(key) {
+            return key.to_owned();
+        }
+        (2..)
+            .map(|n| format!("{key}~{n}"))
+            .find(|k| !self.asked.contains_key(k))
+            .unwrap_or_else(|| key.to_owned())
     }
 
     fn fail(&mut self, e: &Error) {

@@ -151,6 +151,45 @@ fn one_runner_holds_a_task_until_its_lease_lapses() {
     );
 }
 
+#[test]
+fn a_question_asked_again_is_asked_under_a_key_of_its_own() {
+    let mut r = record();
+    let t = Timestamp::from_unix_secs;
+    assert!(written(r.acquire("a", t(1_000), t(1_030))).is_some());
+    assert!(written(r.finish("a", Some(asks(&["k".into()])), t(1_001))).is_some());
+    let answer = |key: &str| {
+        let mut m = Map::new();
+        m.insert(key.into(), json!({"roots": [1]}));
+        m
+    };
+    assert_eq!(
+        written(r.answer(&answer("k"), t(1_002), lease("a", 1_040))),
+        Some(true)
+    );
+    assert_eq!(r.answers, answer("k"));
+    // The handler did not accept the answer and asks "k" again.
+    assert!(written(r.acquire("a", t(1_003), t(1_040))).is_some());
+    assert!(written(r.finish("a", Some(asks(&["k".into(), "j".into()])), t(1_004))).is_some());
+    let keys: Vec<&String> = r.outstanding.keys().collect();
+    assert_eq!(keys, ["k~2", "j"]);
+    // The old key is ignored; the new one stands for the handler's "k".
+    assert!(written(r.answer(&answer("k"), t(1_005), lease("a", 1_050))).is_none());
+    assert_eq!(
+        written(r.answer(&answer("k~2"), t(1_005), lease("a", 1_050))),
+        Some(false)
+    );
+    assert_eq!(
+        written(r.answer(&answer("j"), t(1_006), lease("a", 1_050))),
+        Some(true)
+    );
+    let params = written(r.acquire("a", t(1_007), t(1_050)))
+        .flatten()
+        .unwrap();
+    assert_eq!(params["inputResponses"]["k"], json!({"roots": [1]}));
+    assert_eq!(params["inputResponses"]["j"], json!({"roots": [1]}));
+    assert!(params["inputResponses"].get("k~2").is_none());
+}
+
 mod property {
     use super::*;
     use proptest::prelude::*;
@@ -167,103 +206,112 @@ mod property {
         Later(u64),
     }
 
+    /// Ops weighted so that sequences reach questions, their answers and
+    /// questions asked again before a cancellation or an end.
     fn op() -> impl Strategy<Value = Op> {
         prop_oneof![
-            (proptest::collection::vec(0u8..12, 0..4), any::<bool>())
+            6 => (proptest::collection::vec(0u8..4, 1..4), any::<bool>())
                 .prop_map(|(k, a)| Op::Answer(k, a)),
-            Just(Op::Cancel),
-            any::<bool>().prop_map(Op::Acquire),
-            any::<bool>().prop_map(Op::Renew),
-            (any::<bool>(), 0u8..4, 0u8..12).prop_map(|(a, k, f)| Op::Finish(a, k, f)),
-            (0u64..90).prop_map(Op::Later),
+            1 => Just(Op::Cancel),
+            2 => any::<bool>().prop_map(Op::Acquire),
+            2 => any::<bool>().prop_map(Op::Renew),
+            6 => (any::<bool>(), prop_oneof![4 => Just(0u8), 1 => 1u8..4], 0u8..3)
+                .prop_map(|(a, k, f)| Op::Finish(a, k, f)),
+            1 => (0u64..90).prop_map(Op::Later),
         ]
     }
 
     proptest! {
-        /// Whatever happens, in any order: an ended task never changes
-        /// again; an answer is kept only for a question outstanding then;
-        /// a key once asked is never outstanding again after it was
-        /// answered; at most one runner holds the lease at a time and only
-        /// its run's end is recorded; a record always reads back as written.
-        #[test]
-        fn any_sequence_keeps_the_task_s_rules(ops in proptest::collection::vec(op(), 0..60)) {
-            let mut r = record();
-            let mut now = 1_000u64;
-            let mut ended: Option<Record> = None;
-            let mut answered: Vec<String> = Vec::new();
-            for op in ops {
-                let t = Timestamp::from_unix_secs(now);
-                let holder = |a: bool| if a { "a" } else { "b" };
-                let before = r.clone();
-                let outstanding: Vec<String> = r.outstanding.keys().cloned().collect();
-                match op {
-                    Op::Answer(keys, a) => {
-                        let mut responses = Map::new();
-                        for k in &keys {
-                            responses.insert(format!("k{k}"), json!({"roots": []}));
-                        }
-                        let _ = r.answer(&responses, t, lease(holder(a), now + 30));
-                        for k in r.answers.keys() {
-                            prop_assert!(
-                                before.answers.contains_key(k) || outstanding.contains(k),
-                                "answer {} taken though not asked", k
-                            );
-                        }
-                        for k in before.outstanding.keys() {
-                            if !r.outstanding.contains_key(k) {
-                                answered.push(k.clone());
+            /// Whatever happens, in any order: an ended task never changes
+            /// again; an answer is kept only for a question outstanding then;
+            /// a key once asked is never outstanding again after it was
+            /// answered; at most one runner holds the lease at a time and only
+            /// its run's end is recorded; a record always reads back as written.
+            #[test]
+            fn any_sequence_keeps_the_task_s_rules(ops in proptest::collection::vec(op(), 0..60)) {
+                let mut r = record();
+                let mut now = 1_000u64;
+                let mut ended: Option<Record> = None;
+                let mut answered: Vec<String> = Vec::new();
+                for op in ops {
+                    let t = Timestamp::from_unix_secs(now);
+                    let holder = |a: bool| if a { "a" } else { "b" };
+                    let before = r.clone();
+                    let outstanding: Vec<String> = r.outstanding.keys().cloned().collect();
+                    match op {
+                        Op::Answer(keys, a) => {
+                            let mut responses = Map::new();
+                            for k in &keys {
+                                responses.insert(format!("k{k}"), json!({"roots": []}));
+                            }
+                            let _ = r.answer(&responses, t, lease(holder(a), now + 30));
+                            for k in r.answers.keys() {
+                                let stands_for = |w: &String| {
+                                    r.asked.get(w).and_then(Value::as_str) == Some(k.as_str())
+                                };
+                                prop_assert!(
+                                    before.answers.contains_key(k) || outstanding.iter().any(stands_for),
+                                    "answer {} taken though not asked", k
+                                );
+                            }
+                            for k in before.outstanding.keys() {
+                                if !r.outstanding.contains_key(k) {
+                                    answered.push(k.clone());
+                                }
                             }
                         }
+                        Op::Cancel => {
+                            let _ = r.cancel(t);
+                        }
+                        Op::Acquire(a) => {
+                            let held = before
+                                .lease
+                                .as_ref()
+                                .is_some_and(|l| l.until > t && l.holder != holder(a));
+                            let got = written(r.acquire(holder(a), t, t.add_secs(30))).flatten();
+                            prop_assert_eq!(got.is_some(), before.status == Status::Working && !held);
+                        }
+                        Op::Renew(a) => {
+                            let _ = r.renew(holder(a), t.add_secs(30));
+                        }
+                        Op::Finish(a, kind, first) => {
+                            let outcome = match kind {
+                                0 => {
+                                    // Answered keys among them: the handler asks again.
+                                    let keys: Vec<String> =
+                                        (first..first + 2).map(|k| format!("k{k}")).collect();
+                                    Some(asks(&keys))
+                                }
+                                1 => Some(Outcome::Complete(json!({"content": [], "resultType": "complete"}))),
+                                2 => Some(Outcome::Protocol(Error::internal("x"))),
+                                _ => None,
+                            };
+                            let theirs = before.lease.as_ref().is_some_and(|l| l.holder == holder(a));
+                            let wrote = written(r.finish(holder(a), outcome, t)).is_some();
+                            prop_assert_eq!(wrote, theirs && before.status == Status::Working);
+                            prop_assert!(r.request_state.is_none() || r.status == Status::InputRequired || r.status == Status::Working);
+                        }
+                        Op::Later(secs) => now += secs,
                     }
-                    Op::Cancel => {
-                        let _ = r.cancel(t);
+                    if let Some(end) = &ended {
+                        prop_assert_eq!(&r, end, "an ended task changed");
                     }
-                    Op::Acquire(a) => {
-                        let held = before
-                            .lease
-                            .as_ref()
-                            .is_some_and(|l| l.until > t && l.holder != holder(a));
-                        let got = written(r.acquire(holder(a), t, t.add_secs(30))).flatten();
-                        prop_assert_eq!(got.is_some(), before.status == Status::Working && !held);
+                    if r.status.is_terminal() && ended.is_none() {
+                        ended = Some(r.clone());
                     }
-                    Op::Renew(a) => {
-                        let _ = r.renew(holder(a), t.add_secs(30));
+    for k in r.outstanding.keys() {
+                        prop_assert!(
+                            !answered.contains(k) || before.outstanding.contains_key(k),
+                            "key {} asked again", k
+                        );
+                        prop_assert!(r.asked.contains_key(k), "key {} not recorded", k);
                     }
-                    Op::Finish(a, kind, first) => {
-                        let outcome = match kind {
-                            0 => {
-                                let keys: Vec<String> = (first..first + 2)
-                                    .map(|k| format!("k{k}"))
-                                    .filter(|k| !answered.contains(k))
-                                    .collect();
-                                Some(asks(&keys))
-                            }
-                            1 => Some(Outcome::Complete(json!({"content": [], "resultType": "complete"}))),
-                            2 => Some(Outcome::Protocol(Error::internal("x"))),
-                            _ => None,
-                        };
-                        let theirs = before.lease.as_ref().is_some_and(|l| l.holder == holder(a));
-                        let wrote = written(r.finish(holder(a), outcome, t)).is_some();
-                        prop_assert_eq!(wrote, theirs && before.status == Status::Working);
-                        prop_assert!(r.request_state.is_none() || r.status == Status::InputRequired || r.status == Status::Working);
-                    }
-                    Op::Later(secs) => now += secs,
+                    let detailed = r.detailed("id");
+                    prop_assert!(detailed.get("requestState").is_none());
+                    prop_assert_eq!(Record::read(&r.stored().unwrap().record).unwrap(), r.clone());
                 }
-                if let Some(end) = &ended {
-                    prop_assert_eq!(&r, end, "an ended task changed");
-                }
-                if r.status.is_terminal() && ended.is_none() {
-                    ended = Some(r.clone());
-                }
-                for k in r.outstanding.keys() {
-                    prop_assert!(!answered.contains(k) || before.outstanding.contains_key(k), "key {} asked again", k);
-                }
-                let detailed = r.detailed("id");
-                prop_assert!(detailed.get("requestState").is_none());
-                prop_assert_eq!(Record::read(&r.stored().unwrap().record).unwrap(), r.clone());
             }
         }
-    }
 }
 
 mod on_the_service {
