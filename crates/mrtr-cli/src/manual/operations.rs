@@ -15,7 +15,7 @@
 //! | the key ring | the same `--keys-file` (or `MRTR_KEYS`) on every instance | a state sealed by one instance is refused by another (`unknown_key`) |
 //! | the audience | the same `--audience` (default `mrtr-reference`) | refused as `audience` |
 //! | the principal | the same authentication in front of every instance (`--principal-header` behind the same proxy, or the embedding application's own layer) | refused as `principal` |
-//! | the replay store | `--replay-store redis://HOST:PORT[/DB]` (`rediss://` for TLS) on every instance | a `once` step (a deployment, a payment) can run once per instance instead of once per flow |
+//! | the replay store | `--replay-store redis://HOST:PORT[/DB]` (`rediss://` for TLS) on every instance | a `once` step (a deployment, a payment) can run once per instance instead of once per flow; a task (the tasks extension) is known only to the instance that created it |
 //! | the clock | NTP; `--clock-skew` (default 60 s) is the tolerance: the instances' clocks must stay within it of each other | states look expired early, or `far_future`; beyond it a lagging instance can open a flow's state after its claim left the store |
 //! | the limits | the same `--state-ttl`, `--max-rounds` | a flow may end early on the strictest instance |
 //!
@@ -31,6 +31,26 @@
 //! until its flow's deadline plus twice the skew (about 62 min by default), so
 //! the quota lets one caller start about 2.7 `once` steps a second, sustained;
 //! beyond a cap steps fail closed (`mrtr_once_total{result="unavailable"}`).
+//!
+//! # Tasks
+//!
+//! The reference server's task fixtures (and any tool an embedder marks with
+//! `task_support`) become tasks for clients that declare the tasks extension.
+//! With `--replay-store redis://…`, the tasks are kept in that Redis too
+//! (`mrtr_redis::RedisTaskStore`, on the guard's connection): any instance
+//! answers `tasks/get`, `tasks/update` and `tasks/cancel` for any task, the
+//! instance that took a task's last answer runs its next round, and the run of
+//! an instance that died (or lost the store) is taken over by another once its
+//! lease lapses: `--task-lease` (default 30 s, renewed every third of it; each
+//! instance looks for lapsed leases twice in one). A taken-over run starts the
+//! round again from the task's record; a `once` step it had completed is not
+//! run again (the claim is keyed on the task), and is reported as already
+//! done. Keep the lease well above the difference between the instances'
+//! clocks: an instance whose clock runs ahead sees a lease lapse early, and two
+//! instances may then run one round at once for up to a third of a lease (the
+//! `once` claims still hold). Each run is a request line with `transport="task"`.
+//! Without a shared store the tasks live in each instance's memory (at most
+//! 1 024, 64 a caller, each kept an hour): a restart forgets them.
 //!
 //! # Who the caller is
 //!
