@@ -185,6 +185,8 @@ pub struct Service {
     tasks: Option<tasks::Tasks>,
     /// How each tool runs as a task, for the tools that may.
     task_support: std::collections::HashMap<String, TaskSupport>,
+    /// How long a task's runner holds its lease ([`Service::with_task_lease`]).
+    task_lease: Duration,
 }
 
 impl Service {
@@ -214,6 +216,7 @@ impl Service {
             legacy_bounds: era::Bounds::default(),
             tasks: None,
             task_support: std::collections::HashMap::new(),
+            task_lease: defaults::TASK_LEASE,
         }
     }
 

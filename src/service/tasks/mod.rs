@@ -55,7 +55,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use crate::defaults::{TASK_LEASE, TASKS_MAX, TASKS_PER_PRINCIPAL_MAX};
+use crate::defaults::{TASKS_MAX, TASKS_PER_PRINCIPAL_MAX};
 use crate::engine::Outcome;
 use crate::error::Error;
 use crate::time::Timestamp;
@@ -197,11 +197,11 @@ fn unavailable(e: &TaskStoreError) -> Error {
 }
 
 impl Tasks {
-    fn new(store: Arc<dyn TaskStore>, holder: String) -> Self {
+    fn new(store: Arc<dyn TaskStore>, holder: String, lease: Duration) -> Self {
         Self {
             store,
             holder,
-            lease: TASK_LEASE,
+            lease,
             running: Mutex::new(HashMap::new()),
         }
     }
@@ -411,23 +411,19 @@ impl super::Service {
         let mut id = [0u8; 12];
         self.engine.sealer().fill_random(&mut id);
         let holder = id.iter().map(|b| format!("{b:02x}")).collect();
-        let mut tasks = Tasks::new(store, holder);
-        if let Some(before) = &self.tasks {
-            tasks.lease = before.lease;
-        }
-        self.tasks = Some(tasks);
+        self.tasks = Some(Tasks::new(store, holder, self.task_lease));
         self
     }
 
     /// How long a task's runner holds its lease unless it renews it (it does,
     /// every third of it): how soon another instance takes over the run of an
-    /// instance that died (default [`TASK_LEASE`], at least 3 s). Keep it well
-    /// above the difference between the fleet's clocks. Takes effect with the
-    /// tasks extension.
+    /// instance that died (default [`TASK_LEASE`](crate::defaults::TASK_LEASE), at least 3 s). Keep it well
+    /// above the difference between the fleet's clocks.
     #[must_use]
     pub fn with_task_lease(mut self, lease: Duration) -> Self {
+        self.task_lease = lease.max(Duration::from_secs(3));
         if let Some(t) = &mut self.tasks {
-            t.lease = lease.max(Duration::from_secs(3));
+            t.lease = self.task_lease;
         }
         self
     }

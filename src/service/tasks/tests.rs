@@ -585,19 +585,22 @@ mod on_the_service {
         );
     }
 
-    /// Two instances sharing a store, the keys and a replay guard: one
-    /// creates the task and dies in its run (after its `once` step); the
+    /// Two instances sharing a store, the keys (one engine) and its replay
+    /// guard, and what their tools did.
+    fn two_instances() -> (Service, Service, Arc<Done>) {
+        let store: Arc<dyn TaskStore> = Arc::new(MemoryTaskStore::default());
+        let engine = engine();
+        let done = Arc::default();
+        let a = service_on(engine.clone(), Arc::clone(&store), &done);
+        (a, service_on(engine, store, &done), done)
+    }
+
+    /// Two instances: one creates the task and dies in its run (after its `once` step); the
     /// other finds the run due once the lease lapsed, takes it over, and the
     /// step does not run again.
     #[test]
     fn a_run_whose_instance_died_is_taken_over_and_its_once_step_not_repeated() {
-        let store: Arc<dyn TaskStore> = Arc::new(MemoryTaskStore::default());
-        let engine = engine();
-        let done = Arc::default();
-        let (a, b) = (
-            service_on(engine.clone(), Arc::clone(&store), &done),
-            service_on(engine, store, &done),
-        );
+        let (a, b, done) = two_instances();
         let (created, due) = send(&a, "alice", "tools/call", json!({"name": "start"}), true);
         let id = created["result"]["taskId"].as_str().unwrap().to_owned();
         let before = done.starts.load(Ordering::SeqCst);
@@ -650,13 +653,7 @@ mod on_the_service {
     /// record alone.
     #[test]
     fn any_instance_takes_a_task_s_answers_and_runs_it() {
-        let store: Arc<dyn TaskStore> = Arc::new(MemoryTaskStore::default());
-        let engine = engine();
-        let done = Arc::default();
-        let (a, b) = (
-            service_on(engine.clone(), Arc::clone(&store), &done),
-            service_on(engine, store, &done),
-        );
+        let (a, b, done) = two_instances();
         let (created, due) = send(&a, "alice", "tools/call", json!({"name": "delete"}), true);
         let id = created["result"]["taskId"].as_str().unwrap().to_owned();
         run(&a, due.unwrap());
@@ -778,12 +775,7 @@ mod on_the_service {
 
     impl Service {
         fn handle_due(&self, secs: u64) -> Vec<TaskRun> {
-            let mut fut = std::pin::pin!(self.due_tasks(Timestamp::from_unix_secs(secs)));
-            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-            match fut.as_mut().poll(&mut cx) {
-                Poll::Ready(v) => v,
-                Poll::Pending => panic!("the memory store answers at once"),
-            }
+            now(self.due_tasks(Timestamp::from_unix_secs(secs)))
         }
     }
 }
