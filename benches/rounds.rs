@@ -232,6 +232,7 @@ fn engine_rounds(c: &mut Criterion) {
         now,
         correlation_id: "bench".into(),
         peer: None,
+        trace: None,
     };
     let (b1, b3) = (body(1, &p1), body(3, &p3));
     assert_eq!(service.handle_sync(&b1, &ctx).log.outcome, "input_required");

@@ -415,6 +415,7 @@ mod tests {
             now: Timestamp::from_unix_secs(now),
             correlation_id: "c".into(),
             peer: None,
+            trace: None,
         }
     }
 

@@ -34,6 +34,12 @@ pub struct RequestLog {
     pub detail: Option<String>,
     /// The client's era: 2026-07-28, or the 2025 era of a session.
     pub era: crate::wire::Era,
+    /// The MRTR flow's id as a trace attribute (16 hex digits of a digest of
+    /// it), for a round of a flow of two or more rounds.
+    pub flow: Option<String>,
+    /// The span of the flow's first round, for a later round's span to link
+    /// to (read from the sealed state).
+    pub flow_link: Option<crate::wire::TraceParent>,
 }
 
 /// What a request's diagnostic and metrics name it by: its method, its target

@@ -4,6 +4,7 @@
 //! Nothing here is the handler's: it holds only its [`Round`], which cannot end
 //! the round.
 
+use crate::wire::TraceParent;
 use std::sync::{Arc, Mutex};
 
 use super::Outcome;
@@ -33,9 +34,28 @@ impl Round {
 }
 
 impl Finisher {
-    /// Ends the round with the handler's result.
-    pub(crate) fn finish<T>(self, result: Result<T, Flow>) -> Outcome<T> {
-        finish(&self.shared.fixed, &self.shared.live, result)
+    /// Ends the round with the handler's result, and says where its flow is
+    /// in the trace.
+    pub(crate) fn finish<T>(self, result: Result<T, Flow>) -> (Outcome<T>, Option<FlowTrace>) {
+        let outcome = finish(&self.shared.fixed, &self.shared.live, result);
+        (outcome, self.flow_trace())
+    }
+
+    /// The flow's place in the trace: a round that resumes a flow, or one
+    /// that sealed a state (the first of a flow); `None` for a request that
+    /// completed in one round.
+    fn flow_trace(&self) -> Option<FlowTrace> {
+        let fixed = &self.shared.fixed;
+        match &fixed.prior {
+            Some(p) => Some(FlowTrace {
+                flow: flow_digest(&p.flow_id()),
+                first: p.state().trace.as_deref().and_then(TraceParent::parse),
+            }),
+            None => lock(&self.shared.live).sealed_flow.map(|id| FlowTrace {
+                flow: flow_digest(&id),
+                first: None,
+            }),
+        }
     }
 
     /// Ends the round without sealing anything (the handler was abandoned: overdue or
@@ -44,6 +64,34 @@ impl Finisher {
     pub(crate) fn abandon(self) {
         lock(&self.shared.live).finished = true;
     }
+}
+
+/// Where a round's flow is in the trace: what a transport's span records and
+/// links to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlowTrace {
+    /// The flow's id as a trace attribute: 16 hex digits of a digest of it,
+    /// the same in every round of the flow, on any instance (never the state,
+    /// never the id itself, which keys the replay guard's claims).
+    pub flow: String,
+    /// The span of the flow's first round, which this round's span links to
+    /// (from the sealed state, so a client cannot forge it); `None` on the
+    /// first round, or when that round's transport traced nothing.
+    pub first: Option<TraceParent>,
+}
+
+/// Domain label of [`FlowTrace::flow`].
+const FLOW_TRACE_LABEL: &[u8] = b"mrtr/trace/v1/flow";
+
+fn flow_digest(id: &[u8; 16]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(FLOW_TRACE_LABEL);
+    h.update(id);
+    h.finalize()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Ends a round: the handler's result, a failure, or the questions it recorded.
@@ -133,8 +181,11 @@ fn suspend<T>(fixed: &Fixed, live: &mut Live, method: CarrierMethod) -> Outcome<
         Some(task) => claims.for_task(task.flow_id, task.deadline),
         None => claims,
     };
-    let token = match engine.sealer().seal(&claims) {
-        Ok(t) => t,
+    let token = match engine.sealer().seal_flow(&claims) {
+        Ok((t, flow)) => {
+            live.sealed_flow = Some(flow);
+            t
+        }
         // The state holds the client's answers, so a client can push it over the size
         // limit (a long free-text field): a limit like max rounds, not a server fault.
         Err(e @ (SealError::TooLarge { .. } | SealError::TokenTooLong { .. })) => {

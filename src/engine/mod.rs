@@ -51,6 +51,7 @@ use serde_json::Value;
 
 pub use ask::{Confirmation, FormAnswer};
 pub use ask::{Elicited, Fields, Form, Roots, RootsAsk, Sampling, UrlVisit};
+pub use finish::FlowTrace;
 pub use handler::{CarrierResult, Later, Now, Output};
 pub(crate) use handler::{Handler, register};
 pub(crate) use notify::Notifier;
@@ -265,6 +266,7 @@ impl Engine {
     /// The frozen -32602 for a state that does not open (the precise reason is in
     /// [`Error::diagnostic`]); for an authentic but expired state, an error that
     /// renders as a tool error on `tools/call` ([`Outcome::from_error`]).
+    #[allow(clippy::too_many_arguments)] // why: the request and its whole context
     pub(crate) fn begin_from(
         &self,
         request: CarrierRequest,
@@ -273,6 +275,7 @@ impl Engine {
         now: Timestamp,
         notifier: Option<Notifier>,
         task: Option<TaskFlow>,
+        trace: Option<crate::wire::TraceParent>,
     ) -> Result<Round, Error> {
         let quota_peer = peer.filter(|_| principal.is_anonymous());
         let arguments = request.arguments_value();
@@ -306,6 +309,7 @@ impl Engine {
             quota_peer,
             notifier,
             task,
+            trace,
         }))
     }
 
@@ -357,6 +361,7 @@ impl Engine {
             now,
             timeout: defaults::HANDLER_TIMEOUT,
             notifications: None,
+            trace: None,
         };
         let handler_for = |_: &CarrierRequest| Some(move |round| handler(round).into_run());
         turn::run(turn, handler_for, deadline).await.outcome
@@ -392,6 +397,7 @@ impl Engine {
             now,
             timeout: defaults::HANDLER_TIMEOUT,
             notifications: None,
+            trace: None,
         };
         turn::run_now(turn, handler).outcome
     }

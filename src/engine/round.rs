@@ -15,6 +15,7 @@ use crate::capability::{self, Decision, Necessity};
 use crate::error::{Error, Fallback, Retry, ToolAdvice};
 use crate::seal::{Binding, Claims, Verified};
 use crate::time::Timestamp;
+use crate::wire::TraceParent;
 use crate::wire::input::{ElicitAction, ElicitParams, ElicitResult, InputResponse};
 use crate::wire::{CarrierMethod, CarrierRequest};
 use crate::wire::{
@@ -120,6 +121,8 @@ pub(super) struct Fixed {
     pub(super) notifier: Option<Notifier>,
     /// The task this round is a run of, if any.
     pub(super) task: Option<TaskFlow>,
+    /// The span this round runs in, as the transport's tracer has it.
+    pub(super) trace: Option<TraceParent>,
 }
 
 /// What a round of a task's flow (the tasks extension) keys on the task
@@ -153,6 +156,8 @@ pub(super) struct Live {
     /// Set when the round was finished: a `Round` kept past its handler (moved into a
     /// spawned task, say) can no longer record questions or results.
     pub(super) finished: bool,
+    /// The flow id the round's sealed state carries, once sealed.
+    pub(super) sealed_flow: Option<[u8; 16]>,
 }
 
 /// One run of a handler. Ask with [`Round::elicit`], [`Round::sample`],
@@ -202,8 +207,14 @@ impl Round {
     /// The round that `fixed` begins: it carries the sealed data of the
     /// state it presents, if any.
     pub(super) fn new(fixed: Fixed) -> Self {
+        // The first round's span, carried from round to round.
+        let trace = match &fixed.prior {
+            Some(p) => p.state().trace.clone(),
+            None => fixed.trace.map(|t| t.to_string()),
+        };
         let carry = FlowState {
             data: fixed.prior.as_ref().and_then(|p| p.state().data.clone()),
+            trace,
             ..FlowState::default()
         };
         Self {

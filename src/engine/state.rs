@@ -55,6 +55,11 @@ pub(crate) struct FlowState {
     /// The handler's own data.
     #[serde(rename = "d", default, skip_serializing_if = "Option::is_none")]
     pub(crate) data: Option<Value>,
+    /// The W3C `traceparent` of the span the flow's first round ran in, which
+    /// every later round's span links to: sealed, so a client cannot forge
+    /// the link.
+    #[serde(rename = "t", default, skip_serializing_if = "Option::is_none")]
+    pub(crate) trace: Option<String>,
 }
 
 /// The digest of a question: SHA-256 over a domain label and the canonical JSON

@@ -21,11 +21,13 @@ use futures_util::FutureExt as _;
 use futures_util::future::{Either, select};
 
 use super::TaskFlow;
+use super::finish::FlowTrace;
 use super::handler::{CarrierResult, Run};
 use super::{Engine, Flow, NotificationSink, Notifier, Outcome, Round};
 use crate::error::{Error, Fallback, Retry, ToolAdvice};
 use crate::principal::Principal;
 use crate::time::Timestamp;
+use crate::wire::TraceParent;
 use crate::wire::{CarrierMethod, CarrierRequest, RequestError};
 
 /// What one round of a carrier request starts from.
@@ -48,6 +50,9 @@ pub struct Turn<'a> {
     /// transport can carry them; the round uses it only if the request asked
     /// ([`NotificationSink`]).
     pub notifications: Option<Arc<dyn NotificationSink>>,
+    /// The span the round runs in, as the transport's tracer has it: sealed
+    /// into a first round's state, for later rounds to link to.
+    pub trace: Option<TraceParent>,
 }
 
 /// How a round ended, and which round of its flow it was (`None` when it never
@@ -59,6 +64,8 @@ pub struct Ran<T> {
     pub outcome: Outcome<T>,
     /// Which round of its flow it was.
     pub round: Option<u32>,
+    /// Where its flow is in the trace, for a round of a flow of two or more.
+    pub flow: Option<FlowTrace>,
 }
 
 impl<T> Ran<T> {
@@ -66,6 +73,7 @@ impl<T> Ran<T> {
         Self {
             outcome,
             round: None,
+            flow: None,
         }
     }
 }
@@ -123,38 +131,46 @@ where
         return Ran::refused(Outcome::Protocol(unknown_target(&request)));
     };
     let notifier = Notifier::for_request(request.meta(), turn.notifications);
-    let (round, finisher) =
-        match turn
-            .engine
-            .begin_from(request, turn.principal, turn.peer, turn.now, notifier, task)
-        {
-            Ok(round) => round.hand_over(),
-            Err(e) => return Ran::refused(Outcome::from_error(Some(method), e)),
-        };
+    let (round, finisher) = match turn.engine.begin_from(
+        request,
+        turn.principal,
+        turn.peer,
+        turn.now,
+        notifier,
+        task,
+        turn.trace,
+    ) {
+        Ok(round) => round.hand_over(),
+        Err(e) => return Ran::refused(Outcome::from_error(Some(method), e)),
+    };
     let number = round.number();
     // The handler is called with panics caught: a synchronous one runs here, an
     // async one's code before its first `.await` runs when its future is made.
-    let outcome = match std::panic::catch_unwind(AssertUnwindSafe(move || handler(round))) {
+    let (outcome, flow) = match std::panic::catch_unwind(AssertUnwindSafe(move || handler(round))) {
         Ok(Run::Now(result)) => finisher.finish(result),
         Ok(Run::Later(future)) => match await_within(future, deadline).await {
             Awaited::Done(result) => finisher.finish(result),
             Awaited::Panicked => {
                 finisher.abandon();
-                panicked()
+                (panicked(), None)
             }
             Awaited::Overdue => {
                 finisher.abandon();
-                Outcome::from_error(Some(method), overdue(turn.timeout))
+                (
+                    Outcome::from_error(Some(method), overdue(turn.timeout)),
+                    None,
+                )
             }
         },
         Err(_panic) => {
             finisher.abandon();
-            panicked()
+            (panicked(), None)
         }
     };
     Ran {
         outcome,
         round: Some(number),
+        flow,
     }
 }
 
@@ -258,6 +274,7 @@ mod tests {
             now: Timestamp::from_unix_secs(1_800_000_000),
             timeout: Duration::from_secs(1),
             notifications: None,
+            trace: None,
         }
     }
 

@@ -322,6 +322,15 @@ impl Sealer {
     /// [`SealError::TokenTooLong`] when the token would exceed `max_token_len`,
     /// [`SealError::Serialize`] when the state does not serialize as JSON.
     pub fn seal<S: Serialize>(&self, claims: &Claims<S>) -> Result<String, SealError> {
+        self.seal_flow(claims).map(|(token, _)| token)
+    }
+
+    /// [`Sealer::seal`], and the flow id the token carries (drawn here for a
+    /// first round).
+    pub(crate) fn seal_flow<S: Serialize>(
+        &self,
+        claims: &Claims<S>,
+    ) -> Result<(String, [u8; 16]), SealError> {
         // One draw: the nonce, then the flow id when the claims need one.
         let mut random = [0u8; NONCE_LEN + FLOW_ID_LEN];
         let len = if claims.needs_flow_id() {
@@ -333,7 +342,8 @@ impl Sealer {
         let (mut nonce, mut flow_id) = ([0u8; NONCE_LEN], [0u8; FLOW_ID_LEN]);
         nonce.copy_from_slice(&random[..NONCE_LEN]);
         flow_id.copy_from_slice(&random[NONCE_LEN..]);
-        self.seal_inner(claims, &nonce, &flow_id)
+        let token = self.seal_inner(claims, &nonce, &flow_id)?;
+        Ok((token, claims.flow_id.unwrap_or(flow_id)))
     }
 
     fn entropy(&self) -> &dyn Entropy {

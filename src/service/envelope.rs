@@ -171,6 +171,14 @@ impl<C> ParsedMessage<C> {
         })
     }
 
+    /// The trace context the client sent in `params._meta` (`traceparent`,
+    /// and `tracestate` beside it), when well formed: what a transport's
+    /// span for this request takes as its parent.
+    pub fn trace_context(&self) -> Option<(crate::wire::TraceParent, Option<&str>)> {
+        let meta = self.message.as_ref().ok()?.get("params")?.get("_meta");
+        crate::wire::trace_context(meta)
+    }
+
     /// The `method` member, when the message is an object that has a string one.
     fn method(&self) -> Option<&str> {
         self.message

@@ -77,6 +77,11 @@ pub struct RequestContext {
     /// /64: [`Engine::run_from`]), so one anonymous caller cannot take every
     /// anonymous caller's claims. Behind a reverse proxy it is the proxy's address.
     pub peer: Option<std::net::IpAddr>,
+    /// The span this request runs in, as the transport's tracer has it (W3C):
+    /// sealed into a flow's first round, so that each later round's span,
+    /// on any instance, links to it ([`RequestLog::flow_link`]). `None` when
+    /// the transport traces nothing.
+    pub trace: Option<crate::wire::TraceParent>,
 }
 
 impl RequestContext {
@@ -88,6 +93,7 @@ impl RequestContext {
             now,
             correlation_id: correlation_id.into(),
             peer: None,
+            trace: None,
         }
     }
 
@@ -971,6 +977,7 @@ impl Service {
             now: ctx.now,
             timeout: self.handler_timeout,
             notifications: notify,
+            trace: ctx.trace,
         };
         let registry = self.registries.of::<T>();
         let ran = turn::run_in(
@@ -989,6 +996,10 @@ impl Service {
         )
         .await;
         log.round = ran.round;
+        if let Some(flow) = ran.flow {
+            log.flow = Some(flow.flow);
+            log.flow_link = flow.first;
+        }
         ran.outcome
     }
 }

@@ -33,6 +33,7 @@ pub(crate) mod method;
 pub(crate) mod request;
 pub(crate) mod result;
 pub(crate) mod schema;
+pub(crate) mod trace;
 
 pub use input::{
     CreateMessageParams, CreateMessageResult, ElicitAction, ElicitFormParams, ElicitParams,
@@ -51,6 +52,7 @@ pub use result::{InputRequiredResult, ResultType};
 pub use schema::{
     AnswerProblem, EnumOption, EnumStyle, PrimitiveSchema, RequestedSchema, StringFormat,
 };
+pub use trace::{META_TRACEPARENT, META_TRACESTATE, TraceParent, trace_context};
 
 /// The protocol revision this crate speaks.
 pub const PROTOCOL_VERSION: &str = "2026-07-28";

@@ -16,5 +16,6 @@ mod replay_guard;
 mod resource_templates;
 mod rounds;
 mod subscriptions;
+mod trace;
 mod typed_handlers;
 mod wire;

@@ -232,6 +232,7 @@ impl InProcess {
             now: self.clock.now(),
             correlation_id: format!("in-process-{n}"),
             peer: None,
+            trace: None,
         };
         match &self.deadline {
             Some(make) => {

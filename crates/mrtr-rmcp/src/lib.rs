@@ -517,6 +517,7 @@ impl Mrtr {
             Err(e) => turn::Ran {
                 outcome: Outcome::Protocol(e.clone()),
                 round: None,
+                flow: None,
             },
             Ok(principal) => {
                 let timeout = self.inner.handler_timeout;
@@ -533,6 +534,8 @@ impl Mrtr {
                     // rmcp carries its own notifications; a handler's progress
                     // and log messages go nowhere here.
                     notifications: None,
+                    // rmcp traces nothing of its own.
+                    trace: None,
                 };
                 let handler_for = |_: &CarrierRequest| handler.map(|h| move |round| h(round));
                 turn::run(turn, handler_for, async move {

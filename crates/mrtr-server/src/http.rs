@@ -620,6 +620,7 @@ fn context(parts: &Parts, principal: Principal, correlation_id: String) -> Reque
             .extensions
             .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
             .map(|info| info.0.ip()),
+        trace: None,
     }
 }
 

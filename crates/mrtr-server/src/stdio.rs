@@ -292,6 +292,7 @@ async fn handle(
                 now: Timestamp::now(),
                 correlation_id: corr.clone(),
                 peer: None,
+                trace: None,
             };
             let message = ParsedMessage::parse(&buf);
             drop(buf);

@@ -374,6 +374,7 @@ pub fn ctx(now: Timestamp) -> RequestContext {
         now,
         correlation_id: "test".into(),
         peer: None,
+        trace: None,
     }
 }
 

@@ -28,6 +28,7 @@ fn sealed(engine: &Engine, token: &str, now: Timestamp) -> FlowState {
             now,
             None,
             None,
+            None,
         )
         .unwrap();
     let prior = round.shared.fixed.prior.as_ref().unwrap();
