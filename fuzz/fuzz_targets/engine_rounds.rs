@@ -639,6 +639,12 @@ fuzz_target!(|script: Script| {
             now,
             correlation_id: "fuzz".into(),
             peer: None,
+            // Half the requests traced: the first round's span is then sealed.
+            trace: if principal {
+                mrtr::wire::TraceParent::new([3; 16], [5; 8], 1)
+            } else {
+                None
+            },
         };
         let body = body.unwrap_or_else(|| {
             json!({"jsonrpc": "2.0", "id": i, "method": method, "params": params})
