@@ -332,6 +332,7 @@ fn ctx(principal: bool, now: Timestamp) -> RequestContext {
         now,
         correlation_id: "fuzz".into(),
         peer: None,
+        trace: None,
     }
 }
 
