@@ -171,6 +171,33 @@ impl<C> ParsedMessage<C> {
         })
     }
 
+    /// The method, when the message is a request or notification.
+    pub fn method_name(&self) -> Option<&str> {
+        self.method()
+    }
+
+    /// The tool or prompt name, or the resource URI, of a carrier request.
+    pub fn target(&self) -> Option<&str> {
+        let method = crate::wire::CarrierMethod::from_method(self.method()?)?;
+        self.message
+            .as_ref()
+            .ok()?
+            .get("params")?
+            .get(method.target_param())?
+            .as_str()
+    }
+
+    /// The protocol version the message's `_meta` names, if any.
+    pub fn protocol_version(&self) -> Option<&str> {
+        self.message
+            .as_ref()
+            .ok()?
+            .get("params")?
+            .get("_meta")?
+            .get(crate::wire::META_PROTOCOL_VERSION)?
+            .as_str()
+    }
+
     /// The trace context the client sent in `params._meta` (`traceparent`,
     /// and `tracestate` beside it), when well formed: what a transport's
     /// span for this request takes as its parent.

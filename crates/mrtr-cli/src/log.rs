@@ -17,16 +17,22 @@ pub enum LogFormat {
     Json,
 }
 
-/// Installs the global subscriber: stderr, `RUST_LOG` (default `info`), human or JSON.
+/// The filter without `RUST_LOG`: INFO, but not the request spans (target
+/// `mrtr::mcp`), which are for a tracer: the one log line per request already
+/// says what they record.
+const DEFAULT_FILTER: &str = "info,mrtr::mcp=off";
+
+/// Installs the global subscriber: stderr, `RUST_LOG` (default `info`, without
+/// the request spans), human or JSON.
 ///
 /// Calling it twice is harmless (the second call changes nothing).
 pub fn init(format: LogFormat) {
     let (filter, bad_filter) = match std::env::var("RUST_LOG") {
         Ok(s) if !s.trim().is_empty() => match EnvFilter::try_new(&s) {
             Ok(f) => (f, false),
-            Err(_) => (EnvFilter::new("info"), true),
+            Err(_) => (EnvFilter::new(DEFAULT_FILTER), true),
         },
-        _ => (EnvFilter::new("info"), false),
+        _ => (EnvFilter::new(DEFAULT_FILTER), false),
     };
     let builder = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)

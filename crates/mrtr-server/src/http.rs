@@ -279,6 +279,11 @@ async fn per_request(mut req: Request, next: Next) -> Response {
     let corr = log::correlation_id();
     req.extensions_mut()
         .insert(CorrelationId(corr.clone(), started));
+    // The request's span (the MCP conventions' SERVER span; `span`): named and
+    // parented once the body is read, entered from then on.
+    let span = crate::span::request("http");
+    req.extensions_mut()
+        .insert(crate::span::RequestSpan(span.clone()));
     // A panic anywhere below (handler, extractors) ends only that task; the
     // client still gets a JSON-RPC error body.
     let mut resp = match tokio::spawn(next.run(req)).await {
@@ -308,8 +313,16 @@ async fn per_request(mut req: Request, next: Next) -> Response {
             outcome: format!("http:{status}"),
             ..RequestLog::default()
         });
+    crate::span::conclude(&span, &entry, error_code(&entry));
+    let _in_span = span.enter();
     log::request(&corr, "http", &entry, Some(status), started.elapsed());
     resp
+}
+
+/// The JSON-RPC error code a request ended with, from its log's outcome
+/// (`error:<code>`).
+fn error_code(entry: &RequestLog) -> Option<i64> {
+    entry.outcome.strip_prefix("error:")?.parse().ok()
 }
 
 async fn method_not_allowed() -> Response {
@@ -340,7 +353,8 @@ async fn post_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     match admit(&app, &parts, body).await {
         Ok((principal, bytes, reservation)) => {
-            let ctx = context(&parts, principal, corr);
+            #[allow(unused_mut)] // why: the `otel` feature's span context goes in
+            let mut ctx = context(&parts, principal, corr);
             // A 2025-era client's answer to the server's request needs no slot:
             // the flow waiting for it holds one.
             if let Some(answer) = legacy::answer(&app, &parts, &ctx, &bytes) {
@@ -353,6 +367,11 @@ async fn post_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
             let Ok(message) = parse(&app, bytes).await else {
                 return internal_error();
             };
+            let span = parts
+                .extensions
+                .get::<crate::span::RequestSpan>()
+                .map_or_else(tracing::Span::none, |s| s.0.clone());
+            crate::span::adopt(&span, &message, &mut ctx);
             #[cfg(feature = "oauth")]
             if let Some(refused) = tool_scope_refusal(&parts, &message) {
                 return refused;
@@ -404,7 +423,8 @@ async fn post_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
                 return listen::respond(service.listen(message, &ctx), framing);
             }
             let deadline = tokio::time::sleep(service.handler_timeout());
-            let mut reply = service.handle_parsed_until(message, &ctx, deadline).await;
+            let handled = service.handle_parsed_until(message, &ctx, deadline);
+            let mut reply = tracing::Instrument::instrument(handled, span).await;
             drop((reservation, in_flight));
             crate::tasks::start(service, &mut reply);
             reply_response(reply, framing)

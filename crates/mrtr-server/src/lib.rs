@@ -48,6 +48,7 @@ mod notify;
 #[cfg(feature = "oauth")]
 pub mod oauth;
 mod scrape;
+mod span;
 pub mod stdio;
 mod tasks;
 

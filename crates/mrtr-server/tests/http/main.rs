@@ -5,6 +5,8 @@ mod loopback;
 mod notifications;
 #[cfg(feature = "oauth")]
 mod oauth;
+#[cfg(feature = "otel")]
+mod otel;
 mod param_headers;
 mod streamable_http_rules;
 mod subscriptions;

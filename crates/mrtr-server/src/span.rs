@@ -1,0 +1,169 @@
+//! The span of one MCP request, named and attributed as the OpenTelemetry
+//! semantic conventions for MCP have it: `{mcp.method.name} {target}`, kind
+//! SERVER, `mcp.method.name`, the tool or prompt name or resource URI,
+//! `jsonrpc.request.id`, `mcp.protocol.version`, `error.type` (the JSON-RPC
+//! code, or `tool_error` for an `isError` result), `network.transport`; and
+//! the MRTR flow's: `mrtr.round`, `mrtr.outcome` and `mrtr.flow` (a digest of
+//! the flow's id, never the state).
+//!
+//! The spans are `tracing` spans (target `mrtr::mcp`), so any subscriber
+//! sees them. With the `otel` feature and a `tracing-opentelemetry` layer
+//! installed, a request's span takes the `traceparent` its client sent in
+//! `params._meta` as its parent, its context is sealed into a flow's first
+//! round, and each later round's span links to the first round's, whichever
+//! instance served it.
+
+use mrtr::service::{ParsedMessage, RequestContext, RequestLog};
+use tracing::field::Empty;
+
+/// The target of the request spans.
+pub(crate) const TARGET: &str = "mrtr::mcp";
+
+/// A request's span, in the request's extensions until its body is read.
+#[derive(Clone)]
+pub(crate) struct RequestSpan(pub(crate) tracing::Span);
+
+/// A request's span, not yet named (its method and target are read later).
+pub(crate) fn request(transport: &'static str) -> tracing::Span {
+    let span = tracing::info_span!(
+        target: TARGET,
+        "mcp",
+        otel.name = Empty,
+        otel.kind = "server",
+        otel.status_code = Empty,
+        "mcp.method.name" = Empty,
+        "gen_ai.tool.name" = Empty,
+        "gen_ai.prompt.name" = Empty,
+        "mcp.resource.uri" = Empty,
+        "jsonrpc.request.id" = Empty,
+        "mcp.protocol.version" = Empty,
+        "error.type" = Empty,
+        "network.transport" = if transport == "stdio" { "pipe" } else { "tcp" },
+        "network.protocol.name" = Empty,
+        "mrtr.round" = Empty,
+        "mrtr.outcome" = Empty,
+        "mrtr.flow" = Empty,
+    );
+    if transport == "http" {
+        span.record("network.protocol.name", "http");
+    }
+    span
+}
+
+/// Names `span` after the request `message` ([`name`]), makes it a child of
+/// the trace context `message` carries in `params._meta` (with the `otel`
+/// feature), and puts the span's own context into `ctx`, for a first round to
+/// seal. Before the span is first entered: a started span keeps its name and
+/// parent.
+pub(crate) fn adopt(span: &tracing::Span, message: &ParsedMessage, ctx: &mut RequestContext) {
+    if span.is_disabled() {
+        return;
+    }
+    if let Some(version) = message.protocol_version() {
+        span.record("mcp.protocol.version", version);
+    }
+    let method = message.method_name().unwrap_or("unknown");
+    span.record("mcp.method.name", method);
+    span.record("otel.name", name(method, message.target()));
+    #[cfg(feature = "otel")]
+    otel::adopt(span, message, ctx);
+    #[cfg(not(feature = "otel"))]
+    let _ = (message, ctx);
+}
+
+/// Records how the request ended on `span`: its name and attributes from
+/// `log` (and the error code of the reply), and, for a later round of a
+/// flow, the link to the first round's span.
+pub(crate) fn conclude(span: &tracing::Span, log: &RequestLog, error_code: Option<i64>) {
+    if span.is_disabled() {
+        return;
+    }
+    let method = log.method.as_deref().unwrap_or("unknown");
+    let field = match method {
+        "tools/call" => Some("gen_ai.tool.name"),
+        "prompts/get" => Some("gen_ai.prompt.name"),
+        "resources/read" => Some("mcp.resource.uri"),
+        _ => None,
+    };
+    if let (Some(field), Some(target)) = (field, &log.target) {
+        span.record(field, target.as_str());
+    }
+    span.record("mcp.method.name", method);
+    if let Some(id) = &log.jsonrpc_id {
+        span.record("jsonrpc.request.id", id.trim_matches('"'));
+    }
+    span.record("mrtr.outcome", log.outcome.as_str());
+    if let Some(round) = log.round {
+        span.record("mrtr.round", round);
+    }
+    if let Some(flow) = &log.flow {
+        span.record("mrtr.flow", flow.as_str());
+    }
+    let error = match error_code {
+        Some(code) => Some(code.to_string()),
+        None if log.outcome == "tool_error" => Some("tool_error".to_owned()),
+        None => None,
+    };
+    if let Some(error) = error {
+        span.record("error.type", error.as_str());
+        span.record("otel.status_code", "ERROR");
+    }
+    #[cfg(feature = "otel")]
+    if let Some(first) = log.flow_link {
+        otel::link(span, first);
+    }
+}
+
+/// The conventions' span name: `{method} {target}`, or the method alone.
+fn name(method: &str, target: Option<&str>) -> String {
+    match target {
+        Some(t) => format!("{method} {}", mrtr::__private::record::target(t)),
+        None => method.to_owned(),
+    }
+}
+
+#[cfg(feature = "otel")]
+mod otel {
+    use mrtr::service::{ParsedMessage, RequestContext};
+    use mrtr::wire::TraceParent;
+    use opentelemetry::trace::{
+        SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState,
+    };
+    use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+    fn span_context(t: TraceParent, state: Option<&str>) -> SpanContext {
+        let state = state
+            .and_then(|s| s.parse::<TraceState>().ok())
+            .unwrap_or_default();
+        SpanContext::new(
+            TraceId::from_bytes(t.trace_id()),
+            SpanId::from_bytes(t.span_id()),
+            TraceFlags::new(t.flags()),
+            true,
+            state,
+        )
+    }
+
+    pub(super) fn adopt(span: &tracing::Span, message: &ParsedMessage, ctx: &mut RequestContext) {
+        if let Some((parent, state)) = message.trace_context() {
+            let remote =
+                opentelemetry::Context::new().with_remote_span_context(span_context(parent, state));
+            // Fails only when no OpenTelemetry layer is installed: nothing to parent.
+            let _ = span.set_parent(remote);
+        }
+        let own = span.context();
+        let own = own.span();
+        let own = own.span_context();
+        if own.is_valid() {
+            ctx.trace = TraceParent::new(
+                own.trace_id().to_bytes(),
+                own.span_id().to_bytes(),
+                own.trace_flags().to_u8(),
+            );
+        }
+    }
+
+    pub(super) fn link(span: &tracing::Span, first: TraceParent) {
+        span.add_link(span_context(first, None));
+    }
+}

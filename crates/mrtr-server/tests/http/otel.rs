@@ -1,0 +1,203 @@
+//! The request spans as an OpenTelemetry SDK exports them (feature `otel`):
+//! a three-round flow whose client sends `traceparent` in `params._meta`
+//! gives three SERVER spans named and attributed per the MCP conventions,
+//! each the child of the client's span, rounds 2 and 3 linked to round 1's
+//! span, the flow named by one digest; no state or argument in any
+//! attribute; a tampered state's span carries the refusal, not its reason.
+
+use std::sync::Arc;
+
+use mrtr::engine::{Form, Round};
+use mrtr::{Engine, Keyring, Service, ToolResult};
+use mrtr_server::http::{Anonymous, HttpOptions, mcp_router};
+use mrtr_testkit::{headers_for, request};
+use opentelemetry::trace::{SpanKind, TracerProvider as _};
+use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
+use serde_json::{Value, json};
+use tracing_subscriber::layer::SubscriberExt;
+
+/// Serves `app` on a thread of its own, a current-thread runtime under a
+/// subscriber with the OpenTelemetry layer (that thread's default: another
+/// test of this binary may own the global one); the exporter and the address.
+/// The server stops when the test's process ends.
+fn serve_traced(app: axum::Router) -> (InMemorySpanExporter, std::net::SocketAddr) {
+    let exporter = InMemorySpanExporter::default();
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(exporter.clone())
+        .build();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let tracer = provider.tracer("mrtr-server-tests");
+        let subscriber =
+            tracing_subscriber::registry().with(tracing_opentelemetry::layer().with_tracer(tracer));
+        let _default = tracing::subscriber::set_default(subscriber);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    (exporter, rx.recv().unwrap())
+}
+
+const CLIENT_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+
+fn call(addr: std::net::SocketAddr, id: u64, params: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
+    let owned = headers_for(&body);
+    let mut h: Vec<(&str, &str)> = owned
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    h.push(("Content-Type", "application/json"));
+    request(addr, "POST", "/mcp", &h, body.to_string().as_bytes()).json()
+}
+
+fn params(client_span: &str, state: Option<&str>, answers: Value) -> Value {
+    let mut p = json!({"name": "otel_two_questions", "arguments": {"secret": "hunter2"},
+    "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+        "traceparent": format!("00-{CLIENT_TRACE}-{client_span}-01"),
+        "tracestate": "vendor=1",
+    }});
+    if let Some(s) = state {
+        p["requestState"] = json!(s);
+        p["inputResponses"] = answers;
+    }
+    p
+}
+
+fn attr(span: &SpanData, key: &str) -> Option<String> {
+    span.attributes
+        .iter()
+        .find(|kv| kv.key.as_str() == key)
+        .map(|kv| kv.value.to_string())
+}
+
+#[test]
+fn a_three_round_flow_is_one_trace_its_later_rounds_linked_to_the_first() {
+    let service = Service::new(Engine::new(Keyring::ephemeral(), "otel"), "otel", "0").tool(
+        "otel_two_questions",
+        "asks twice",
+        json!({"type": "object"}),
+        |r: Round| {
+            let a = r.elicit("a", Form::new("A?").string("v", "V"))?;
+            let b = r.elicit("b", Form::new("B?").string("v", "V"))?;
+            let _ = (a, b);
+            Ok(ToolResult::text("done"))
+        },
+    );
+    let (exporter, addr) = serve_traced(mcp_router(
+        Arc::new(service),
+        HttpOptions::default(),
+        Anonymous,
+    ));
+    let accept = json!({"action": "accept", "content": {"v": "x"}});
+    let r1 = call(addr, 1, params("00f067aa0ba90201", None, json!({})));
+    let s1 = r1["result"]["requestState"].as_str().unwrap().to_owned();
+    let r2 = call(
+        addr,
+        2,
+        params("00f067aa0ba90202", Some(&s1), json!({"a": accept})),
+    );
+    let s2 = r2["result"]["requestState"].as_str().unwrap().to_owned();
+    let r3 = call(
+        addr,
+        3,
+        params("00f067aa0ba90203", Some(&s2), json!({"b": accept})),
+    );
+    assert_eq!(r3["result"]["content"][0]["text"], "done", "{r3}");
+    // A tampered state, in the same trace.
+    let mut bad = s2.clone().into_bytes();
+    let i = bad.len() / 2;
+    bad[i] = if bad[i] == b'A' { b'B' } else { b'A' };
+    let bad = String::from_utf8(bad).unwrap();
+    let r4 = call(
+        addr,
+        4,
+        params("00f067aa0ba90204", Some(&bad), json!({"b": accept})),
+    );
+    assert_eq!(r4["error"]["code"], -32602, "{r4}");
+
+    // The log line is written in the span, after it is recorded: wait for all four.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mine = loop {
+        let spans: Vec<SpanData> = exporter
+            .get_finished_spans()
+            .unwrap()
+            .into_iter()
+            .filter(|s| s.span_context.trace_id().to_string() == CLIENT_TRACE)
+            .collect();
+        if spans.len() >= 4 || std::time::Instant::now() > deadline {
+            break spans;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(mine.len(), 4, "{mine:#?}");
+    let by_parent = |p: &str| {
+        mine.iter()
+            .find(|s| s.parent_span_id.to_string() == p)
+            .unwrap_or_else(|| panic!("no span under {p}"))
+    };
+    let (one, two, three, tampered) = (
+        by_parent("00f067aa0ba90201"),
+        by_parent("00f067aa0ba90202"),
+        by_parent("00f067aa0ba90203"),
+        by_parent("00f067aa0ba90204"),
+    );
+    for s in [one, two, three, tampered] {
+        assert_eq!(s.span_kind, SpanKind::Server);
+        assert_eq!(s.name, "tools/call otel_two_questions");
+        assert_eq!(attr(s, "mcp.method.name").as_deref(), Some("tools/call"));
+        assert_eq!(
+            attr(s, "gen_ai.tool.name").as_deref(),
+            Some("otel_two_questions")
+        );
+        assert_eq!(
+            attr(s, "mcp.protocol.version").as_deref(),
+            Some("2026-07-28")
+        );
+        assert_eq!(attr(s, "network.transport").as_deref(), Some("tcp"));
+        for kv in &s.attributes {
+            let v = kv.value.to_string();
+            assert!(!v.contains("hunter2"), "an argument value in {}", kv.key);
+            assert!(
+                !v.contains(&s1[..40]) && !v.contains(&s2[..40]),
+                "state bytes in {}",
+                kv.key
+            );
+        }
+        assert_eq!(s.span_context.trace_state().header(), "vendor=1");
+    }
+    assert_eq!(attr(one, "mrtr.round").as_deref(), Some("1"));
+    assert_eq!(attr(two, "mrtr.round").as_deref(), Some("2"));
+    assert_eq!(attr(three, "mrtr.round").as_deref(), Some("3"));
+    assert_eq!(attr(one, "mrtr.outcome").as_deref(), Some("input_required"));
+    assert_eq!(attr(three, "mrtr.outcome").as_deref(), Some("complete"));
+    let flow = attr(one, "mrtr.flow").expect("the flow, named");
+    assert_eq!(attr(two, "mrtr.flow"), Some(flow.clone()));
+    assert_eq!(attr(three, "mrtr.flow"), Some(flow));
+    assert!(one.links.is_empty());
+    for later in [two, three] {
+        assert_eq!(later.links.len(), 1, "{later:#?}");
+        let link = &later.links[0].span_context;
+        assert_eq!(link.trace_id(), one.span_context.trace_id());
+        assert_eq!(link.span_id(), one.span_context.span_id());
+    }
+    // The refusal: its class on the span, never its private reason.
+    assert_eq!(attr(tampered, "error.type").as_deref(), Some("-32602"));
+    assert!(tampered.links.is_empty() && attr(tampered, "mrtr.flow").is_none());
+    for kv in &tampered.attributes {
+        let v = kv.value.to_string();
+        assert!(
+            !v.contains("tag") && !v.contains("decrypt"),
+            "{}: {v}",
+            kv.key
+        );
+    }
+}
