@@ -59,6 +59,10 @@ app axum-server "$axum_line" "$tokio_line" "$core_line" \
     "mrtr-server = { path = \"$repo/crates/mrtr-server\" }"
 app axum-oauth "$axum_line" "$tokio_line" "$core_line" \
     "mrtr-server = { path = \"$repo/crates/mrtr-server\", features = [\"oauth\"] }"
+app axum-otel "$axum_line" "$tokio_line" "$core_line" \
+    "mrtr-server = { path = \"$repo/crates/mrtr-server\", features = [\"otel\"] }"
+app axum-otlp "$axum_line" "$tokio_line" "$core_line" \
+    "mrtr-server = { path = \"$repo/crates/mrtr-server\", features = [\"otlp\"] }"
 
 core=$(cargo tree --offline -p mrtr -e normal --prefix none 2>/dev/null | count)
 core_bare=$(cargo tree --offline -p mrtr --no-default-features -e normal --prefix none 2>/dev/null | count)
@@ -66,6 +70,8 @@ rmcp_alone=$(tree_of rmcp-alone)
 rmcp_mrtr=$(tree_of rmcp-mrtr)
 axum_server=$(tree_of axum-server)
 axum_oauth=$(tree_of axum-oauth)
+axum_otel=$(tree_of axum-otel)
+axum_otlp=$(tree_of axum-otlp)
 cli=$(cargo tree --offline -p mrtr-cli -e normal --prefix none 2>/dev/null | count)
 redis=$(cargo tree --offline -p mrtr-redis -e normal --prefix none 2>/dev/null | count)
 client=$(cargo tree --offline -p mrtr-client -e normal --prefix none 2>/dev/null | count)
@@ -79,6 +85,8 @@ printf '| rmcp server alone (rmcp `server`, `macros`, `transport-streamable-http
 printf '| the same with `mrtr` and `mrtr-rmcp` (`http`) | %d (+%d) |\n' "$rmcp_mrtr" "$added"
 printf '| axum app with `mrtr` and `mrtr-server` | %d |\n' "$axum_server"
 printf '| the same with `mrtr-server`'"'"'s `oauth` (a JWT resource server) | %d |\n' "$axum_oauth"
+printf '| the same with `mrtr-server`'"'"'s `otel` (spans parented and linked) | %d |\n' "$axum_otel"
+printf '| the same with `mrtr-server`'"'"'s `otlp` (and exported over OTLP/HTTP) | %d |\n' "$axum_otlp"
 printf '| `mrtr-redis` alone | %d |\n' "$redis"
 printf '| `mrtr-client` alone (`http`, `stdio`) | %d |\n' "$client"
 printf '| `mrtr-client` with `oauth` (MCP authorization) | %d |\n' "$client_oauth"

@@ -5,7 +5,32 @@
 use std::io::IsTerminal;
 
 use clap::ValueEnum;
-use tracing_subscriber::EnvFilter;
+use mrtr_server::otel::Export;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer};
+
+/// The service name spans are exported under (`OTEL_SERVICE_NAME` wins).
+const SERVICE_NAME: &str = "mrtr";
+
+/// The span export `--otlp-endpoint` asks for, or the OpenTelemetry
+/// environment (`OTEL_EXPORTER_OTLP_ENDPOINT`,
+/// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`); `None` when neither is given.
+///
+/// # Errors
+/// When the endpoint is not a URL the exporter takes.
+pub fn export(endpoint: Option<&str>) -> Result<Option<Export>, mrtr_server::ServerConfigError> {
+    let from_env = [
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    ]
+    .iter()
+    .any(|v| std::env::var_os(v).is_some_and(|s| !s.is_empty()));
+    if endpoint.is_none() && !from_env {
+        return Ok(None);
+    }
+    Export::otlp(endpoint, SERVICE_NAME).map(Some)
+}
 
 /// How log lines are written to stderr (`--log-format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
@@ -26,7 +51,7 @@ const DEFAULT_FILTER: &str = "info,mrtr::mcp=off";
 /// the request spans), human or JSON.
 ///
 /// Calling it twice is harmless (the second call changes nothing).
-pub fn init(format: LogFormat) {
+pub fn init(format: LogFormat, export: Option<&Export>) {
     let (filter, bad_filter) = match std::env::var("RUST_LOG") {
         Ok(s) if !s.trim().is_empty() => match EnvFilter::try_new(&s) {
             Ok(f) => (f, false),
@@ -34,14 +59,19 @@ pub fn init(format: LogFormat) {
         },
         _ => (EnvFilter::new(DEFAULT_FILTER), false),
     };
-    let builder = tracing_subscriber::fmt()
+    let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        .with_env_filter(filter)
-        .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none());
-    let installed = match format {
-        LogFormat::Human => builder.try_init().is_ok(),
-        LogFormat::Json => builder.json().try_init().is_ok(),
+        .with_ansi(ansi);
+    let fmt = match format {
+        LogFormat::Human => fmt.with_filter(filter).boxed(),
+        LogFormat::Json => fmt.json().with_filter(filter).boxed(),
     };
+    let installed = tracing_subscriber::registry()
+        .with(fmt)
+        .with(export.map(Export::layer))
+        .try_init()
+        .is_ok();
     if installed && bad_filter {
         tracing::warn!("RUST_LOG is not a valid filter; using `info`");
     }

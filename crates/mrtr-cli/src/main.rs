@@ -162,6 +162,13 @@ struct ServeArgs {
     /// Log format on stderr.
     #[arg(long, value_enum, default_value_t = log::LogFormat::Human)]
     log_format: log::LogFormat,
+    /// Export each request's span (the MCP semantic conventions; the rounds of
+    /// one MRTR flow linked) over OTLP/HTTP to the collector at URL
+    /// (http://HOST:4318; /v1/traces is added). Without it, spans are exported
+    /// when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
+    /// is set, to where it says.
+    #[arg(long, value_name = "URL")]
+    otlp_endpoint: Option<String>,
     /// HTTP: the caller is the subject in request header NAME (e.g. X-Forwarded-User);
     /// a request without it gets 401. RISK: the header is trusted as is. Use this only
     /// behind a reverse proxy that authenticates every request, sets NAME itself and
@@ -426,6 +433,13 @@ fn inspect(token: &str, keys_file: Option<PathBuf>) -> ExitCode {
 
 fn serve(args: ServeArgs) -> ExitCode {
     let log_format = args.log_format;
+    let export = match log::export(args.otlp_endpoint.as_deref()) {
+        Ok(export) => export,
+        Err(e) => {
+            eprintln!("mrtr: error: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let cfg = match args.into_config() {
         Ok(cfg) => cfg,
         Err(e) => {
@@ -433,7 +447,7 @@ fn serve(args: ServeArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    log::init(log_format);
+    log::init(log_format, export.as_ref());
     log::install_panic_hook();
     let runtime = match runtime(tokio::runtime::Builder::new_multi_thread()) {
         Ok(rt) => rt,
@@ -445,6 +459,9 @@ fn serve(args: ServeArgs) -> ExitCode {
     // Do not wait for a blocking stdin read that will never finish (stdio mode
     // stopped by a signal while stdin is still open).
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    if let Some(export) = export {
+        export.shutdown();
+    }
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(ServeError::Config(e)) => {

@@ -313,16 +313,10 @@ async fn per_request(mut req: Request, next: Next) -> Response {
             outcome: format!("http:{status}"),
             ..RequestLog::default()
         });
-    crate::span::conclude(&span, &entry, error_code(&entry));
+    crate::span::conclude(&span, &entry, crate::span::error_code(&entry));
     let _in_span = span.enter();
     log::request(&corr, "http", &entry, Some(status), started.elapsed());
     resp
-}
-
-/// The JSON-RPC error code a request ended with, from its log's outcome
-/// (`error:<code>`).
-fn error_code(entry: &RequestLog) -> Option<i64> {
-    entry.outcome.strip_prefix("error:")?.parse().ok()
 }
 
 async fn method_not_allowed() -> Response {

@@ -47,6 +47,8 @@ mod log;
 mod notify;
 #[cfg(feature = "oauth")]
 pub mod oauth;
+#[cfg(feature = "otlp")]
+pub mod otel;
 mod scrape;
 mod span;
 pub mod stdio;

@@ -47,6 +47,9 @@ pub(crate) fn request(
 ) {
     // Milliseconds with microsecond resolution.
     let duration_ms = (elapsed.as_micros() as f64) / 1000.0;
+    // The trace and span of the request's span (the `otel` feature), so a
+    // line and a trace find each other.
+    let (trace_id, span_id) = trace_ids();
     tracing::info!(
         target: REQUEST_TARGET,
         correlation_id,
@@ -61,8 +64,36 @@ pub(crate) fn request(
         detail = log.detail.as_deref(),
         http_status,
         duration_ms,
+        trace_id = trace_id.as_deref(),
+        span_id = span_id.as_deref(),
         "request"
     );
+}
+
+/// The ids of the current span's OpenTelemetry context, when it has one.
+#[cfg(feature = "otel")]
+fn trace_ids() -> (Option<String>, Option<String>) {
+    use opentelemetry::trace::TraceContextExt;
+    use tracing_opentelemetry::OpenTelemetrySpanExt;
+    let span = tracing::Span::current();
+    if span.is_disabled() {
+        return (None, None);
+    }
+    let cx = span.context();
+    let sc = cx.span().span_context().clone();
+    if sc.is_valid() {
+        (
+            Some(sc.trace_id().to_string()),
+            Some(sc.span_id().to_string()),
+        )
+    } else {
+        (None, None)
+    }
+}
+
+#[cfg(not(feature = "otel"))]
+fn trace_ids() -> (Option<String>, Option<String>) {
+    (None, None)
 }
 
 #[cfg(test)]

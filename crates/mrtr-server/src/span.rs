@@ -88,7 +88,6 @@ pub(crate) fn conclude(span: &tracing::Span, log: &RequestLog, error_code: Optio
     if let (Some(field), Some(target)) = (field, &log.target) {
         span.record(field, target.as_str());
     }
-    span.record("mcp.method.name", method);
     if let Some(id) = &log.jsonrpc_id {
         span.record("jsonrpc.request.id", id.trim_matches('"'));
     }
@@ -112,6 +111,12 @@ pub(crate) fn conclude(span: &tracing::Span, log: &RequestLog, error_code: Optio
     if let Some(first) = log.flow_link {
         otel::link(span, first);
     }
+}
+
+/// The JSON-RPC error code a request ended with, from its log's outcome
+/// (`error:<code>`).
+pub(crate) fn error_code(entry: &RequestLog) -> Option<i64> {
+    entry.outcome.strip_prefix("error:")?.parse().ok()
 }
 
 /// The conventions' span name: `{method} {target}`, or the method alone.

@@ -138,8 +138,8 @@ where
                     while let Ok(n) = noted.try_recv() {
                         write_line(&mut writer, n.text()).await?;
                     }
-                    write_reply(&mut writer, done.body).await?;
-                    log::request(&done.correlation_id, "stdio", &done.log, None, done.started.elapsed());
+                    write_reply(&mut writer, done.body.take()).await?;
+                    done.log_line();
                 }
                 Some(()) = tasks.next(), if !tasks.is_empty() => {}
                 _ = sweep.tick(), if sweeps.is_some() => {
@@ -180,6 +180,24 @@ struct Done {
     session: Option<std::sync::Arc<mrtr::legacy::Session>>,
     /// A task run the request made due (the tasks extension), to start.
     task: Option<mrtr::service::TaskRun>,
+    /// The request's span (`crate::span`), for its log line.
+    span: tracing::Span,
+}
+
+impl Done {
+    /// The request's one log line, in its span, once the span has recorded
+    /// how the request ended.
+    fn log_line(&self) {
+        crate::span::conclude(&self.span, &self.log, crate::span::error_code(&self.log));
+        let _in_span = self.span.enter();
+        log::request(
+            &self.correlation_id,
+            "stdio",
+            &self.log,
+            None,
+            self.started.elapsed(),
+        );
+    }
 }
 
 /// The subscriptions open on this channel: their notification lines, merged,
@@ -284,10 +302,12 @@ async fn handle(
                 subscription: None,
                 session: None,
                 task: None,
+                span: tracing::Span::none(),
             }
         }
         Incoming::Line(buf) => {
-            let ctx = RequestContext {
+            #[allow(unused_mut)] // why: the `otel` feature's span context goes in
+            let mut ctx = RequestContext {
                 principal: principal.clone(),
                 now: Timestamp::now(),
                 correlation_id: corr.clone(),
@@ -313,6 +333,7 @@ async fn handle(
                         subscription: None,
                         session: None,
                         task: None,
+                        span: tracing::Span::none(),
                     };
                 }
                 message
@@ -329,7 +350,11 @@ async fn handle(
                     Err(message) => message,
                 }
             };
-            modern(service, message, ctx, notes, started).await
+            let span = crate::span::request("stdio");
+            crate::span::adopt(&span, &message, &mut ctx);
+            let run = modern(service, message, ctx, notes, started);
+            let done = tracing::Instrument::instrument(run, span.clone()).await;
+            Done { span, ..done }
         }
     }
 }
@@ -353,6 +378,7 @@ async fn legacy_era(
         subscription: None,
         session: None,
         task: None,
+        span: tracing::Span::none(),
     };
     if legacy.answers(&message) {
         let log = RequestLog {
@@ -404,6 +430,7 @@ async fn modern(
                 subscription: Some(s),
                 session: None,
                 task: None,
+                span: tracing::Span::none(),
             },
             Err(reply) => Done {
                 body: reply.body,
@@ -413,6 +440,7 @@ async fn modern(
                 subscription: None,
                 session: None,
                 task: None,
+                span: tracing::Span::none(),
             },
         };
     }
@@ -438,6 +466,7 @@ async fn modern(
         subscription: None,
         session: None,
         task: reply.task,
+        span: tracing::Span::none(),
     }
 }
 

@@ -201,3 +201,53 @@ fn a_three_round_flow_is_one_trace_its_later_rounds_linked_to_the_first() {
         );
     }
 }
+
+/// On stdio too: a request's span is the child of its `_meta.traceparent`,
+/// named per the conventions, its transport a pipe.
+#[test]
+fn a_stdio_request_has_its_span_under_the_client_s() {
+    let exporter = InMemorySpanExporter::default();
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(exporter.clone())
+        .build();
+    let subscriber = tracing_subscriber::registry()
+        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("stdio-test")));
+    let _default = tracing::subscriber::set_default(subscriber);
+    let service = Service::new(Engine::new(Keyring::ephemeral(), "otel"), "otel", "0").tool(
+        "otel_stdio",
+        "answers",
+        json!({"type": "object"}),
+        |_| Ok(ToolResult::text("done")),
+    );
+    let line = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": params("00f067aa0ba90209", None, json!({}))})
+    .to_string()
+    .replace("otel_two_questions", "otel_stdio")
+        + "\n";
+    let mut out = Vec::new();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(mrtr_server::stdio::serve(
+        &service,
+        &mrtr::Principal::anonymous(),
+        64 * 1024,
+        line.as_bytes(),
+        &mut out,
+        std::future::pending(),
+    ))
+    .unwrap();
+    let reply: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(reply["result"]["content"][0]["text"], "done", "{reply}");
+    let spans = exporter.get_finished_spans().unwrap();
+    let span = spans
+        .iter()
+        .find(|s| s.parent_span_id.to_string() == "00f067aa0ba90209")
+        .unwrap_or_else(|| panic!("{spans:#?}"));
+    assert_eq!(span.span_context.trace_id().to_string(), CLIENT_TRACE);
+    assert_eq!(span.span_kind, SpanKind::Server);
+    assert_eq!(span.name, "tools/call otel_stdio");
+    assert_eq!(attr(span, "network.transport").as_deref(), Some("pipe"));
+    assert_eq!(attr(span, "mrtr.outcome").as_deref(), Some("complete"));
+}

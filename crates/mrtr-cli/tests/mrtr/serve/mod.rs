@@ -8,6 +8,7 @@ mod keys;
 mod keys_reload;
 mod limits;
 mod metrics;
+mod otel;
 mod principal;
 mod revision;
 mod tasks;

@@ -1,0 +1,213 @@
+//! Span export end to end: two `mrtr serve` sharing a key file, each with
+//! `--otlp-endpoint` pointing at a real OTLP/HTTP receiver (OtelTap, from PyPI,
+//! installed by scripts/otel-receiver.sh), and a three-round MRTR flow whose
+//! rounds go to alternating instances, each carrying the client's
+//! `traceparent` in `params._meta`. The receiver gets one trace: three SERVER
+//! spans, children of the client's spans, rounds 2 and 3 linked to round 1,
+//! one flow digest; no argument value or state in any attribute; a tampered
+//! state's span says the refusal's code, not its reason.
+//!
+//! `#[ignore]`d: it needs the receiver (`MRTR_TEST_OTLP_PYTHON`, the python of
+//! scripts/otel-receiver.sh's venv); `.ci/run` runs it with `--ignored`.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const TOOL: &str = "test_input_required_result_multi_round";
+
+/// The receiver, its spans as it printed them.
+struct Receiver {
+    child: Child,
+    port: u16,
+    spans: Arc<Mutex<Vec<Value>>>,
+}
+
+impl Receiver {
+    fn start() -> Self {
+        let python = std::env::var("MRTR_TEST_OTLP_PYTHON").expect(
+            "MRTR_TEST_OTLP_PYTHON is not set: MRTR_TEST_OTLP_PYTHON=$(scripts/otel-receiver.sh python)",
+        );
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let mut child = Command::new(python)
+            .args(["-m", "oteltap", "--port", &port.to_string()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the receiver");
+        let spans = Arc::new(Mutex::new(Vec::new()));
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let out = child.stdout.take().unwrap();
+        let sink = Arc::clone(&spans);
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if line.starts_with("Listening") {
+                    let _ = ready_tx.send(());
+                } else if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                    sink.lock().unwrap().push(v);
+                }
+            }
+        });
+        ready_rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the receiver did not start");
+        Self { child, port, spans }
+    }
+
+    /// The spans of `TRACE`, once `n` have come (bounded).
+    fn spans(&self, n: usize) -> Vec<Value> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let mine: Vec<Value> = self
+                .spans
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|s| s["traceId"] == TRACE)
+                .cloned()
+                .collect();
+            if mine.len() >= n || Instant::now() > deadline {
+                return mine;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn attr(span: &Value, key: &str) -> Option<String> {
+    span["attributes"]
+        .as_array()?
+        .iter()
+        .find(|a| a["key"] == key)
+        .map(|a| {
+            let v = &a["value"];
+            v["stringValue"]
+                .as_str()
+                .map(str::to_owned)
+                .unwrap_or_else(|| v.to_string())
+        })
+}
+
+fn round(
+    server: &Server,
+    id: u64,
+    client_span: &str,
+    state: Option<&str>,
+    answers: Value,
+) -> Value {
+    let mut body = tool_call(id, TOOL, Some(json!({"note": "hunter2"})));
+    body["params"]["_meta"]["traceparent"] = json!(format!("00-{TRACE}-{client_span}-01"));
+    if let Some(s) = state {
+        body["params"]["requestState"] = json!(s);
+        body["params"]["inputResponses"] = answers;
+    }
+    server.rpc(&body).json()
+}
+
+#[test]
+#[ignore = "needs the OTLP receiver: MRTR_TEST_OTLP_PYTHON=$(scripts/otel-receiver.sh python), --ignored"]
+fn a_three_round_flow_across_two_instances_is_one_exported_trace() {
+    let receiver = Receiver::start();
+    let endpoint = format!("http://127.0.0.1:{}", receiver.port);
+    let keys = mrtr::seal::generate_key_string();
+    let start = || Server::start_with_keys(&["--otlp-endpoint", &endpoint], &keys);
+    let (mut a, mut b) = (start(), start());
+
+    let r1 = round(&a, 1, "00f067aa0ba90201", None, json!({}));
+    let s1 = state_of(&r1);
+    let r2 = round(
+        &b,
+        2,
+        "00f067aa0ba90202",
+        Some(&s1),
+        json!({"step1": {"action": "accept", "content": {"name": "Ada"}}}),
+    );
+    let s2 = state_of(&r2);
+    let r3 = round(
+        &a,
+        3,
+        "00f067aa0ba90203",
+        Some(&s2),
+        json!({"step2": {"action": "accept", "content": {"color": "green"}}}),
+    );
+    assert_eq!(
+        r3["result"]["content"][0]["text"], "Ada likes green",
+        "{r3}"
+    );
+    let mut bad = s2.clone().into_bytes();
+    let i = bad.len() / 2;
+    bad[i] = if bad[i] == b'A' { b'B' } else { b'A' };
+    let bad = String::from_utf8(bad).unwrap();
+    let r4 = round(&b, 4, "00f067aa0ba90204", Some(&bad), json!({}));
+    assert_eq!(r4["error"]["code"], -32602, "{r4}");
+    // A stop sends what is buffered.
+    a.terminate();
+    b.terminate();
+
+    let spans = receiver.spans(4);
+    assert_eq!(spans.len(), 4, "{spans:#?}");
+    let under = |client: &str| {
+        spans
+            .iter()
+            .find(|s| s["parentSpanId"] == client)
+            .unwrap_or_else(|| panic!("no span under {client}: {spans:#?}"))
+    };
+    let (one, two, three, tampered) = (
+        under("00f067aa0ba90201"),
+        under("00f067aa0ba90202"),
+        under("00f067aa0ba90203"),
+        under("00f067aa0ba90204"),
+    );
+    for s in [one, two, three, tampered] {
+        assert_eq!(s["kind"], 2, "SERVER: {s}");
+        assert_eq!(s["name"], format!("tools/call {TOOL}"));
+        assert_eq!(attr(s, "mcp.method.name").as_deref(), Some("tools/call"));
+        assert_eq!(attr(s, "gen_ai.tool.name").as_deref(), Some(TOOL));
+        assert_eq!(
+            attr(s, "mcp.protocol.version").as_deref(),
+            Some("2026-07-28")
+        );
+        let text = s.to_string();
+        assert!(!text.contains("hunter2"), "an argument value: {s}");
+        assert!(
+            !text.contains(&s1[..40]) && !text.contains(&s2[..40]),
+            "state bytes: {s}"
+        );
+    }
+    assert_eq!(attr(one, "mrtr.round").as_deref(), Some("1"));
+    assert_eq!(attr(two, "mrtr.round").as_deref(), Some("2"));
+    assert_eq!(attr(three, "mrtr.round").as_deref(), Some("3"));
+    assert_eq!(attr(three, "mrtr.outcome").as_deref(), Some("complete"));
+    let flow = attr(one, "mrtr.flow").expect("the flow's digest");
+    assert_eq!(attr(two, "mrtr.flow").as_ref(), Some(&flow));
+    assert_eq!(attr(three, "mrtr.flow").as_ref(), Some(&flow));
+    assert!(one["links"].as_array().is_none_or(Vec::is_empty), "{one}");
+    for later in [two, three] {
+        let links = later["links"].as_array().expect("a link");
+        assert_eq!(links.len(), 1, "{later}");
+        assert_eq!(links[0]["traceId"], TRACE);
+        assert_eq!(links[0]["spanId"], one["spanId"], "linked to round 1");
+    }
+    assert_eq!(attr(tampered, "error.type").as_deref(), Some("-32602"));
+    assert!(attr(tampered, "mrtr.flow").is_none());
+    eprintln!("exported trace {TRACE}:");
+    for s in [one, two, three, tampered] {
+        eprintln!("{s}");
+    }
+}
