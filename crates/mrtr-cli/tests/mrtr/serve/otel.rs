@@ -159,6 +159,16 @@ fn a_three_round_flow_across_two_instances_is_one_exported_trace() {
     // A stop sends what is buffered.
     a.terminate();
     b.terminate();
+    // Each request's log line names its trace and span.
+    let lines = a.request_lines();
+    let round1 = lines
+        .iter()
+        .find(|l| l.contains("jsonrpc_id=\"1\""))
+        .expect("round 1's line");
+    assert!(
+        round1.contains(&format!("trace_id=\"{TRACE}\"")),
+        "{round1}"
+    );
 
     let spans = receiver.spans(4);
     assert_eq!(spans.len(), 4, "{spans:#?}");
@@ -190,6 +200,11 @@ fn a_three_round_flow_across_two_instances_is_one_exported_trace() {
             "state bytes: {s}"
         );
     }
+    let span_id = one["spanId"].as_str().unwrap();
+    assert!(
+        round1.contains(&format!("span_id=\"{span_id}\"")),
+        "{round1}"
+    );
     assert_eq!(attr(one, "mrtr.round").as_deref(), Some("1"));
     assert_eq!(attr(two, "mrtr.round").as_deref(), Some("2"));
     assert_eq!(attr(three, "mrtr.round").as_deref(), Some("3"));
