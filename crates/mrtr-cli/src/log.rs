@@ -60,18 +60,35 @@ pub fn init(format: LogFormat, export: Option<&Export>) {
         _ => (EnvFilter::new(DEFAULT_FILTER), false),
     };
     let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let fmt = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
-        .with_ansi(ansi);
-    let fmt = match format {
-        LogFormat::Human => fmt.with_filter(filter).boxed(),
-        LogFormat::Json => fmt.json().with_filter(filter).boxed(),
+    let installed = match export {
+        // The subscriber of old: one global filter, no per-layer machinery on
+        // the hot path (`scripts/serve-cg.sh` measures it).
+        None => {
+            let builder = tracing_subscriber::fmt()
+                .with_writer(std::io::stderr)
+                .with_env_filter(filter)
+                .with_ansi(ansi);
+            match format {
+                LogFormat::Human => builder.try_init().is_ok(),
+                LogFormat::Json => builder.json().try_init().is_ok(),
+            }
+        }
+        // The log lines under their filter, and the request spans to the exporter.
+        Some(export) => {
+            let fmt = tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_ansi(ansi);
+            let fmt = match format {
+                LogFormat::Human => fmt.with_filter(filter).boxed(),
+                LogFormat::Json => fmt.json().with_filter(filter).boxed(),
+            };
+            tracing_subscriber::registry()
+                .with(fmt)
+                .with(export.layer())
+                .try_init()
+                .is_ok()
+        }
     };
-    let installed = tracing_subscriber::registry()
-        .with(fmt)
-        .with(export.map(Export::layer))
-        .try_init()
-        .is_ok();
     if installed && bad_filter {
         tracing::warn!("RUST_LOG is not a valid filter; using `info`");
     }
