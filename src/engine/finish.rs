@@ -43,9 +43,11 @@ impl Finisher {
 
     /// The flow's place in the trace: a round that resumes a flow, or one
     /// that sealed a state (the first of a flow); `None` for a request that
-    /// completed in one round.
+    /// completed in one round, and for one the transport does not trace (no
+    /// digest is computed then).
     fn flow_trace(&self) -> Option<FlowTrace> {
         let fixed = &self.shared.fixed;
+        fixed.trace?;
         match &fixed.prior {
             Some(p) => Some(FlowTrace {
                 flow: flow_digest(&p.flow_id()),
@@ -85,13 +87,16 @@ const FLOW_TRACE_LABEL: &[u8] = b"mrtr/trace/v1/flow";
 
 fn flow_digest(id: &[u8; 16]) -> String {
     use sha2::{Digest, Sha256};
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut h = Sha256::new();
     h.update(FLOW_TRACE_LABEL);
     h.update(id);
-    h.finalize()[..8]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    let mut out = String::with_capacity(16);
+    for b in &h.finalize()[..8] {
+        out.push(char::from(HEX[usize::from(b >> 4)]));
+        out.push(char::from(HEX[usize::from(b & 0xf)]));
+    }
+    out
 }
 
 /// Ends a round: the handler's result, a failure, or the questions it recorded.

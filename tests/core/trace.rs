@@ -105,8 +105,10 @@ fn every_round_names_the_flow_and_links_to_the_first_round_s_span() {
     // A request answered in one round is no flow.
     let (_, single) = call(&s, "one", None, json!({}), Some(span(4)));
     assert!(single.flow.is_none() && single.flow_link.is_none());
-    // Untraced first round: the flow is named, and nothing to link to later.
-    let (u1, _) = call(&s, "two", None, json!({}), None);
+    // An untraced round is not named (nothing is computed for it); a traced
+    // round after an untraced first one is, with nothing to link to.
+    let (u1, ulog1) = call(&s, "two", None, json!({}), None);
+    assert!(ulog1.flow.is_none() && ulog1.flow_link.is_none());
     let u = u1["result"]["requestState"].as_str().unwrap().to_owned();
     let (_, ulog) = call(&s, "two", Some(&u), json!({"a": accept()}), Some(span(5)));
     assert!(ulog.flow.is_some() && ulog.flow_link.is_none());

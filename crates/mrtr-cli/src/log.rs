@@ -47,13 +47,22 @@ pub enum LogFormat {
 /// says what they record.
 const DEFAULT_FILTER: &str = "info,mrtr::mcp=off";
 
+/// `RUST_LOG`, with the request spans off unless it names them itself.
+fn with_spans_off(directives: &str) -> String {
+    if directives.contains("mrtr::mcp") {
+        directives.to_owned()
+    } else {
+        format!("{directives},mrtr::mcp=off")
+    }
+}
+
 /// Installs the global subscriber: stderr, `RUST_LOG` (default `info`, without
 /// the request spans), human or JSON.
 ///
 /// Calling it twice is harmless (the second call changes nothing).
 pub fn init(format: LogFormat, export: Option<&Export>) {
     let (filter, bad_filter) = match std::env::var("RUST_LOG") {
-        Ok(s) if !s.trim().is_empty() => match EnvFilter::try_new(&s) {
+        Ok(s) if !s.trim().is_empty() => match EnvFilter::try_new(with_spans_off(&s)) {
             Ok(f) => (f, false),
             Err(_) => (EnvFilter::new(DEFAULT_FILTER), true),
         },

@@ -282,8 +282,10 @@ async fn per_request(mut req: Request, next: Next) -> Response {
     // The request's span (the MCP conventions' SERVER span; `span`): named and
     // parented once the body is read, entered from then on.
     let span = crate::span::request("http");
-    req.extensions_mut()
-        .insert(crate::span::RequestSpan(span.clone()));
+    if !span.is_disabled() {
+        req.extensions_mut()
+            .insert(crate::span::RequestSpan(span.clone()));
+    }
     // A panic anywhere below (handler, extractors) ends only that task; the
     // client still gets a JSON-RPC error body.
     let mut resp = match tokio::spawn(next.run(req)).await {
