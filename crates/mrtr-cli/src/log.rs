@@ -103,6 +103,14 @@ pub fn init(format: LogFormat, export: Option<&Export>) {
     }
 }
 
+/// Installs a global subscriber that exports the request spans only (`mrtr
+/// call`, which writes no log lines of its own).
+pub fn init_spans(export: &Export) {
+    let _ = tracing_subscriber::registry()
+        .with(export.layer())
+        .try_init();
+}
+
 /// Routes panic reports through tracing (ERROR, on stderr) with the location
 /// only: a panic message could quote a request's arguments, which the log never
 /// holds. The transports turn the panic itself into a -32603 reply.

@@ -384,11 +384,28 @@ fn audit(args: audit::AuditArgs) -> ExitCode {
 /// Runs `mrtr call` on a small runtime; exit codes 0 complete, 1 tool error,
 /// 2 usage, 3 protocol or transport error, 4 an answer given on the command line refused.
 fn call(args: call::CallArgs) -> ExitCode {
+    let export = match log::export(args.otlp_endpoint.as_deref()) {
+        Ok(export) => export,
+        Err(e) => {
+            eprintln!("mrtr: error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Some(export) = &export {
+        log::init_spans(export);
+    }
     let runtime = match runtime(tokio::runtime::Builder::new_current_thread()) {
         Ok(rt) => rt,
         Err(code) => return code,
     };
-    let code = runtime.block_on(call::run_call(args));
+    // One span for the call: every request's span is its child, so the rounds
+    // and the servers' spans are one trace.
+    let span = tracing::info_span!(target: "mrtr::mcp", "mrtr call", otel.kind = "internal");
+    let code = runtime.block_on(tracing::Instrument::instrument(call::run_call(args), span));
+    drop(runtime);
+    if let Some(export) = export {
+        export.shutdown();
+    }
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 

@@ -282,9 +282,15 @@ impl Client {
         .await
     }
 
-    /// Sends one request, racing its response against the per-request time cap.
-    async fn send(&self, request: Value) -> Result<Value, ClientError> {
-        self.timed(self.inner.transport.send(request)).await
+    /// Sends one request, racing its response against the per-request time cap,
+    /// in its span (`crate::span`: the MCP conventions' CLIENT span, whose
+    /// context the request carries to the server with the `otel` feature).
+    async fn send(&self, mut request: Value) -> Result<Value, ClientError> {
+        let span = crate::span::client(&mut request);
+        let sent = self.timed(self.inner.transport.send(request));
+        let result = tracing::Instrument::instrument(sent, span.clone()).await;
+        crate::span::conclude(&span, &result);
+        result
     }
 
     /// Races `send` (one request's exchange) against the per-request time cap.

@@ -13,6 +13,7 @@ mod in_process;
 pub mod legacy;
 #[cfg(feature = "oauth")]
 pub mod oauth;
+mod span;
 #[cfg(feature = "stdio")]
 pub mod stdio;
 mod timer;

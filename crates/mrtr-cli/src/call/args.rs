@@ -129,6 +129,14 @@ pub struct CallArgs {
     /// Never ask on the terminal: fail closed unless --answers covers the question.
     #[arg(long, global = true)]
     pub no_input: bool,
+    /// Export the call's spans (one per request, the MCP semantic conventions,
+    /// under one span for the call) over OTLP/HTTP to the collector at URL
+    /// (http://HOST:4318); each request carries its span's `traceparent` in
+    /// `_meta`, so the server's spans join the trace. Without it, spans are
+    /// exported when OTEL_EXPORTER_OTLP_ENDPOINT or
+    /// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set.
+    #[arg(long, global = true, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
     /// Which generation of MCP the server speaks: auto (tell it from the first
     /// request: a 2025-era server is called after initialize, its requests
     /// answered as input requests are), modern (2026-07-28) or legacy (2025-11-25,

@@ -226,3 +226,169 @@ fn a_three_round_flow_across_two_instances_is_one_exported_trace() {
         eprintln!("{s}");
     }
 }
+
+/// A loopback proxy that sends each connection to the next of `backends` in
+/// turn, asking the backend to close after its response (`Connection:
+/// close`), so that a client that keeps its connection alive still reaches
+/// them by turns, one request each.
+fn round_robin(backends: Vec<std::net::SocketAddr>) -> std::net::SocketAddr {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for (n, client) in listener.incoming().enumerate() {
+            let Ok(mut client) = client else { continue };
+            let backend = backends[n % backends.len()];
+            std::thread::spawn(move || {
+                // The head, then the body its Content-Length announces.
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 8192];
+                let head_end = loop {
+                    let Ok(k) = client.read(&mut chunk) else {
+                        return;
+                    };
+                    if k == 0 {
+                        return;
+                    }
+                    buf.extend_from_slice(&chunk[..k]);
+                    if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        break i + 4;
+                    }
+                };
+                let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+                let length: usize = head
+                    .lines()
+                    .find_map(|l| {
+                        let (k, v) = l.split_once(':')?;
+                        k.eq_ignore_ascii_case("content-length")
+                            .then(|| v.trim().parse().ok())?
+                    })
+                    .unwrap_or(0);
+                while buf.len() < head_end + length {
+                    let Ok(k) = client.read(&mut chunk) else {
+                        return;
+                    };
+                    if k == 0 {
+                        return;
+                    }
+                    buf.extend_from_slice(&chunk[..k]);
+                }
+                let kept: Vec<&str> = head
+                    .trim_end()
+                    .lines()
+                    .filter(|l| !l.to_ascii_lowercase().starts_with("connection:"))
+                    .collect();
+                let head = format!("{}\r\nConnection: close\r\n\r\n", kept.join("\r\n"));
+                let Ok(mut upstream) = std::net::TcpStream::connect(backend) else {
+                    return;
+                };
+                let _ = upstream.write_all(head.as_bytes());
+                let _ = upstream.write_all(&buf[head_end..head_end + length]);
+                let mut response = Vec::new();
+                let _ = upstream.read_to_end(&mut response);
+                let _ = client.write_all(&response);
+            });
+        }
+    });
+    addr
+}
+
+/// `mrtr call` drives a three-round flow through a proxy that sends each round
+/// to the other `mrtr serve`: one trace, the call's span over its three
+/// CLIENT spans, each the parent of a SERVER span, rounds 2 and 3 linked to
+/// round 1.
+#[test]
+#[ignore = "needs the OTLP receiver: MRTR_TEST_OTLP_PYTHON=$(scripts/otel-receiver.sh python), --ignored"]
+fn mrtr_call_and_two_instances_make_one_trace_of_a_three_round_flow() {
+    let receiver = Receiver::start();
+    let endpoint = format!("http://127.0.0.1:{}", receiver.port);
+    let keys = mrtr::seal::generate_key_string();
+    let start = || Server::start_with_keys(&["--otlp-endpoint", &endpoint], &keys);
+    let (mut a, mut b) = (start(), start());
+    let proxy = round_robin(vec![a.addr, b.addr]);
+    let answers = json!({
+        "step1": {"action": "accept", "content": {"name": "Ada"}},
+        "step2": {"action": "accept", "content": {"color": "green"}},
+    });
+    let out = Command::new(bin())
+        .args([
+            "call",
+            &format!("http://{proxy}/mcp"),
+            "--era",
+            "modern",
+            "--no-input",
+            "--otlp-endpoint",
+            &endpoint,
+            "--answers",
+            &answers.to_string(),
+            "tool",
+            TOOL,
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run mrtr call");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("Ada likes green"), "{stdout}");
+    a.terminate();
+    b.terminate();
+    // Each instance served at least one round.
+    for s in [&a, &b] {
+        assert!(!s.request_lines().is_empty());
+    }
+
+    // The call's spans: find its trace by the root span.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let spans = loop {
+        let all = receiver.spans.lock().unwrap().clone();
+        let root = all.iter().find(|s| s["name"] == "mrtr call").cloned();
+        if let Some(root) = root {
+            let trace = root["traceId"].clone();
+            let mine: Vec<Value> = all.into_iter().filter(|s| s["traceId"] == trace).collect();
+            if mine.len() >= 7 || Instant::now() > deadline {
+                break mine;
+            }
+        }
+        assert!(Instant::now() < deadline, "no root span exported");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(
+        spans.len(),
+        7,
+        "the call, three CLIENT and three SERVER spans: {spans:#?}"
+    );
+    let root = spans.iter().find(|s| s["name"] == "mrtr call").unwrap();
+    let clients: Vec<&Value> = spans.iter().filter(|s| s["kind"] == 3).collect();
+    let servers: Vec<&Value> = spans.iter().filter(|s| s["kind"] == 2).collect();
+    assert_eq!((clients.len(), servers.len()), (3, 3), "{spans:#?}");
+    for c in &clients {
+        assert_eq!(c["parentSpanId"], root["spanId"]);
+        assert_eq!(c["name"], format!("tools/call {TOOL}"));
+        assert_eq!(attr(c, "mcp.method.name").as_deref(), Some("tools/call"));
+        let server = servers
+            .iter()
+            .find(|s| s["parentSpanId"] == c["spanId"])
+            .unwrap_or_else(|| panic!("no server span under {c}"));
+        assert_eq!(server["name"], format!("tools/call {TOOL}"));
+    }
+    let round = |n: &str| {
+        *servers
+            .iter()
+            .find(|s| attr(s, "mrtr.round").as_deref() == Some(n))
+            .unwrap_or_else(|| panic!("no round {n}: {servers:#?}"))
+    };
+    let (one, two, three) = (round("1"), round("2"), round("3"));
+    let flow = attr(one, "mrtr.flow").expect("the flow");
+    for later in [two, three] {
+        assert_eq!(attr(later, "mrtr.flow").as_ref(), Some(&flow));
+        assert_eq!(later["links"][0]["spanId"], one["spanId"], "{later}");
+    }
+    eprintln!("the trace of `mrtr call` as the receiver printed it:");
+    for s in &spans {
+        eprintln!("{s}");
+    }
+}

@@ -1,0 +1,119 @@
+//! The span of each request the client sends, as the OpenTelemetry semantic
+//! conventions for MCP have a client's: `{mcp.method.name} {target}`, kind
+//! CLIENT, `mcp.method.name`, the tool or prompt name or resource URI,
+//! `jsonrpc.request.id`, `mcp.protocol.version`, `error.type`. A `tracing`
+//! span (target `mrtr::mcp`): any subscriber sees it. With the `otel` feature
+//! and a `tracing-opentelemetry` layer, its context goes into the request's
+//! `params._meta` as `traceparent` (and `tracestate`), so the server's span is
+//! its child: every round of a flow is then one trace.
+
+use serde_json::Value;
+use tracing::field::Empty;
+
+/// A request's span, named after `request`; with the `otel` feature, its
+/// context injected into `request`'s `params._meta` (unless the caller put a
+/// `traceparent` there).
+pub(crate) fn client(request: &mut Value) -> tracing::Span {
+    let method = request["method"].as_str().unwrap_or("unknown").to_owned();
+    let target_field = match method.as_str() {
+        "tools/call" => Some(("name", "gen_ai.tool.name")),
+        "prompts/get" => Some(("name", "gen_ai.prompt.name")),
+        "resources/read" => Some(("uri", "mcp.resource.uri")),
+        _ => None,
+    };
+    let target = target_field.and_then(|(param, _)| request["params"][param].as_str());
+    let span = tracing::info_span!(
+        target: "mrtr::mcp",
+        "mcp",
+        otel.name = Empty,
+        otel.kind = "client",
+        otel.status_code = Empty,
+        "mcp.method.name" = method.as_str(),
+        "gen_ai.tool.name" = Empty,
+        "gen_ai.prompt.name" = Empty,
+        "mcp.resource.uri" = Empty,
+        "jsonrpc.request.id" = Empty,
+        "mcp.protocol.version" = Empty,
+        "error.type" = Empty,
+    );
+    if span.is_disabled() {
+        return span;
+    }
+    match (target_field, target) {
+        (Some((_, field)), Some(t)) => {
+            span.record("otel.name", format!("{method} {t}"));
+            span.record(field, t);
+        }
+        _ => {
+            span.record("otel.name", method.as_str());
+        }
+    }
+    match &request["id"] {
+        Value::String(s) => {
+            span.record("jsonrpc.request.id", s.as_str());
+        }
+        Value::Number(n) => {
+            span.record("jsonrpc.request.id", n.to_string());
+        }
+        _ => {}
+    }
+    if let Some(v) = request["params"]["_meta"][mrtr::wire::META_PROTOCOL_VERSION].as_str() {
+        span.record("mcp.protocol.version", v);
+    }
+    #[cfg(feature = "otel")]
+    inject(&span, request);
+    span
+}
+
+/// Records on `span` how the request ended: the JSON-RPC error's code, a tool
+/// error, or the transport's failure.
+pub(crate) fn conclude<E>(span: &tracing::Span, result: &Result<Value, E>) {
+    if span.is_disabled() {
+        return;
+    }
+    let error = match result {
+        Ok(v) => match (
+            v["error"]["code"].as_i64(),
+            v["result"]["isError"].as_bool(),
+        ) {
+            (Some(code), _) => Some(code.to_string()),
+            (None, Some(true)) => Some("tool_error".to_owned()),
+            _ => None,
+        },
+        Err(_) => Some("transport".to_owned()),
+    };
+    if let Some(error) = error {
+        span.record("error.type", error.as_str());
+        span.record("otel.status_code", "ERROR");
+    }
+}
+
+/// Puts the span's context into the request's `params._meta`.
+#[cfg(feature = "otel")]
+fn inject(span: &tracing::Span, request: &mut Value) {
+    use opentelemetry::trace::TraceContextExt;
+    use tracing_opentelemetry::OpenTelemetrySpanExt;
+    let Some(meta) = request["params"]["_meta"].as_object_mut() else {
+        return;
+    };
+    if meta.contains_key(mrtr::wire::META_TRACEPARENT) {
+        return;
+    }
+    let cx = span.context();
+    let sc = cx.span().span_context().clone();
+    let Some(parent) = mrtr::wire::TraceParent::new(
+        sc.trace_id().to_bytes(),
+        sc.span_id().to_bytes(),
+        sc.trace_flags().to_u8(),
+    ) else {
+        return;
+    };
+    meta.insert(
+        mrtr::wire::META_TRACEPARENT.into(),
+        parent.to_string().into(),
+    );
+    let state = sc.trace_state().header();
+    if !state.is_empty() {
+        meta.insert(mrtr::wire::META_TRACESTATE.into(), state.into());
+    }
+}
