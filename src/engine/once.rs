@@ -20,13 +20,30 @@ enum Begin<'a, T> {
     Run(Option<(&'a dyn ReplayGuard, Claim)>),
 }
 
+/// Counts what became of a `once` step, and tells the request's span (an
+/// event, target `mrtr::mcp`, with the step's name and the result: what a
+/// tracer shows; the log leaves it out).
+fn noted(step: &str, result: OnceResult) {
+    crate::metrics::once_result(result);
+    tracing::event!(
+        name: "mrtr.once",
+        target: "mrtr::mcp",
+        tracing::Level::INFO,
+        mrtr.once.step = step,
+        mrtr.once.result = result.as_str()
+    );
+}
+
 /// Whether a step may run after the guard's answer: only when it was claimed.
 fn claim_verdict(step: &str, outcome: ClaimOutcome) -> Result<(), Flow> {
-    crate::metrics::once_result(match outcome {
-        ClaimOutcome::Claimed => OnceResult::Claimed,
-        ClaimOutcome::AlreadyClaimed => OnceResult::Replayed,
-        _ => OnceResult::Unavailable,
-    });
+    noted(
+        step,
+        match outcome {
+            ClaimOutcome::Claimed => OnceResult::Claimed,
+            ClaimOutcome::AlreadyClaimed => OnceResult::Replayed,
+            _ => OnceResult::Unavailable,
+        },
+    );
     let error = match outcome {
         ClaimOutcome::Claimed => return Ok(()),
         ClaimOutcome::AlreadyClaimed => Error::tool_failure(
@@ -142,7 +159,7 @@ impl Round {
                 .carry
                 .once
                 .insert(step.to_owned(), v);
-            crate::metrics::once_result(OnceResult::Sealed);
+            noted(step, OnceResult::Sealed);
             return Ok(Begin::Done(t));
         }
         let Some(guard) = fixed.engine.replay_guard() else {

@@ -391,4 +391,78 @@ fn mrtr_call_and_two_instances_make_one_trace_of_a_three_round_flow() {
     for s in &spans {
         eprintln!("{s}");
     }
+    // No once step in this flow: no once event.
+    assert!(!spans.iter().any(|s| s.to_string().contains("mrtr.once")));
+}
+
+/// A `once` step is an event on its round's span, once: `deploy` through
+/// `mrtr call`, its confirmation round on one instance and the deployment on
+/// the other.
+#[test]
+#[ignore = "needs the OTLP receiver: MRTR_TEST_OTLP_PYTHON=$(scripts/otel-receiver.sh python), --ignored"]
+fn a_once_step_is_one_event_on_the_span_of_the_round_that_ran_it() {
+    let receiver = Receiver::start();
+    let endpoint = format!("http://127.0.0.1:{}", receiver.port);
+    let keys = mrtr::seal::generate_key_string();
+    let start = || Server::start_with_keys(&["--otlp-endpoint", &endpoint], &keys);
+    let (mut a, mut b) = (start(), start());
+    let proxy = round_robin(vec![a.addr, b.addr]);
+    let answers = json!({"confirm": {"action": "accept", "content": {"confirm": true}}});
+    let out = Command::new(bin())
+        .args([
+            "call",
+            &format!("http://{proxy}/mcp"),
+            "--era",
+            "modern",
+            "--no-input",
+            "--otlp-endpoint",
+            &endpoint,
+            "--answers",
+            &answers.to_string(),
+            "tool",
+            "deploy",
+            "--args",
+            r#"{"service":"web"}"#,
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run mrtr call");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("Deployed web"), "{stdout}");
+    a.terminate();
+    b.terminate();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let servers = loop {
+        let all = receiver.spans.lock().unwrap().clone();
+        let servers: Vec<Value> = all
+            .into_iter()
+            .filter(|s| s["kind"] == 2 && s["name"] == "tools/call deploy")
+            .collect();
+        if servers.len() >= 2 || Instant::now() > deadline {
+            break servers;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(servers.len(), 2, "{servers:#?}");
+    let events: Vec<&Value> = servers
+        .iter()
+        .flat_map(|s| s["events"].as_array().into_iter().flatten())
+        .filter(|e| e["name"] == "mrtr.once")
+        .collect();
+    assert_eq!(events.len(), 1, "{servers:#?}");
+    let event = events[0].to_string();
+    assert!(
+        event.contains("\"deploy\"") && event.contains("\"claimed\""),
+        "{event}"
+    );
+    let ran = servers
+        .iter()
+        .find(|s| s.to_string().contains("mrtr.once"))
+        .unwrap();
+    assert_eq!(attr(ran, "mrtr.round").as_deref(), Some("2"));
 }
