@@ -17,6 +17,14 @@
 //! | [`ONCE_TOTAL`] `mrtr_once_total` | counter | `result` ([`OnceResult::as_str`]) | the `once` path, through [`once_result`] |
 //! | [`REPLAY_STORE_SECONDS`] `mrtr_replay_store_seconds` | histogram | none | a replay guard that talks to a store, through [`replay_store_latency`] |
 //! | [`SESSIONS_TOTAL`] `mrtr_sessions_total` | counter | `event` ([`SessionEvent::as_str`]) | a transport that keeps 2025-era sessions, through [`session`] |
+//! | [`SERVER_OPERATION_DURATION`] `mcp.server.operation.duration` | histogram (s) | `mcp.method.name`, `error.type` (errors only), `network.transport` | a transport, once per request, through [`server_operation`] |
+//! | [`CLIENT_OPERATION_DURATION`] `mcp.client.operation.duration` | histogram (s) | the same | a client, once per request, through [`client_operation`] |
+//!
+//! The last two are the OpenTelemetry semantic conventions' for MCP, by
+//! their names and with their buckets ([`OPERATION_DURATION_BUCKETS`]); an
+//! exporter that does not take dots renders them its own way (Prometheus:
+//! `mcp_server_operation_duration_seconds`). They go through the same facade
+//! as the rest: one way to record, whatever the exporter.
 //!
 //! Call [`describe`] once after installing a recorder to give each metric its
 //! help text and unit; [`HISTOGRAM_BUCKETS`] holds bucket bounds that suit each
@@ -68,6 +76,16 @@ pub const REPLAY_STORE_SECONDS: &str = "mrtr_replay_store_seconds";
 /// 2025-era sessions, by `event`: opened, refused at the cap, expired, evicted, closed.
 pub const SESSIONS_TOTAL: &str = "mrtr_sessions_total";
 
+/// The MCP semantic conventions' server operation duration, in seconds.
+pub const SERVER_OPERATION_DURATION: &str = "mcp.server.operation.duration";
+/// The MCP semantic conventions' client operation duration, in seconds.
+pub const CLIENT_OPERATION_DURATION: &str = "mcp.client.operation.duration";
+
+/// The conventions' bucket bounds for the operation durations, in seconds.
+pub const OPERATION_DURATION_BUCKETS: [f64; 14] = [
+    0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
+];
+
 /// Bucket upper bounds for [`ROUNDS`]: every round up to 5, then the default
 /// maximum of 16 ([`crate::defaults::MAX_ROUNDS`]) in steps.
 pub const ROUNDS_BUCKETS: [f64; 8] = [1.0, 2.0, 3.0, 4.0, 5.0, 8.0, 12.0, 16.0];
@@ -82,10 +100,12 @@ pub const REPLAY_STORE_SECONDS_BUCKETS: [f64; 11] = [
 ];
 /// Each histogram with its buckets, for an exporter that renders histograms
 /// (the Prometheus exporter renders summaries unless given buckets).
-pub const HISTOGRAM_BUCKETS: [(&str, &[f64]); 3] = [
+pub const HISTOGRAM_BUCKETS: [(&str, &[f64]); 5] = [
     (ROUNDS, &ROUNDS_BUCKETS),
     (FLOW_SECONDS, &FLOW_SECONDS_BUCKETS),
     (REPLAY_STORE_SECONDS, &REPLAY_STORE_SECONDS_BUCKETS),
+    (SERVER_OPERATION_DURATION, &OPERATION_DURATION_BUCKETS),
+    (CLIENT_OPERATION_DURATION, &OPERATION_DURATION_BUCKETS),
 ];
 
 /// The methods the service routes: the only values of the `method` label besides
@@ -143,6 +163,90 @@ pub fn describe() {
         Unit::Count,
         "2025-era sessions, by event: opened, refused (at the cap), expired, evicted, closed"
     );
+    describe_histogram!(
+        SERVER_OPERATION_DURATION,
+        Unit::Seconds,
+        "MCP request duration as the server measured it, by method, error type and transport"
+    );
+    describe_histogram!(
+        CLIENT_OPERATION_DURATION,
+        Unit::Seconds,
+        "MCP request duration as the client measured it, by method, error type and transport"
+    );
+}
+
+/// How an MCP operation ended, for [`server_operation`] and
+/// [`client_operation`]: the JSON-RPC error code of an error response, a tool
+/// error, or neither.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OperationEnd {
+    /// A result that is not a tool error.
+    Ok,
+    /// A `CallToolResult` with `isError`.
+    ToolError,
+    /// A JSON-RPC error with this code.
+    Error(i64),
+    /// No response (the transport failed, or the time ran out).
+    Transport,
+}
+
+impl OperationEnd {
+    /// The `error.type` label: the code (one of [`crate::error::code`], else
+    /// `other`), `tool_error` or `transport`; `None` for a success.
+    fn label(self) -> Option<&'static str> {
+        match self {
+            Self::Ok => None,
+            Self::ToolError => Some("tool_error"),
+            Self::Error(c) => Some(code_label(c)),
+            Self::Transport => Some("transport"),
+        }
+    }
+}
+
+/// Records one request served, as the conventions' `mcp.server.operation.duration`:
+/// `method` (a method the service routes, else `other`), how it ended, the
+/// transport (`tcp` or `pipe`) and how long it took.
+///
+/// ```
+/// use mrtr::metrics::{OperationEnd, server_operation};
+/// server_operation(Some("tools/call"), OperationEnd::Error(-32602), "tcp", std::time::Duration::from_millis(3));
+/// ```
+pub fn server_operation(
+    method: Option<&str>,
+    end: OperationEnd,
+    transport: &'static str,
+    took: Duration,
+) {
+    operation(SERVER_OPERATION_DURATION, method, end, transport, took);
+}
+
+/// [`server_operation`] for a client's request: `mcp.client.operation.duration`.
+pub fn client_operation(
+    method: Option<&str>,
+    end: OperationEnd,
+    transport: &'static str,
+    took: Duration,
+) {
+    operation(CLIENT_OPERATION_DURATION, method, end, transport, took);
+}
+
+fn operation(
+    name: &'static str,
+    method: Option<&str>,
+    end: OperationEnd,
+    transport: &'static str,
+    took: Duration,
+) {
+    let method = Label::new("mcp.method.name", method_label(method));
+    let transport = Label::new("network.transport", transport);
+    match end.label() {
+        Some(error) => histogram!(
+            name,
+            vec![method, transport, Label::new("error.type", error)]
+        ),
+        None => histogram!(name, vec![method, transport]),
+    }
+    .record(took.as_secs_f64());
 }
 
 /// What happened to a 2025-era session, for [`session`].

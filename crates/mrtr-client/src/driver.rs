@@ -286,10 +286,14 @@ impl Client {
     /// in its span (`crate::span`: the MCP conventions' CLIENT span, whose
     /// context the request carries to the server with the `otel` feature).
     async fn send(&self, mut request: Value) -> Result<Value, ClientError> {
+        let started = std::time::Instant::now();
         let span = crate::span::client(&mut request);
+        let method = request["method"].as_str().map(str::to_owned);
         let sent = self.timed(self.inner.transport.send(request));
         let result = tracing::Instrument::instrument(sent, span.clone()).await;
-        crate::span::conclude(&span, &result);
+        let end = crate::span::conclude(&span, &result);
+        let network = self.inner.transport.network_transport();
+        mrtr::metrics::client_operation(method.as_deref(), end, network, started.elapsed());
         result
     }
 

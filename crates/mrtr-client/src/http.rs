@@ -759,6 +759,10 @@ fn header_value(name: &str, v: &str) -> Result<HeaderValue, TransportError> {
 }
 
 impl Transport for HttpTransport {
+    fn network_transport(&self) -> &'static str {
+        "tcp"
+    }
+
     /// Tokio's timer ([`TokioTimer`](crate::TokioTimer)): this transport runs on tokio.
     fn timer(&self) -> Option<std::sync::Arc<dyn Timer>> {
         Some(std::sync::Arc::new(crate::TokioTimer))

@@ -250,6 +250,10 @@ impl InProcess {
 }
 
 impl Transport for InProcess {
+    fn network_transport(&self) -> &'static str {
+        "inproc"
+    }
+
     fn send(&self, request: Value) -> BoxFuture<'_, Result<Value, TransportError>> {
         Box::pin(async move {
             let body = serde_json::to_vec(&request)

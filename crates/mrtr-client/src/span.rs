@@ -7,6 +7,7 @@
 //! `params._meta` as `traceparent` (and `tracestate`), so the server's span is
 //! its child: every round of a flow is then one trace.
 
+use mrtr::metrics::OperationEnd;
 use serde_json::Value;
 use tracing::field::Empty;
 
@@ -65,27 +66,34 @@ pub(crate) fn client(request: &mut Value) -> tracing::Span {
     span
 }
 
-/// Records on `span` how the request ended: the JSON-RPC error's code, a tool
-/// error, or the transport's failure.
-pub(crate) fn conclude<E>(span: &tracing::Span, result: &Result<Value, E>) {
-    if span.is_disabled() {
-        return;
-    }
-    let error = match result {
+/// How the request ended (the JSON-RPC error's code, a tool error, or the
+/// transport's failure), recorded on `span`.
+pub(crate) fn conclude<E>(span: &tracing::Span, result: &Result<Value, E>) -> OperationEnd {
+    let end = match result {
         Ok(v) => match (
             v["error"]["code"].as_i64(),
             v["result"]["isError"].as_bool(),
         ) {
-            (Some(code), _) => Some(code.to_string()),
-            (None, Some(true)) => Some("tool_error".to_owned()),
-            _ => None,
+            (Some(code), _) => OperationEnd::Error(code),
+            (None, Some(true)) => OperationEnd::ToolError,
+            _ => OperationEnd::Ok,
         },
-        Err(_) => Some("transport".to_owned()),
+        Err(_) => OperationEnd::Transport,
+    };
+    if span.is_disabled() {
+        return end;
+    }
+    let error = match end {
+        OperationEnd::Ok => None,
+        OperationEnd::ToolError => Some("tool_error".to_owned()),
+        OperationEnd::Error(code) => Some(code.to_string()),
+        OperationEnd::Transport => Some("transport".to_owned()),
     };
     if let Some(error) = error {
         span.record("error.type", error.as_str());
         span.record("otel.status_code", "ERROR");
     }
+    end
 }
 
 /// Puts the span's context into the request's `params._meta`.

@@ -354,6 +354,10 @@ impl Drop for StdioTransport {
 }
 
 impl Transport for StdioTransport {
+    fn network_transport(&self) -> &'static str {
+        "pipe"
+    }
+
     /// Tokio's timer ([`TokioTimer`](crate::TokioTimer)): this transport runs on tokio.
     fn timer(&self) -> Option<std::sync::Arc<dyn Timer>> {
         Some(std::sync::Arc::new(crate::TokioTimer))

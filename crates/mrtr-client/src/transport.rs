@@ -59,6 +59,13 @@ pub trait Transport: Send + Sync + std::fmt::Debug {
     fn legacy(&self) -> Option<&dyn LegacyTransport> {
         None
     }
+
+    /// The transport as the OpenTelemetry conventions name it
+    /// (`network.transport`): `tcp` for HTTP, `pipe` for stdio; `unknown` (the
+    /// default) for another.
+    fn network_transport(&self) -> &'static str {
+        "unknown"
+    }
 }
 
 impl<T: Transport + ?Sized> Transport for Arc<T> {
@@ -73,6 +80,10 @@ impl<T: Transport + ?Sized> Transport for Arc<T> {
     fn legacy(&self) -> Option<&dyn LegacyTransport> {
         (**self).legacy()
     }
+
+    fn network_transport(&self) -> &'static str {
+        (**self).network_transport()
+    }
 }
 
 impl<T: Transport + ?Sized> Transport for Box<T> {
@@ -86,5 +97,9 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
 
     fn legacy(&self) -> Option<&dyn LegacyTransport> {
         (**self).legacy()
+    }
+
+    fn network_transport(&self) -> &'static str {
+        (**self).network_transport()
     }
 }

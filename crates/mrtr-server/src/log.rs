@@ -50,6 +50,7 @@ pub(crate) fn request(
     // The trace and span of the request's span (the `otel` feature), so a
     // line and a trace find each other.
     let (trace_id, span_id) = trace_ids();
+    operation(transport, log, elapsed);
     tracing::info!(
         target: REQUEST_TARGET,
         correlation_id,
@@ -68,6 +69,27 @@ pub(crate) fn request(
         span_id = span_id.as_deref(),
         "request"
     );
+}
+
+/// The request as the conventions' `mcp.server.operation.duration` counts it
+/// (an MCP request on HTTP or stdio; not a notification, nor a task's run).
+fn operation(transport: &'static str, log: &RequestLog, elapsed: Duration) {
+    use mrtr::metrics::OperationEnd;
+    let network = match transport {
+        "http" => "tcp",
+        "stdio" => "pipe",
+        _ => return,
+    };
+    let end = match log.outcome.as_str() {
+        "notification" => return,
+        "tool_error" => OperationEnd::ToolError,
+        o => match o.strip_prefix("error:").and_then(|c| c.parse().ok()) {
+            Some(code) => OperationEnd::Error(code),
+            None if o.starts_with("http:") => return,
+            None => OperationEnd::Ok,
+        },
+    };
+    mrtr::metrics::server_operation(log.method.as_deref(), end, network, elapsed);
 }
 
 /// The ids of the current span's OpenTelemetry context, when it has one.

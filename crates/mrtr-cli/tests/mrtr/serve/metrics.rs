@@ -241,6 +241,42 @@ fn scraped_counters_match_a_known_mix_of_requests() {
         text.contains("# HELP mrtr_requests_total "),
         "described: {text}"
     );
+    // The conventions' operation duration: every request, by method, error
+    // type and transport, in the conventions' buckets.
+    assert!(
+        text.contains("# TYPE mcp_server_operation_duration histogram"),
+        "{text}"
+    );
+    assert_eq!(
+        family(&all, "mcp_server_operation_duration_count"),
+        expect(&[
+            (
+                r#"mcp_server_operation_duration_count{mcp_method_name="tools/call",network_transport="tcp"}"#,
+                n(2 * N)
+            ),
+            (
+                r#"mcp_server_operation_duration_count{error_type="tool_error",mcp_method_name="tools/call",network_transport="tcp"}"#,
+                n(R + K)
+            ),
+            (
+                r#"mcp_server_operation_duration_count{error_type="-32602",mcp_method_name="tools/call",network_transport="tcp"}"#,
+                n(M + 1)
+            ),
+            (
+                r#"mcp_server_operation_duration_count{error_type="-32601",mcp_method_name="other",network_transport="tcp"}"#,
+                1.0
+            ),
+            (
+                r#"mcp_server_operation_duration_count{mcp_method_name="tools/list",network_transport="tcp"}"#,
+                1.0
+            ),
+        ]),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"mcp_server_operation_duration_bucket{mcp_method_name="tools/list",network_transport="tcp",le="0.01"}"#),
+        "the conventions' buckets: {text}"
+    );
 
     // No client-chosen string anywhere in the exposition.
     for needle in ["evil", "web", "Late"] {
