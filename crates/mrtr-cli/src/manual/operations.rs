@@ -129,6 +129,11 @@
 //! | `mrtr_flow_seconds` | the age of each completed multi-round flow |
 //! | `mrtr_once_total{result}` | `once` steps: `claimed` (ran), `replayed` (refused: already carried out), `unavailable` (refused: the store did not answer), `sealed` (done in an earlier round of the flow) |
 //! | `mrtr_replay_store_seconds` | the latency of each replay store claim |
+//! | `mcp_server_operation_duration{mcp_method_name,error_type,network_transport}` | the OpenTelemetry MCP conventions' `mcp.server.operation.duration`: each request's duration, in seconds, in the conventions' buckets |
+//!
+//! With `--otlp-endpoint`, each request is also a span in your tracing backend,
+//! and each log line names its `trace_id`: the [`debugging`](super::debugging)
+//! chapter goes from a user's report to the trace and the private reason.
 //!
 //! # What to alert on
 //!
