@@ -4,7 +4,7 @@
 # the server's threads.
 #
 #   scripts/serve-cg.sh      (env: SERVE_CG_LO, SERVE_CG_HI, SERVE_CG_WARMUP, SERVE_CG_WORKERS,
-#                             SERVE_CG_VERBOSE; below)
+#                             SERVE_CG_VERBOSE, SERVE_CG_ARGS; below)
 #
 # Why: benches/peers' e2e bench (scripts/e2e-cache-sim.sh) measures mrtr inside rmcp's
 # server; this measures the crate's own server, the HTTP stack and accept loop of
@@ -62,6 +62,9 @@ cd "$(dirname "$0")/.."
 
 die() { echo "serve-cg: $*" >&2; exit 1; }
 
+# SERVE_CG_ARGS: more `mrtr serve` arguments, word-split (e.g. `--otlp-endpoint
+# http://127.0.0.1:4318` to measure the cost of span export).
+EXTRA=${SERVE_CG_ARGS:-}
 LO=${SERVE_CG_LO:-100}
 HI=${SERVE_CG_HI:-300}
 WARMUP=${SERVE_CG_WARMUP:-20}
@@ -128,7 +131,7 @@ run() {
         RUST_LOG=info NO_COLOR=1 MRTR_KEYS="$keys" ${WORKERS:+TOKIO_WORKER_THREADS=$WORKERS} \
         valgrind --tool=callgrind --cache-sim=no --branch-sim=no --separate-threads=yes \
         --callgrind-out-file="$out/$name.out" \
-        "$bin" serve --anonymous --listen 127.0.0.1:0 --log-format human \
+        "$bin" serve --anonymous --listen 127.0.0.1:0 --log-format human $EXTRA \
         </dev/null >"$out/$name.stdout" 2>"$log" &
     server=$!
     for ((i = 0; i < 1200; i++)); do # 120 s: valgrind starts slowly on a busy host
