@@ -50,6 +50,40 @@ pub(crate) fn request(transport: &'static str) -> tracing::Span {
     span
 }
 
+/// The span of a task's run (the tasks extension): kind INTERNAL, the child
+/// of the request that made it due when that one was traced (the `otel`
+/// feature); the run goes on in it, and its own context for the run to seal.
+pub(crate) fn task_run(
+    parent: Option<mrtr::wire::TraceParent>,
+) -> (tracing::Span, Option<mrtr::wire::TraceParent>) {
+    let span = tracing::info_span!(
+        target: TARGET,
+        "mrtr task run",
+        otel.kind = "internal",
+        otel.status_code = Empty,
+        "mcp.method.name" = "tools/call",
+        "gen_ai.tool.name" = Empty,
+        "gen_ai.prompt.name" = Empty,
+        "mcp.resource.uri" = Empty,
+        "jsonrpc.request.id" = Empty,
+        "error.type" = Empty,
+        "mrtr.round" = Empty,
+        "mrtr.outcome" = Empty,
+        "mrtr.flow" = Empty,
+    );
+    if span.is_disabled() {
+        return (span, None);
+    }
+    #[cfg(feature = "otel")]
+    let own = otel::within(&span, parent);
+    #[cfg(not(feature = "otel"))]
+    let own = {
+        let _ = parent;
+        None
+    };
+    (span, own)
+}
+
 /// Names `span` after the request `message` ([`name`]), makes it a child of
 /// the trace context `message` carries in `params._meta` (with the `otel`
 /// feature), and puts the span's own context into `ctx`, for a first round to
@@ -165,6 +199,27 @@ mod otel {
                 own.span_id().to_bytes(),
                 own.trace_flags().to_u8(),
             );
+        }
+    }
+
+    /// Parents `span` with `parent`, and says its own context.
+    pub(super) fn within(span: &tracing::Span, parent: Option<TraceParent>) -> Option<TraceParent> {
+        if let Some(parent) = parent {
+            let remote =
+                opentelemetry::Context::new().with_remote_span_context(span_context(parent, None));
+            let _ = span.set_parent(remote);
+        }
+        let own = span.context();
+        let own = own.span();
+        let own = own.span_context();
+        if own.is_valid() {
+            TraceParent::new(
+                own.trace_id().to_bytes(),
+                own.span_id().to_bytes(),
+                own.trace_flags().to_u8(),
+            )
+        } else {
+            None
         }
     }
 

@@ -22,10 +22,15 @@ pub(crate) fn start(service: &Arc<Service>, reply: &mut Reply) {
 pub(crate) async fn run_one(service: &Service, run: TaskRun) {
     let started = Instant::now();
     let corr = crate::log::correlation_id();
-    if let Some(line) = service
-        .run_task(run, Timestamp::now, tokio::time::sleep)
-        .await
-    {
+    let (span, own) = crate::span::task_run(run.parent());
+    let run = match own {
+        Some(own) => run.in_span(own),
+        None => run,
+    };
+    let ran = service.run_task(run, Timestamp::now, tokio::time::sleep);
+    if let Some(line) = tracing::Instrument::instrument(ran, span.clone()).await {
+        crate::span::conclude(&span, &line, crate::span::error_code(&line));
+        let _in_span = span.enter();
         crate::log::request(&corr, "task", &line, None, started.elapsed());
     }
 }

@@ -155,6 +155,29 @@ impl Cancel {
 pub struct TaskRun {
     id: String,
     correlation_id: String,
+    /// The span of the request that made the run due, if traced.
+    parent: Option<crate::wire::TraceParent>,
+    /// The span the run runs in, as the transport's tracer has it.
+    span: Option<crate::wire::TraceParent>,
+}
+
+impl TaskRun {
+    /// The span of the request that made this run due (it created the task,
+    /// or took its last answer), when the transport traced it: the parent of
+    /// the run's own span. `None` for a run taken over from a lapsed lease.
+    pub fn parent(&self) -> Option<crate::wire::TraceParent> {
+        self.parent
+    }
+
+    /// This run, in the span `span` of the transport's tracer: sealed into the
+    /// state of the task's first round, as a request's is
+    /// ([`RequestContext::trace`](super::RequestContext::trace)), so each later
+    /// run's log names it to link to.
+    #[must_use]
+    pub fn in_span(mut self, span: crate::wire::TraceParent) -> Self {
+        self.span = Some(span);
+        self
+    }
 }
 
 /// Whether a request's `_meta` declares the extension.
@@ -288,6 +311,8 @@ impl Tasks {
         let run = TaskRun {
             correlation_id: ctx.correlation_id.clone(),
             id: id.clone(),
+            parent: ctx.trace,
+            span: None,
         };
         Ok((Value::Object(record.fields(&id)), run))
     }
@@ -550,6 +575,7 @@ impl super::Service {
         lock(&tasks.running).insert(run.id.clone(), Arc::clone(&cancel));
         let mut ctx = super::RequestContext::new(creator.principal(), now, run.correlation_id);
         ctx.peer = creator.peer();
+        ctx.trace = run.span;
         let mut log = super::RequestLog {
             method: Some("tools/call".into()),
             ..super::RequestLog::default()
@@ -635,6 +661,8 @@ impl super::Service {
                 TaskRun {
                     id,
                     correlation_id: c.iter().map(|b| format!("{b:02x}")).collect(),
+                    parent: None,
+                    span: None,
                 }
             })
             .collect()
@@ -706,6 +734,8 @@ async fn tasks_method(
             let run = due.then(|| TaskRun {
                 id: id.to_owned(),
                 correlation_id: ctx.correlation_id.clone(),
+                parent: ctx.trace,
+                span: None,
             });
             Ok((ack(), run))
         }

@@ -251,3 +251,45 @@ fn a_stdio_request_has_its_span_under_the_client_s() {
     assert_eq!(attr(span, "network.transport").as_deref(), Some("pipe"));
     assert_eq!(attr(span, "mrtr.outcome").as_deref(), Some("complete"));
 }
+
+/// A task's run (the tasks extension) has a span of its own, the child of the
+/// request that created the task, in the client's trace.
+#[test]
+fn a_task_s_run_is_a_span_under_the_request_that_created_it() {
+    let service = Service::new(Engine::new(Keyring::ephemeral(), "otel"), "otel", "0")
+        .tool("otel_task", "a task", json!({"type": "object"}), |_| {
+            Ok(ToolResult::text("done"))
+        })
+        .task_support("otel_task", mrtr::service::TaskSupport::Optional)
+        .with_tasks();
+    let (exporter, addr) = serve_traced(mcp_router(
+        Arc::new(service),
+        HttpOptions::default(),
+        Anonymous,
+    ));
+    let mut p = params("00f067aa0ba90210", None, json!({}));
+    p["name"] = json!("otel_task");
+    p["_meta"]["io.modelcontextprotocol/clientCapabilities"]["extensions"] =
+        json!({"io.modelcontextprotocol/tasks": {}});
+    let created = call(addr, 1, p);
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let (request, run) = loop {
+        let spans = exporter.get_finished_spans().unwrap();
+        let request = spans
+            .iter()
+            .find(|s| s.parent_span_id.to_string() == "00f067aa0ba90210")
+            .cloned();
+        let run = spans.iter().find(|s| s.name == "mrtr task run").cloned();
+        if let (Some(request), Some(run)) = (request, run) {
+            break (request, run);
+        }
+        assert!(std::time::Instant::now() < deadline, "{spans:#?}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(run.span_kind, SpanKind::Internal);
+    assert_eq!(run.span_context.trace_id().to_string(), CLIENT_TRACE);
+    assert_eq!(run.parent_span_id, request.span_context.span_id());
+    assert_eq!(attr(&run, "gen_ai.tool.name").as_deref(), Some("otel_task"));
+    assert_eq!(attr(&run, "mrtr.outcome").as_deref(), Some("complete"));
+}
