@@ -363,10 +363,7 @@ async fn post_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
             let Ok(message) = parse(&app, bytes).await else {
                 return internal_error();
             };
-            let span = parts
-                .extensions
-                .get::<crate::span::RequestSpan>()
-                .map_or_else(tracing::Span::none, |s| s.0.clone());
+            let span = crate::span::RequestSpan::of(&parts);
             crate::span::adopt(&span, &message, &mut ctx);
             #[cfg(feature = "oauth")]
             if let Some(refused) = tool_scope_refusal(&parts, &message) {
@@ -405,7 +402,7 @@ async fn post_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
                 return stream::respond(
                     Arc::clone(&app.service),
                     message,
-                    ctx,
+                    (ctx, span),
                     framing,
                     held,
                     started,

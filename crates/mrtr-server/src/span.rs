@@ -23,6 +23,16 @@ pub(crate) const TARGET: &str = "mrtr::mcp";
 #[derive(Clone)]
 pub(crate) struct RequestSpan(pub(crate) tracing::Span);
 
+impl RequestSpan {
+    /// The span the request's extensions hold, or a disabled one.
+    pub(crate) fn of(parts: &http::request::Parts) -> tracing::Span {
+        parts
+            .extensions
+            .get::<Self>()
+            .map_or_else(tracing::Span::none, |s| s.0.clone())
+    }
+}
+
 /// A request's span, not yet named (its method and target are read later).
 pub(crate) fn request(transport: &'static str) -> tracing::Span {
     let span = tracing::info_span!(

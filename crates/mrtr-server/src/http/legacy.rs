@@ -179,7 +179,8 @@ pub(super) async fn post<H: Send + 'static>(
                 "the session runs as many flows as it may",
             ));
         }
-        return flow(app, session, message, ctx, held, started);
+        let span = crate::span::RequestSpan::of(parts);
+        return flow(app, session, message, (ctx, span), held, started);
     }
     let channel = Channel::without_stream();
     let reply = app
@@ -196,7 +197,7 @@ fn flow<H: Send + 'static>(
     app: &Arc<AppState>,
     session: Arc<HttpSession>,
     message: ParsedMessage,
-    ctx: RequestContext,
+    (ctx, span): (RequestContext, tracing::Span),
     held: H,
     started: Instant,
 ) -> Response {
@@ -214,12 +215,14 @@ fn flow<H: Send + 'static>(
     let task = tokio::spawn(async move {
         let _held = (held, busy, finish);
         let sink: Arc<dyn NotificationSink> = Arc::clone(&channel) as _;
-        let reply = service
-            .handle_legacy(message, &task_session.core, &ctx, &*channel, Some(sink))
-            .await;
+        let handled =
+            service.handle_legacy(message, &task_session.core, &ctx, &*channel, Some(sink));
+        let reply = tracing::Instrument::instrument(handled, span.clone()).await;
         if let Some(body) = &reply.body {
             channel.push(body.as_str());
         }
+        crate::span::conclude(&span, &reply.log, reply.error_code);
+        let _in_span = span.enter();
         log::request(
             &ctx.correlation_id,
             "http",

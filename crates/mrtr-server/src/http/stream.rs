@@ -40,7 +40,7 @@ use mrtr::streamable_http::{self, Framing, Refusal};
 pub(super) async fn respond<C, H>(
     service: Arc<Service>,
     message: ParsedMessage<C>,
-    ctx: RequestContext,
+    (ctx, span): (RequestContext, tracing::Span),
     framing: Framing,
     held: H,
     started: Instant,
@@ -53,11 +53,11 @@ where
     let outbox = Outbox::new(tx);
     let sink: Arc<dyn mrtr::NotificationSink> = outbox.clone();
     let correlation_id = ctx.correlation_id.clone();
+    let in_span = span.clone();
     let mut run = Box::pin(async move {
         let deadline = tokio::time::sleep(service.handler_timeout());
-        let mut reply = service
-            .handle_parsed_notifying(message, &ctx, deadline, sink)
-            .await;
+        let handled = service.handle_parsed_notifying(message, &ctx, deadline, sink);
+        let mut reply = tracing::Instrument::instrument(handled, in_span).await;
         crate::tasks::start(&service, &mut reply);
         reply
     });
@@ -91,6 +91,7 @@ where
             correlation_id,
             started,
             written: false,
+            span,
         },
     };
     let rest = stream::unfold(Some(running), |state| async move {
@@ -103,7 +104,7 @@ where
                 let mut text = drain(&mut r.rx);
                 let reply = with_dropped(reply, &r.outbox);
                 text.push_str(&reply_event(&reply));
-                r.line.write(&reply.log);
+                r.line.write(&reply.log, reply.error_code);
                 Some((Bytes::from(text), None))
             }
         }
@@ -134,11 +135,15 @@ struct LogLine {
     correlation_id: String,
     started: Instant,
     written: bool,
+    /// The request's span, which records how it ended before the line.
+    span: tracing::Span,
 }
 
 impl LogLine {
-    fn write(&mut self, entry: &RequestLog) {
+    fn write(&mut self, entry: &RequestLog, error_code: Option<i64>) {
         self.written = true;
+        crate::span::conclude(&self.span, entry, error_code);
+        let _in_span = self.span.enter();
         log::request(
             &self.correlation_id,
             "http",
@@ -157,7 +162,7 @@ impl Drop for LogLine {
                 detail: Some("the client closed the event stream".into()),
                 ..RequestLog::default()
             };
-            self.write(&entry);
+            self.write(&entry, None);
         }
     }
 }

@@ -293,3 +293,73 @@ fn a_task_s_run_is_a_span_under_the_request_that_created_it() {
     assert_eq!(attr(&run, "gen_ai.tool.name").as_deref(), Some("otel_task"));
     assert_eq!(attr(&run, "mrtr.outcome").as_deref(), Some("complete"));
 }
+
+/// A 2025-era session's flow (`initialize`, then a `tools/call` on the
+/// session, answered on an SSE stream) has its span too, under the client's
+/// `traceparent`, with the same attributes as a 2026-07-28 request's.
+#[test]
+fn a_2025_era_flow_on_a_session_has_its_span_under_the_client_s() {
+    const VERSION: &str = "2025-11-25";
+    let service = Service::new(Engine::new(Keyring::ephemeral(), "otel"), "otel", "0").tool(
+        "otel_legacy",
+        "answers",
+        json!({"type": "object"}),
+        |_| Ok(ToolResult::text("done")),
+    );
+    let (exporter, addr) = serve_traced(mcp_router(
+        Arc::new(service),
+        HttpOptions::default(),
+        Anonymous,
+    ));
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": VERSION, "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"}}});
+    let r = request(
+        addr,
+        "POST",
+        "/mcp",
+        &[
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+        ],
+        init.to_string().as_bytes(),
+    );
+    let session = r.header("mcp-session-id").expect("a session").to_owned();
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "otel_legacy", "arguments": {},
+        "_meta": {"traceparent": format!("00-{CLIENT_TRACE}-00f067aa0ba90220-01")}}});
+    let mut events = mrtr_testkit::EventStream::post(
+        addr,
+        &call,
+        &[
+            ("Mcp-Session-Id", session.as_str()),
+            ("MCP-Protocol-Version", VERSION),
+        ],
+    );
+    let reply = loop {
+        let e = events.next_event().expect("the reply");
+        if e.get("id") == Some(&json!(1)) {
+            break e;
+        }
+    };
+    assert_eq!(reply["result"]["content"][0]["text"], "done", "{reply}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let span = loop {
+        let spans = exporter.get_finished_spans().unwrap();
+        if let Some(s) = spans
+            .iter()
+            .find(|s| s.parent_span_id.to_string() == "00f067aa0ba90220")
+        {
+            break s.clone();
+        }
+        assert!(std::time::Instant::now() < deadline, "{spans:#?}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(span.span_kind, SpanKind::Server);
+    assert_eq!(span.name, "tools/call otel_legacy");
+    assert_eq!(
+        attr(&span, "mcp.method.name").as_deref(),
+        Some("tools/call")
+    );
+    assert_eq!(attr(&span, "mrtr.outcome").as_deref(), Some("complete"));
+}
