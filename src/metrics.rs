@@ -237,14 +237,16 @@ fn operation(
     transport: &'static str,
     took: Duration,
 ) {
-    let method = Label::new("mcp.method.name", method_label(method));
-    let transport = Label::new("network.transport", transport);
+    let method = method_label(method);
+    // The labels as the macro's own pairs: no allocation without a recorder.
     match end.label() {
         Some(error) => histogram!(
             name,
-            vec![method, transport, Label::new("error.type", error)]
+            "mcp.method.name" => method,
+            "network.transport" => transport,
+            "error.type" => error
         ),
-        None => histogram!(name, vec![method, transport]),
+        None => histogram!(name, "mcp.method.name" => method, "network.transport" => transport),
     }
     .record(took.as_secs_f64());
 }
