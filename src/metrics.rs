@@ -796,9 +796,19 @@ mod tests {
         let names: Vec<_> = OnceResult::ALL.iter().map(|r| r.as_str()).collect();
         assert_eq!(names, ["claimed", "replayed", "unavailable", "sealed"]);
         for (name, buckets) in HISTOGRAM_BUCKETS {
-            assert!(name.starts_with("mrtr_"));
+            // mrtr's own, or the MCP semantic conventions'.
+            assert!(
+                name.starts_with("mrtr_") || name.starts_with("mcp."),
+                "{name}"
+            );
             assert!(buckets.windows(2).all(|w| w[0] < w[1]), "{name}");
         }
+        // error.type: a known code, tool_error or transport; nothing for a success.
+        assert_eq!(OperationEnd::Ok.label(), None);
+        assert_eq!(OperationEnd::ToolError.label(), Some("tool_error"));
+        assert_eq!(OperationEnd::Transport.label(), Some("transport"));
+        assert_eq!(OperationEnd::Error(-32602).label(), Some("-32602"));
+        assert_eq!(OperationEnd::Error(12345).label(), Some(OTHER));
     }
 
     #[test]
