@@ -365,6 +365,7 @@ async fn post_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
             };
             let span = crate::span::RequestSpan::of(&parts);
             crate::span::adopt(&span, &message, &mut ctx);
+            crate::span::link_transport(&span, &parts.headers);
             #[cfg(feature = "oauth")]
             if let Some(refused) = tool_scope_refusal(&parts, &message) {
                 return refused;

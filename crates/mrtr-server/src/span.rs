@@ -115,6 +115,26 @@ pub(crate) fn adopt(span: &tracing::Span, message: &ParsedMessage, ctx: &mut Req
     let _ = (message, ctx);
 }
 
+/// Links `span` to the trace context of the HTTP request that carried it (a
+/// `traceparent` header an instrumented HTTP client or proxy set), as the
+/// conventions ask: the MCP context (`_meta`) is the parent, the transport's
+/// is linked. With the `otel` feature; nothing otherwise.
+pub(crate) fn link_transport(span: &tracing::Span, headers: &http::HeaderMap) {
+    if span.is_disabled() {
+        return;
+    }
+    #[cfg(feature = "otel")]
+    if let Some(t) = headers
+        .get("traceparent")
+        .and_then(|v| v.to_str().ok())
+        .and_then(mrtr::wire::TraceParent::parse)
+    {
+        otel::link(span, t);
+    }
+    #[cfg(not(feature = "otel"))]
+    let _ = headers;
+}
+
 /// Records how the request ended on `span`: its name and attributes from
 /// `log` (and the error code of the reply), and, for a later round of a
 /// flow, the link to the first round's span.

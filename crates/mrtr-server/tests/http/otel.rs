@@ -363,3 +363,55 @@ fn a_2025_era_flow_on_a_session_has_its_span_under_the_client_s() {
     );
     assert_eq!(attr(&span, "mrtr.outcome").as_deref(), Some("complete"));
 }
+
+/// The MCP context (`_meta`) is the span's parent; the HTTP request's own
+/// (`traceparent` header, from an instrumented HTTP client) is linked.
+#[test]
+fn the_http_request_s_trace_context_is_linked_not_the_parent() {
+    let service = Service::new(Engine::new(Keyring::ephemeral(), "otel"), "otel", "0").tool(
+        "otel_linked",
+        "answers",
+        json!({"type": "object"}),
+        |_| Ok(ToolResult::text("done")),
+    );
+    let (exporter, addr) = serve_traced(mcp_router(
+        Arc::new(service),
+        HttpOptions::default(),
+        Anonymous,
+    ));
+    let mut p = params("00f067aa0ba90230", None, json!({}));
+    p["name"] = json!("otel_linked");
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": p});
+    let owned = headers_for(&body);
+    let mut h: Vec<(&str, &str)> = owned
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    h.push(("Content-Type", "application/json"));
+    let http_parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    h.push(("traceparent", http_parent));
+    let r = request(addr, "POST", "/mcp", &h, body.to_string().as_bytes()).json();
+    assert_eq!(r["result"]["content"][0]["text"], "done", "{r}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let span = loop {
+        let spans = exporter.get_finished_spans().unwrap();
+        if let Some(s) = spans
+            .iter()
+            .find(|s| s.parent_span_id.to_string() == "00f067aa0ba90230")
+        {
+            break s.clone();
+        }
+        assert!(std::time::Instant::now() < deadline, "{spans:#?}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(span.span_context.trace_id().to_string(), CLIENT_TRACE);
+    assert_eq!(span.links.len(), 1, "{span:#?}");
+    assert_eq!(
+        span.links[0].span_context.trace_id().to_string(),
+        "0af7651916cd43dd8448eb211c80319c"
+    );
+    assert_eq!(
+        span.links[0].span_context.span_id().to_string(),
+        "b7ad6b7169203331"
+    );
+}
