@@ -214,7 +214,25 @@ mod otel {
     }
 
     pub(super) fn adopt(span: &tracing::Span, message: &ParsedMessage, ctx: &mut RequestContext) {
-        if let Some((parent, state)) = message.trace_context() {
+        let parent = message.trace_context();
+        ctx.trace = parented(span, parent.map(|(p, _)| p), parent.and_then(|(_, s)| s));
+    }
+
+    /// Parents `span` with `parent`, and says its own context.
+    pub(super) fn within(span: &tracing::Span, parent: Option<TraceParent>) -> Option<TraceParent> {
+        parented(span, parent, None)
+    }
+
+    /// Makes `span` the child of the remote `parent` (with its trace `state`),
+    /// if any, and says the span's own context (`None` when no OpenTelemetry
+    /// layer gave it one). Before the span starts: a started span keeps its
+    /// parent.
+    fn parented(
+        span: &tracing::Span,
+        parent: Option<TraceParent>,
+        state: Option<&str>,
+    ) -> Option<TraceParent> {
+        if let Some(parent) = parent {
             let remote =
                 opentelemetry::Context::new().with_remote_span_context(span_context(parent, state));
             // Fails only when no OpenTelemetry layer is installed: nothing to parent.
@@ -223,34 +241,14 @@ mod otel {
         let own = span.context();
         let own = own.span();
         let own = own.span_context();
-        if own.is_valid() {
-            ctx.trace = TraceParent::new(
-                own.trace_id().to_bytes(),
-                own.span_id().to_bytes(),
-                own.trace_flags().to_u8(),
-            );
+        if !own.is_valid() {
+            return None;
         }
-    }
-
-    /// Parents `span` with `parent`, and says its own context.
-    pub(super) fn within(span: &tracing::Span, parent: Option<TraceParent>) -> Option<TraceParent> {
-        if let Some(parent) = parent {
-            let remote =
-                opentelemetry::Context::new().with_remote_span_context(span_context(parent, None));
-            let _ = span.set_parent(remote);
-        }
-        let own = span.context();
-        let own = own.span();
-        let own = own.span_context();
-        if own.is_valid() {
-            TraceParent::new(
-                own.trace_id().to_bytes(),
-                own.span_id().to_bytes(),
-                own.trace_flags().to_u8(),
-            )
-        } else {
-            None
-        }
+        TraceParent::new(
+            own.trace_id().to_bytes(),
+            own.span_id().to_bytes(),
+            own.trace_flags().to_u8(),
+        )
     }
 
     pub(super) fn link(span: &tracing::Span, first: TraceParent) {

@@ -44,6 +44,23 @@ fn serve_traced(app: axum::Router) -> (InMemorySpanExporter, std::net::SocketAdd
     (exporter, rx.recv().unwrap())
 }
 
+/// The exported span whose parent is the span `parent`, once it is there
+/// (bounded).
+fn span_under(exporter: &InMemorySpanExporter, parent: &str) -> SpanData {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let spans = exporter.get_finished_spans().unwrap();
+        if let Some(s) = spans
+            .iter()
+            .find(|s| s.parent_span_id.to_string() == parent)
+        {
+            return s.clone();
+        }
+        assert!(std::time::Instant::now() < deadline, "{spans:#?}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 const CLIENT_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 
 fn call(addr: std::net::SocketAddr, id: u64, params: Value) -> Value {
@@ -343,18 +360,7 @@ fn a_2025_era_flow_on_a_session_has_its_span_under_the_client_s() {
         }
     };
     assert_eq!(reply["result"]["content"][0]["text"], "done", "{reply}");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    let span = loop {
-        let spans = exporter.get_finished_spans().unwrap();
-        if let Some(s) = spans
-            .iter()
-            .find(|s| s.parent_span_id.to_string() == "00f067aa0ba90220")
-        {
-            break s.clone();
-        }
-        assert!(std::time::Instant::now() < deadline, "{spans:#?}");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+    let span = span_under(&exporter, "00f067aa0ba90220");
     assert_eq!(span.span_kind, SpanKind::Server);
     assert_eq!(span.name, "tools/call otel_legacy");
     assert_eq!(
@@ -392,18 +398,7 @@ fn the_http_request_s_trace_context_is_linked_not_the_parent() {
     h.push(("traceparent", http_parent));
     let r = request(addr, "POST", "/mcp", &h, body.to_string().as_bytes()).json();
     assert_eq!(r["result"]["content"][0]["text"], "done", "{r}");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    let span = loop {
-        let spans = exporter.get_finished_spans().unwrap();
-        if let Some(s) = spans
-            .iter()
-            .find(|s| s.parent_span_id.to_string() == "00f067aa0ba90230")
-        {
-            break s.clone();
-        }
-        assert!(std::time::Instant::now() < deadline, "{spans:#?}");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+    let span = span_under(&exporter, "00f067aa0ba90230");
     assert_eq!(span.span_context.trace_id().to_string(), CLIENT_TRACE);
     assert_eq!(span.links.len(), 1, "{span:#?}");
     assert_eq!(

@@ -293,6 +293,33 @@ fn round_robin(backends: Vec<std::net::SocketAddr>) -> std::net::SocketAddr {
     addr
 }
 
+/// `mrtr call URL` on the proxy with `target`, its answers given, its spans
+/// exported to `endpoint`; what it printed (it must succeed).
+fn traced_call(
+    proxy: std::net::SocketAddr,
+    endpoint: &str,
+    answers: &Value,
+    target: &[&str],
+) -> String {
+    let url = format!("http://{proxy}/mcp");
+    let answers = answers.to_string();
+    let mut args = vec!["call", url.as_str(), "--era", "modern", "--no-input"];
+    args.extend(["--otlp-endpoint", endpoint, "--answers", answers.as_str()]);
+    args.extend(target);
+    let out = Command::new(bin())
+        .args(&args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run mrtr call");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
 /// `mrtr call` drives a three-round flow through a proxy that sends each round
 /// to the other `mrtr serve`: one trace, the call's span over its three
 /// CLIENT spans, each the parent of a SERVER span, rounds 2 and 3 linked to
@@ -310,29 +337,7 @@ fn mrtr_call_and_two_instances_make_one_trace_of_a_three_round_flow() {
         "step1": {"action": "accept", "content": {"name": "Ada"}},
         "step2": {"action": "accept", "content": {"color": "green"}},
     });
-    let out = Command::new(bin())
-        .args([
-            "call",
-            &format!("http://{proxy}/mcp"),
-            "--era",
-            "modern",
-            "--no-input",
-            "--otlp-endpoint",
-            &endpoint,
-            "--answers",
-            &answers.to_string(),
-            "tool",
-            TOOL,
-        ])
-        .stdin(Stdio::null())
-        .output()
-        .expect("run mrtr call");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout} {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = traced_call(proxy, &endpoint, &answers, &["tool", TOOL]);
     assert!(stdout.contains("Ada likes green"), "{stdout}");
     a.terminate();
     b.terminate();
@@ -408,31 +413,8 @@ fn a_once_step_is_one_event_on_the_span_of_the_round_that_ran_it() {
     let (mut a, mut b) = (start(), start());
     let proxy = round_robin(vec![a.addr, b.addr]);
     let answers = json!({"confirm": {"action": "accept", "content": {"confirm": true}}});
-    let out = Command::new(bin())
-        .args([
-            "call",
-            &format!("http://{proxy}/mcp"),
-            "--era",
-            "modern",
-            "--no-input",
-            "--otlp-endpoint",
-            &endpoint,
-            "--answers",
-            &answers.to_string(),
-            "tool",
-            "deploy",
-            "--args",
-            r#"{"service":"web"}"#,
-        ])
-        .stdin(Stdio::null())
-        .output()
-        .expect("run mrtr call");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout} {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let target = ["tool", "deploy", "--args", r#"{"service":"web"}"#];
+    let stdout = traced_call(proxy, &endpoint, &answers, &target);
     assert!(stdout.contains("Deployed web"), "{stdout}");
     a.terminate();
     b.terminate();
