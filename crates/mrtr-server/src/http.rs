@@ -279,13 +279,6 @@ async fn per_request(mut req: Request, next: Next) -> Response {
     let corr = log::correlation_id();
     req.extensions_mut()
         .insert(CorrelationId(corr.clone(), started));
-    // The request's span (the MCP conventions' SERVER span; `span`): named and
-    // parented once the body is read, entered from then on.
-    let span = crate::span::request("http");
-    if !span.is_disabled() {
-        req.extensions_mut()
-            .insert(crate::span::RequestSpan(span.clone()));
-    }
     // A panic anywhere below (handler, extractors) ends only that task; the
     // client still gets a JSON-RPC error body.
     let mut resp = match tokio::spawn(next.run(req)).await {
@@ -315,6 +308,11 @@ async fn per_request(mut req: Request, next: Next) -> Response {
             outcome: format!("http:{status}"),
             ..RequestLog::default()
         });
+    // The MCP request's span, when the response is to one (`post_mcp`).
+    let span = resp
+        .extensions_mut()
+        .remove::<crate::span::RequestSpan>()
+        .map_or_else(tracing::Span::none, |s| s.0);
     crate::span::conclude(&span, &entry, crate::span::error_code(&entry));
     let _in_span = span.enter();
     log::request(&corr, "http", &entry, Some(status), started.elapsed());
@@ -363,68 +361,98 @@ async fn post_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
             let Ok(message) = parse(&app, bytes).await else {
                 return internal_error();
             };
-            let span = crate::span::RequestSpan::of(&parts);
+            // The request's span (the MCP conventions' SERVER span), for an
+            // MCP message only: not for a refusal before one is read, a
+            // client's answer, nor a session's GET or DELETE (HTTP's, with
+            // their log lines). Per-request code finds it in the extensions;
+            // `per_request` concludes it from the response's.
+            let span = crate::span::request("http");
             crate::span::adopt(&span, &message, &mut ctx);
             crate::span::link_transport(&span, &parts.headers);
-            #[cfg(feature = "oauth")]
-            if let Some(refused) = tool_scope_refusal(&parts, &message) {
-                return refused;
+            let mut parts = parts;
+            if !span.is_disabled() {
+                parts
+                    .extensions
+                    .insert(crate::span::RequestSpan(span.clone()));
             }
-            let eras = app.service.eras();
-            if eras.serves_legacy() && !message.has_modern_meta() {
-                if let Some(id) = legacy::session_header(&parts) {
-                    let held = (reservation, in_flight);
-                    return legacy::post(&app, &parts, id, message, ctx, held, started).await;
-                }
-                if message.is_legacy_initialize() {
-                    return legacy::initialize(&app, &parts, message, &ctx);
-                }
-                if !eras.serves_modern() {
-                    return refuse(Refused::new(
-                        Refusal::SessionRequired,
-                        "request without a session on a 2025-era-only server",
-                    ));
-                }
+            let held = (reservation, in_flight);
+            let mut resp = serve_message(&app, &parts, message, ctx, held, started).await;
+            if !span.is_disabled() {
+                resp.extensions_mut().insert(crate::span::RequestSpan(span));
             }
-            if message.is_legacy_initialize() {
-                // Refused with -32022 naming the versions served.
-                return legacy::initialize(&app, &parts, message, &ctx);
-            }
-            if !eras.serves_modern() {
-                return refuse(Refused::new(
-                    Refusal::SessionRequired,
-                    "2026-07-28 request on a 2025-era-only server",
-                ));
-            }
-            let message = agree(&parts, &app.service, message);
-            let framing = framing(&parts.headers);
-            if message.asks_for_notifications() && accepts_event_stream(&parts.headers) {
-                let held = (reservation, in_flight);
-                return stream::respond(
-                    Arc::clone(&app.service),
-                    message,
-                    (ctx, span),
-                    framing,
-                    held,
-                    started,
-                )
-                .await;
-            }
-            let service = &app.service;
-            if service.changes().is_some() && message.is_listen() {
-                // Answered, not handled: the stream holds no in-flight slot.
-                drop((reservation, in_flight));
-                return listen::respond(service.listen(message, &ctx), framing);
-            }
-            let deadline = tokio::time::sleep(service.handler_timeout());
-            let handled = service.handle_parsed_until(message, &ctx, deadline);
-            let mut reply = tracing::Instrument::instrument(handled, span).await;
-            drop((reservation, in_flight));
-            crate::tasks::start(service, &mut reply);
-            reply_response(reply, framing)
+            resp
         }
         Err(refused) => refuse(refused),
     }
+}
+
+/// An admitted MCP message, its span adopted (in `parts`' extensions): the
+/// era's path, the stream or the service.
+async fn serve_message(
+    app: &Arc<AppState>,
+    parts: &Parts,
+    message: ParsedMessage,
+    ctx: RequestContext,
+    (reservation, in_flight): (Option<OwnedSemaphorePermit>, OwnedSemaphorePermit),
+    started: Instant,
+) -> Response {
+    let span = crate::span::RequestSpan::of(parts);
+    #[cfg(feature = "oauth")]
+    if let Some(refused) = tool_scope_refusal(parts, &message) {
+        return refused;
+    }
+    let eras = app.service.eras();
+    if eras.serves_legacy() && !message.has_modern_meta() {
+        if let Some(id) = legacy::session_header(parts) {
+            let held = (reservation, in_flight);
+            return legacy::post(app, parts, id, message, ctx, held, started).await;
+        }
+        if message.is_legacy_initialize() {
+            return legacy::initialize(app, parts, message, &ctx);
+        }
+        if !eras.serves_modern() {
+            return refuse(Refused::new(
+                Refusal::SessionRequired,
+                "request without a session on a 2025-era-only server",
+            ));
+        }
+    }
+    if message.is_legacy_initialize() {
+        // Refused with -32022 naming the versions served.
+        return legacy::initialize(app, parts, message, &ctx);
+    }
+    if !eras.serves_modern() {
+        return refuse(Refused::new(
+            Refusal::SessionRequired,
+            "2026-07-28 request on a 2025-era-only server",
+        ));
+    }
+    let message = agree(parts, &app.service, message);
+    let framing = framing(&parts.headers);
+    if message.asks_for_notifications() && accepts_event_stream(&parts.headers) {
+        let held = (reservation, in_flight);
+        return stream::respond(
+            Arc::clone(&app.service),
+            message,
+            (ctx, span),
+            framing,
+            held,
+            started,
+        )
+        .await;
+    }
+    let service = &app.service;
+    if service.changes().is_some() && message.is_listen() {
+        // Answered, not handled: the stream holds no in-flight slot.
+        drop((reservation, in_flight));
+        return listen::respond(service.listen(message, &ctx), framing);
+    }
+    let deadline = tokio::time::sleep(service.handler_timeout());
+    let handled = service.handle_parsed_until(message, &ctx, deadline);
+    let mut reply = tracing::Instrument::instrument(handled, span).await;
+    drop((reservation, in_flight));
+    crate::tasks::start(service, &mut reply);
+    reply_response(reply, framing)
 }
 
 /// `GET /mcp`: a 2025-era session's stream ([`legacy::get`]); 405 where

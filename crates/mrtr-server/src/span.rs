@@ -115,6 +115,14 @@ pub(crate) fn adopt(span: &tracing::Span, message: &ParsedMessage, ctx: &mut Req
     let _ = (message, ctx);
 }
 
+/// Records on `span` the protocol version a 2025-era session negotiated (its
+/// requests carry none in `_meta`).
+pub(crate) fn session_version(span: &tracing::Span, version: &str) {
+    if !span.is_disabled() {
+        span.record("mcp.protocol.version", version);
+    }
+}
+
 /// Links `span` to the trace context of the HTTP request that carried it (a
 /// `traceparent` header an instrumented HTTP client or proxy set), as the
 /// conventions ask: the MCP context (`_meta`) is the parent, the transport's

@@ -338,7 +338,7 @@ async fn handle(
                 }
                 message
             } else {
-                match legacy_era(service, message, &ctx, notes, legacy).await {
+                match legacy_era(service, message, &mut ctx, notes, legacy).await {
                     Ok(done) => {
                         return Done {
                             correlation_id: corr,
@@ -366,7 +366,7 @@ async fn handle(
 async fn legacy_era(
     service: &Service,
     message: ParsedMessage,
-    ctx: &RequestContext,
+    ctx: &mut RequestContext,
     notes: &tokio::sync::mpsc::UnboundedSender<Queued>,
     legacy: &Legacy,
 ) -> Result<Done, ParsedMessage> {
@@ -388,26 +388,37 @@ async fn legacy_era(
         };
         return Ok(done(None, log));
     }
-    if let Some(session) = legacy.session() {
-        let outbox = Outbox::new(notes.clone());
-        let asker = legacy.asker(notes);
-        let reply = service
-            .handle_legacy(message, session, ctx, &asker, Some(outbox))
-            .await;
-        return Ok(done(reply.body, reply.log));
-    }
-    if !message.is_legacy_initialize() {
+    if legacy.session().is_none() && !message.is_legacy_initialize() {
         return Err(message);
     }
+    // A request of the session, or its initialize: the conventions' span, as
+    // for a modern request (the session's version as mcp.protocol.version).
+    let span = crate::span::request("stdio");
+    crate::span::adopt(&span, &message, ctx);
+    let ctx = &*ctx;
+    let traced = |body, log| Done {
+        span: span.clone(),
+        ..done(body, log)
+    };
+    if let Some(session) = legacy.session() {
+        crate::span::session_version(&span, session.version());
+        let outbox = Outbox::new(notes.clone());
+        let asker = legacy.asker(notes);
+        let handled = service.handle_legacy(message, session, ctx, &asker, Some(outbox));
+        let reply = tracing::Instrument::instrument(handled, span.clone()).await;
+        return Ok(traced(reply.body, reply.log));
+    }
+    let _in_span = span.enter();
     Ok(match service.initialize(message, ctx) {
         Ok((session, reply)) => {
+            crate::span::session_version(&span, session.version());
             legacy.open(session);
             Done {
                 session: legacy.session().cloned(),
-                ..done(reply.body, reply.log)
+                ..traced(reply.body, reply.log)
             }
         }
-        Err(reply) => done(reply.body, reply.log),
+        Err(reply) => traced(reply.body, reply.log),
     })
 }
 

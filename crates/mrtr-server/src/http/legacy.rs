@@ -64,6 +64,7 @@ pub(super) fn initialize(
         Ok(opened) => opened,
         Err(reply) => return reply_response(reply, framing),
     };
+    crate::span::session_version(&crate::span::RequestSpan::of(parts), core.version());
     let Ok(session) = app.sessions.open(ctx.caller_key(), core) else {
         return refuse(Refused::new(
             Refusal::Busy,
@@ -155,6 +156,7 @@ pub(super) async fn post<H: Send + 'static>(
         Ok(s) => s,
         Err(refused) => return refuse(refused),
     };
+    crate::span::session_version(&crate::span::RequestSpan::of(parts), session.core.version());
     if let Some(cancelled) = message.cancels() {
         let stopped = session.cancel(&serde_json::to_string(&cancelled).unwrap_or_default());
         let mut resp = super::framing::empty(StatusCode::ACCEPTED);

@@ -368,6 +368,115 @@ fn a_2025_era_flow_on_a_session_has_its_span_under_the_client_s() {
         Some("tools/call")
     );
     assert_eq!(attr(&span, "mrtr.outcome").as_deref(), Some("complete"));
+    // The session's version, which its requests do not carry in `_meta`.
+    assert_eq!(
+        attr(&span, "mcp.protocol.version").as_deref(),
+        Some(VERSION)
+    );
+    // The session's end is HTTP's (a DELETE): its log line, no MCP span. The
+    // spans exported are the MCP messages', each named for its method.
+    let ended = request(
+        addr,
+        "DELETE",
+        "/mcp",
+        &[
+            ("Mcp-Session-Id", session.as_str()),
+            ("MCP-Protocol-Version", VERSION),
+        ],
+        b"",
+    );
+    assert_eq!(ended.status, 200);
+    let init = loop {
+        let spans = exporter.get_finished_spans().unwrap();
+        if let Some(init) = spans.iter().find(|s| s.name == "initialize") {
+            break init.clone();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(
+        attr(&init, "mcp.protocol.version").as_deref(),
+        Some(VERSION)
+    );
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let spans = exporter.get_finished_spans().unwrap();
+    let names: Vec<&str> = spans.iter().map(|s| s.name.as_ref()).collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert!(names.contains(&"initialize") && names.contains(&"tools/call otel_legacy"));
+}
+
+/// On stdio, a 2025-era session's requests (`initialize`, then a call) have
+/// their spans as a modern request has, with the session's version.
+#[test]
+fn a_2025_era_session_on_stdio_has_its_spans() {
+    let exporter = InMemorySpanExporter::default();
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(exporter.clone())
+        .build();
+    let subscriber = tracing_subscriber::registry()
+        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("stdio-test")));
+    let _default = tracing::subscriber::set_default(subscriber);
+    let service = Service::new(Engine::new(Keyring::ephemeral(), "otel"), "otel", "0").tool(
+        "otel_stdio_legacy",
+        "answers",
+        json!({"type": "object"}),
+        |_| Ok(ToolResult::text("done")),
+    );
+    let lines = [
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "otel_stdio_legacy", "arguments": {},
+            "_meta": {"traceparent": format!("00-{CLIENT_TRACE}-00f067aa0ba90240-01")}}}),
+    ];
+    let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let mut out = Vec::new();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(mrtr_server::stdio::serve(
+        &service,
+        &mrtr::Principal::anonymous(),
+        64 * 1024,
+        input.as_bytes(),
+        &mut out,
+        std::future::pending(),
+    ))
+    .unwrap();
+    let replies: Vec<Value> = out
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).unwrap())
+        .collect();
+    let call = replies
+        .iter()
+        .find(|r| r["id"] == 1)
+        .expect("the call's reply");
+    assert_eq!(call["result"]["content"][0]["text"], "done", "{call}");
+    let spans = exporter.get_finished_spans().unwrap();
+    let span = spans
+        .iter()
+        .find(|s| s.parent_span_id.to_string() == "00f067aa0ba90240")
+        .unwrap_or_else(|| panic!("{spans:#?}"));
+    assert_eq!(span.span_context.trace_id().to_string(), CLIENT_TRACE);
+    assert_eq!(span.span_kind, SpanKind::Server);
+    assert_eq!(span.name, "tools/call otel_stdio_legacy");
+    assert_eq!(
+        attr(span, "mcp.protocol.version").as_deref(),
+        Some("2025-06-18")
+    );
+    assert_eq!(attr(span, "network.transport").as_deref(), Some("pipe"));
+    assert_eq!(attr(span, "mrtr.outcome").as_deref(), Some("complete"));
+    let init = spans
+        .iter()
+        .find(|s| s.name == "initialize")
+        .unwrap_or_else(|| panic!("{spans:#?}"));
+    assert_eq!(
+        attr(init, "mcp.protocol.version").as_deref(),
+        Some("2025-06-18")
+    );
 }
 
 /// The MCP context (`_meta`) is the span's parent; the HTTP request's own
