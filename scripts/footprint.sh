@@ -86,7 +86,7 @@ printf '| the same with `mrtr` and `mrtr-rmcp` (`http`) | %d (+%d) |\n' "$rmcp_m
 printf '| axum app with `mrtr` and `mrtr-server` | %d |\n' "$axum_server"
 printf '| the same with `mrtr-server`'"'"'s `oauth` (a JWT resource server) | %d |\n' "$axum_oauth"
 printf '| the same with `mrtr-server`'"'"'s `otel` (spans parented and linked) | %d |\n' "$axum_otel"
-printf '| the same with `mrtr-server`'"'"'s `otlp` (and exported over OTLP/HTTP) | %d |\n' "$axum_otlp"
+printf '| the same with `mrtr-server`'"'"'s `otlp` (spans and metrics exported over OTLP/HTTP) | %d |\n' "$axum_otlp"
 printf '| `mrtr-redis` alone | %d |\n' "$redis"
 printf '| `mrtr-client` alone (`http`, `stdio`) | %d |\n' "$client"
 printf '| `mrtr-client` with `oauth` (MCP authorization) | %d |\n' "$client_oauth"

@@ -18,6 +18,7 @@ pub mod call;
 pub mod defaults;
 pub mod log;
 pub mod manual;
+pub mod recorder;
 pub mod reference;
 pub mod serve;
 

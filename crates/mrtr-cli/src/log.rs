@@ -10,12 +10,13 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
-/// The service name spans are exported under (`OTEL_SERVICE_NAME` wins).
+/// The service name spans and metrics are exported under (`OTEL_SERVICE_NAME` wins).
 const SERVICE_NAME: &str = "mrtr";
 
-/// The span export `--otlp-endpoint` asks for, or the OpenTelemetry
-/// environment (`OTEL_EXPORTER_OTLP_ENDPOINT`,
-/// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`); `None` when neither is given.
+/// The span and metric export `--otlp-endpoint` asks for, or the
+/// OpenTelemetry environment (`OTEL_EXPORTER_OTLP_ENDPOINT`,
+/// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`);
+/// `None` when neither is given.
 ///
 /// # Errors
 /// When the endpoint is not a URL the exporter takes.
@@ -23,6 +24,7 @@ pub fn export(endpoint: Option<&str>) -> Result<Option<Export>, mrtr_server::Ser
     let from_env = [
         "OTEL_EXPORTER_OTLP_ENDPOINT",
         "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
     ]
     .iter()
     .any(|v| std::env::var_os(v).is_some_and(|s| !s.is_empty()));

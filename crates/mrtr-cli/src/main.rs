@@ -14,14 +14,13 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use clap::{Args, Parser, Subcommand};
-use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
 use mrtr::defaults;
 use mrtr_cli::serve::{
     self as server, KEYS_ENV, KeySource, PrincipalConfig, ServeConfig, ServeError,
     ServerConfigError,
 };
-use mrtr_cli::{audit, call, log, reference};
-use mrtr_server::MetricsEndpoint;
+use mrtr_cli::{audit, call, log, recorder, reference};
+use mrtr_server::otel::Export;
 
 /// Multi Round-Trip Requests (MCP 2026-07-28): reference server and operator tools.
 #[derive(Debug, Parser)]
@@ -163,10 +162,11 @@ struct ServeArgs {
     #[arg(long, value_enum, default_value_t = log::LogFormat::Human)]
     log_format: log::LogFormat,
     /// Export each request's span (the MCP semantic conventions; the rounds of
-    /// one MRTR flow linked) over OTLP/HTTP to the collector at URL
-    /// (http://HOST:4318; /v1/traces is added). Without it, spans are exported
-    /// when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
-    /// is set, to where it says.
+    /// one MRTR flow linked) and the metrics (every 60 s, or
+    /// OTEL_METRIC_EXPORT_INTERVAL ms, and at exit) over OTLP/HTTP to the
+    /// collector at URL (http://HOST:4318; /v1/traces and /v1/metrics are
+    /// added). Without it, they are exported when OTEL_EXPORTER_OTLP_ENDPOINT
+    /// (or the _TRACES_ or _METRICS_ one) is set, to where it says.
     #[arg(long, value_name = "URL")]
     otlp_endpoint: Option<String>,
     /// HTTP: the caller is the subject in request header NAME (e.g. X-Forwarded-User);
@@ -265,7 +265,7 @@ struct ServeArgs {
 }
 
 impl ServeArgs {
-    fn into_config(self) -> Result<ServeConfig, ServerConfigError> {
+    fn into_config(self, export: Option<&Export>) -> Result<ServeConfig, ServerConfigError> {
         let keys = KeySource::resolve(self.keys_file, std::env::var_os(KEYS_ENV))?;
         let principal = PrincipalConfig::resolve(
             self.stdio,
@@ -309,7 +309,7 @@ impl ServeArgs {
         cfg.max_in_flight = self.max_in_flight;
         cfg.body_budget = self.body_budget;
         cfg.principal = principal;
-        cfg.metrics = self.metrics_listen.map(prometheus).transpose()?;
+        cfg.metrics = recorder::install(self.metrics_listen, export)?;
         cfg.replay_store = server::ReplayStore::parse(&self.replay_store)?;
         cfg.replay_allow_eviction = self.replay_store_allow_eviction;
         cfg.replay_max_claims = self.replay_max_claims;
@@ -326,35 +326,6 @@ fn tool_scope(s: &str) -> Result<(String, String), String> {
         }
         _ => Err("expected TOOL=SCOPE".into()),
     }
-}
-
-/// How often the Prometheus recorder folds recorded histogram samples into its
-/// buckets between scrapes, so memory stays bounded when nobody scrapes.
-const METRICS_UPKEEP: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// Installs the Prometheus recorder (the process's one global recorder; the library
-/// never installs one) with mrtr's histogram buckets, and the endpoint serving it.
-fn prometheus(listen: SocketAddr) -> Result<MetricsEndpoint, ServerConfigError> {
-    let buckets = mrtr::metrics::HISTOGRAM_BUCKETS
-        .iter()
-        .try_fold(PrometheusBuilder::new(), |b, (name, bounds)| {
-            b.set_buckets_for_metric(Matcher::Full((*name).to_owned()), bounds)
-        });
-    let handle = buckets
-        .and_then(PrometheusBuilder::install_recorder)
-        .map_err(|e| ServerConfigError(format!("--metrics-listen: {e}")))?;
-    mrtr::metrics::describe();
-    let upkeep = handle.clone();
-    std::thread::Builder::new()
-        .name("metrics-upkeep".into())
-        .spawn(move || {
-            loop {
-                std::thread::sleep(METRICS_UPKEEP);
-                upkeep.run_upkeep();
-            }
-        })
-        .map_err(|e| ServerConfigError(format!("--metrics-listen: cannot start upkeep: {e}")))?;
-    Ok(MetricsEndpoint::new(listen, move || handle.render()))
 }
 
 fn main() -> ExitCode {
@@ -393,6 +364,11 @@ fn call(args: call::CallArgs) -> ExitCode {
     };
     if let Some(export) = &export {
         log::init_spans(export);
+        // The conventions' mcp.client.operation.duration, exported with the spans.
+        if let Err(e) = recorder::install(None, Some(export)) {
+            eprintln!("mrtr: error: {e}");
+            return ExitCode::from(2);
+        }
     }
     let runtime = match runtime(tokio::runtime::Builder::new_current_thread()) {
         Ok(rt) => rt,
@@ -457,7 +433,7 @@ fn serve(args: ServeArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let cfg = match args.into_config() {
+    let cfg = match args.into_config(export.as_ref()) {
         Ok(cfg) => cfg,
         Err(e) => {
             eprintln!("mrtr: error: {e}");

@@ -130,11 +130,11 @@ pub struct CallArgs {
     #[arg(long, global = true)]
     pub no_input: bool,
     /// Export the call's spans (one per request, the MCP semantic conventions,
-    /// under one span for the call) over OTLP/HTTP to the collector at URL
-    /// (http://HOST:4318); each request carries its span's `traceparent` in
-    /// `_meta`, so the server's spans join the trace. Without it, spans are
-    /// exported when OTEL_EXPORTER_OTLP_ENDPOINT or
-    /// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set.
+    /// under one span for the call) and its mcp.client.operation.duration over
+    /// OTLP/HTTP to the collector at URL (http://HOST:4318); each request
+    /// carries its span's `traceparent` in `_meta`, so the server's spans join
+    /// the trace. Without it, they are exported when
+    /// OTEL_EXPORTER_OTLP_ENDPOINT (or the _TRACES_ or _METRICS_ one) is set.
     #[arg(long, global = true, value_name = "URL")]
     pub otlp_endpoint: Option<String>,
     /// Which generation of MCP the server speaks: auto (tell it from the first

@@ -133,7 +133,13 @@
 //!
 //! With `--otlp-endpoint`, each request is also a span in your tracing backend,
 //! and each log line names its `trace_id`: the [`debugging`](super::debugging)
-//! chapter goes from a user's report to the trace and the private reason.
+//! chapter goes from a user's report to the trace and the private reason. The
+//! same metrics are then exported over OTLP too (`/v1/metrics`, every 60 s or
+//! `OTEL_METRIC_EXPORT_INTERVAL` milliseconds, and at exit), under their
+//! facade names: the conventions' as the conventions spell them
+//! (`mcp.server.operation.duration`, unit `s`, attributes `mcp.method.name`,
+//! `error.type`, `network.transport`), mrtr's as in the table. With
+//! `--metrics-listen` as well, both get every sample.
 //!
 //! # What to alert on
 //!

@@ -22,7 +22,7 @@ use crate::support::*;
 const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const TOOL: &str = "test_input_required_result_multi_round";
 
-/// The receiver, its spans as it printed them.
+/// The receiver, the spans and metrics it printed (a JSON line each).
 struct Receiver {
     child: Child,
     port: u16,
@@ -61,6 +61,21 @@ impl Receiver {
             .recv_timeout(Duration::from_secs(20))
             .expect("the receiver did not start");
         Self { child, port, spans }
+    }
+
+    /// The data points of the metric `name` the receiver printed (one line per
+    /// metric an export carried; the last export's cumulative points last),
+    /// once there are some (bounded).
+    fn metric(&self, name: &str) -> Vec<Value> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let lines = self.spans.lock().unwrap().clone();
+            let found: Vec<Value> = lines.into_iter().filter(|m| m["name"] == name).collect();
+            if !found.is_empty() || Instant::now() > deadline {
+                return found;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// The spans of `TRACE`, once `n` have come (bounded).
@@ -447,4 +462,211 @@ fn a_once_step_is_one_event_on_the_span_of_the_round_that_ran_it() {
         .find(|s| s.to_string().contains("mrtr.once"))
         .unwrap();
     assert_eq!(attr(ran, "mrtr.round").as_deref(), Some("2"));
+}
+
+/// The metrics go the same way: the conventions' `mcp.server.operation.duration`
+/// (seconds, the conventions' buckets, the method and the error class as
+/// attributes) and mrtr's own (rounds per flow, refusals by reason class),
+/// exported over OTLP at the period `OTEL_METRIC_EXPORT_INTERVAL` sets, while
+/// `--metrics-listen` still serves them to Prometheus (the facade's samples
+/// fanned out to both); `mrtr call` exports the client's duration.
+#[test]
+#[ignore = "needs the OTLP receiver: MRTR_TEST_OTLP_PYTHON=$(scripts/otel-receiver.sh python), --ignored"]
+fn the_metrics_are_exported_over_otlp_beside_prometheus() {
+    let receiver = Receiver::start();
+    let endpoint = format!("http://127.0.0.1:{}", receiver.port);
+    let keys = mrtr::seal::generate_key_string();
+    let mut a = Server::start_with_env(
+        &[
+            "--otlp-endpoint",
+            &endpoint,
+            "--metrics-listen",
+            "127.0.0.1:0",
+        ],
+        &[
+            ("MRTR_KEYS", keys.as_str()),
+            ("OTEL_METRIC_EXPORT_INTERVAL", "200"),
+        ],
+    );
+    let r1 = round(&a, 1, "00f067aa0ba90301", None, json!({}));
+    let s1 = state_of(&r1);
+    let r2 = round(
+        &a,
+        2,
+        "00f067aa0ba90302",
+        Some(&s1),
+        json!({"step1": {"action": "accept", "content": {"name": "Ada"}}}),
+    );
+    let s2 = state_of(&r2);
+    let r3 = round(
+        &a,
+        3,
+        "00f067aa0ba90303",
+        Some(&s2),
+        json!({"step2": {"action": "accept", "content": {"color": "green"}}}),
+    );
+    assert_eq!(
+        r3["result"]["content"][0]["text"], "Ada likes green",
+        "{r3}"
+    );
+    let mut bad = s2.clone().into_bytes();
+    let i = bad.len() / 2;
+    bad[i] = if bad[i] == b'A' { b'B' } else { b'A' };
+    let r4 = round(
+        &a,
+        4,
+        "00f067aa0ba90304",
+        Some(&String::from_utf8(bad).unwrap()),
+        json!({}),
+    );
+    assert_eq!(r4["error"]["code"], -32602, "{r4}");
+
+    // Prometheus still has them: the fan-out feeds both.
+    let scraped = request(a.metrics_addr(), "GET", "/metrics", &[], b"").text();
+    assert!(
+        scraped.contains("mcp_server_operation_duration_bucket"),
+        "{scraped}"
+    );
+    // Periodic export, before any stop: the cumulative points of the four calls.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let duration = loop {
+        let points: Vec<Value> = receiver
+            .metric("mcp.server.operation.duration")
+            .iter()
+            .flat_map(|m| {
+                m["histogram"]["dataPoints"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .collect();
+        let total = |p: &Value| {
+            p["count"]
+                .as_str()
+                .and_then(|c| c.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        let ok = points.iter().filter(|p| attr(p, "error.type").is_none());
+        let latest = ok.map(total).max().unwrap_or(0);
+        if latest >= 3 || Instant::now() > deadline {
+            break points;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    a.terminate();
+    let metric = receiver.metric("mcp.server.operation.duration");
+    assert_eq!(metric[0]["unit"], "s", "{:#?}", metric[0]);
+    let point = duration
+        .iter()
+        .find(|p| attr(p, "error.type").is_none())
+        .unwrap_or_else(|| panic!("{duration:#?}"));
+    assert_eq!(
+        attr(point, "mcp.method.name").as_deref(),
+        Some("tools/call")
+    );
+    assert_eq!(attr(point, "network.transport").as_deref(), Some("tcp"));
+    let bounds: Vec<f64> = point["explicitBounds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b.as_f64().unwrap())
+        .collect();
+    assert_eq!(bounds, mrtr::metrics::OPERATION_DURATION_BUCKETS.to_vec());
+    let refused = duration
+        .iter()
+        .find(|p| attr(p, "error.type").as_deref() == Some("-32602"))
+        .unwrap_or_else(|| panic!("the tampered round: {duration:#?}"));
+    assert_eq!(
+        attr(refused, "mcp.method.name").as_deref(),
+        Some("tools/call")
+    );
+    // mrtr's own: the rounds of the flow (1, 2 and 3; the refused fourth
+    // request reached no round) in their buckets, the refusal by its class.
+    let points = |name: &str, kind: &str| -> Vec<Value> {
+        receiver
+            .metric(name)
+            .iter()
+            .flat_map(|m| {
+                m[kind]["dataPoints"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .collect()
+    };
+    let rounds = points(mrtr::metrics::ROUNDS, "histogram");
+    let last = rounds
+        .last()
+        .unwrap_or_else(|| panic!("no rounds exported"));
+    assert_eq!(last["count"], "3", "{last:#}");
+    assert_eq!(
+        last["bucketCounts"],
+        json!(["1", "1", "1", "0", "0", "0", "0", "0", "0"])
+    );
+    let bounds: Vec<f64> = last["explicitBounds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b.as_f64().unwrap())
+        .collect();
+    assert_eq!(bounds, mrtr::metrics::ROUNDS_BUCKETS.to_vec());
+    let rejections = points(mrtr::metrics::STATE_REJECTIONS_TOTAL, "sum");
+    assert!(
+        rejections
+            .iter()
+            .any(|p| attr(p, "reason").as_deref() == Some("tag")
+                && p["asInt"].to_string().trim_matches('"') == "1"),
+        "{rejections:#?}"
+    );
+    // Nothing secret in any exported metric: no argument, no state.
+    for m in receiver
+        .spans
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|m| m.get("traceId").is_none())
+    {
+        let text = m.to_string();
+        assert!(!text.contains("hunter2"), "{text}");
+        assert!(
+            !text.contains(&s1[..40]) && !text.contains(&s2[..40]),
+            "{text}"
+        );
+    }
+
+    // The client's duration, from `mrtr call` at its exit.
+    let answers = json!({
+        "step1": {"action": "accept", "content": {"name": "Ada"}},
+        "step2": {"action": "accept", "content": {"color": "green"}},
+    });
+    let b = Server::start_with_keys(&[], &keys);
+    let stdout = traced_call(b.addr, &endpoint, &answers, &["tool", TOOL]);
+    assert!(stdout.contains("Ada likes green"), "{stdout}");
+    let client = receiver.metric("mcp.client.operation.duration");
+    let points: Vec<Value> = client
+        .iter()
+        .flat_map(|m| {
+            m["histogram"]["dataPoints"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .collect();
+    assert!(
+        points
+            .iter()
+            .any(|p| p["count"] == "3"
+                && attr(p, "mcp.method.name").as_deref() == Some("tools/call")),
+        "three requests of one call: {client:#?}"
+    );
+    eprintln!("exported metrics:");
+    for m in receiver
+        .spans
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|m| m.get("traceId").is_none())
+    {
+        eprintln!("{m}");
+    }
 }
