@@ -344,7 +344,7 @@ async fn post_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
         || (log::correlation_id(), Instant::now()),
         |c| (c.0.clone(), c.1),
     );
-    let (parts, body) = req.into_parts();
+    let (mut parts, body) = req.into_parts();
     match admit(&app, &parts, body).await {
         Ok((principal, bytes, reservation)) => {
             #[allow(unused_mut)] // why: the `otel` feature's span context goes in
@@ -361,22 +361,63 @@ async fn post_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
             let Ok(message) = parse(&app, bytes).await else {
                 return internal_error();
             };
-            // The request's span (the MCP conventions' SERVER span), for an
-            // MCP message only: not for a refusal before one is read, a
-            // client's answer, nor a session's GET or DELETE (HTTP's, with
-            // their log lines). Per-request code finds it in the extensions;
-            // `per_request` concludes it from the response's.
-            let span = crate::span::request("http");
-            crate::span::adopt(&span, &message, &mut ctx);
-            crate::span::link_transport(&span, &parts.headers);
-            let mut parts = parts;
-            if !span.is_disabled() {
-                parts
-                    .extensions
-                    .insert(crate::span::RequestSpan(span.clone()));
-            }
-            let held = (reservation, in_flight);
-            let mut resp = serve_message(&app, &parts, message, ctx, held, started).await;
+            let span = open_span(&message, &mut ctx, &mut parts);
+            // A labelled block, not a function of its own: an async fn's
+            // future would be moved whole (kilobytes) on every request.
+            let mut resp = 'served: {
+                #[cfg(feature = "oauth")]
+                if let Some(refused) = tool_scope_refusal(&parts, &message) {
+                    break 'served refused;
+                }
+                let eras = app.service.eras();
+                let legacy = eras.serves_legacy() && !message.has_modern_meta();
+                if let Some(id) = legacy::session_header(&parts).filter(|_| legacy) {
+                    let held = (reservation, in_flight);
+                    break 'served legacy::post(&app, &parts, id, message, ctx, held, started)
+                        .await;
+                }
+                if message.is_legacy_initialize() {
+                    // A session, or (not served, or with the modern `_meta`)
+                    // -32022 naming the versions served.
+                    break 'served legacy::initialize(&app, &parts, message, &ctx);
+                }
+                if !eras.serves_modern() {
+                    break 'served refuse(Refused::new(
+                        Refusal::SessionRequired,
+                        if legacy {
+                            "request without a session on a 2025-era-only server"
+                        } else {
+                            "2026-07-28 request on a 2025-era-only server"
+                        },
+                    ));
+                }
+                let message = agree(&parts, &app.service, message);
+                let framing = framing(&parts.headers);
+                if message.asks_for_notifications() && accepts_event_stream(&parts.headers) {
+                    let held = (reservation, in_flight);
+                    break 'served stream::respond(
+                        Arc::clone(&app.service),
+                        message,
+                        (ctx, span.clone()),
+                        framing,
+                        held,
+                        started,
+                    )
+                    .await;
+                }
+                let service = &app.service;
+                if service.changes().is_some() && message.is_listen() {
+                    // Answered, not handled: the stream holds no in-flight slot.
+                    drop((reservation, in_flight));
+                    break 'served listen::respond(service.listen(message, &ctx), framing);
+                }
+                let deadline = tokio::time::sleep(service.handler_timeout());
+                let handled = service.handle_parsed_until(message, &ctx, deadline);
+                let mut reply = tracing::Instrument::instrument(handled, span.clone()).await;
+                drop((reservation, in_flight));
+                crate::tasks::start(service, &mut reply);
+                reply_response(reply, framing)
+            };
             if !span.is_disabled() {
                 resp.extensions_mut().insert(crate::span::RequestSpan(span));
             }
@@ -386,73 +427,25 @@ async fn post_mcp(State(app): State<Arc<AppState>>, req: Request) -> Response {
     }
 }
 
-/// An admitted MCP message, its span adopted (in `parts`' extensions): the
-/// era's path, the stream or the service.
-async fn serve_message(
-    app: &Arc<AppState>,
-    parts: &Parts,
-    message: ParsedMessage,
-    ctx: RequestContext,
-    (reservation, in_flight): (Option<OwnedSemaphorePermit>, OwnedSemaphorePermit),
-    started: Instant,
-) -> Response {
-    let span = crate::span::RequestSpan::of(parts);
-    #[cfg(feature = "oauth")]
-    if let Some(refused) = tool_scope_refusal(parts, &message) {
-        return refused;
+/// The request's span (the MCP conventions' SERVER span), named and parented
+/// after `message`, in `parts`' extensions for the code below to find. Only an
+/// MCP message has one: not a refusal before one is read, a client's answer,
+/// nor a session's GET or DELETE (HTTP's, with their log lines). `per_request`
+/// concludes it, from the response's extensions.
+fn open_span(
+    message: &ParsedMessage,
+    ctx: &mut RequestContext,
+    parts: &mut Parts,
+) -> tracing::Span {
+    let span = crate::span::request("http");
+    crate::span::adopt(&span, message, ctx);
+    crate::span::link_transport(&span, &parts.headers);
+    if !span.is_disabled() {
+        parts
+            .extensions
+            .insert(crate::span::RequestSpan(span.clone()));
     }
-    let eras = app.service.eras();
-    if eras.serves_legacy() && !message.has_modern_meta() {
-        if let Some(id) = legacy::session_header(parts) {
-            let held = (reservation, in_flight);
-            return legacy::post(app, parts, id, message, ctx, held, started).await;
-        }
-        if message.is_legacy_initialize() {
-            return legacy::initialize(app, parts, message, &ctx);
-        }
-        if !eras.serves_modern() {
-            return refuse(Refused::new(
-                Refusal::SessionRequired,
-                "request without a session on a 2025-era-only server",
-            ));
-        }
-    }
-    if message.is_legacy_initialize() {
-        // Refused with -32022 naming the versions served.
-        return legacy::initialize(app, parts, message, &ctx);
-    }
-    if !eras.serves_modern() {
-        return refuse(Refused::new(
-            Refusal::SessionRequired,
-            "2026-07-28 request on a 2025-era-only server",
-        ));
-    }
-    let message = agree(parts, &app.service, message);
-    let framing = framing(&parts.headers);
-    if message.asks_for_notifications() && accepts_event_stream(&parts.headers) {
-        let held = (reservation, in_flight);
-        return stream::respond(
-            Arc::clone(&app.service),
-            message,
-            (ctx, span),
-            framing,
-            held,
-            started,
-        )
-        .await;
-    }
-    let service = &app.service;
-    if service.changes().is_some() && message.is_listen() {
-        // Answered, not handled: the stream holds no in-flight slot.
-        drop((reservation, in_flight));
-        return listen::respond(service.listen(message, &ctx), framing);
-    }
-    let deadline = tokio::time::sleep(service.handler_timeout());
-    let handled = service.handle_parsed_until(message, &ctx, deadline);
-    let mut reply = tracing::Instrument::instrument(handled, span).await;
-    drop((reservation, in_flight));
-    crate::tasks::start(service, &mut reply);
-    reply_response(reply, framing)
+    span
 }
 
 /// `GET /mcp`: a 2025-era session's stream ([`legacy::get`]); 405 where

@@ -213,7 +213,9 @@ fn a_client_that_goes_away_frees_its_subscription_and_the_caps_hold() {
         again.next_event().unwrap()["method"],
         "notifications/subscriptions/acknowledged"
     );
-    // The others still get their updates.
+    // The others still get their updates (one more change: the gone stream
+    // may have been freed before any change above was made).
+    call(addr, &rpc(4, "tools/call", json!({"name": "touch"})));
     for s in &mut open {
         let mut got = s.next_event().unwrap();
         while got["method"] != "notifications/resources/updated" {
