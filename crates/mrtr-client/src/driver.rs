@@ -287,7 +287,8 @@ impl Client {
     /// context the request carries to the server with the `otel` feature).
     async fn send(&self, mut request: Value) -> Result<Value, ClientError> {
         let started = std::time::Instant::now();
-        let span = crate::span::client(&mut request);
+        let server = self.inner.transport.server_address();
+        let span = crate::span::client(&mut request, server);
         let method = request["method"].as_str().map(str::to_owned);
         let sent = self.timed(self.inner.transport.send(request));
         let result = tracing::Instrument::instrument(sent, span.clone()).await;

@@ -763,6 +763,17 @@ impl Transport for HttpTransport {
         "tcp"
     }
 
+    /// The URL's host and port (80 or 443 when it names none).
+    fn server_address(&self) -> Option<(&str, u16)> {
+        let host = self.uri.host()?;
+        let default = if self.uri.scheme_str() == Some("https") {
+            443
+        } else {
+            80
+        };
+        Some((host, self.uri.port_u16().unwrap_or(default)))
+    }
+
     /// Tokio's timer ([`TokioTimer`](crate::TokioTimer)): this transport runs on tokio.
     fn timer(&self) -> Option<std::sync::Arc<dyn Timer>> {
         Some(std::sync::Arc::new(crate::TokioTimer))

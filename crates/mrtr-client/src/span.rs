@@ -1,7 +1,10 @@
 //! The span of each request the client sends, as the OpenTelemetry semantic
 //! conventions for MCP have a client's: `{mcp.method.name} {target}`, kind
 //! CLIENT, `mcp.method.name`, the tool or prompt name or resource URI,
-//! `jsonrpc.request.id`, `mcp.protocol.version`, `error.type`. A `tracing`
+//! `gen_ai.operation.name` (`execute_tool` on a tool call),
+//! `jsonrpc.request.id`, `mcp.protocol.version`, `server.address` and
+//! `server.port`, `error.type` and `rpc.response.status_code` (and the
+//! JSON-RPC error's message as the status description). A `tracing`
 //! span (target `mrtr::mcp`): any subscriber sees it. With the `otel` feature
 //! and a `tracing-opentelemetry` layer, its context goes into the request's
 //! `params._meta` as `traceparent` (and `tracestate`), so the server's span is
@@ -11,10 +14,10 @@ use mrtr::metrics::OperationEnd;
 use serde_json::Value;
 use tracing::field::Empty;
 
-/// A request's span, named after `request`; with the `otel` feature, its
-/// context injected into `request`'s `params._meta` (unless the caller put a
-/// `traceparent` there).
-pub(crate) fn client(request: &mut Value) -> tracing::Span {
+/// A request's span, named after `request`, to the server at `server` (host
+/// and port); with the `otel` feature, its context injected into `request`'s
+/// `params._meta` (unless the caller put a `traceparent` there).
+pub(crate) fn client(request: &mut Value, server: Option<(&str, u16)>) -> tracing::Span {
     let method = request["method"].as_str().unwrap_or("unknown").to_owned();
     let target_field = match method.as_str() {
         "tools/call" => Some(("name", "gen_ai.tool.name")),
@@ -35,10 +38,22 @@ pub(crate) fn client(request: &mut Value) -> tracing::Span {
         "mcp.resource.uri" = Empty,
         "jsonrpc.request.id" = Empty,
         "mcp.protocol.version" = Empty,
+        "gen_ai.operation.name" = Empty,
+        "server.address" = Empty,
+        "server.port" = Empty,
         "error.type" = Empty,
+        "rpc.response.status_code" = Empty,
+        otel.status_description = Empty,
     );
     if span.is_disabled() {
         return span;
+    }
+    if method == "tools/call" {
+        span.record("gen_ai.operation.name", "execute_tool");
+    }
+    if let Some((host, port)) = server {
+        span.record("server.address", host);
+        span.record("server.port", i64::from(port));
     }
     match (target_field, target) {
         (Some((_, field)), Some(t)) => {
@@ -93,8 +108,22 @@ pub(crate) fn conclude<E>(span: &tracing::Span, result: &Result<Value, E>) -> Op
         span.record("error.type", error.as_str());
         span.record("otel.status_code", "ERROR");
     }
+    if let (OperationEnd::Error(code), Ok(v)) = (end, result) {
+        span.record("rpc.response.status_code", code.to_string());
+        // What the server told us, bounded: the conventions' description.
+        if let Some(message) = v["error"]["message"].as_str() {
+            span.record(
+                "otel.status_description",
+                mrtr::wire::truncate(message, MAX_DESCRIPTION),
+            );
+        }
+    }
     end
 }
+
+/// The longest status description recorded (characters): a server's error message
+/// is the server's to choose.
+const MAX_DESCRIPTION: usize = 256;
 
 /// Puts the span's context into the request's `params._meta`.
 #[cfg(feature = "otel")]

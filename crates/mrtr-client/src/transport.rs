@@ -66,6 +66,13 @@ pub trait Transport: Send + Sync + std::fmt::Debug {
     fn network_transport(&self) -> &'static str {
         "unknown"
     }
+
+    /// The server's host and port, as the conventions' `server.address` and
+    /// `server.port` name them (an HTTP transport's URL's); `None` (the
+    /// default) for a transport without one, as stdio.
+    fn server_address(&self) -> Option<(&str, u16)> {
+        None
+    }
 }
 
 impl<T: Transport + ?Sized> Transport for Arc<T> {
@@ -84,6 +91,10 @@ impl<T: Transport + ?Sized> Transport for Arc<T> {
     fn network_transport(&self) -> &'static str {
         (**self).network_transport()
     }
+
+    fn server_address(&self) -> Option<(&str, u16)> {
+        (**self).server_address()
+    }
 }
 
 impl<T: Transport + ?Sized> Transport for Box<T> {
@@ -101,5 +112,9 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
 
     fn network_transport(&self) -> &'static str {
         (**self).network_transport()
+    }
+
+    fn server_address(&self) -> Option<(&str, u16)> {
+        (**self).server_address()
     }
 }

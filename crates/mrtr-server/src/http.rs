@@ -440,6 +440,13 @@ fn open_span(
     let span = crate::span::request("http");
     crate::span::adopt(&span, message, ctx);
     crate::span::link_transport(&span, &parts.headers);
+    crate::span::http_version(&span, parts.version);
+    if let Some(info) = parts
+        .extensions
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+    {
+        crate::span::client(&span, info.0);
+    }
     if !span.is_disabled() {
         parts
             .extensions

@@ -1,8 +1,11 @@
 //! The span of one MCP request, named and attributed as the OpenTelemetry
 //! semantic conventions for MCP have it: `{mcp.method.name} {target}`, kind
 //! SERVER, `mcp.method.name`, the tool or prompt name or resource URI,
+//! `gen_ai.operation.name` (`execute_tool` on a tool call),
 //! `jsonrpc.request.id`, `mcp.protocol.version`, `error.type` (the JSON-RPC
-//! code, or `tool_error` for an `isError` result), `network.transport`; and
+//! code, or `tool_error` for an `isError` result) and
+//! `rpc.response.status_code` (the code), `network.transport`,
+//! `network.protocol.*`, `client.address` and `client.port` (the peer's); and
 //! the MRTR flow's: `mrtr.round`, `mrtr.outcome` and `mrtr.flow` (a digest of
 //! the flow's id, never the state).
 //!
@@ -45,11 +48,16 @@ pub(crate) fn request(transport: &'static str) -> tracing::Span {
         "gen_ai.tool.name" = Empty,
         "gen_ai.prompt.name" = Empty,
         "mcp.resource.uri" = Empty,
+        "gen_ai.operation.name" = Empty,
         "jsonrpc.request.id" = Empty,
         "mcp.protocol.version" = Empty,
         "error.type" = Empty,
+        "rpc.response.status_code" = Empty,
         "network.transport" = if transport == "stdio" { "pipe" } else { "tcp" },
         "network.protocol.name" = Empty,
+        "network.protocol.version" = Empty,
+        "client.address" = Empty,
+        "client.port" = Empty,
         "mrtr.round" = Empty,
         "mrtr.outcome" = Empty,
         "mrtr.flow" = Empty,
@@ -109,6 +117,9 @@ pub(crate) fn adopt(span: &tracing::Span, message: &ParsedMessage, ctx: &mut Req
     let method = message.method_name().unwrap_or("unknown");
     span.record("mcp.method.name", method);
     span.record("otel.name", name(method, message.target()));
+    if method == "tools/call" {
+        span.record("gen_ai.operation.name", "execute_tool");
+    }
     #[cfg(feature = "otel")]
     otel::adopt(span, message, ctx);
     #[cfg(not(feature = "otel"))]
@@ -120,6 +131,29 @@ pub(crate) fn adopt(span: &tracing::Span, message: &ParsedMessage, ctx: &mut Req
 pub(crate) fn session_version(span: &tracing::Span, version: &str) {
     if !span.is_disabled() {
         span.record("mcp.protocol.version", version);
+    }
+}
+
+/// Records on `span` the address the request came from.
+pub(crate) fn client(span: &tracing::Span, peer: std::net::SocketAddr) {
+    if !span.is_disabled() {
+        span.record("client.address", tracing::field::display(peer.ip()));
+        span.record("client.port", i64::from(peer.port()));
+    }
+}
+
+/// Records on `span` the HTTP version the request came in.
+pub(crate) fn http_version(span: &tracing::Span, version: http::Version) {
+    let v = match version {
+        http::Version::HTTP_09 => "0.9",
+        http::Version::HTTP_10 => "1.0",
+        http::Version::HTTP_11 => "1.1",
+        http::Version::HTTP_2 => "2",
+        http::Version::HTTP_3 => "3",
+        _ => return,
+    };
+    if !span.is_disabled() {
+        span.record("network.protocol.version", v);
     }
 }
 
@@ -165,10 +199,13 @@ pub(crate) fn conclude(span: &tracing::Span, log: &RequestLog, error_code: Optio
     }
     span.record("mrtr.outcome", log.outcome.as_str());
     if let Some(round) = log.round {
-        span.record("mrtr.round", round);
+        span.record("mrtr.round", i64::from(round));
     }
     if let Some(flow) = &log.flow {
         span.record("mrtr.flow", flow.as_str());
+    }
+    if let Some(code) = error_code {
+        span.record("rpc.response.status_code", code.to_string());
     }
     let error = match error_code {
         Some(code) => Some(code.to_string()),

@@ -38,6 +38,7 @@ fn serve_traced(app: axum::Router) -> (InMemorySpanExporter, std::net::SocketAdd
         rt.block_on(async move {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             tx.send(listener.local_addr().unwrap()).unwrap();
+            let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
             axum::serve(listener, app).await.unwrap();
         });
     });
@@ -180,6 +181,14 @@ fn a_three_round_flow_is_one_trace_its_later_rounds_linked_to_the_first() {
             Some("2026-07-28")
         );
         assert_eq!(attr(s, "network.transport").as_deref(), Some("tcp"));
+        assert_eq!(attr(s, "network.protocol.name").as_deref(), Some("http"));
+        assert_eq!(attr(s, "network.protocol.version").as_deref(), Some("1.1"));
+        assert_eq!(attr(s, "client.address").as_deref(), Some("127.0.0.1"));
+        assert!(attr(s, "client.port").is_some());
+        assert_eq!(
+            attr(s, "gen_ai.operation.name").as_deref(),
+            Some("execute_tool")
+        );
         for kv in &s.attributes {
             let v = kv.value.to_string();
             assert!(!v.contains("hunter2"), "an argument value in {}", kv.key);
@@ -208,6 +217,12 @@ fn a_three_round_flow_is_one_trace_its_later_rounds_linked_to_the_first() {
     }
     // The refusal: its class on the span, never its private reason.
     assert_eq!(attr(tampered, "error.type").as_deref(), Some("-32602"));
+    assert_eq!(
+        attr(tampered, "rpc.response.status_code").as_deref(),
+        Some("-32602")
+    );
+    assert_eq!(tampered.status, opentelemetry::trace::Status::error(""));
+    assert!(attr(three, "rpc.response.status_code").is_none());
     assert!(tampered.links.is_empty() && attr(tampered, "mrtr.flow").is_none());
     for kv in &tampered.attributes {
         let v = kv.value.to_string();

@@ -111,10 +111,13 @@ fn attr(span: &Value, key: &str) -> Option<String> {
         .iter()
         .find(|a| a["key"] == key)
         .map(|a| {
+            // A string, or an integer (which the receiver prints as a string).
             let v = &a["value"];
+            let int = v["intValue"].as_str().map(str::to_owned);
             v["stringValue"]
                 .as_str()
                 .map(str::to_owned)
+                .or(int)
                 .unwrap_or_else(|| v.to_string())
         })
 }
@@ -389,6 +392,17 @@ fn mrtr_call_and_two_instances_make_one_trace_of_a_three_round_flow() {
         assert_eq!(c["parentSpanId"], root["spanId"]);
         assert_eq!(c["name"], format!("tools/call {TOOL}"));
         assert_eq!(attr(c, "mcp.method.name").as_deref(), Some("tools/call"));
+        assert_eq!(
+            attr(c, "gen_ai.operation.name").as_deref(),
+            Some("execute_tool")
+        );
+        assert_eq!(attr(c, "server.address").as_deref(), Some("127.0.0.1"));
+        assert_eq!(attr(c, "server.port"), Some(proxy.port().to_string()));
+        let port = c["attributes"]
+            .as_array()
+            .and_then(|a| a.iter().find(|a| a["key"] == "server.port"))
+            .expect("server.port");
+        assert!(port["value"].get("intValue").is_some(), "an int: {port}");
         let server = servers
             .iter()
             .find(|s| s["parentSpanId"] == c["spanId"])
@@ -413,6 +427,37 @@ fn mrtr_call_and_two_instances_make_one_trace_of_a_three_round_flow() {
     }
     // No once step in this flow: no once event.
     assert!(!spans.iter().any(|s| s.to_string().contains("mrtr.once")));
+
+    // A call the server refuses: its CLIENT span says the code, and the
+    // server's message as the status.
+    let c = Server::start_with_keys(&[], &keys);
+    let url = format!("http://{}/mcp", c.addr);
+    let out = Command::new(bin())
+        .args(["call", &url, "--era", "modern", "--no-input"])
+        .args(["--otlp-endpoint", &endpoint, "tool", "no_such_tool"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run mrtr call");
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let refused = loop {
+        let all = receiver.spans.lock().unwrap().clone();
+        let found = all
+            .into_iter()
+            .find(|s| s["kind"] == 3 && s["name"] == "tools/call no_such_tool");
+        if let Some(found) = found {
+            break found;
+        }
+        assert!(Instant::now() < deadline, "no span of the refused call");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(attr(&refused, "error.type").as_deref(), Some("-32602"));
+    assert_eq!(
+        attr(&refused, "rpc.response.status_code").as_deref(),
+        Some("-32602")
+    );
+    assert_eq!(refused["status"]["code"], 2, "ERROR: {refused}");
+    assert_eq!(refused["status"]["message"], "Unknown tool", "{refused}");
 }
 
 /// A `once` step is an event on its round's span, once: `deploy` through
