@@ -19,11 +19,12 @@
 //! | [`SESSIONS_TOTAL`] `mrtr_sessions_total` | counter | `event` ([`SessionEvent::as_str`]) | a transport that keeps 2025-era sessions, through [`session`] |
 //! | [`SERVER_OPERATION_DURATION`] `mcp.server.operation.duration` | histogram (s) | `mcp.method.name`, `error.type` (errors only), `network.transport` | a transport, once per request, through [`server_operation`] |
 //! | [`CLIENT_OPERATION_DURATION`] `mcp.client.operation.duration` | histogram (s) | the same | a client, once per request, through [`client_operation`] |
+//! | [`SERVER_SESSION_DURATION`] `mcp.server.session.duration` | histogram (s) | `mcp.protocol.version`, `network.transport` | a transport that keeps 2025-era sessions, when one ends, through [`server_session`] |
 //!
-//! The last two are the OpenTelemetry semantic conventions' for MCP, by
+//! The last three are the OpenTelemetry semantic conventions' for MCP, by
 //! their names and with their buckets ([`OPERATION_DURATION_BUCKETS`]); an
 //! exporter that does not take dots renders them its own way (Prometheus:
-//! `mcp_server_operation_duration_seconds`). They go through the same facade
+//! `mcp_server_operation_duration`). They go through the same facade
 //! as the rest: one way to record, whatever the exporter.
 //!
 //! Call [`describe`] once after installing a recorder to give each metric its
@@ -80,6 +81,9 @@ pub const SESSIONS_TOTAL: &str = "mrtr_sessions_total";
 pub const SERVER_OPERATION_DURATION: &str = "mcp.server.operation.duration";
 /// The MCP semantic conventions' client operation duration, in seconds.
 pub const CLIENT_OPERATION_DURATION: &str = "mcp.client.operation.duration";
+/// The MCP semantic conventions' server session duration, in seconds: a
+/// 2025-era session's life (2026-07-28 has no sessions).
+pub const SERVER_SESSION_DURATION: &str = "mcp.server.session.duration";
 
 /// The conventions' bucket bounds for the operation durations, in seconds.
 pub const OPERATION_DURATION_BUCKETS: [f64; 14] = [
@@ -100,12 +104,13 @@ pub const REPLAY_STORE_SECONDS_BUCKETS: [f64; 11] = [
 ];
 /// Each histogram with its buckets, for an exporter that renders histograms
 /// (the Prometheus exporter renders summaries unless given buckets).
-pub const HISTOGRAM_BUCKETS: [(&str, &[f64]); 5] = [
+pub const HISTOGRAM_BUCKETS: [(&str, &[f64]); 6] = [
     (ROUNDS, &ROUNDS_BUCKETS),
     (FLOW_SECONDS, &FLOW_SECONDS_BUCKETS),
     (REPLAY_STORE_SECONDS, &REPLAY_STORE_SECONDS_BUCKETS),
     (SERVER_OPERATION_DURATION, &OPERATION_DURATION_BUCKETS),
     (CLIENT_OPERATION_DURATION, &OPERATION_DURATION_BUCKETS),
+    (SERVER_SESSION_DURATION, &OPERATION_DURATION_BUCKETS),
 ];
 
 /// The methods the service routes: the only values of the `method` label besides
@@ -172,6 +177,11 @@ pub fn describe() {
         CLIENT_OPERATION_DURATION,
         Unit::Seconds,
         "MCP request duration as the client measured it, by method, error type and transport"
+    );
+    describe_histogram!(
+        SERVER_SESSION_DURATION,
+        Unit::Seconds,
+        "2025-era session duration as the server measured it, by protocol version and transport"
     );
 }
 
@@ -296,6 +306,23 @@ impl SessionEvent {
 /// ```
 pub fn session(event: SessionEvent) {
     counter!(SESSIONS_TOTAL, "event" => event.as_str()).increment(1);
+}
+
+/// Records the life of one 2025-era session that ended (closed, expired,
+/// evicted, or its stdio stream gone) in [`SERVER_SESSION_DURATION`], by the
+/// `mcp.protocol.version` it negotiated and its `network.transport`.
+///
+/// ```
+/// let opened = std::time::Instant::now();
+/// mrtr::metrics::server_session("2025-11-25", "tcp", opened.elapsed());
+/// ```
+pub fn server_session(version: &'static str, transport: &'static str, lasted: Duration) {
+    histogram!(
+        SERVER_SESSION_DURATION,
+        "mcp.protocol.version" => version,
+        "network.transport" => transport,
+    )
+    .record(lasted.as_secs_f64());
 }
 
 /// What became of one `once` step, for [`once_result`].

@@ -130,6 +130,7 @@
 //! | `mrtr_once_total{result}` | `once` steps: `claimed` (ran), `replayed` (refused: already carried out), `unavailable` (refused: the store did not answer), `sealed` (done in an earlier round of the flow) |
 //! | `mrtr_replay_store_seconds` | the latency of each replay store claim |
 //! | `mcp_server_operation_duration{mcp_method_name,error_type,network_transport}` | the OpenTelemetry MCP conventions' `mcp.server.operation.duration`: each request's duration, in seconds, in the conventions' buckets |
+//! | `mcp_server_session_duration{mcp_protocol_version,network_transport}` | the conventions' `mcp.server.session.duration`: each 2025-era session's life, in seconds, when it ends (closed, expired, evicted; on stdio, when the stream ends) |
 //!
 //! With `--otlp-endpoint`, each request is also a span in your tracing backend,
 //! and each log line names its `trace_id`: the [`debugging`](super::debugging)

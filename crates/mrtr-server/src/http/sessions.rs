@@ -65,7 +65,14 @@ impl Sessions {
     ) -> Result<Arc<HttpSession>, Full> {
         let now = Instant::now();
         let mut table = lock(&self.table);
-        table.retain(|_, s| !s.expired(now, self.limits));
+        table.retain(|_, s| {
+            let live = !s.expired(now, self.limits);
+            if !live {
+                s.end();
+                mrtr::metrics::session(SessionEvent::Expired);
+            }
+            live
+        });
         let mine = table.values().filter(|s| s.owner == owner).count();
         let room = (mine < self.limits.per_principal
             || evict_idlest(&mut table, Some(&owner)).is_some())
@@ -154,6 +161,8 @@ pub(super) struct HttpSession {
     owner: String,
     /// What the core keeps of it.
     pub(super) core: mrtr::legacy::Session,
+    /// When it was opened (its life is measured when it ends).
+    opened: Instant,
     last_used: Mutex<Instant>,
     /// Requests and streams open on it: while any is, it is not idle.
     busy: AtomicUsize,
@@ -187,6 +196,7 @@ impl HttpSession {
             id,
             owner,
             core,
+            opened: Instant::now(),
             last_used: Mutex::new(Instant::now()),
             busy: AtomicUsize::new(0),
             next_request: AtomicU64::new(0),
@@ -299,9 +309,10 @@ impl HttpSession {
         flows.len() < crate::defaults::SESSION_FLOWS_MAX
     }
 
-    /// Ends the session: its flows stop, its waiting requests fail, its
-    /// streams end.
+    /// Ends the session (once: it has left the table): its flows stop, its
+    /// waiting requests fail, its streams finish; its life is measured.
     fn end(&self) {
+        mrtr::metrics::server_session(self.core.version(), "tcp", self.opened.elapsed());
         for (_, f) in lock(&self.flows).drain(..) {
             f.abort();
         }

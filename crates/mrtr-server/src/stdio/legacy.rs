@@ -19,20 +19,32 @@ use mrtr::wire::jsonrpc::RequestId;
 /// requests it waits on the client's answers for.
 #[derive(Debug, Default)]
 pub(super) struct Legacy {
-    session: OnceLock<Arc<Session>>,
+    /// The session, and when it was opened (its life is measured when the
+    /// stream ends).
+    session: OnceLock<(Arc<Session>, std::time::Instant)>,
     pending: Mutex<HashMap<RequestId, oneshot::Sender<Result<Value, i64>>>>,
     next: AtomicU64,
+}
+
+impl Drop for Legacy {
+    /// The stream is gone: so is the session, whose life is measured.
+    fn drop(&mut self) {
+        if let Some((session, opened)) = self.session.get() {
+            mrtr::metrics::server_session(session.version(), "pipe", opened.elapsed());
+        }
+    }
 }
 
 impl Legacy {
     /// The session, when `initialize` opened one.
     pub(super) fn session(&self) -> Option<&Arc<Session>> {
-        self.session.get()
+        self.session.get().map(|(s, _)| s)
     }
 
     /// Keeps the session `initialize` opened; `false` when one was open already.
     pub(super) fn open(&self, session: Session) -> bool {
-        self.session.set(Arc::new(session)).is_ok()
+        let opened = std::time::Instant::now();
+        self.session.set((Arc::new(session), opened)).is_ok()
     }
 
     /// Takes `message` when it is the client's answer to a request of ours:

@@ -316,3 +316,54 @@ fn metrics_are_off_by_default_and_never_on_the_mcp_port() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("--metrics-listen"), "{err}");
 }
+
+/// A 2025-era session's life: opened by `initialize`, ended by `DELETE`, counted
+/// in `mrtr_sessions_total` and measured in the conventions'
+/// `mcp.server.session.duration` (by its version and transport).
+#[test]
+fn a_2025_era_session_is_counted_and_its_life_measured() {
+    let s = Server::start(&["--metrics-listen", "127.0.0.1:0"]);
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"}}});
+    let r = request(
+        s.addr,
+        "POST",
+        "/mcp",
+        &[
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+        ],
+        init.to_string().as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let session = r.header("mcp-session-id").expect("a session").to_owned();
+    let headers = [
+        ("Mcp-Session-Id", session.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    assert_eq!(request(s.addr, "DELETE", "/mcp", &headers, b"").status, 200);
+
+    let text = request(s.metrics_addr(), "GET", "/metrics", &[], b"").text();
+    let all = samples(&text);
+    assert_eq!(
+        family(&all, "mrtr_sessions_total"),
+        expect(&[
+            (r#"mrtr_sessions_total{event="opened"}"#, 1.0),
+            (r#"mrtr_sessions_total{event="closed"}"#, 1.0),
+        ]),
+        "{text}"
+    );
+    assert_eq!(
+        family(&all, "mcp_server_session_duration_count"),
+        expect(&[(
+            r#"mcp_server_session_duration_count{mcp_protocol_version="2025-11-25",network_transport="tcp"}"#,
+            1.0
+        )]),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"mcp_server_session_duration_bucket{mcp_protocol_version="2025-11-25",network_transport="tcp",le="300"} 1"#),
+        "the conventions' buckets: {text}"
+    );
+}
