@@ -20,8 +20,9 @@
 //! | [`SERVER_OPERATION_DURATION`] `mcp.server.operation.duration` | histogram (s) | `mcp.method.name`, `error.type` (errors only), `network.transport` | a transport, once per request, through [`server_operation`] |
 //! | [`CLIENT_OPERATION_DURATION`] `mcp.client.operation.duration` | histogram (s) | the same | a client, once per request, through [`client_operation`] |
 //! | [`SERVER_SESSION_DURATION`] `mcp.server.session.duration` | histogram (s) | `mcp.protocol.version`, `network.transport` | a transport that keeps 2025-era sessions, when one ends, through [`server_session`] |
+//! | [`CLIENT_SESSION_DURATION`] `mcp.client.session.duration` | histogram (s) | the same | a client, when it ends its 2025-era session, through [`client_session`] |
 //!
-//! The last three are the OpenTelemetry semantic conventions' for MCP, by
+//! The last four are the OpenTelemetry semantic conventions' for MCP, by
 //! their names and with their buckets ([`OPERATION_DURATION_BUCKETS`]); an
 //! exporter that does not take dots renders them its own way (Prometheus:
 //! `mcp_server_operation_duration`). They go through the same facade
@@ -84,6 +85,9 @@ pub const CLIENT_OPERATION_DURATION: &str = "mcp.client.operation.duration";
 /// The MCP semantic conventions' server session duration, in seconds: a
 /// 2025-era session's life (2026-07-28 has no sessions).
 pub const SERVER_SESSION_DURATION: &str = "mcp.server.session.duration";
+/// The MCP semantic conventions' client session duration, in seconds: a
+/// 2025-era session's life, as the client that ended it measured it.
+pub const CLIENT_SESSION_DURATION: &str = "mcp.client.session.duration";
 
 /// The conventions' bucket bounds for the operation durations, in seconds.
 pub const OPERATION_DURATION_BUCKETS: [f64; 14] = [
@@ -104,13 +108,14 @@ pub const REPLAY_STORE_SECONDS_BUCKETS: [f64; 11] = [
 ];
 /// Each histogram with its buckets, for an exporter that renders histograms
 /// (the Prometheus exporter renders summaries unless given buckets).
-pub const HISTOGRAM_BUCKETS: [(&str, &[f64]); 6] = [
+pub const HISTOGRAM_BUCKETS: [(&str, &[f64]); 7] = [
     (ROUNDS, &ROUNDS_BUCKETS),
     (FLOW_SECONDS, &FLOW_SECONDS_BUCKETS),
     (REPLAY_STORE_SECONDS, &REPLAY_STORE_SECONDS_BUCKETS),
     (SERVER_OPERATION_DURATION, &OPERATION_DURATION_BUCKETS),
     (CLIENT_OPERATION_DURATION, &OPERATION_DURATION_BUCKETS),
     (SERVER_SESSION_DURATION, &OPERATION_DURATION_BUCKETS),
+    (CLIENT_SESSION_DURATION, &OPERATION_DURATION_BUCKETS),
 ];
 
 /// The methods the service routes: the only values of the `method` label besides
@@ -182,6 +187,11 @@ pub fn describe() {
         SERVER_SESSION_DURATION,
         Unit::Seconds,
         "2025-era session duration as the server measured it, by protocol version and transport"
+    );
+    describe_histogram!(
+        CLIENT_SESSION_DURATION,
+        Unit::Seconds,
+        "2025-era session duration as the client measured it, by protocol version and transport"
     );
 }
 
@@ -312,13 +322,31 @@ pub fn session(event: SessionEvent) {
 /// evicted, or its stdio stream gone) in [`SERVER_SESSION_DURATION`], by the
 /// `mcp.protocol.version` it negotiated and its `network.transport`.
 ///
+/// `version` is a label: one of the 2025 era's (`mrtr::legacy::VERSIONS`),
+/// else [`OTHER`], never a string a peer chose.
+///
 /// ```
 /// let opened = std::time::Instant::now();
 /// mrtr::metrics::server_session("2025-11-25", "tcp", opened.elapsed());
 /// ```
 pub fn server_session(version: &'static str, transport: &'static str, lasted: Duration) {
+    session_duration(SERVER_SESSION_DURATION, version, transport, lasted);
+}
+
+/// [`server_session`] for a client that ended its session:
+/// `mcp.client.session.duration`.
+pub fn client_session(version: &'static str, transport: &'static str, lasted: Duration) {
+    session_duration(CLIENT_SESSION_DURATION, version, transport, lasted);
+}
+
+fn session_duration(
+    name: &'static str,
+    version: &'static str,
+    transport: &'static str,
+    lasted: Duration,
+) {
     histogram!(
-        SERVER_SESSION_DURATION,
+        name,
         "mcp.protocol.version" => version,
         "network.transport" => transport,
     )
@@ -744,6 +772,27 @@ mod tests {
         assert_eq!(counters["mrtr_once_total{result=unavailable}"], 1);
         assert_eq!(counters["mrtr_once_total{result=sealed}"], 1);
         assert_eq!(histograms["mrtr_replay_store_seconds{}"], [0.003]);
+    }
+
+    #[test]
+    fn session_durations_by_version_and_transport() {
+        let (_, histograms) = capture(|| {
+            server_session("2025-06-18", "tcp", Duration::from_secs(2));
+            client_session("2025-11-25", "pipe", Duration::from_millis(500));
+            client_session(OTHER, "pipe", Duration::from_secs(1));
+        });
+        assert_eq!(
+            histograms["mcp.server.session.duration{mcp.protocol.version=2025-06-18,network.transport=tcp}"],
+            [2.0]
+        );
+        assert_eq!(
+            histograms["mcp.client.session.duration{mcp.protocol.version=2025-11-25,network.transport=pipe}"],
+            [0.5]
+        );
+        assert_eq!(
+            histograms["mcp.client.session.duration{mcp.protocol.version=other,network.transport=pipe}"],
+            [1.0]
+        );
     }
 
     #[test]

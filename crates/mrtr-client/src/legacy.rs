@@ -172,6 +172,8 @@ impl EraCache {
 pub struct Session {
     version: Mutex<Option<String>>,
     id: Mutex<Option<String>>,
+    /// When `initialize` was answered (the session's life is measured from it).
+    opened: Mutex<Option<std::time::Instant>>,
 }
 
 impl std::fmt::Debug for Session {
@@ -197,9 +199,20 @@ impl Session {
             .clone()
     }
 
-    /// Sets the negotiated protocol version.
+    /// Sets the negotiated protocol version: the session is open from now.
     pub fn set_version(&self, version: &str) {
         *self.version.lock().unwrap_or_else(PoisonError::into_inner) = Some(version.to_owned());
+        *self.opened.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some(std::time::Instant::now());
+    }
+
+    /// How long the session has been open (since its version was set);
+    /// `None` before.
+    pub fn age(&self) -> Option<std::time::Duration> {
+        self.opened
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .map(|t| t.elapsed())
     }
 
     /// The session id the server assigned (HTTP), if any: a secret, never to log.

@@ -72,6 +72,16 @@ impl Client {
         let session = self.inner.session.lock().await.take();
         if let (Some(session), Some(legacy)) = (session, self.inner.transport.legacy()) {
             legacy.end(&session).await;
+            // The conventions' mcp.client.session.duration, labelled by a
+            // version of the era's (the server's string is not a label).
+            if let (Some(version), Some(age)) = (session.version(), session.age()) {
+                let version = mrtr::legacy::VERSIONS
+                    .into_iter()
+                    .find(|v| *v == version)
+                    .unwrap_or(mrtr::metrics::OTHER);
+                let network = self.inner.transport.network_transport();
+                mrtr::metrics::client_session(version, network, age);
+            }
         }
     }
 

@@ -704,6 +704,31 @@ fn the_metrics_are_exported_over_otlp_beside_prometheus() {
                 && attr(p, "mcp.method.name").as_deref() == Some("tools/call")),
         "three requests of one call: {client:#?}"
     );
+    // A 2025-era session's life, as `mrtr call` measured it when it ended it.
+    let url = format!("http://{}/mcp", b.addr);
+    let out = Command::new(bin())
+        .args(["call", &url, "--era", "legacy", "--no-input"])
+        .args(["--otlp-endpoint", &endpoint, "tool", "test_simple_text"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run mrtr call");
+    assert!(out.status.success(), "{out:?}");
+    let session: Vec<Value> = receiver
+        .metric("mcp.client.session.duration")
+        .iter()
+        .flat_map(|m| {
+            m["histogram"]["dataPoints"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .collect();
+    assert!(
+        session.iter().any(|p| p["count"] == "1"
+            && attr(p, "mcp.protocol.version").as_deref() == Some("2025-11-25")
+            && attr(p, "network.transport").as_deref() == Some("tcp")),
+        "{session:#?}"
+    );
     eprintln!("exported metrics:");
     for m in receiver
         .spans
