@@ -234,10 +234,10 @@ fn a_three_round_flow_is_one_trace_its_later_rounds_linked_to_the_first() {
     }
 }
 
-/// On stdio too: a request's span is the child of its `_meta.traceparent`,
-/// named per the conventions, its transport a pipe.
-#[test]
-fn a_stdio_request_has_its_span_under_the_client_s() {
+/// Serves `input` (JSON-RPC lines) on stdio under a subscriber with the
+/// OpenTelemetry layer (this thread's default); the spans exported and what
+/// was written back.
+fn serve_stdio_traced(service: &Service, input: &str) -> (Vec<SpanData>, Vec<u8>) {
     let exporter = InMemorySpanExporter::default();
     let provider = SdkTracerProvider::builder()
         .with_simple_exporter(exporter.clone())
@@ -245,6 +245,27 @@ fn a_stdio_request_has_its_span_under_the_client_s() {
     let subscriber = tracing_subscriber::registry()
         .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("stdio-test")));
     let _default = tracing::subscriber::set_default(subscriber);
+    let mut out = Vec::new();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(mrtr_server::stdio::serve(
+        service,
+        &mrtr::Principal::anonymous(),
+        64 * 1024,
+        input.as_bytes(),
+        &mut out,
+        std::future::pending(),
+    ))
+    .unwrap();
+    (exporter.get_finished_spans().unwrap(), out)
+}
+
+/// On stdio too: a request's span is the child of its `_meta.traceparent`,
+/// named per the conventions, its transport a pipe.
+#[test]
+fn a_stdio_request_has_its_span_under_the_client_s() {
     let service = Service::new(Engine::new(Keyring::ephemeral(), "otel"), "otel", "0").tool(
         "otel_stdio",
         "answers",
@@ -256,23 +277,9 @@ fn a_stdio_request_has_its_span_under_the_client_s() {
     .to_string()
     .replace("otel_two_questions", "otel_stdio")
         + "\n";
-    let mut out = Vec::new();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(mrtr_server::stdio::serve(
-        &service,
-        &mrtr::Principal::anonymous(),
-        64 * 1024,
-        line.as_bytes(),
-        &mut out,
-        std::future::pending(),
-    ))
-    .unwrap();
+    let (spans, out) = serve_stdio_traced(&service, &line);
     let reply: Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(reply["result"]["content"][0]["text"], "done", "{reply}");
-    let spans = exporter.get_finished_spans().unwrap();
     let span = spans
         .iter()
         .find(|s| s.parent_span_id.to_string() == "00f067aa0ba90209")
@@ -423,13 +430,6 @@ fn a_2025_era_flow_on_a_session_has_its_span_under_the_client_s() {
 /// their spans as a modern request has, with the session's version.
 #[test]
 fn a_2025_era_session_on_stdio_has_its_spans() {
-    let exporter = InMemorySpanExporter::default();
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(exporter.clone())
-        .build();
-    let subscriber = tracing_subscriber::registry()
-        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("stdio-test")));
-    let _default = tracing::subscriber::set_default(subscriber);
     let service = Service::new(Engine::new(Keyring::ephemeral(), "otel"), "otel", "0").tool(
         "otel_stdio_legacy",
         "answers",
@@ -446,20 +446,7 @@ fn a_2025_era_session_on_stdio_has_its_spans() {
             "_meta": {"traceparent": format!("00-{CLIENT_TRACE}-00f067aa0ba90240-01")}}}),
     ];
     let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    let mut out = Vec::new();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(mrtr_server::stdio::serve(
-        &service,
-        &mrtr::Principal::anonymous(),
-        64 * 1024,
-        input.as_bytes(),
-        &mut out,
-        std::future::pending(),
-    ))
-    .unwrap();
+    let (spans, out) = serve_stdio_traced(&service, &input);
     let replies: Vec<Value> = out
         .split(|b| *b == b'\n')
         .filter(|l| !l.is_empty())
@@ -470,7 +457,6 @@ fn a_2025_era_session_on_stdio_has_its_spans() {
         .find(|r| r["id"] == 1)
         .expect("the call's reply");
     assert_eq!(call["result"]["content"][0]["text"], "done", "{call}");
-    let spans = exporter.get_finished_spans().unwrap();
     let span = spans
         .iter()
         .find(|s| s.parent_span_id.to_string() == "00f067aa0ba90240")

@@ -78,6 +78,20 @@ impl Receiver {
         }
     }
 
+    /// The data points of the metric `name` of `kind` (`histogram`, `sum`),
+    /// over every export that carried it (bounded, as [`Receiver::metric`]).
+    fn points(&self, name: &str, kind: &str) -> Vec<Value> {
+        self.metric(name)
+            .iter()
+            .flat_map(|m| {
+                m[kind]["dataPoints"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .collect()
+    }
+
     /// The spans of `TRACE`, once `n` have come (bounded).
     fn spans(&self, n: usize) -> Vec<Value> {
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -96,6 +110,20 @@ impl Receiver {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+}
+
+impl Receiver {
+    /// A receiver, its endpoint, and a key for the instances that export to it.
+    fn with_key() -> (Self, String, String) {
+        let receiver = Self::start();
+        let endpoint = format!("http://127.0.0.1:{}", receiver.port);
+        (receiver, endpoint, mrtr::seal::generate_key_string())
+    }
+}
+
+/// An `mrtr serve` on `keys` that exports to `endpoint`.
+fn exporting(endpoint: &str, keys: &str) -> Server {
+    Server::start_with_keys(&["--otlp-endpoint", endpoint], keys)
 }
 
 impl Drop for Receiver {
@@ -138,32 +166,17 @@ fn round(
     server.rpc(&body).json()
 }
 
-#[test]
-#[ignore = "needs the OTLP receiver: MRTR_TEST_OTLP_PYTHON=$(scripts/otel-receiver.sh python), --ignored"]
-fn a_three_round_flow_across_two_instances_is_one_exported_trace() {
-    let receiver = Receiver::start();
-    let endpoint = format!("http://127.0.0.1:{}", receiver.port);
-    let keys = mrtr::seal::generate_key_string();
-    let start = || Server::start_with_keys(&["--otlp-endpoint", &endpoint], &keys);
-    let (mut a, mut b) = (start(), start());
-
-    let r1 = round(&a, 1, "00f067aa0ba90201", None, json!({}));
+/// The three-round flow, rounds 1 and 3 on `a` and 2 on `b` (which may be
+/// `a`), then round 3 again on `b` with a tampered state (refused); each
+/// request under the client span `{prefix}0N`. The first two states.
+fn three_rounds_and_a_tampered_one(a: &Server, b: &Server, prefix: &str) -> (String, String) {
+    let r1 = round(a, 1, &format!("{prefix}01"), None, json!({}));
     let s1 = state_of(&r1);
-    let r2 = round(
-        &b,
-        2,
-        "00f067aa0ba90202",
-        Some(&s1),
-        json!({"step1": {"action": "accept", "content": {"name": "Ada"}}}),
-    );
+    let name = json!({"step1": {"action": "accept", "content": {"name": "Ada"}}});
+    let r2 = round(b, 2, &format!("{prefix}02"), Some(&s1), name);
     let s2 = state_of(&r2);
-    let r3 = round(
-        &a,
-        3,
-        "00f067aa0ba90203",
-        Some(&s2),
-        json!({"step2": {"action": "accept", "content": {"color": "green"}}}),
-    );
+    let color = json!({"step2": {"action": "accept", "content": {"color": "green"}}});
+    let r3 = round(a, 3, &format!("{prefix}03"), Some(&s2), color);
     assert_eq!(
         r3["result"]["content"][0]["text"], "Ada likes green",
         "{r3}"
@@ -172,8 +185,17 @@ fn a_three_round_flow_across_two_instances_is_one_exported_trace() {
     let i = bad.len() / 2;
     bad[i] = if bad[i] == b'A' { b'B' } else { b'A' };
     let bad = String::from_utf8(bad).unwrap();
-    let r4 = round(&b, 4, "00f067aa0ba90204", Some(&bad), json!({}));
+    let r4 = round(b, 4, &format!("{prefix}04"), Some(&bad), json!({}));
     assert_eq!(r4["error"]["code"], -32602, "{r4}");
+    (s1, s2)
+}
+
+#[test]
+#[ignore = "needs the OTLP receiver: MRTR_TEST_OTLP_PYTHON=$(scripts/otel-receiver.sh python), --ignored"]
+fn a_three_round_flow_across_two_instances_is_one_exported_trace() {
+    let (receiver, endpoint, keys) = Receiver::with_key();
+    let (mut a, mut b) = (exporting(&endpoint, &keys), exporting(&endpoint, &keys));
+    let (s1, s2) = three_rounds_and_a_tampered_one(&a, &b, "00f067aa0ba902");
     // A stop sends what is buffered.
     a.terminate();
     b.terminate();
@@ -338,6 +360,33 @@ fn traced_call(
     stdout
 }
 
+/// A histogram data point's bucket bounds.
+fn bounds(point: &Value) -> Vec<f64> {
+    let bounds = point["explicitBounds"].as_array();
+    bounds
+        .expect("explicitBounds")
+        .iter()
+        .map(|b| b.as_f64().expect("a number"))
+        .collect()
+}
+
+/// `mrtr call` of `tool` (no arguments, no questions) on `addr` in `era`, its
+/// telemetry exported to `endpoint`: how it ended.
+fn call_exporting(
+    addr: std::net::SocketAddr,
+    endpoint: &str,
+    era: &str,
+    tool: &str,
+) -> std::process::Output {
+    let url = format!("http://{addr}/mcp");
+    Command::new(bin())
+        .args(["call", &url, "--era", era, "--no-input"])
+        .args(["--otlp-endpoint", endpoint, "tool", tool])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run mrtr call")
+}
+
 /// `mrtr call` drives a three-round flow through a proxy that sends each round
 /// to the other `mrtr serve`: one trace, the call's span over its three
 /// CLIENT spans, each the parent of a SERVER span, rounds 2 and 3 linked to
@@ -345,11 +394,8 @@ fn traced_call(
 #[test]
 #[ignore = "needs the OTLP receiver: MRTR_TEST_OTLP_PYTHON=$(scripts/otel-receiver.sh python), --ignored"]
 fn mrtr_call_and_two_instances_make_one_trace_of_a_three_round_flow() {
-    let receiver = Receiver::start();
-    let endpoint = format!("http://127.0.0.1:{}", receiver.port);
-    let keys = mrtr::seal::generate_key_string();
-    let start = || Server::start_with_keys(&["--otlp-endpoint", &endpoint], &keys);
-    let (mut a, mut b) = (start(), start());
+    let (receiver, endpoint, keys) = Receiver::with_key();
+    let (mut a, mut b) = (exporting(&endpoint, &keys), exporting(&endpoint, &keys));
     let proxy = round_robin(vec![a.addr, b.addr]);
     let answers = json!({
         "step1": {"action": "accept", "content": {"name": "Ada"}},
@@ -431,13 +477,7 @@ fn mrtr_call_and_two_instances_make_one_trace_of_a_three_round_flow() {
     // A call the server refuses: its CLIENT span says the code, and the
     // server's message as the status.
     let c = Server::start_with_keys(&[], &keys);
-    let url = format!("http://{}/mcp", c.addr);
-    let out = Command::new(bin())
-        .args(["call", &url, "--era", "modern", "--no-input"])
-        .args(["--otlp-endpoint", &endpoint, "tool", "no_such_tool"])
-        .stdin(Stdio::null())
-        .output()
-        .expect("run mrtr call");
+    let out = call_exporting(c.addr, &endpoint, "modern", "no_such_tool");
     assert_eq!(out.status.code(), Some(3), "{out:?}");
     let deadline = Instant::now() + Duration::from_secs(20);
     let refused = loop {
@@ -466,11 +506,8 @@ fn mrtr_call_and_two_instances_make_one_trace_of_a_three_round_flow() {
 #[test]
 #[ignore = "needs the OTLP receiver: MRTR_TEST_OTLP_PYTHON=$(scripts/otel-receiver.sh python), --ignored"]
 fn a_once_step_is_one_event_on_the_span_of_the_round_that_ran_it() {
-    let receiver = Receiver::start();
-    let endpoint = format!("http://127.0.0.1:{}", receiver.port);
-    let keys = mrtr::seal::generate_key_string();
-    let start = || Server::start_with_keys(&["--otlp-endpoint", &endpoint], &keys);
-    let (mut a, mut b) = (start(), start());
+    let (receiver, endpoint, keys) = Receiver::with_key();
+    let (mut a, mut b) = (exporting(&endpoint, &keys), exporting(&endpoint, &keys));
     let proxy = round_robin(vec![a.addr, b.addr]);
     let answers = json!({"confirm": {"action": "accept", "content": {"confirm": true}}});
     let target = ["tool", "deploy", "--args", r#"{"service":"web"}"#];
@@ -518,9 +555,7 @@ fn a_once_step_is_one_event_on_the_span_of_the_round_that_ran_it() {
 #[test]
 #[ignore = "needs the OTLP receiver: MRTR_TEST_OTLP_PYTHON=$(scripts/otel-receiver.sh python), --ignored"]
 fn the_metrics_are_exported_over_otlp_beside_prometheus() {
-    let receiver = Receiver::start();
-    let endpoint = format!("http://127.0.0.1:{}", receiver.port);
-    let keys = mrtr::seal::generate_key_string();
+    let (receiver, endpoint, keys) = Receiver::with_key();
     let mut a = Server::start_with_env(
         &[
             "--otlp-endpoint",
@@ -533,38 +568,7 @@ fn the_metrics_are_exported_over_otlp_beside_prometheus() {
             ("OTEL_METRIC_EXPORT_INTERVAL", "200"),
         ],
     );
-    let r1 = round(&a, 1, "00f067aa0ba90301", None, json!({}));
-    let s1 = state_of(&r1);
-    let r2 = round(
-        &a,
-        2,
-        "00f067aa0ba90302",
-        Some(&s1),
-        json!({"step1": {"action": "accept", "content": {"name": "Ada"}}}),
-    );
-    let s2 = state_of(&r2);
-    let r3 = round(
-        &a,
-        3,
-        "00f067aa0ba90303",
-        Some(&s2),
-        json!({"step2": {"action": "accept", "content": {"color": "green"}}}),
-    );
-    assert_eq!(
-        r3["result"]["content"][0]["text"], "Ada likes green",
-        "{r3}"
-    );
-    let mut bad = s2.clone().into_bytes();
-    let i = bad.len() / 2;
-    bad[i] = if bad[i] == b'A' { b'B' } else { b'A' };
-    let r4 = round(
-        &a,
-        4,
-        "00f067aa0ba90304",
-        Some(&String::from_utf8(bad).unwrap()),
-        json!({}),
-    );
-    assert_eq!(r4["error"]["code"], -32602, "{r4}");
+    let (s1, s2) = three_rounds_and_a_tampered_one(&a, &a, "00f067aa0ba903");
 
     // Prometheus still has them: the fan-out feeds both.
     let scraped = request(a.metrics_addr(), "GET", "/metrics", &[], b"").text();
@@ -575,16 +579,7 @@ fn the_metrics_are_exported_over_otlp_beside_prometheus() {
     // Periodic export, before any stop: the cumulative points of the four calls.
     let deadline = Instant::now() + Duration::from_secs(20);
     let duration = loop {
-        let points: Vec<Value> = receiver
-            .metric("mcp.server.operation.duration")
-            .iter()
-            .flat_map(|m| {
-                m["histogram"]["dataPoints"]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default()
-            })
-            .collect();
+        let points = receiver.points("mcp.server.operation.duration", "histogram");
         let total = |p: &Value| {
             p["count"]
                 .as_str()
@@ -610,13 +605,7 @@ fn the_metrics_are_exported_over_otlp_beside_prometheus() {
         Some("tools/call")
     );
     assert_eq!(attr(point, "network.transport").as_deref(), Some("tcp"));
-    let bounds: Vec<f64> = point["explicitBounds"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|b| b.as_f64().unwrap())
-        .collect();
-    assert_eq!(bounds, mrtr::metrics::OPERATION_DURATION_BUCKETS.to_vec());
+    assert_eq!(bounds(point), mrtr::metrics::OPERATION_DURATION_BUCKETS);
     let refused = duration
         .iter()
         .find(|p| attr(p, "error.type").as_deref() == Some("-32602"))
@@ -627,19 +616,7 @@ fn the_metrics_are_exported_over_otlp_beside_prometheus() {
     );
     // mrtr's own: the rounds of the flow (1, 2 and 3; the refused fourth
     // request reached no round) in their buckets, the refusal by its class.
-    let points = |name: &str, kind: &str| -> Vec<Value> {
-        receiver
-            .metric(name)
-            .iter()
-            .flat_map(|m| {
-                m[kind]["dataPoints"]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default()
-            })
-            .collect()
-    };
-    let rounds = points(mrtr::metrics::ROUNDS, "histogram");
+    let rounds = receiver.points(mrtr::metrics::ROUNDS, "histogram");
     let last = rounds
         .last()
         .unwrap_or_else(|| panic!("no rounds exported"));
@@ -648,14 +625,8 @@ fn the_metrics_are_exported_over_otlp_beside_prometheus() {
         last["bucketCounts"],
         json!(["1", "1", "1", "0", "0", "0", "0", "0", "0"])
     );
-    let bounds: Vec<f64> = last["explicitBounds"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|b| b.as_f64().unwrap())
-        .collect();
-    assert_eq!(bounds, mrtr::metrics::ROUNDS_BUCKETS.to_vec());
-    let rejections = points(mrtr::metrics::STATE_REJECTIONS_TOTAL, "sum");
+    assert_eq!(bounds(last), mrtr::metrics::ROUNDS_BUCKETS);
+    let rejections = receiver.points(mrtr::metrics::STATE_REJECTIONS_TOTAL, "sum");
     assert!(
         rejections
             .iter()
@@ -687,42 +658,18 @@ fn the_metrics_are_exported_over_otlp_beside_prometheus() {
     let b = Server::start_with_keys(&[], &keys);
     let stdout = traced_call(b.addr, &endpoint, &answers, &["tool", TOOL]);
     assert!(stdout.contains("Ada likes green"), "{stdout}");
-    let client = receiver.metric("mcp.client.operation.duration");
-    let points: Vec<Value> = client
-        .iter()
-        .flat_map(|m| {
-            m["histogram"]["dataPoints"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-        })
-        .collect();
+    let points = receiver.points("mcp.client.operation.duration", "histogram");
     assert!(
         points
             .iter()
             .any(|p| p["count"] == "3"
                 && attr(p, "mcp.method.name").as_deref() == Some("tools/call")),
-        "three requests of one call: {client:#?}"
+        "three requests of one call: {points:#?}"
     );
     // A 2025-era session's life, as `mrtr call` measured it when it ended it.
-    let url = format!("http://{}/mcp", b.addr);
-    let out = Command::new(bin())
-        .args(["call", &url, "--era", "legacy", "--no-input"])
-        .args(["--otlp-endpoint", &endpoint, "tool", "test_simple_text"])
-        .stdin(Stdio::null())
-        .output()
-        .expect("run mrtr call");
+    let out = call_exporting(b.addr, &endpoint, "legacy", "test_simple_text");
     assert!(out.status.success(), "{out:?}");
-    let session: Vec<Value> = receiver
-        .metric("mcp.client.session.duration")
-        .iter()
-        .flat_map(|m| {
-            m["histogram"]["dataPoints"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-        })
-        .collect();
+    let session = receiver.points("mcp.client.session.duration", "histogram");
     assert!(
         session.iter().any(|p| p["count"] == "1"
             && attr(p, "mcp.protocol.version").as_deref() == Some("2025-11-25")
