@@ -438,6 +438,10 @@ fn open_span(
     parts: &mut Parts,
 ) -> tracing::Span {
     let span = crate::span::request("http");
+    if span.is_disabled() {
+        // Nobody traces: nothing to name, parent or find.
+        return span;
+    }
     crate::span::adopt(&span, message, ctx);
     crate::span::link_transport(&span, &parts.headers);
     crate::span::http_version(&span, parts.version);
@@ -447,11 +451,9 @@ fn open_span(
     {
         crate::span::client(&span, info.0);
     }
-    if !span.is_disabled() {
-        parts
-            .extensions
-            .insert(crate::span::RequestSpan(span.clone()));
-    }
+    parts
+        .extensions
+        .insert(crate::span::RequestSpan(span.clone()));
     span
 }
 
