@@ -128,3 +128,54 @@ impl ServerRequests for Asker<'_> {
         Box::pin(tokio::time::sleep(duration))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+    use mrtr::{Engine, Keyring, Service};
+
+    /// When the stream ends (the `Legacy` value goes), the session's life is
+    /// measured, by its version, on the pipe.
+    #[test]
+    fn the_end_of_the_stream_measures_the_session_s_life() {
+        let service = Service::new(Engine::new(Keyring::ephemeral(), "t"), "t", "0");
+        let init = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"}}});
+        let message = ParsedMessage::parse(init.to_string().as_bytes());
+        let ctx = mrtr::service::RequestContext::new(
+            mrtr::Principal::anonymous(),
+            mrtr::Timestamp::now(),
+            "t",
+        );
+        let (session, _) = service.initialize(message, &ctx).expect("a session");
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        metrics::with_local_recorder(&recorder, || {
+            let legacy = Legacy::default();
+            assert!(legacy.open(session));
+            drop(legacy);
+            // No session, nothing measured.
+            drop(Legacy::default());
+        });
+        let recorded: Vec<(String, usize)> = snapshotter
+            .snapshot()
+            .into_vec()
+            .into_iter()
+            .filter_map(|(key, _, _, value)| match value {
+                DebugValue::Histogram(v) => Some((format!("{:?}", key.key()), v.len())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(recorded.len(), 1, "{recorded:?}");
+        let (key, samples) = &recorded[0];
+        assert_eq!(*samples, 1);
+        assert!(
+            key.contains("mcp.server.session.duration")
+                && key.contains("2025-06-18")
+                && key.contains("pipe"),
+            "{key}"
+        );
+    }
+}
