@@ -8,19 +8,14 @@ use ::redis::{RedisError, Value};
 
 use mrtr::replay::{BoxFuture, Claim, ClaimOutcome, ReplayGuard};
 
-use super::connection::{Link, State};
+use super::connection::{Link, NotReady};
 use super::{MAX_WAIT_TIMEOUT_MS, RedisReplayGuard, Replicas, log_error};
 
 impl RedisReplayGuard {
     async fn claim_on(&self, link: &Link, claim: &Claim) -> ClaimOutcome {
-        let mut state = link.state.clone();
-        let ready = state
-            .wait_for(|s| matches!(s, State::Ready(..) | State::Refused(_)))
-            .await
-            .map(|s| s.clone());
-        let mut conn = match ready {
-            Ok(State::Ready(conn, _)) => conn,
-            Ok(State::Refused(check)) => {
+        let mut conn = match link.ready().await {
+            Ok(conn) => conn,
+            Err(NotReady::Refused(check)) => {
                 tracing::warn!(
                     target: "mrtr::replay",
                     "claim refused by the Redis replay guard: the store's {check} \
@@ -28,8 +23,7 @@ impl RedisReplayGuard {
                 );
                 return ClaimOutcome::Unavailable;
             }
-            // The connection task has gone (its runtime shut down).
-            _ => return ClaimOutcome::Unavailable,
+            Err(NotReady::Gone) => return ClaimOutcome::Unavailable,
         };
         match self.set_nx(&mut conn, claim).await {
             Ok(Set::Claimed) => ClaimOutcome::Claimed,

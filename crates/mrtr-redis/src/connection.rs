@@ -65,6 +65,32 @@ pub(super) struct Link {
     pub(super) suspect: Arc<Notify>,
 }
 
+/// Why [`Link::ready`] gave no connection.
+pub(super) enum NotReady {
+    /// Connected, but the store may evict what is written (the check it failed).
+    Refused(StoreCheck),
+    /// The connection task has gone (its runtime shut down).
+    Gone,
+}
+
+impl Link {
+    /// The connection, once the connection task has one (waiting while it is
+    /// starting or down); what stands in the way otherwise. The caller bounds
+    /// the wait.
+    pub(super) async fn ready(&self) -> Result<MultiplexedConnection, NotReady> {
+        let mut state = self.state.clone();
+        let ready = state
+            .wait_for(|s| matches!(s, State::Ready(..) | State::Refused(_)))
+            .await
+            .map(|s| s.clone());
+        match ready {
+            Ok(State::Ready(conn, _)) => Ok(conn),
+            Ok(State::Refused(check)) => Err(NotReady::Refused(check)),
+            _ => Err(NotReady::Gone),
+        }
+    }
+}
+
 /// The connection task: connects, reads the eviction policy, publishes the
 /// connection, and starts over when it is lost. Ends when the guard is dropped
 /// (every receiver of `state` is).

@@ -12,7 +12,7 @@ use mrtr::service::tasks::{
     BoxFuture, StoredTask, TaskLimits, TaskStore, TaskStoreError, Versioned,
 };
 
-use super::connection::State;
+use super::connection::NotReady;
 use super::{RedisReplayGuard, log_error};
 
 /// Creates a task within the caps. KEYS: the task, every task, the owner's
@@ -138,20 +138,15 @@ impl RedisTaskStore {
             return Err(TaskStoreError::Unavailable);
         };
         let work = async {
-            let mut state = link.state.clone();
-            let ready = state
-                .wait_for(|s| matches!(s, State::Ready(..) | State::Refused(_)))
-                .await
-                .map(|s| s.clone());
-            match ready {
-                Ok(State::Ready(conn, _)) => op(conn).await.map_err(|e| {
+            match link.ready().await {
+                Ok(conn) => op(conn).await.map_err(|e| {
                     log_error(doing, &e);
                     if e.code().is_none() {
                         link.suspect.notify_one();
                     }
                     TaskStoreError::Unavailable
                 }),
-                Ok(State::Refused(check)) => {
+                Err(NotReady::Refused(check)) => {
                     tracing::warn!(
                         target: "mrtr::tasks",
                         "task store refused: the Redis store's {check} (set maxmemory-policy \
@@ -159,7 +154,7 @@ impl RedisTaskStore {
                     );
                     Err(TaskStoreError::Unavailable)
                 }
-                _ => Err(TaskStoreError::Unavailable),
+                Err(NotReady::Gone) => Err(TaskStoreError::Unavailable),
             }
         };
         match tokio::time::timeout(self.guard.claim_timeout(), work).await {
