@@ -62,6 +62,16 @@ fn span_under(exporter: &InMemorySpanExporter, parent: &str) -> SpanData {
     }
 }
 
+/// A service with one tool, `name`, that answers "done".
+fn answering(name: &str) -> Service {
+    Service::new(Engine::new(Keyring::ephemeral(), "otel"), "otel", "0").tool(
+        name,
+        "answers",
+        json!({"type": "object"}),
+        |_| Ok(ToolResult::text("done")),
+    )
+}
+
 const CLIENT_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 
 fn call(addr: std::net::SocketAddr, id: u64, params: Value) -> Value {
@@ -266,12 +276,7 @@ fn serve_stdio_traced(service: &Service, input: &str) -> (Vec<SpanData>, Vec<u8>
 /// named per the conventions, its transport a pipe.
 #[test]
 fn a_stdio_request_has_its_span_under_the_client_s() {
-    let service = Service::new(Engine::new(Keyring::ephemeral(), "otel"), "otel", "0").tool(
-        "otel_stdio",
-        "answers",
-        json!({"type": "object"}),
-        |_| Ok(ToolResult::text("done")),
-    );
+    let service = answering("otel_stdio");
     let line = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": params("00f067aa0ba90209", None, json!({}))})
     .to_string()
@@ -339,12 +344,7 @@ fn a_task_s_run_is_a_span_under_the_request_that_created_it() {
 #[test]
 fn a_2025_era_flow_on_a_session_has_its_span_under_the_client_s() {
     const VERSION: &str = "2025-11-25";
-    let service = Service::new(Engine::new(Keyring::ephemeral(), "otel"), "otel", "0").tool(
-        "otel_legacy",
-        "answers",
-        json!({"type": "object"}),
-        |_| Ok(ToolResult::text("done")),
-    );
+    let service = answering("otel_legacy");
     let (exporter, addr) = serve_traced(mcp_router(
         Arc::new(service),
         HttpOptions::default(),
@@ -430,12 +430,7 @@ fn a_2025_era_flow_on_a_session_has_its_span_under_the_client_s() {
 /// their spans as a modern request has, with the session's version.
 #[test]
 fn a_2025_era_session_on_stdio_has_its_spans() {
-    let service = Service::new(Engine::new(Keyring::ephemeral(), "otel"), "otel", "0").tool(
-        "otel_stdio_legacy",
-        "answers",
-        json!({"type": "object"}),
-        |_| Ok(ToolResult::text("done")),
-    );
+    let service = answering("otel_stdio_legacy");
     let lines = [
         json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {},
@@ -484,12 +479,7 @@ fn a_2025_era_session_on_stdio_has_its_spans() {
 /// (`traceparent` header, from an instrumented HTTP client) is linked.
 #[test]
 fn the_http_request_s_trace_context_is_linked_not_the_parent() {
-    let service = Service::new(Engine::new(Keyring::ephemeral(), "otel"), "otel", "0").tool(
-        "otel_linked",
-        "answers",
-        json!({"type": "object"}),
-        |_| Ok(ToolResult::text("done")),
-    );
+    let service = answering("otel_linked");
     let (exporter, addr) = serve_traced(mcp_router(
         Arc::new(service),
         HttpOptions::default(),
