@@ -156,29 +156,31 @@ impl<C> ParsedMessage<C> {
     /// `initialize` whose params carry no 2026-07-28 `_meta` (one that does is
     /// answered as any modern request naming a removed method: -32601).
     pub fn is_legacy_initialize(&self) -> bool {
-        self.method() == Some("initialize") && !self.has_modern_meta()
+        self.method_name() == Some("initialize") && !self.has_modern_meta()
     }
 
     /// Whether this message's params carry the 2026-07-28 `_meta` (a
     /// `io.modelcontextprotocol/protocolVersion`): such a message is served
     /// statelessly whatever session header came with it.
     pub fn has_modern_meta(&self) -> bool {
-        self.message.as_ref().is_ok_and(|m| {
-            m.get("params")
-                .and_then(|p| p.get("_meta"))
-                .and_then(|meta| meta.get(crate::wire::META_PROTOCOL_VERSION))
-                .is_some()
-        })
+        self.meta()
+            .and_then(|meta| meta.get(crate::wire::META_PROTOCOL_VERSION))
+            .is_some()
     }
 
-    /// The method, when the message is a request or notification.
+    /// The `method` member, when the message is an object that has a string
+    /// one (a request or notification).
     pub fn method_name(&self) -> Option<&str> {
-        self.method()
+        self.message
+            .as_ref()
+            .ok()
+            .and_then(|m| m.get("method"))
+            .and_then(Value::as_str)
     }
 
     /// The tool or prompt name, or the resource URI, of a carrier request.
     pub fn target(&self) -> Option<&str> {
-        let method = crate::wire::CarrierMethod::from_method(self.method()?)?;
+        let method = crate::wire::CarrierMethod::from_method(self.method_name()?)?;
         self.message
             .as_ref()
             .ok()?
@@ -189,11 +191,7 @@ impl<C> ParsedMessage<C> {
 
     /// The protocol version the message's `_meta` names, if any.
     pub fn protocol_version(&self) -> Option<&str> {
-        self.message
-            .as_ref()
-            .ok()?
-            .get("params")?
-            .get("_meta")?
+        self.meta()?
             .get(crate::wire::META_PROTOCOL_VERSION)?
             .as_str()
     }
@@ -202,17 +200,12 @@ impl<C> ParsedMessage<C> {
     /// and `tracestate` beside it), when well formed: what a transport's
     /// span for this request takes as its parent.
     pub fn trace_context(&self) -> Option<(crate::wire::TraceParent, Option<&str>)> {
-        let meta = self.message.as_ref().ok()?.get("params")?.get("_meta");
-        crate::wire::trace_context(meta)
+        crate::wire::trace_context(self.meta())
     }
 
-    /// The `method` member, when the message is an object that has a string one.
-    fn method(&self) -> Option<&str> {
-        self.message
-            .as_ref()
-            .ok()
-            .and_then(|m| m.get("method"))
-            .and_then(Value::as_str)
+    /// The `params._meta` member, when there is one.
+    fn meta(&self) -> Option<&Value> {
+        self.message.as_ref().ok()?.get("params")?.get("_meta")
     }
 
     /// The id of this message when it is a request (a `method` and a string
