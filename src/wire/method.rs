@@ -46,6 +46,21 @@ impl CarrierMethod {
             Self::ToolsCall | Self::PromptsGet => "name",
         }
     }
+
+    /// The span attribute that names the target, as the OpenTelemetry
+    /// semantic conventions for MCP have it.
+    ///
+    /// ```
+    /// use mrtr::wire::CarrierMethod;
+    /// assert_eq!(CarrierMethod::ToolsCall.target_attribute(), "gen_ai.tool.name");
+    /// ```
+    pub fn target_attribute(self) -> &'static str {
+        match self {
+            Self::ToolsCall => "gen_ai.tool.name",
+            Self::PromptsGet => "gen_ai.prompt.name",
+            Self::ResourcesRead => "mcp.resource.uri",
+        }
+    }
 }
 
 #[cfg(test)]

@@ -18,13 +18,9 @@ use tracing::field::Empty;
 /// and port); with the `otel` feature, its context injected into `request`'s
 /// `params._meta` (unless the caller put a `traceparent` there).
 pub(crate) fn client(request: &mut Value, server: Option<(&str, u16)>) -> tracing::Span {
-    let method = request["method"].as_str().unwrap_or("unknown").to_owned();
-    let target_field = match method.as_str() {
-        "tools/call" => Some(("name", "gen_ai.tool.name")),
-        "prompts/get" => Some(("name", "gen_ai.prompt.name")),
-        "resources/read" => Some(("uri", "mcp.resource.uri")),
-        _ => None,
-    };
+    let method = request["method"].as_str().unwrap_or("unknown");
+    let target_field = mrtr::wire::CarrierMethod::from_method(method)
+        .map(|m| (m.target_param(), m.target_attribute()));
     let target = target_field.and_then(|(param, _)| request["params"][param].as_str());
     let span = tracing::info_span!(
         target: "mrtr::mcp",
@@ -32,7 +28,7 @@ pub(crate) fn client(request: &mut Value, server: Option<(&str, u16)>) -> tracin
         otel.name = Empty,
         otel.kind = "client",
         otel.status_code = Empty,
-        "mcp.method.name" = method.as_str(),
+        "mcp.method.name" = method,
         "gen_ai.tool.name" = Empty,
         "gen_ai.prompt.name" = Empty,
         "mcp.resource.uri" = Empty,
@@ -61,7 +57,7 @@ pub(crate) fn client(request: &mut Value, server: Option<(&str, u16)>) -> tracin
             span.record(field, t);
         }
         _ => {
-            span.record("otel.name", method.as_str());
+            span.record("otel.name", method);
         }
     }
     match &request["id"] {

@@ -80,14 +80,12 @@ fn operation(transport: &'static str, log: &RequestLog, elapsed: Duration) {
         "stdio" => "pipe",
         _ => return,
     };
-    let end = match log.outcome.as_str() {
-        "notification" => return,
-        "tool_error" => OperationEnd::ToolError,
-        o => match o.strip_prefix("error:").and_then(|c| c.parse().ok()) {
-            Some(code) => OperationEnd::Error(code),
-            None if o.starts_with("http:") => return,
-            None => OperationEnd::Ok,
-        },
+    let end = match (log.outcome.as_str(), crate::span::error_code(log)) {
+        ("notification", _) => return,
+        ("tool_error", _) => OperationEnd::ToolError,
+        (_, Some(code)) => OperationEnd::Error(code),
+        (o, None) if o.starts_with("http:") => return,
+        _ => OperationEnd::Ok,
     };
     mrtr::metrics::server_operation(log.method.as_deref(), end, network, elapsed);
 }

@@ -17,6 +17,7 @@
 //! instance served it.
 
 use mrtr::service::{ParsedMessage, RequestContext, RequestLog};
+use mrtr::wire::CarrierMethod;
 use tracing::field::Empty;
 
 /// The target of the request spans.
@@ -185,12 +186,7 @@ pub(crate) fn conclude(span: &tracing::Span, log: &RequestLog, error_code: Optio
         return;
     }
     let method = log.method.as_deref().unwrap_or("unknown");
-    let field = match method {
-        "tools/call" => Some("gen_ai.tool.name"),
-        "prompts/get" => Some("gen_ai.prompt.name"),
-        "resources/read" => Some("mcp.resource.uri"),
-        _ => None,
-    };
+    let field = CarrierMethod::from_method(method).map(CarrierMethod::target_attribute);
     if let (Some(field), Some(target)) = (field, &log.target) {
         span.record(field, target.as_str());
     }
