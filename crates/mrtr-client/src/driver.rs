@@ -285,16 +285,46 @@ impl Client {
     /// Sends one request, racing its response against the per-request time cap,
     /// in its span (`crate::span`: the MCP conventions' CLIENT span, whose
     /// context the request carries to the server with the `otel` feature).
-    async fn send(&self, mut request: Value) -> Result<Value, ClientError> {
+    async fn send(&self, request: Value) -> Result<Value, ClientError> {
+        let transport = &self.inner.transport;
+        self.traced(
+            request,
+            |r| self.timed(transport.send(r)),
+            |v| Answer::Response(v),
+        )
+        .await
+    }
+
+    /// Runs one request's `exchange` in the request's CLIENT span
+    /// (`crate::span`; the request it is given carries the span's context),
+    /// and counts its duration (`mcp.client.operation.duration`): every
+    /// request goes through here, whatever the era. `answer` says what came
+    /// back ([`Answer`]); a request not served ends its span as it is, and no
+    /// duration is counted.
+    pub(super) async fn traced<T, Fut>(
+        &self,
+        mut request: Value,
+        exchange: impl FnOnce(Value) -> Fut,
+        answer: impl FnOnce(&T) -> Answer<'_>,
+    ) -> Result<T, ClientError>
+    where
+        Fut: std::future::Future<Output = Result<T, ClientError>>,
+    {
         let started = std::time::Instant::now();
         let server = self.inner.transport.server_address();
         let span = crate::span::client(&mut request, server);
         let method = request["method"].as_str().map(str::to_owned);
-        let sent = self.timed(self.inner.transport.send(request));
-        let result = tracing::Instrument::instrument(sent, span.clone()).await;
-        let end = crate::span::conclude(&span, &result);
-        let network = self.inner.transport.network_transport();
-        mrtr::metrics::client_operation(method.as_deref(), end, network, started.elapsed());
+        let result = tracing::Instrument::instrument(exchange(request), span.clone()).await;
+        let answered = match result.as_ref().map(answer) {
+            Ok(Answer::Response(v)) => Some(Some(v)),
+            Ok(Answer::Failed) | Err(_) => Some(None),
+            Ok(Answer::NotServed) => None,
+        };
+        if let Some(answered) = answered {
+            let end = crate::span::conclude(&span, answered);
+            let network = self.inner.transport.network_transport();
+            mrtr::metrics::client_operation(method.as_deref(), end, network, started.elapsed());
+        }
         result
     }
 
@@ -334,4 +364,16 @@ impl Client {
             _ => fut.await,
         }
     }
+}
+
+/// What one request's exchange came to, for its span and its duration
+/// ([`Client::traced`]).
+pub(super) enum Answer<'a> {
+    /// The JSON-RPC response.
+    Response(&'a Value),
+    /// The transport failed.
+    Failed,
+    /// The request was not served: a first request a 2025-era server did not
+    /// take, a call its handler stopped, a notification.
+    NotServed,
 }

@@ -77,11 +77,11 @@ pub(crate) fn client(request: &mut Value, server: Option<(&str, u16)>) -> tracin
     span
 }
 
-/// How the request ended (the JSON-RPC error's code, a tool error, or the
-/// transport's failure), recorded on `span`.
-pub(crate) fn conclude<E>(span: &tracing::Span, result: &Result<Value, E>) -> OperationEnd {
-    let end = match result {
-        Ok(v) => match (
+/// How the request ended, recorded on `span`: its JSON-RPC `response` (an
+/// error's code, a tool error), or `None` when the transport failed.
+pub(crate) fn conclude(span: &tracing::Span, response: Option<&Value>) -> OperationEnd {
+    let end = match response {
+        Some(v) => match (
             v["error"]["code"].as_i64(),
             v["result"]["isError"].as_bool(),
         ) {
@@ -89,7 +89,7 @@ pub(crate) fn conclude<E>(span: &tracing::Span, result: &Result<Value, E>) -> Op
             (None, Some(true)) => OperationEnd::ToolError,
             _ => OperationEnd::Ok,
         },
-        Err(_) => OperationEnd::Transport,
+        None => OperationEnd::Transport,
     };
     if span.is_disabled() {
         return end;
@@ -104,7 +104,7 @@ pub(crate) fn conclude<E>(span: &tracing::Span, result: &Result<Value, E>) -> Op
         span.record("error.type", error.as_str());
         span.record("otel.status_code", "ERROR");
     }
-    if let (OperationEnd::Error(code), Ok(v)) = (end, result) {
+    if let (OperationEnd::Error(code), Some(v)) = (end, response) {
         span.record("rpc.response.status_code", code.to_string());
         // What the server told us, bounded: the conventions' description.
         if let Some(message) = v["error"]["message"].as_str() {
@@ -121,15 +121,19 @@ pub(crate) fn conclude<E>(span: &tracing::Span, result: &Result<Value, E>) -> Op
 /// is the server's to choose.
 const MAX_DESCRIPTION: usize = 256;
 
-/// Puts the span's context into the request's `params._meta`.
+/// Puts the span's context into the request's `params._meta` (made when the
+/// params have none, as a 2025-era request's).
 #[cfg(feature = "otel")]
 fn inject(span: &tracing::Span, request: &mut Value) {
     use opentelemetry::trace::TraceContextExt;
     use tracing_opentelemetry::OpenTelemetrySpanExt;
-    let Some(meta) = request["params"]["_meta"].as_object_mut() else {
+    let Some(params) = request.get_mut("params").and_then(Value::as_object_mut) else {
         return;
     };
-    if meta.contains_key(mrtr::wire::META_TRACEPARENT) {
+    if params
+        .get("_meta")
+        .is_some_and(|m| m.get(mrtr::wire::META_TRACEPARENT).is_some())
+    {
         return;
     }
     let cx = span.context();
@@ -139,6 +143,13 @@ fn inject(span: &tracing::Span, request: &mut Value) {
         sc.span_id().to_bytes(),
         sc.trace_flags().to_u8(),
     ) else {
+        return;
+    };
+    let Some(meta) = params
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(serde_json::Map::new()))
+        .as_object_mut()
+    else {
         return;
     };
     meta.insert(

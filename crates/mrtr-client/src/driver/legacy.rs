@@ -13,7 +13,7 @@ use mrtr::client::{Cap, CarrierCall, Completion, Flow, FlowError, Turn, result_o
 use mrtr::wire::jsonrpc;
 use mrtr::wire::{InputKind, InputRequest, InputRequests, JsonObject, META_CLIENT_INFO};
 
-use super::Client;
+use super::{Answer, Client};
 use crate::handler::{HandlerError, InputContext};
 use crate::legacy::{
     Era, EraMode, Exchanged, LEGACY_PROTOCOL_VERSIONS, LegacyTransport, Probe, ServeRequest,
@@ -101,7 +101,9 @@ impl Client {
         let legacy = self.legacy_transport()?;
         let ready = Flow::start(call.clone(), Arc::clone(&self.inner.rules));
         let (sent, request) = ready.request(self.next_id())?;
-        let probe = self.timed(legacy.probe(request)).await?;
+        let probe = self
+            .traced(request, |r| self.timed(legacy.probe(r)), modern_response)
+            .await?;
         let server = legacy.server();
         match probe {
             Probe::Modern(response) => {
@@ -123,7 +125,9 @@ impl Client {
         id: &jsonrpc::RequestId,
     ) -> Result<Option<Value>, ClientError> {
         let legacy = self.legacy_transport()?;
-        let probe = self.timed(legacy.probe(request)).await?;
+        let probe = self
+            .traced(request, |r| self.timed(legacy.probe(r)), modern_response)
+            .await?;
         let server = legacy.server();
         match probe {
             Probe::Modern(response) => {
@@ -162,8 +166,9 @@ impl Client {
                 "clientInfo": client_info,
             }),
         );
+        let exchange = |r| self.timed(legacy.exchange(&session, r, &NoRequests));
         let response = match self
-            .timed(legacy.exchange(&session, initialize, &NoRequests))
+            .traced(initialize, exchange, exchanged_response)
             .await?
         {
             Exchanged::Response(r) => r,
@@ -210,7 +215,8 @@ impl Client {
                 Value::Object(call.params().clone()),
             );
             let answering = Answering::new(self, call);
-            let exchanged = legacy.exchange(&session, request, &answering).await;
+            let exchange = |r| async { Ok(legacy.exchange(&session, r, &answering).await) };
+            let exchanged = self.traced(request, exchange, exchange_answer).await?;
             if !retried && self.session_gone(&session, exchanged.as_ref().err()).await {
                 retried = true;
                 continue;
@@ -255,9 +261,8 @@ impl Client {
             let session = self.session(legacy).await?;
             let id = self.next_id();
             let request = jsonrpc::request(&id, method, Value::Object(params.clone()));
-            let exchanged = self
-                .timed(legacy.exchange(&session, request, &NoRequests))
-                .await;
+            let exchange = |r| self.timed(legacy.exchange(&session, r, &NoRequests));
+            let exchanged = self.traced(request, exchange, exchanged_response).await;
             let error = match &exchanged {
                 Err(ClientError::Transport(t)) => Some(t),
                 _ => None,
@@ -438,5 +443,30 @@ impl<'c> Answering<'c> {
 impl ServeRequest for Answering<'_> {
     fn serve(&self, request: Value) -> BoxFuture<'_, Served> {
         Box::pin(self.serve_one(request))
+    }
+}
+
+/// What a first request came to: a 2026-07-28 server's response, or nothing
+/// from a 2025-era one, which did not take it.
+fn modern_response(probe: &Probe) -> Answer<'_> {
+    match probe {
+        Probe::Modern(response) => Answer::Response(response),
+        _ => Answer::NotServed,
+    }
+}
+
+/// What an exchange in a 2025-era session came to.
+fn exchanged_response(exchanged: &Exchanged) -> Answer<'_> {
+    match exchanged {
+        Exchanged::Response(response) => Answer::Response(response),
+        _ => Answer::NotServed,
+    }
+}
+
+/// [`exchanged_response`], or a transport's failure.
+fn exchange_answer(exchanged: &Result<Exchanged, TransportError>) -> Answer<'_> {
+    match exchanged {
+        Ok(e) => exchanged_response(e),
+        Err(_) => Answer::Failed,
     }
 }

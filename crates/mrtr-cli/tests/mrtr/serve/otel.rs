@@ -343,7 +343,8 @@ fn traced_call(
 ) -> String {
     let url = format!("http://{proxy}/mcp");
     let answers = answers.to_string();
-    let mut args = vec!["call", url.as_str(), "--era", "modern", "--no-input"];
+    // The era as a user leaves it (auto): the first request tells it.
+    let mut args = vec!["call", url.as_str(), "--no-input"];
     args.extend(["--otlp-endpoint", endpoint, "--answers", answers.as_str()]);
     args.extend(target);
     let out = Command::new(bin())
@@ -669,6 +670,18 @@ fn the_metrics_are_exported_over_otlp_beside_prometheus() {
     // A 2025-era session's life, as `mrtr call` measured it when it ended it.
     let out = call_exporting(b.addr, &endpoint, "legacy", "test_simple_text");
     assert!(out.status.success(), "{out:?}");
+    // Its requests have their CLIENT spans too: initialize and the call, in
+    // the call's trace.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let all = receiver.spans.lock().unwrap().clone();
+        let client = |name: &str| all.iter().any(|s| s["kind"] == 3 && s["name"] == name);
+        if client("initialize") && client("tools/call test_simple_text") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no 2025-era CLIENT spans");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let session = receiver.points("mcp.client.session.duration", "histogram");
     assert!(
         session.iter().any(|p| p["count"] == "1"
