@@ -11,11 +11,11 @@
 //! go through the crate's error channel ([`crate::error`]).
 //!
 //! ```
-//! use mrtr::result::{EmbeddedResource, PromptResult, ResourceResult, ToolResult};
+//! use mrtr::result::{Content, PromptResult, ResourceContents, ResourceResult, Role, ToolResult};
 //! use serde_json::{Value, json};
 //!
 //! let tool: Value = ToolResult::text("Deployed.")
-//!     .with_image_bytes(&[0x89, b'P', b'N', b'G'], "image/png")
+//!     .with(Content::image_bytes(&[0x89, b'P', b'N', b'G'], "image/png"))
 //!     .into();
 //! assert_eq!(tool, json!({"content": [
 //!     {"type": "text", "text": "Deployed."},
@@ -25,7 +25,7 @@
 //! let prompt: Value = PromptResult::new()
 //!     .description("Review a diff")
 //!     .user_text("Review this change:")
-//!     .user_resource(EmbeddedResource::text("file:///a.rs", "text/x-rust", "fn main() {}"))
+//!     .message(Role::User, Content::resource(ResourceContents::text("file:///a.rs", "text/x-rust", "fn main() {}")))
 //!     .into();
 //! assert_eq!(prompt["messages"][1]["content"]["resource"]["uri"], "file:///a.rs");
 //!
@@ -150,34 +150,6 @@ impl ResourceContents {
     }
 }
 
-/// A resource embedded in a tool or prompt result (`EmbeddedResource`,
-/// `type: "resource"`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EmbeddedResource {
-    resource: ResourceContents,
-}
-
-impl EmbeddedResource {
-    /// Embeds `resource`.
-    pub fn new(resource: ResourceContents) -> Self {
-        Self { resource }
-    }
-
-    /// Embeds text contents.
-    pub fn text(
-        uri: impl Into<String>,
-        mime_type: impl Into<String>,
-        text: impl Into<String>,
-    ) -> Self {
-        Self::new(ResourceContents::text(uri, mime_type, text))
-    }
-
-    /// Embeds binary contents, base64-encoded here.
-    pub fn blob(uri: impl Into<String>, mime_type: impl Into<String>, bytes: &[u8]) -> Self {
-        Self::new(ResourceContents::blob(uri, mime_type, bytes))
-    }
-}
-
 /// A link to a resource the client can read (`ResourceLink`,
 /// `type: "resource_link"`). It need not appear in `resources/list`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -243,7 +215,7 @@ enum Block {
     /// `type`, base64 `data`, `mimeType`.
     Media(&'static str, String, String),
     Link(ResourceLink),
-    Resource(EmbeddedResource),
+    Resource(ResourceContents),
 }
 
 /// The JSON form of a text block: the one place its shape is written.
@@ -302,8 +274,8 @@ impl Content {
         Ok(Self(Block::Media("audio", data, mime_type.into())))
     }
 
-    /// `EmbeddedResource`.
-    pub fn resource(resource: EmbeddedResource) -> Self {
+    /// `EmbeddedResource`: `resource` embedded in the result.
+    pub fn resource(resource: ResourceContents) -> Self {
         Self(Block::Resource(resource))
     }
 
@@ -332,7 +304,7 @@ impl Content {
             }
             Block::Resource(r) => {
                 o.insert("type".into(), "resource".into());
-                o.insert("resource".into(), r.resource.to_value());
+                o.insert("resource".into(), r.to_value());
             }
             Block::Link(l) => {
                 o.insert("type".into(), "resource_link".into());
@@ -415,48 +387,6 @@ impl ToolResult {
         self.content.push(content);
         self
     }
-
-    /// Appends a text block.
-    #[must_use]
-    pub fn with_text(self, text: impl Into<String>) -> Self {
-        self.with(Content::text(text))
-    }
-
-    /// Appends an image from raw bytes.
-    #[must_use]
-    pub fn with_image_bytes(self, bytes: &[u8], mime_type: impl Into<String>) -> Self {
-        self.with(Content::image_bytes(bytes, mime_type))
-    }
-
-    /// Appends an image given as standard padded base64.
-    ///
-    /// # Errors
-    /// [`BuildError::InvalidBase64`] when `base64` does not decode.
-    pub fn with_image(
-        self,
-        base64: impl Into<String>,
-        mime_type: impl Into<String>,
-    ) -> Result<Self, BuildError> {
-        Ok(self.with(Content::image(base64, mime_type)?))
-    }
-
-    /// Appends audio from raw bytes.
-    #[must_use]
-    pub fn with_audio_bytes(self, bytes: &[u8], mime_type: impl Into<String>) -> Self {
-        self.with(Content::audio_bytes(bytes, mime_type))
-    }
-
-    /// Appends an embedded resource.
-    #[must_use]
-    pub fn with_resource(self, resource: EmbeddedResource) -> Self {
-        self.with(Content::resource(resource))
-    }
-
-    /// Appends a resource link.
-    #[must_use]
-    pub fn with_link(self, link: ResourceLink) -> Self {
-        self.with(Content::link(link))
-    }
 }
 
 impl ToolResult {
@@ -528,36 +458,6 @@ impl PromptResult {
     pub fn user_text(self, text: impl Into<String>) -> Self {
         self.message(Role::User, Content::text(text))
     }
-
-    /// Appends an assistant text message.
-    #[must_use]
-    pub fn assistant_text(self, text: impl Into<String>) -> Self {
-        self.message(Role::Assistant, Content::text(text))
-    }
-
-    /// Appends a user message holding an image from raw bytes.
-    #[must_use]
-    pub fn user_image_bytes(self, bytes: &[u8], mime_type: impl Into<String>) -> Self {
-        self.message(Role::User, Content::image_bytes(bytes, mime_type))
-    }
-
-    /// Appends a user message holding an image given as standard padded base64.
-    ///
-    /// # Errors
-    /// [`BuildError::InvalidBase64`] when `base64` does not decode.
-    pub fn user_image(
-        self,
-        base64: impl Into<String>,
-        mime_type: impl Into<String>,
-    ) -> Result<Self, BuildError> {
-        Ok(self.message(Role::User, Content::image(base64, mime_type)?))
-    }
-
-    /// Appends a user message embedding a resource.
-    #[must_use]
-    pub fn user_resource(self, resource: EmbeddedResource) -> Self {
-        self.message(Role::User, Content::resource(resource))
-    }
 }
 
 impl From<PromptResult> for Value {
@@ -611,11 +511,11 @@ impl CacheScope {
 /// a result produced without a round of input.
 ///
 /// ```
-/// use mrtr::result::ResourceResult;
+/// use mrtr::result::{ResourceContents, ResourceResult};
 /// use serde_json::{Value, json};
 ///
 /// let v: Value = ResourceResult::blob("file:///logo.png", "image/png", &[1, 2, 3])
-///     .with_text("file:///logo.txt", "text/plain", "a logo")
+///     .with(ResourceContents::text("file:///logo.txt", "text/plain", "a logo"))
 ///     .into();
 /// assert_eq!(v, json!({
 ///     "contents": [
@@ -657,47 +557,11 @@ impl ResourceResult {
         Self::new(ResourceContents::blob(uri, mime_type, bytes))
     }
 
-    /// A result with one binary contents given as standard padded base64.
-    ///
-    /// # Errors
-    /// [`BuildError::InvalidBase64`] when `base64` does not decode.
-    pub fn blob_base64(
-        uri: impl Into<String>,
-        mime_type: impl Into<String>,
-        base64: impl Into<String>,
-    ) -> Result<Self, BuildError> {
-        Ok(Self::new(ResourceContents::blob_base64(
-            uri, mime_type, base64,
-        )?))
-    }
-
     /// Appends any contents.
     #[must_use]
     pub fn with(mut self, contents: ResourceContents) -> Self {
         self.contents.push(contents);
         self
-    }
-
-    /// Appends text contents.
-    #[must_use]
-    pub fn with_text(
-        self,
-        uri: impl Into<String>,
-        mime_type: impl Into<String>,
-        text: impl Into<String>,
-    ) -> Self {
-        self.with(ResourceContents::text(uri, mime_type, text))
-    }
-
-    /// Appends binary contents, base64-encoded here.
-    #[must_use]
-    pub fn with_blob(
-        self,
-        uri: impl Into<String>,
-        mime_type: impl Into<String>,
-        bytes: &[u8],
-    ) -> Self {
-        self.with(ResourceContents::blob(uri, mime_type, bytes))
     }
 
     /// Lets clients cache this result for `ttl_ms` milliseconds within `scope`.

@@ -11,11 +11,10 @@ fn v(x: impl Into<Value>) -> Value {
 #[test]
 fn tool_text_and_media_shapes() {
     let r = ToolResult::text("a")
-        .with_text("b")
-        .with_image_bytes(b"hi", "image/png")
-        .with_audio_bytes(&[0xff], "audio/wav")
-        .with_image("aGk=", "image/jpeg")
-        .unwrap();
+        .with(Content::text("b"))
+        .with(Content::image_bytes(b"hi", "image/png"))
+        .with(Content::audio_bytes(&[0xff], "audio/wav"))
+        .with(Content::image("aGk=", "image/jpeg").unwrap());
     assert_eq!(
         v(r),
         json!({"content": [
@@ -32,16 +31,24 @@ fn tool_text_and_media_shapes() {
 #[test]
 fn tool_resources_and_links() {
     let r = ToolResult::new()
-        .with_resource(EmbeddedResource::text("file:///a", "text/plain", "x"))
-        .with_resource(EmbeddedResource::blob("file:///b", "application/zip", &[0]))
-        .with_link(ResourceLink::new("file:///c", "c"))
-        .with_link(
+        .with(Content::resource(ResourceContents::text(
+            "file:///a",
+            "text/plain",
+            "x",
+        )))
+        .with(Content::resource(ResourceContents::blob(
+            "file:///b",
+            "application/zip",
+            &[0],
+        )))
+        .with(Content::link(ResourceLink::new("file:///c", "c")))
+        .with(Content::link(
             ResourceLink::new("file:///d", "d")
                 .title("D")
                 .description("the d file")
                 .mime_type("text/csv")
                 .size(42),
-        );
+        ));
     assert_eq!(
         v(r),
         json!({"content": [
@@ -58,7 +65,7 @@ fn tool_resources_and_links() {
 fn structured_sets_both_fields() {
     let r = ToolResult::structured(&json!({"n": 1, "tags": ["a"]}))
         .unwrap()
-        .with_text("extra");
+        .with(Content::text("extra"));
     assert_eq!(
         v(r),
         json!({
@@ -83,17 +90,17 @@ fn structured_sets_both_fields() {
 #[test]
 fn base64_strings_are_checked() {
     for bad in ["not base64!", "aGk", "aGk=\n", "aG-k"] {
-        let e = ToolResult::new().with_image(bad, "image/png").unwrap_err();
+        let e = Content::image(bad, "image/png").unwrap_err();
         assert_eq!(e, BuildError::InvalidBase64 { what: "image data" });
         assert!(!e.to_string().contains(bad));
     }
     assert!(Content::audio("!!", "audio/wav").is_err());
     assert!(Content::audio("", "audio/wav").is_ok());
     assert_eq!(
-        ResourceResult::blob_base64("u", "m", "%%").unwrap_err(),
+        ResourceContents::blob_base64("u", "m", "%%").unwrap_err(),
         BuildError::InvalidBase64 { what: "blob" }
     );
-    assert!(PromptResult::new().user_image("@", "image/png").is_err());
+    assert!(Content::image("@", "image/png").is_err());
     assert_eq!(
         BuildError::InvalidBase64 { what: "blob" }.to_string(),
         "blob is not valid base64"
@@ -105,11 +112,13 @@ fn prompt_shapes() {
     let r = PromptResult::new()
         .description("d")
         .user_text("q")
-        .assistant_text("a")
-        .user_image_bytes(b"hi", "image/png")
-        .user_image("aGk=", "image/gif")
-        .unwrap()
-        .user_resource(EmbeddedResource::text("file:///x", "text/plain", "t"))
+        .message(Role::Assistant, Content::text("a"))
+        .message(Role::User, Content::image_bytes(b"hi", "image/png"))
+        .message(Role::User, Content::image("aGk=", "image/gif").unwrap())
+        .message(
+            Role::User,
+            Content::resource(ResourceContents::text("file:///x", "text/plain", "t")),
+        )
         .message(
             Role::Assistant,
             Content::link(ResourceLink::new("file:///y", "y")),
@@ -132,9 +141,13 @@ fn prompt_shapes() {
 #[test]
 fn resource_shapes() {
     let r = ResourceResult::text("file:///a", "text/plain", "x")
-        .with_blob("file:///b", "application/octet-stream", b"hi")
+        .with(ResourceContents::blob(
+            "file:///b",
+            "application/octet-stream",
+            b"hi",
+        ))
         .with(ResourceContents::blob_base64("file:///c", "image/png", "aGk=").unwrap())
-        .with_text("file:///d", "text/markdown", "# d");
+        .with(ResourceContents::text("file:///d", "text/markdown", "# d"));
     assert_eq!(
         v(r),
         json!({"contents": [
@@ -152,7 +165,9 @@ fn resource_shapes() {
                "ttlMs": 60_000, "cacheScope": "public"})
     );
     assert_eq!(
-        v(ResourceResult::blob_base64("u", "m", "aGk=").unwrap())["contents"][0]["blob"],
+        v(ResourceResult::new(
+            ResourceContents::blob_base64("u", "m", "aGk=").unwrap()
+        ))["contents"][0]["blob"],
         "aGk="
     );
 }

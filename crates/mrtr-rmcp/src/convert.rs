@@ -421,7 +421,7 @@ mod tests {
         // Other blocks, and a null structuredContent (which rmcp versions read
         // differently), take the JSON path.
         for result in [
-            ToolResult::new().with_audio_bytes(b"x", "audio/wav"),
+            ToolResult::new().with(Content::audio_bytes(b"x", "audio/wav")),
             ToolResult::text("a").with(Content::link(ResourceLink::new("file:///a", "a"))),
             structured(Value::Null),
         ] {

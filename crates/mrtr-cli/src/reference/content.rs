@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use mrtr::engine::{Flow, Sampling};
 use mrtr::error::{Retry, ToolAdvice};
-use mrtr::result::{CacheScope, Content, EmbeddedResource};
+use mrtr::result::{CacheScope, Content, ResourceContents, Role};
 use mrtr::service::Service;
 use mrtr::{PromptDefinition, PromptResult, ResourceDefinition, ResourceResult, ToolResult};
 
@@ -94,24 +94,26 @@ pub(super) fn fixtures(s: Service) -> Service {
         "test_image_content",
         "Conformance: returns one image content (a PNG).",
         no_args(),
-        |_| Ok(ToolResult::new().with_image_bytes(PNG, "image/png")),
+        |_| Ok(ToolResult::new().with(Content::image_bytes(PNG, "image/png"))),
     )
     .tool(
         "test_audio_content",
         "Conformance: returns one audio content (a WAV).",
         no_args(),
-        |_| Ok(ToolResult::new().with_audio_bytes(&silent_wav(800), "audio/wav")),
+        |_| Ok(ToolResult::new().with(Content::audio_bytes(&silent_wav(800), "audio/wav"))),
     )
     .tool(
         "test_embedded_resource",
         "Conformance: returns one embedded resource.",
         no_args(),
         |_| {
-            Ok(ToolResult::new().with_resource(EmbeddedResource::text(
-                "test://embedded-resource",
-                "text/plain",
-                "This is an embedded resource content.",
-            )))
+            Ok(
+                ToolResult::new().with(Content::resource(ResourceContents::text(
+                    "test://embedded-resource",
+                    "text/plain",
+                    "This is an embedded resource content.",
+                ))),
+            )
         },
     )
     .tool(
@@ -120,12 +122,12 @@ pub(super) fn fixtures(s: Service) -> Service {
         no_args(),
         |_| {
             Ok(ToolResult::text("Multiple content types test:")
-                .with_image_bytes(PNG, "image/png")
-                .with_resource(EmbeddedResource::text(
+                .with(Content::image_bytes(PNG, "image/png"))
+                .with(Content::resource(ResourceContents::text(
                     "test://mixed-content-resource",
                     "application/json",
                     r#"{"test":"data","value":123}"#,
-                )))
+                ))))
         },
     )
     .tool(
@@ -168,11 +170,14 @@ pub(super) fn fixtures(s: Service) -> Service {
                 .unwrap_or_default()
                 .to_owned();
             Ok(PromptResult::new()
-                .user_resource(EmbeddedResource::text(
-                    uri,
-                    "text/plain",
-                    "Embedded resource content for testing.",
-                ))
+                .message(
+                    Role::User,
+                    Content::resource(ResourceContents::text(
+                        uri,
+                        "text/plain",
+                        "Embedded resource content for testing.",
+                    )),
+                )
                 .user_text("Please process the embedded resource above."))
         },
     )
@@ -181,10 +186,7 @@ pub(super) fn fixtures(s: Service) -> Service {
             .description("Conformance: a prompt holding an image."),
         |_| {
             Ok(PromptResult::new()
-                .message(
-                    mrtr::result::Role::User,
-                    Content::image_bytes(PNG, "image/png"),
-                )
+                .message(Role::User, Content::image_bytes(PNG, "image/png"))
                 .user_text("Please analyze the image above."))
         },
     )
