@@ -103,12 +103,12 @@ pub const PAGE_SIZE: usize = 100;
 
 /// The longest resource URI matched against the resource templates: 4 KiB. A
 /// `resources/read` of a longer URI that no static resource has is refused
-/// (-32602) before any template is tried. [`UriTemplate::match_uri`](crate::service::UriTemplate::match_uri).
+/// (-32602) before any template is tried
+/// ([`Service::resource_template`](crate::service::Service::resource_template)).
 pub const TEMPLATE_URI_MAX_BYTES: usize = 4 * 1024;
 
 /// The longest value of one resource-template variable, percent-decoded: 1 KiB
 /// (a longer one and its template does not match).
-/// [`UriTemplate::match_uri`](crate::service::UriTemplate::match_uri).
 pub const TEMPLATE_VARIABLE_MAX_BYTES: usize = 1024;
 
 /// How long a 2025-era flow waits for the client's answer to one ask (a

@@ -14,7 +14,7 @@
 //! | [`STATE_REJECTIONS_TOTAL`] `mrtr_state_rejections_total` | counter | `reason` ([`RejectReason::as_str`]) | [`Service`], once per refused `requestState` |
 //! | [`ROUNDS`] `mrtr_rounds` | histogram | none | [`Service`], the round of each carrier request that reached its handler (1 without `requestState`) |
 //! | [`FLOW_SECONDS`] `mrtr_flow_seconds` | histogram | none | the engine, when a flow that issued at least one `InputRequiredResult` completes |
-//! | [`ONCE_TOTAL`] `mrtr_once_total` | counter | `result` ([`OnceResult::as_str`]) | the `once` path, through [`once_result`] |
+//! | [`ONCE_TOTAL`] `mrtr_once_total` | counter | `result`: `claimed`, `replayed`, `unavailable` (the store could not answer), `sealed` (the result was in the state) | the engine's `once` path |
 //! | [`REPLAY_STORE_SECONDS`] `mrtr_replay_store_seconds` | histogram | none | a replay guard that talks to a store, through [`replay_store_latency`] |
 //! | [`SESSIONS_TOTAL`] `mrtr_sessions_total` | counter | `event` ([`SessionEvent::as_str`]) | a transport that keeps 2025-era sessions, through [`session`] |
 //! | [`SERVER_OPERATION_DURATION`] `mcp.server.operation.duration` | histogram (s) | `mcp.method.name`, `error.type` (errors only), `network.transport` | a transport, once per request, through [`server_operation`] |
@@ -356,7 +356,7 @@ fn session_duration(
 /// What became of one `once` step, for [`once_result`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum OnceResult {
+pub(crate) enum OnceResult {
     /// The replay guard let this round claim the step: it runs now.
     Claimed,
     /// The step was claimed before: a replayed `requestState`, refused.
@@ -370,7 +370,8 @@ pub enum OnceResult {
 
 impl OnceResult {
     /// Every result.
-    pub const ALL: [OnceResult; 4] = [
+    #[cfg(test)]
+    pub(crate) const ALL: [OnceResult; 4] = [
         OnceResult::Claimed,
         OnceResult::Replayed,
         OnceResult::Unavailable,
@@ -378,7 +379,7 @@ impl OnceResult {
     ];
 
     /// The `result` label value.
-    pub const fn as_str(self) -> &'static str {
+    pub(crate) const fn as_str(self) -> &'static str {
         match self {
             OnceResult::Claimed => "claimed",
             OnceResult::Replayed => "replayed",
@@ -392,12 +393,7 @@ impl OnceResult {
 /// once per step it reaches: [`OnceResult::Sealed`] when the sealed state already
 /// holds the step's result, else the replay guard's answer. Without a replay guard
 /// nothing is claimed, and nothing is counted but `Sealed`.
-///
-/// ```
-/// use mrtr::metrics::{OnceResult, once_result};
-/// once_result(OnceResult::Claimed); // a no-op until a recorder is installed
-/// ```
-pub fn once_result(result: OnceResult) {
+pub(crate) fn once_result(result: OnceResult) {
     counter!(ONCE_TOTAL, "result" => result.as_str()).increment(1);
 }
 

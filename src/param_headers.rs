@@ -30,7 +30,7 @@ use crate::error::Error;
 pub const HEADER_PARAM_PREFIX: &str = "mcp-param-";
 
 /// The schema keyword that designates a property as a header (its value names it).
-pub const X_MCP_HEADER: &str = "x-mcp-header";
+pub(crate) const X_MCP_HEADER: &str = "x-mcp-header";
 
 /// The Base64 sentinel's prefix (§Value Encoding): `=?base64?{value}?=`.
 const SENTINEL_PREFIX: &str = "=?base64?";
@@ -43,7 +43,7 @@ const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
 
 /// One property of a tool's `inputSchema` that travels as a header.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParamHeader {
+pub(crate) struct ParamHeader {
     /// The name as declared (`Region`).
     name: String,
     /// The header's name as written in messages (`Mcp-Param-Region`).
@@ -56,19 +56,21 @@ pub struct ParamHeader {
 
 impl ParamHeader {
     /// The `x-mcp-header` value as declared (`Region`).
-    pub fn name(&self) -> &str {
+    #[cfg(test)]
+    pub(crate) fn name(&self) -> &str {
         &self.name
     }
 
     /// The header's name, lower case (`mcp-param-region`), as the HTTP layer
     /// looks it up.
-    pub fn header_name(&self) -> &str {
+    pub(crate) fn header_name(&self) -> &str {
         &self.lower
     }
 
     /// The property names leading from the arguments to the value (one for a
     /// top-level property).
-    pub fn path(&self) -> &[String] {
+    #[cfg(test)]
+    pub(crate) fn path(&self) -> &[String] {
         &self.path
     }
 
@@ -196,7 +198,8 @@ impl ParamHeaders {
     }
 
     /// The declarations, in schema order.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = &ParamHeader> {
+    #[cfg(test)]
+    pub(crate) fn iter(&self) -> impl ExactSizeIterator<Item = &ParamHeader> {
         self.headers.iter()
     }
 
@@ -355,7 +358,7 @@ fn agrees(text: &str, body: &Value) -> bool {
 /// HTTP §Server Behavior for Custom Headers) of a `tools/call` whose
 /// `arguments` are given, for a tool declaring `declared`. `values` gives every
 /// value of the header it is asked for, by its lower-case name
-/// ([`ParamHeader::header_name`]), in the order they came; it is asked once per
+/// (`mcp-param-region` for `Mcp-Param-Region`), in the order they came; it is asked once per
 /// declaration and read for at most two values.
 ///
 /// An argument present (and not `null`) needs its header; an absent or `null`

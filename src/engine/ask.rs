@@ -479,13 +479,6 @@ pub enum Confirmation {
     Cancelled,
 }
 
-impl Confirmation {
-    /// Whether the user accepted.
-    pub fn is_accepted(self) -> bool {
-        self == Self::Accepted
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;

@@ -136,7 +136,7 @@ impl Engine {
 
     /// An engine sealing with `sealer` (its key ring, limits and randomness), for
     /// the service named `audience`. Other defaults as in [`Engine::new`].
-    pub fn with_sealer(sealer: Sealer, audience: impl Into<String>) -> Self {
+    fn with_sealer(sealer: Sealer, audience: impl Into<String>) -> Self {
         let audience = audience.into();
         Self {
             inner: Arc::new(EngineConfig {

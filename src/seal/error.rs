@@ -128,7 +128,7 @@ pub struct OpenError {
 
 impl OpenError {
     /// The frozen public text of every open failure.
-    pub const PUBLIC_TEXT: &'static str = "invalid or expired requestState";
+    const PUBLIC_TEXT: &'static str = "invalid or expired requestState";
 
     pub(super) const fn new(reason: RejectReason) -> Self {
         Self {

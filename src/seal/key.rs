@@ -11,7 +11,7 @@ use xaes_256_gcm::Xaes256Gcm;
 use zeroize::Zeroizing;
 
 /// Length of a key, in bytes.
-pub const KEY_LEN: usize = 32;
+pub(crate) const KEY_LEN: usize = 32;
 
 /// The label whose HMAC under a key gives the key id.
 const KID_LABEL: &[u8] = b"mrtr/request-state/v1/kid";

@@ -116,7 +116,7 @@ pub use entropy::OsEntropy;
 pub use error::{OpenError, RejectCounts, RejectReason, SealError};
 #[cfg(feature = "os-rng")]
 pub use key::generate_key_string;
-pub use key::{KEY_LEN, Key, KeyError, Kid};
+pub use key::{Key, KeyError, Kid};
 pub use keyring::{KeyInUse, Keyring, KeysInUse};
 
 use claims::{CLAIMS_HEADER_LEN, FLOW_ID_LEN, Header, strict_json_bounds};

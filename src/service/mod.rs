@@ -17,7 +17,7 @@
 //!   pages whose cursors a client cannot forge ([`Service::with_page_size`]);
 //! - completion: `completion/complete`, answered by the sources registered
 //!   with [`Service::prompt_completion`] and [`Service::resource_template_completion`];
-//! - resource templates ([`ResourceTemplateDefinition`], [`UriTemplate`]):
+//! - resource templates ([`ResourceTemplateDefinition`]):
 //!   `resources/read` of a URI no static resource has, routed by template;
 //! - the carrier requests run on the engine's one path.
 
@@ -56,7 +56,7 @@ pub use discover::ListCaching;
 pub use envelope::{NoCheck, ParsedMessage};
 pub use subscription::{Changes, List, META_SUBSCRIPTION_ID, Subscription};
 pub use tasks::{EXTENSION as TASKS_EXTENSION, TaskRun, TaskSupport};
-pub use template::{ResourceTemplateDefinition, TemplateError, UriTemplate};
+pub use template::{ResourceTemplateDefinition, TemplateError};
 
 use crate::result::{PromptResult, ResourceResult, ToolResult};
 

@@ -115,17 +115,8 @@ enum Part {
 }
 
 /// A parsed RFC 6570 level-1 URI template, checked to match unambiguously.
-///
-/// ```
-/// use mrtr::service::UriTemplate;
-/// let t = UriTemplate::parse("test://template/{id}/data").unwrap();
-/// let vars = t.match_uri("test://template/a%20b/data").unwrap();
-/// assert_eq!(vars["id"], "a b");
-/// assert!(t.match_uri("test://template/a/b/data").is_none());
-/// assert!(UriTemplate::parse("file:///{a}{b}").is_err());
-/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UriTemplate {
+pub(crate) struct UriTemplate {
     source: String,
     parts: Vec<Part>,
 }
@@ -162,7 +153,7 @@ impl UriTemplate {
     /// variable name or literal character, repeats a variable, puts two variables
     /// side by side, or follows a variable that is not the last with text that
     /// starts with an unreserved character or `%` (`{a}-{b}`, `{a}.{b}`).
-    pub fn parse(template: &str) -> Result<Self, TemplateError> {
+    pub(crate) fn parse(template: &str) -> Result<Self, TemplateError> {
         if template.is_empty() {
             return Err(TemplateError::Empty);
         }
@@ -258,12 +249,13 @@ impl UriTemplate {
     }
 
     /// The template as written.
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         &self.source
     }
 
     /// The variable names, in template order.
-    pub fn variables(&self) -> impl Iterator<Item = &str> {
+    #[cfg(test)]
+    pub(crate) fn variables(&self) -> impl Iterator<Item = &str> {
         self.parts.iter().filter_map(|p| match p {
             Part::Variable(v) => Some(v.as_str()),
             Part::Literal(_) => None,
@@ -274,7 +266,7 @@ impl UriTemplate {
     /// (module docs, "Matching"); `None` when it does not, when `uri` is longer
     /// than [`TEMPLATE_URI_MAX_BYTES`], or when a decoded value is longer than
     /// [`TEMPLATE_VARIABLE_MAX_BYTES`] or not UTF-8.
-    pub fn match_uri(&self, uri: &str) -> Option<BTreeMap<String, String>> {
+    pub(crate) fn match_uri(&self, uri: &str) -> Option<BTreeMap<String, String>> {
         if uri.len() > TEMPLATE_URI_MAX_BYTES {
             return None;
         }
@@ -367,7 +359,7 @@ fn decode(raw: &[u8]) -> Option<String> {
 ///     .title("Notes")
 ///     .description("A note by name")
 ///     .mime_type("text/plain");
-/// assert_eq!(files.uri_template().as_str(), "file:///notes/{name}.txt");
+/// assert_eq!(files.uri_template(), "file:///notes/{name}.txt");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[must_use]
@@ -384,21 +376,17 @@ impl ResourceTemplateDefinition {
     /// The resources whose URIs match `uri_template`, listed as `name`.
     ///
     /// # Errors
-    /// When the template is refused ([`UriTemplate::parse`]).
+    /// When the template is refused: not RFC 6570 level 1, or not matched back
+    /// unambiguously ([`TemplateError`]).
     pub fn new(uri_template: &str, name: impl Into<String>) -> Result<Self, TemplateError> {
-        Ok(Self::from_template(UriTemplate::parse(uri_template)?, name))
-    }
-
-    /// The resources whose URIs match `template`, listed as `name`.
-    pub fn from_template(template: UriTemplate, name: impl Into<String>) -> Self {
-        Self {
-            template,
+        Ok(Self {
+            template: UriTemplate::parse(uri_template)?,
             name: name.into(),
             title: None,
             description: None,
             mime_type: None,
             caching: None,
-        }
+        })
     }
 
     /// Its human-readable title, for the client's list.
@@ -419,9 +407,9 @@ impl ResourceTemplateDefinition {
         self
     }
 
-    /// The URI template.
-    pub fn uri_template(&self) -> &UriTemplate {
-        &self.template
+    /// The URI template, as written.
+    pub fn uri_template(&self) -> &str {
+        self.template.as_str()
     }
 
     /// The caching hints (SEP-2549) of the read results of the resources it

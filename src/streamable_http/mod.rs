@@ -41,8 +41,7 @@ mod sse;
 mod status;
 
 pub use crate::param_headers::{
-    HEADER_PARAM_PREFIX, ParamHeader, ParamHeaderError, ParamHeaders, X_MCP_HEADER,
-    check_param_headers,
+    HEADER_PARAM_PREFIX, ParamHeaderError, ParamHeaders, check_param_headers,
 };
 pub use headers::{HEADER_METHOD, HEADER_NAME, HEADER_PROTOCOL_VERSION, McpHeaders, check_headers};
 pub use media::{

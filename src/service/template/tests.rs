@@ -224,3 +224,13 @@ fn a_definition_lists_the_spec_fields() {
     assert_eq!(v, json!({"uriTemplate": "x:{a}", "name": "n"}));
     assert_eq!(caching, Some((5, crate::result::CacheScope::Public)));
 }
+
+/// What the type's doc example showed before the type left the public API.
+#[test]
+fn the_former_doc_example_matches_decodes_and_refuses() {
+    let t = UriTemplate::parse("test://template/{id}/data").unwrap();
+    let vars = t.match_uri("test://template/a%20b/data").unwrap();
+    assert_eq!(vars["id"], "a b");
+    assert!(t.match_uri("test://template/a/b/data").is_none());
+    assert!(UriTemplate::parse("file:///{a}{b}").is_err());
+}
