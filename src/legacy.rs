@@ -31,7 +31,10 @@
 //! [`Service::initialize`](crate::Service::initialize) and used by
 //! [`Service::handle_legacy`](crate::Service::handle_legacy).
 
+/// A boxed, `Send` future, as [`ServerRequests`] returns them (the one
+/// [`ReplayGuard`](crate::replay::ReplayGuard) returns too).
+pub use crate::replay::BoxFuture;
 pub use crate::service::era::{
-    Bounds, BoxFuture, Eras, RequestFailed, ServerRequests, Session, VERSIONS, run,
+    Bounds, Eras, RequestFailed, ServerRequests, Session, VERSIONS, run,
 };
 pub use crate::wire::Era;

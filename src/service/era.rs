@@ -2,7 +2,6 @@
 //! (they live beside the service, whose subscriptions a session holds).
 
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Mutex;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -12,6 +11,7 @@ use serde_json::{Map, Value};
 use super::Subscription;
 use crate::engine::Outcome;
 use crate::error::{Error, Fallback, Retry, ToolAdvice};
+use crate::replay::BoxFuture;
 use crate::wire::meta::LogLevel;
 use crate::wire::{
     CarrierMethod, META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROTOCOL_VERSION,
@@ -212,9 +212,6 @@ impl Session {
         Ok(params)
     }
 }
-
-/// A boxed future, as [`ServerRequests`] returns them.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// The transport's side of the bridge: how the server sends a request to a
 /// 2025-era client and waits for its answer, and how it waits.

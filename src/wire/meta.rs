@@ -248,7 +248,7 @@ impl RequestMeta {
     ///
     /// # Errors
     /// As [`RequestMeta::from_meta`].
-    pub fn from_object(meta: Option<&JsonObject>) -> Result<Self, MetaError> {
+    pub(crate) fn from_object(meta: Option<&JsonObject>) -> Result<Self, MetaError> {
         let invalid = |m: String| MetaError::Invalid(WireError::new(m));
         let Some(o) = meta else {
             return Err(invalid("params._meta is required".into()));
@@ -426,7 +426,7 @@ impl MetaMemo {
     ///
     /// # Errors
     /// As [`RequestMeta::from_meta`].
-    pub fn parse_value(&self, meta: Option<&Value>) -> Result<Arc<RequestMeta>, MetaError> {
+    pub(crate) fn parse_value(&self, meta: Option<&Value>) -> Result<Arc<RequestMeta>, MetaError> {
         match meta {
             Some(Value::Object(object)) => self.parse(Some(object)),
             other => RequestMeta::from_meta(other).map(Arc::new),
