@@ -355,7 +355,6 @@ fn session_duration(
 
 /// What became of one `once` step, for [`once_result`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
 pub(crate) enum OnceResult {
     /// The replay guard let this round claim the step: it runs now.
     Claimed,

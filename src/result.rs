@@ -25,7 +25,10 @@
 //! let prompt: Value = PromptResult::new()
 //!     .description("Review a diff")
 //!     .user_text("Review this change:")
-//!     .message(Role::User, Content::resource(ResourceContents::text("file:///a.rs", "text/x-rust", "fn main() {}")))
+//!     .message(
+//!         Role::User,
+//!         Content::resource(ResourceContents::text("file:///a.rs", "text/x-rust", "fn main() {}")),
+//!     )
 //!     .into();
 //! assert_eq!(prompt["messages"][1]["content"]["resource"]["uri"], "file:///a.rs");
 //!
