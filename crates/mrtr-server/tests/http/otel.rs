@@ -45,16 +45,20 @@ fn serve_traced(app: axum::Router) -> (InMemorySpanExporter, std::net::SocketAdd
     (exporter, rx.recv().unwrap())
 }
 
+/// The span of `spans` whose parent is the span `parent` (16 hex digits).
+fn child_of<'a>(spans: &'a [SpanData], parent: &str) -> Option<&'a SpanData> {
+    spans
+        .iter()
+        .find(|s| s.parent_span_id.to_string() == parent)
+}
+
 /// The exported span whose parent is the span `parent`, once it is there
 /// (bounded).
 fn span_under(exporter: &InMemorySpanExporter, parent: &str) -> SpanData {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
         let spans = exporter.get_finished_spans().unwrap();
-        if let Some(s) = spans
-            .iter()
-            .find(|s| s.parent_span_id.to_string() == parent)
-        {
+        if let Some(s) = child_of(&spans, parent) {
             return s.clone();
         }
         assert!(std::time::Instant::now() < deadline, "{spans:#?}");
@@ -167,11 +171,7 @@ fn a_three_round_flow_is_one_trace_its_later_rounds_linked_to_the_first() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
     assert_eq!(mine.len(), 4, "{mine:#?}");
-    let by_parent = |p: &str| {
-        mine.iter()
-            .find(|s| s.parent_span_id.to_string() == p)
-            .unwrap_or_else(|| panic!("no span under {p}"))
-    };
+    let by_parent = |p: &str| child_of(&mine, p).unwrap_or_else(|| panic!("no span under {p}"));
     let (one, two, three, tampered) = (
         by_parent("00f067aa0ba90201"),
         by_parent("00f067aa0ba90202"),
@@ -285,10 +285,7 @@ fn a_stdio_request_has_its_span_under_the_client_s() {
     let (spans, out) = serve_stdio_traced(&service, &line);
     let reply: Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(reply["result"]["content"][0]["text"], "done", "{reply}");
-    let span = spans
-        .iter()
-        .find(|s| s.parent_span_id.to_string() == "00f067aa0ba90209")
-        .unwrap_or_else(|| panic!("{spans:#?}"));
+    let span = child_of(&spans, "00f067aa0ba90209").unwrap_or_else(|| panic!("{spans:#?}"));
     assert_eq!(span.span_context.trace_id().to_string(), CLIENT_TRACE);
     assert_eq!(span.span_kind, SpanKind::Server);
     assert_eq!(span.name, "tools/call otel_stdio");
@@ -320,10 +317,7 @@ fn a_task_s_run_is_a_span_under_the_request_that_created_it() {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     let (request, run) = loop {
         let spans = exporter.get_finished_spans().unwrap();
-        let request = spans
-            .iter()
-            .find(|s| s.parent_span_id.to_string() == "00f067aa0ba90210")
-            .cloned();
+        let request = child_of(&spans, "00f067aa0ba90210").cloned();
         let run = spans.iter().find(|s| s.name == "mrtr task run").cloned();
         if let (Some(request), Some(run)) = (request, run) {
             break (request, run);
@@ -452,10 +446,7 @@ fn a_2025_era_session_on_stdio_has_its_spans() {
         .find(|r| r["id"] == 1)
         .expect("the call's reply");
     assert_eq!(call["result"]["content"][0]["text"], "done", "{call}");
-    let span = spans
-        .iter()
-        .find(|s| s.parent_span_id.to_string() == "00f067aa0ba90240")
-        .unwrap_or_else(|| panic!("{spans:#?}"));
+    let span = child_of(&spans, "00f067aa0ba90240").unwrap_or_else(|| panic!("{spans:#?}"));
     assert_eq!(span.span_context.trace_id().to_string(), CLIENT_TRACE);
     assert_eq!(span.span_kind, SpanKind::Server);
     assert_eq!(span.name, "tools/call otel_stdio_legacy");
