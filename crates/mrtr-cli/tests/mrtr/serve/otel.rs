@@ -577,7 +577,10 @@ fn the_metrics_are_exported_over_otlp_beside_prometheus() {
         scraped.contains("mcp_server_operation_duration_bucket"),
         "{scraped}"
     );
-    // Periodic export, before any stop: the cumulative points of the four calls.
+    // Periodic export, before any stop: the cumulative points of the four
+    // calls. An export collected between the third round and the refused
+    // fourth can reach the receiver after the fourth returned, with the
+    // three answered rounds and not yet the refusal: wait for both.
     let deadline = Instant::now() + Duration::from_secs(20);
     let duration = loop {
         let points = receiver.points("mcp.server.operation.duration", "histogram");
@@ -589,7 +592,10 @@ fn the_metrics_are_exported_over_otlp_beside_prometheus() {
         };
         let ok = points.iter().filter(|p| attr(p, "error.type").is_none());
         let latest = ok.map(total).max().unwrap_or(0);
-        if latest >= 3 || Instant::now() > deadline {
+        let refused = points
+            .iter()
+            .any(|p| attr(p, "error.type").as_deref() == Some("-32602"));
+        if (latest >= 3 && refused) || Instant::now() > deadline {
             break points;
         }
         std::thread::sleep(Duration::from_millis(100));
