@@ -78,6 +78,16 @@ impl Receiver {
         }
     }
 
+    /// Every metric line the receiver printed so far (the lines that are not
+    /// spans).
+    fn metrics(&self) -> Vec<Value> {
+        let lines = self.spans.lock().unwrap().clone();
+        lines
+            .into_iter()
+            .filter(|m| m.get("traceId").is_none())
+            .collect()
+    }
+
     /// The data points of the metric `name` of `kind` (`histogram`, `sum`),
     /// over every export that carried it (bounded, as [`Receiver::metric`]).
     fn points(&self, name: &str, kind: &str) -> Vec<Value> {
@@ -642,13 +652,7 @@ fn the_metrics_are_exported_over_otlp_beside_prometheus() {
         "{rejections:#?}"
     );
     // Nothing secret in any exported metric: no argument, no state.
-    for m in receiver
-        .spans
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|m| m.get("traceId").is_none())
-    {
+    for m in receiver.metrics() {
         let text = m.to_string();
         assert!(!text.contains("hunter2"), "{text}");
         assert!(
@@ -696,13 +700,7 @@ fn the_metrics_are_exported_over_otlp_beside_prometheus() {
         "{session:#?}"
     );
     eprintln!("exported metrics:");
-    for m in receiver
-        .spans
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|m| m.get("traceId").is_none())
-    {
+    for m in receiver.metrics() {
         eprintln!("{m}");
     }
 }
